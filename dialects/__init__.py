@@ -1,0 +1,1 @@
+"""The dialects of diffc, one per file."""

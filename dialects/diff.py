@@ -1,0 +1,661 @@
+"""The `diff` dialect: differential pairs and the operations of automatic differentiation.
+
+Types
+  !diff.pair<T>      a primal value of a differentiable type T with its derivative (Slang's
+                     DifferentialPair<T>).
+  !diff.ptr_pair<T>  a primal location T (a memref) together with the location its gradient is
+                     accumulated into (Slang's DifferentialPtrPair).
+
+Function-level facts are plain attributes, read through the helpers at the bottom of this file:
+  diff.differentiable (unit, on func.func), diff.no_diff (unit, in arg/result attributes),
+  diff.fwd_derivative = @g, diff.bwd_derivative = @h, diff.prefer = "recompute" | "checkpoint",
+  diff.max_iters = N : i64 (on scf.for / scf.while).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DictionaryAttr,
+    FlatSymbolRefAttrConstr,
+    FunctionType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    VectorType,
+)
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    param_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure, SymbolTable, SymbolUserOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+# Attribute names of the function-level facts.
+DIFFERENTIABLE = "diff.differentiable"
+NO_DIFF = "diff.no_diff"
+FWD_DERIVATIVE = "diff.fwd_derivative"
+BWD_DERIVATIVE = "diff.bwd_derivative"
+PREFER = "diff.prefer"
+MAX_ITERS = "diff.max_iters"
+PREFER_VALUES = ("recompute", "checkpoint")
+
+
+class DifferentiableType:
+    """Mixin for types of other dialects (structs, say) that carry derivatives.
+
+    A type that inherits it may be the element of a `!diff.pair`; `differential_type()` names
+    the type its derivative has (a struct's synthesized Differential)."""
+
+    def differential_type(self) -> Attribute:
+        return self  # type: ignore[return-value]
+
+
+def is_float_type(t: Attribute) -> bool:
+    return isinstance(t, AnyFloat)
+
+
+def is_differentiable_type(t: Attribute) -> bool:
+    """Floats, vectors of floats, pairs (for higher order) and DifferentiableType types."""
+    if is_float_type(t):
+        return True
+    if isinstance(t, VectorType):
+        return is_float_type(t.element_type)
+    if isinstance(t, PairType):
+        return True
+    return isinstance(t, DifferentiableType)
+
+
+def differential_type(t: Attribute) -> Attribute:
+    """The type of the derivative of a value of type `t`."""
+    if isinstance(t, DifferentiableType):
+        return t.differential_type()
+    if isinstance(t, PairType):
+        return PairType(differential_type(t.element_type))
+    return t
+
+
+@irdl_attr_definition
+class PairType(ParametrizedAttribute, TypeAttribute):
+    """DifferentialPair<T>: `!diff.pair<f32>`."""
+
+    name = "diff.pair"
+    element_type: Attribute = param_def()
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.element_type)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (parser.parse_type(),)
+
+    def verify(self) -> None:
+        if not is_differentiable_type(self.element_type):
+            raise VerifyException(
+                f"!diff.pair element type must be differentiable (a float, a vector of floats "
+                f"or a differentiable struct), got {self.element_type}"
+            )
+
+
+@irdl_attr_definition
+class PtrPairType(ParametrizedAttribute, TypeAttribute):
+    """A primal location with its gradient location: `!diff.ptr_pair<memref<?xf32>>`."""
+
+    name = "diff.ptr_pair"
+    location_type: Attribute = param_def()
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.location_type)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return (parser.parse_type(),)
+
+    def verify(self) -> None:
+        t = self.location_type
+        if not isinstance(t, MemRefType) or not is_differentiable_type(t.element_type):
+            raise VerifyException(
+                f"!diff.ptr_pair location must be a memref of a differentiable element type, got {t}"
+            )
+
+
+def _pair_of(op: Operation, value: SSAValue, what: str) -> PairType:
+    if not isinstance(value.type, PairType):
+        raise VerifyException(f"'{op.name}' {what} must be a !diff.pair, got {value.type}")
+    return value.type
+
+
+@irdl_op_definition
+class MakePairOp(IRDLOperation):
+    """diffPair(p, d): `%r = diff.make_pair %p, %d : f32`."""
+
+    name = "diff.make_pair"
+    primal = operand_def()
+    differential = operand_def()
+    result = result_def(PairType)
+    traits = traits_def(Pure())
+
+    def __init__(self, primal: SSAValue | Operation, differential: SSAValue | Operation):
+        p = SSAValue.get(primal)
+        super().__init__(operands=[p, differential], result_types=[PairType(p.type)])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, PairType)
+        if self.primal.type != t.element_type:
+            raise VerifyException(
+                f"'diff.make_pair' primal type {self.primal.type} does not match the pair's "
+                f"element type {t.element_type}"
+            )
+        if self.differential.type != differential_type(t.element_type):
+            raise VerifyException(
+                f"'diff.make_pair' differential type {self.differential.type} does not match "
+                f"the differential of the pair's element type {differential_type(t.element_type)}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MakePairOp:
+        p = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        d = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(p, t), parser.resolve_operand(d, differential_type(t)))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.primal)
+        printer.print_string(", ")
+        printer.print_operand(self.differential)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.primal.type)
+
+
+class _PairProjection(IRDLOperation):
+    """Shared shape of diff.primal and diff.differential: `%p = diff.primal %x : !diff.pair<f32>`."""
+
+    pair = operand_def(PairType)
+    result = result_def()
+    traits = traits_def(Pure())
+
+    @staticmethod
+    def projected_type(pair_type: PairType) -> Attribute:
+        raise NotImplementedError
+
+    def __init__(self, pair: SSAValue | Operation):
+        v = SSAValue.get(pair)
+        assert isinstance(v.type, PairType)
+        super().__init__(operands=[v], result_types=[self.projected_type(v.type)])
+
+    def verify_(self) -> None:
+        t = _pair_of(self, self.pair, "operand")
+        expected = self.projected_type(t)
+        if self.result.type != expected:
+            raise VerifyException(
+                f"'{self.name}' result type {self.result.type} does not match {expected}, "
+                f"the {self.name.split('.')[1]} type of {t}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        t = parser.parse_type()
+        if not isinstance(t, PairType):
+            parser.raise_error(f"'{cls.name}' expects a !diff.pair operand type", pos, parser.pos)
+        op = cls(parser.resolve_operand(x, t))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.pair)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.pair.type)
+
+
+@irdl_op_definition
+class PrimalOp(_PairProjection):
+    """The primal half of a pair (`.p`)."""
+
+    name = "diff.primal"
+
+    @staticmethod
+    def projected_type(pair_type: PairType) -> Attribute:
+        return pair_type.element_type
+
+
+@irdl_op_definition
+class DifferentialOp(_PairProjection):
+    """The derivative half of a pair (`.d`)."""
+
+    name = "diff.differential"
+
+    @staticmethod
+    def projected_type(pair_type: PairType) -> Attribute:
+        return differential_type(pair_type.element_type)
+
+
+class _DerivativeCallVerifier(SymbolUserOpInterface):
+    """fwd_diff / bwd_diff: the callee exists and the operands and results agree with the
+    derivative signature of the callee (its no_diff marks included)."""
+
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, FwdDiffOp | BwdDiffOp)
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        if not isinstance(callee, FuncOp):
+            raise VerifyException(f"'{op.name}' callee {op.callee} does not name a func.func")
+        expected = fwd_signature(callee) if isinstance(op, FwdDiffOp) else bwd_signature(callee)
+        check_call_types(op, op.callee, expected, op.args, op.res)
+
+
+def check_call_types(
+    op: Operation,
+    callee: SymbolRefAttr,
+    expected: FunctionType,
+    args: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+) -> None:
+    name = f"'{op.name}' of {callee}"
+    want_in, want_out = expected.inputs.data, expected.outputs.data
+    if len(args) != len(want_in):
+        raise VerifyException(f"{name} expects {len(want_in)} operands, got {len(args)}")
+    for i, (a, t) in enumerate(zip(args, want_in)):
+        if a.type != t:
+            raise VerifyException(f"{name}: operand {i} has type {a.type}, expected {t}")
+    if len(results) != len(want_out):
+        raise VerifyException(f"{name} expects {len(want_out)} results, got {len(results)}")
+    for i, (r, t) in enumerate(zip(results, want_out)):
+        if r.type != t:
+            raise VerifyException(f"{name}: result {i} has type {r.type}, expected {t}")
+
+
+@irdl_op_definition
+class FwdDiffOp(IRDLOperation):
+    """fwd_diff(f)(pairs...): `%r = diff.fwd_diff @f(%x, %y) : (!diff.pair<f32>, ...) -> ...`."""
+
+    name = "diff.fwd_diff"
+    args = var_operand_def()
+    callee = prop_def(FlatSymbolRefAttrConstr)
+    res = var_result_def()
+    traits = traits_def(_DerivativeCallVerifier())
+    assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
+
+    def __init__(self, callee: str | SymbolRefAttr, args: Sequence[SSAValue], result_types: Sequence[Attribute]):
+        if isinstance(callee, str):
+            callee = SymbolRefAttr(callee)
+        super().__init__(operands=[args], result_types=[result_types], properties={"callee": callee})
+
+
+@irdl_op_definition
+class BwdDiffOp(IRDLOperation):
+    """bwd_diff(f)(primals..., douts...) -> gradients of the differentiable parameters."""
+
+    name = "diff.bwd_diff"
+    args = var_operand_def()
+    callee = prop_def(FlatSymbolRefAttrConstr)
+    res = var_result_def()
+    traits = traits_def(_DerivativeCallVerifier())
+    assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
+
+    def __init__(self, callee: str | SymbolRefAttr, args: Sequence[SSAValue], result_types: Sequence[Attribute]):
+        if isinstance(callee, str):
+            callee = SymbolRefAttr(callee)
+        super().__init__(operands=[args], result_types=[result_types], properties={"callee": callee})
+
+
+@irdl_op_definition
+class DetachOp(IRDLOperation):
+    """detach(x): the same value, with a zero derivative."""
+
+    name = "diff.detach"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, value: SSAValue | Operation):
+        v = SSAValue.get(value)
+        super().__init__(operands=[v], result_types=[v.type])
+
+
+@irdl_op_definition
+class ZeroOp(IRDLOperation):
+    """T.dzero(): the zero derivative of a type."""
+
+    name = "diff.zero"
+    result = result_def()
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, t: Attribute):
+        super().__init__(result_types=[t])
+
+    def verify_(self) -> None:
+        if not is_differentiable_type(self.result.type):
+            raise VerifyException(
+                f"'diff.zero' result must be a differentiable type, got {self.result.type}"
+            )
+
+
+@irdl_op_definition
+class AddOp(IRDLOperation):
+    """T.dadd(a, b): the sum of two derivatives."""
+
+    name = "diff.add"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        a = SSAValue.get(lhs)
+        super().__init__(operands=[a, rhs], result_types=[a.type])
+
+    def verify_(self) -> None:
+        if not is_differentiable_type(self.result.type):
+            raise VerifyException(
+                f"'diff.add' operands must be of a differentiable type, got {self.result.type}"
+            )
+
+
+@irdl_op_definition
+class MakePtrPairOp(IRDLOperation):
+    """A differential pointer pair from a primal location and its gradient location."""
+
+    name = "diff.make_ptr_pair"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    primal = operand_def(T)
+    gradient = operand_def(T)
+    result = result_def(PtrPairType)
+    traits = traits_def(Pure())
+
+    def __init__(self, primal: SSAValue | Operation, gradient: SSAValue | Operation):
+        p = SSAValue.get(primal)
+        super().__init__(operands=[p, gradient], result_types=[PtrPairType(p.type)])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, PtrPairType)
+        if self.primal.type != t.location_type:
+            raise VerifyException(
+                f"'diff.make_ptr_pair' location type {self.primal.type} does not match "
+                f"{t.location_type}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MakePtrPairOp:
+        p = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        g = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(p, t), parser.resolve_operand(g, t))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.primal)
+        printer.print_string(", ")
+        printer.print_operand(self.gradient)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.primal.type)
+
+
+class _PtrPairLocation(IRDLOperation):
+    """Shared shape of diff.ptr_primal and diff.ptr_gradient."""
+
+    pair = operand_def(PtrPairType)
+    result = result_def()
+    traits = traits_def(Pure())
+
+    def __init__(self, pair: SSAValue | Operation):
+        v = SSAValue.get(pair)
+        assert isinstance(v.type, PtrPairType)
+        super().__init__(operands=[v], result_types=[v.type.location_type])
+
+    def verify_(self) -> None:
+        t = self.pair.type
+        assert isinstance(t, PtrPairType)
+        if self.result.type != t.location_type:
+            raise VerifyException(
+                f"'{self.name}' result type {self.result.type} does not match {t.location_type}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        t = parser.parse_type()
+        if not isinstance(t, PtrPairType):
+            parser.raise_error(f"'{cls.name}' expects a !diff.ptr_pair operand type", pos, parser.pos)
+        op = cls(parser.resolve_operand(x, t))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.pair)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.pair.type)
+
+
+@irdl_op_definition
+class PtrPrimalOp(_PtrPairLocation):
+    """The primal location of a pointer pair (`.p`)."""
+
+    name = "diff.ptr_primal"
+
+
+@irdl_op_definition
+class PtrGradientOp(_PtrPairLocation):
+    """The gradient location of a pointer pair (`.d`)."""
+
+    name = "diff.ptr_gradient"
+
+
+@irdl_op_definition
+class AccumulateOp(IRDLOperation):
+    """Atomically adds a gradient into the gradient location of a pointer pair:
+    `diff.accumulate %g, %pp[%i] : !diff.ptr_pair<memref<?xf32>>`."""
+
+    name = "diff.accumulate"
+    value = operand_def()
+    pair = operand_def(PtrPairType)
+    indices = var_operand_def()
+    assembly_format = "$value `,` $pair `[` $indices `]` attr-dict `:` type($pair) `,` type($value) (`,` type($indices)^)?"
+
+    def __init__(self, value: SSAValue | Operation, pair: SSAValue | Operation, indices: Sequence[SSAValue]):
+        super().__init__(operands=[value, pair, indices])
+
+    def verify_(self) -> None:
+        t = self.pair.type
+        assert isinstance(t, PtrPairType)
+        mem = t.location_type
+        assert isinstance(mem, MemRefType)
+        if self.value.type != mem.element_type:
+            raise VerifyException(
+                f"'diff.accumulate' value type {self.value.type} does not match the element "
+                f"type {mem.element_type} of the gradient location"
+            )
+        if len(self.indices) != mem.get_num_dims():
+            raise VerifyException(
+                f"'diff.accumulate' takes {mem.get_num_dims()} indices for {mem}, got {len(self.indices)}"
+            )
+
+
+Diff = Dialect(
+    "diff",
+    [
+        MakePairOp,
+        PrimalOp,
+        DifferentialOp,
+        FwdDiffOp,
+        BwdDiffOp,
+        DetachOp,
+        ZeroOp,
+        AddOp,
+        MakePtrPairOp,
+        PtrPrimalOp,
+        PtrGradientOp,
+        AccumulateOp,
+    ],
+    [PairType, PtrPairType],
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Function-level facts and the derivative signatures they imply.
+
+
+def _arg_attrs(func: FuncOp, i: int) -> dict[str, Attribute]:
+    if func.arg_attrs is None:
+        return {}
+    d = func.arg_attrs.data[i]
+    assert isinstance(d, DictionaryAttr)
+    return dict(d.data)
+
+
+def _res_attrs(func: FuncOp, i: int) -> dict[str, Attribute]:
+    if func.res_attrs is None:
+        return {}
+    d = func.res_attrs.data[i]
+    assert isinstance(d, DictionaryAttr)
+    return dict(d.data)
+
+
+def is_differentiable_func(func: FuncOp) -> bool:
+    return DIFFERENTIABLE in func.attributes
+
+
+def arg_is_differentiable(func: FuncOp, i: int) -> bool:
+    """A parameter carries a derivative when its type is differentiable and it is not no_diff."""
+    t = func.function_type.inputs.data[i]
+    return is_differentiable_type(t) and NO_DIFF not in _arg_attrs(func, i)
+
+
+def result_is_differentiable(func: FuncOp, i: int) -> bool:
+    t = func.function_type.outputs.data[i]
+    return is_differentiable_type(t) and NO_DIFF not in _res_attrs(func, i)
+
+
+def fwd_signature(func: FuncOp) -> FunctionType:
+    """fwd_diff(f): each differentiable parameter and result becomes a pair."""
+    ins = [
+        PairType(t) if arg_is_differentiable(func, i) else t
+        for i, t in enumerate(func.function_type.inputs.data)
+    ]
+    outs = [
+        PairType(t) if result_is_differentiable(func, i) else t
+        for i, t in enumerate(func.function_type.outputs.data)
+    ]
+    return FunctionType.from_lists(ins, outs)
+
+
+def bwd_signature(func: FuncOp) -> FunctionType:
+    """bwd_diff(f): every primal parameter, then the derivative of each differentiable result;
+    returns the gradient of each differentiable parameter."""
+    ins = list(func.function_type.inputs.data)
+    outs_t = func.function_type.outputs.data
+    ins += [differential_type(t) for i, t in enumerate(outs_t) if result_is_differentiable(func, i)]
+    grads = [
+        differential_type(t)
+        for i, t in enumerate(func.function_type.inputs.data)
+        if arg_is_differentiable(func, i)
+    ]
+    return FunctionType.from_lists(ins, grads)
+
+
+def custom_derivative(func: FuncOp, kind: str) -> str | None:
+    """The symbol of a user-given derivative (kind: FWD_DERIVATIVE or BWD_DERIVATIVE)."""
+    attr = func.attributes.get(kind)
+    if attr is None:
+        return None
+    assert isinstance(attr, SymbolRefAttr)
+    return attr.root_reference.data
+
+
+def prefer(func: FuncOp) -> str | None:
+    attr = func.attributes.get(PREFER)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def max_iters(loop: Operation) -> int | None:
+    attr = loop.attributes.get(MAX_ITERS)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def verify_function_facts(module: ModuleOp) -> None:
+    """Checks the diff.* attributes on functions: well-formed values, custom derivatives that
+    exist and have the signature fwd_diff / bwd_diff of the function would have."""
+    table = {op.sym_name.data: op for op in module.walk() if isinstance(op, FuncOp)}
+    for func in table.values():
+        name = func.sym_name.data
+        for kind, sig_of in ((FWD_DERIVATIVE, fwd_signature), (BWD_DERIVATIVE, bwd_signature)):
+            attr = func.attributes.get(kind)
+            if attr is None:
+                continue
+            if not isinstance(attr, SymbolRefAttr):
+                raise VerifyException(f"'func.func' @{name}: {kind} must be a symbol reference, got {attr}")
+            target = table.get(attr.root_reference.data)
+            if target is None:
+                raise VerifyException(f"'func.func' @{name}: {kind} names @{attr.root_reference.data}, which does not exist")
+            want = sig_of(func)
+            if target.function_type != want:
+                raise VerifyException(
+                    f"'func.func' @{name}: custom derivative @{target.sym_name.data} ({kind}) has "
+                    f"signature {target.function_type}, expected {want}"
+                )
+        attr = func.attributes.get(PREFER)
+        if attr is not None and not (isinstance(attr, StringAttr) and attr.data in PREFER_VALUES):
+            raise VerifyException(
+                f"'func.func' @{name}: {PREFER} must be \"recompute\" or \"checkpoint\", got {attr}"
+            )
+        for key in (DIFFERENTIABLE,):
+            attr = func.attributes.get(key)
+            if attr is not None and not isinstance(attr, UnitAttr):
+                raise VerifyException(f"'func.func' @{name}: {key} is a unit attribute, got {attr}")
+    for op in module.walk():
+        attr = op.attributes.get(MAX_ITERS)
+        if attr is not None and not (isinstance(attr, IntegerAttr) and attr.value.data > 0):
+            raise VerifyException(f"'{op.name}': {MAX_ITERS} must be a positive integer, got {attr}")

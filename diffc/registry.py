@@ -1,0 +1,67 @@
+"""Where diffc's dialects, passes and targets are listed, as lazy `name -> factory` dicts.
+
+Plugins extend these in two ways: a Python file given to `diffc-opt --load-pass-plugin`, or an
+installed package that declares an entry point in the group `diffc.plugins`. Such an entry point
+names a callable taking a `PluginRegistry`; it adds dialects, passes and derivative rules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+
+
+def _lazy(module: str, name: str) -> Callable[[], Any]:
+    def load() -> Any:
+        return getattr(importlib.import_module(module), name)
+
+    return load
+
+
+DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "diff": _lazy("diffc.dialects.diff", "Diff"),
+}
+
+# One line per pass; each module holds one pass.
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+
+# Targets for `diffc-opt -t NAME`.
+TARGETS: dict[str, Callable[[], Any]] = {}
+
+# The universe stock `xdsl-opt` discovers through the `xdsl.universe` entry point.
+DIFFC_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)
+
+
+class PluginRegistry:
+    """What a plugin sees: it adds dialects, passes and derivative rules through this."""
+
+    def add_dialect(self, name: str, factory: Callable[[], Dialect]) -> None:
+        DIALECTS[name] = factory
+
+    def add_pass(self, pass_type: type[ModulePass]) -> None:
+        PASSES[pass_type.name] = lambda: pass_type
+
+    def add_rule(self, op_type: type, partials: Callable[..., Any]) -> None:
+        from diffc.rules import register_rule
+
+        register_rule(op_type, partials)
+
+
+_plugins_loaded = False
+
+
+def load_installed_plugins() -> None:
+    """Runs every `diffc.plugins` entry point once."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    registry = PluginRegistry()
+    for ep in entry_points(group="diffc.plugins"):
+        ep.load()(registry)

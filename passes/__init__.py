@@ -1,0 +1,1 @@
+"""The passes of diffc, one per file; registered in diffc.registry."""

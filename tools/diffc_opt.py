@@ -1,0 +1,292 @@
+"""diffc-opt: xDSL's optimizer driver with diffc's dialects, passes and targets, MLIR's
+`--pass-pipeline` syntax, pass plugins, and located diagnostics without tracebacks."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import os
+import sys
+from collections.abc import Sequence
+from io import StringIO
+from pathlib import Path
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from diffc import registry
+from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, line_col
+from diffc.dialects.diff import verify_function_facts
+
+
+class LocatingParser(Parser):
+    """A parser that gives each operation the file:line:col it was read from, so that a
+    verifier failure can point at the source."""
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
+        super().__init__(ctx, text, name)
+        self._text = text
+        self._name = name
+        self._line_offset = line_offset
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            line, col = line_col(self._text, start)
+            op.location = FileLineColLoc(
+                StringAttr(self._name), IntAttr(line + self._line_offset), IntAttr(col)
+            )
+        return op
+
+    def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
+        # A parametrized type that fails its verifier is reported where it was written.
+        start = self.pos
+        try:
+            return super()._parse_dialect_type_or_attribute_body(
+                attr_name, is_type, is_opaque, starting_opaque_pos
+            )
+        except VerifyException as e:
+            self.raise_error(str(e), start, self.pos)
+
+
+def op_location(op: Operation) -> SourceLocation | None:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+    return None
+
+
+def verify_located(module: ModuleOp, sources: dict[str, str]) -> None:
+    """Verifies op by op so that a failure names the op and where it was written."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as e:
+            cause = e.__cause__ if isinstance(e.__cause__, Exception) else e
+            message = str(cause).removeprefix("Operation does not verify: ")
+            raise VerifyException(_located_message(op, message, sources)) from None
+    try:
+        verify_function_facts(module)
+    except VerifyException as e:
+        raise VerifyException(str(e)) from None
+
+
+def _located_message(op: Operation, message: str, sources: dict[str, str]) -> str:
+    if not message.startswith(f"'{op.name}'"):
+        message = f"'{op.name}' op {message}"
+    loc = op_location(op)
+    if loc is None:
+        return format_diagnostic(None, message) + f"\n    in: {_short(op)}"
+    return format_diagnostic(loc, message, source=sources.get(loc.file))
+
+
+def _short(op: Operation) -> str:
+    out = StringIO()
+    Printer(stream=out).print_op(op.clone_without_regions() if op.regions else op)
+    return out.getvalue().splitlines()[0]
+
+
+def pipeline_from_mlir_syntax(spec: str) -> str:
+    """`builtin.module(a,b{x=1})` -> `a,b{x=1}`; any other nesting is refused."""
+    text = spec.strip()
+    prefix = "builtin.module("
+    if not (text.startswith(prefix) and text.endswith(")")):
+        raise DiffcError(
+            f"error: --pass-pipeline must have the form 'builtin.module(pass1,pass2{{opt=value}})', got '{spec}'"
+        )
+    inner = text[len(prefix) : -1]
+    depth = 0
+    quote = False
+    for i, c in enumerate(inner):
+        if c == '"':
+            quote = not quote
+        elif quote:
+            continue
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c in "()" and depth == 0:
+            raise DiffcError(
+                f"error: --pass-pipeline: only passes on 'builtin.module' are supported; "
+                f"nested pipelines such as '{inner[: i + 1]}...' are not (diffc passes run on the whole module)"
+            )
+    return inner
+
+
+def load_pass_plugin(path: str) -> list[type[ModulePass]]:
+    """Imports a Python file and returns every ModulePass subclass it defines."""
+    file = Path(path)
+    if not file.is_file():
+        raise DiffcError(f"error: --load-pass-plugin: no such file '{path}'")
+    mod_name = f"diffc_plugin_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the plugin's own bug: say where, not a traceback
+        raise DiffcError(f"error: --load-pass-plugin: loading '{path}' failed: {type(e).__name__}: {e}") from None
+    passes = [
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj)
+        and issubclass(obj, ModulePass)
+        and obj.__module__ == mod_name
+        and not inspect.isabstract(obj)
+        and isinstance(getattr(obj, "name", None), str)
+    ]
+    if not passes:
+        raise DiffcError(f"error: --load-pass-plugin: '{path}' defines no ModulePass subclass with a name")
+    return passes
+
+
+class _HeldOutput(StringIO):
+    """Output kept in memory until the whole run succeeded: no half-written files."""
+
+    def close(self) -> None:
+        pass
+
+
+class DiffcOptMain(xDSLOptMain):
+    version_format = "diffc-opt (xdsl {xdsl_version})"
+
+    def __init__(self, args: Sequence[str] | None = None):
+        self.sources: dict[str, str] = {}
+        registry.load_installed_plugins()
+        super().__init__(description="diffc modular optimizer driver", args=args)
+
+    # -- registration ------------------------------------------------------------------------
+
+    def register_all_dialects(self):
+        super().register_all_dialects()
+        for name, factory in registry.DIALECTS.items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self):
+        super().register_all_passes()
+        for name, factory in registry.PASSES.items():
+            self.available_passes.setdefault(name, factory)
+
+    def register_all_targets(self):
+        super().register_all_targets()
+        for name, factory in registry.TARGETS.items():
+            self.available_targets.setdefault(name, factory)
+
+    def register_all_frontends(self):
+        super().register_all_frontends()
+
+        def parse_mlir(io: IO[bytes]) -> ModuleOp:
+            text = io.read().decode("utf-8")
+            name = self.get_input_name()
+            if self.args.input_file is not None:  # the whole file, for every split chunk
+                self.sources.setdefault(name, Path(self.args.input_file).read_text())
+            else:
+                self.sources.setdefault(name, text)
+            return LocatingParser(self.ctx, text, name, self._chunk_offset).parse_module(
+                not self.args.no_implicit_module
+            )
+
+        self.available_frontends["mlir"] = parse_mlir
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            type=str,
+            default=None,
+            help="MLIR-style pipeline, e.g. 'builtin.module(diff-fwd,canonicalize)'",
+        )
+        arg_parser.add_argument(
+            "--load-pass-plugin",
+            action="append",
+            default=[],
+            metavar="FILE.py",
+            help="load every ModulePass subclass defined in FILE.py (repeatable)",
+        )
+
+    # -- pipeline ----------------------------------------------------------------------------
+
+    _chunk_offset = 0
+
+    def setup_pipeline(self):
+        for path in self.args.load_pass_plugin:
+            for pass_type in load_pass_plugin(path):
+                self.available_passes[pass_type.name] = lambda t=pass_type: t
+        if self.args.pass_pipeline is not None:
+            if self.args.passes:
+                raise DiffcError("error: give either --pass-pipeline or -p/--passes, not both")
+            self.args.passes = pipeline_from_mlir_syntax(self.args.pass_pipeline)
+        super().setup_pipeline()
+        self.pipeline = PassPipeline(self.pipeline.passes, self._between_passes)
+
+    def _between_passes(
+        self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
+    ) -> None:
+        if not self.args.disable_verify:
+            try:
+                verify_located(module, self.sources)
+            except VerifyException as e:
+                if previous is not None:
+                    raise VerifyException(f"after pass '{previous.name}': {e}") from None
+                raise
+        if previous and following and self.args.print_between_passes:
+            print(f"IR after {previous.name}:")
+            Printer(stream=sys.stdout).print_op(module)
+            print("\n\n\n")
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
+        self._chunk_offset = start_offset
+        return super().parse_chunk(chunk, file_extension, start_offset)
+
+    # -- output ------------------------------------------------------------------------------
+
+    def prepare_output(self) -> IO[str]:
+        return _HeldOutput() if self.args.output_file is not None else sys.stdout
+
+    def run(self):
+        output = self.prepare_output()
+        self.prepare_output = lambda: output  # type: ignore[method-assign]
+        super().run()
+        if isinstance(output, _HeldOutput):
+            Path(self.args.output_file).write_text(output.getvalue())
+
+
+def _parse_error_message(e: ParseError) -> str:
+    loc = e.span.get_location()
+    context = e.span.print_with_context("").splitlines()[1:]
+    text = "\n".join("  " + line for line in context if line.strip())
+    return f"{loc.file}:{loc.line}:{loc.col}: error: {e.msg}" + (f"\n{text}" if text else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: every failure is a message on stderr and a non-zero exit."""
+    try:
+        DiffcOptMain(args=argv).run()
+        return 0
+    except ParseError as e:
+        print(_parse_error_message(e), file=sys.stderr)
+    except (DiagnosticException, DiffcError) as e:
+        print(str(e) if str(e).startswith(("error", "/")) or ": error" in str(e) else f"error: {e}", file=sys.stderr)
+    except ArgSpecParseError as e:
+        print(f"error: {e}", file=sys.stderr)
+    except Exception as e:  # an unknown pass, a bad option value, a failing plugin
+        if os.environ.get("DIFFC_TRACEBACK"):
+            raise
+        print(f"error: {e}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
