@@ -34,6 +34,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
 # Targets for `diffc-opt -t NAME`.
 TARGETS: dict[str, Callable[[], Any]] = {}
 
+# Front ends for `diffc-opt FILE.ext`: extension -> factory of `parse(text, filename) -> ModuleOp`.
+FRONTENDS: dict[str, Callable[[], Any]] = {}
+
 # The universe stock `xdsl-opt` discovers through the `xdsl.universe` entry point.
 DIFFC_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)
 

@@ -200,6 +200,16 @@ class DiffcOptMain(xDSLOptMain):
 
         self.available_frontends["mlir"] = parse_mlir
 
+        for ext, factory in registry.FRONTENDS.items():
+
+            def parse_other(io: IO[bytes], factory=factory) -> ModuleOp:
+                text = io.read().decode("utf-8")
+                name = self.get_input_name()
+                self.sources.setdefault(name, text)
+                return factory()(text, name)
+
+            self.available_frontends[ext] = parse_other
+
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
