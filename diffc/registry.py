@@ -26,6 +26,7 @@ def _lazy(module: str, name: str) -> Callable[[], Any]:
 
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "diff": _lazy("diffc.dialects.diff", "Diff"),
+    "kernel": _lazy("diffc.dialects.kernel", "Kernel"),
 }
 
 # One line per pass; each module holds one pass.

@@ -1,0 +1,297 @@
+"""The `kernel` dialect: what an OpenCL kernel needs beyond func/arith/math/scf/memref.
+
+Function-level attributes (on `func.func`):
+  kernel.entry                          unit: the function is an OpenCL `__kernel void`. Its
+                                        memref arguments are `__global` pointers (`__local` when
+                                        the memref has memory space 3), scalars are passed by
+                                        value; it has no results.
+  kernel.reqd_work_group_size = [x,y,z] optional: `__attribute__((reqd_work_group_size(x,y,z)))`.
+
+Memory spaces: a memref without a memory space is global memory; memory space `3 : i32` is
+work-group local memory (`LOCAL_MEMORY_SPACE`). `memref.alloca` is private memory.
+
+Ops (all ids are `index` values):
+  %i = kernel.global_id 0       get_global_id(0)     (also local_id, group_id, global_size,
+                                                      local_size, num_groups)
+  kernel.barrier                barrier(CLK_LOCAL_MEM_FENCE); `kernel.barrier global` also
+                                fences global memory
+  kernel.atomic_add %v, %mem[%i] : memref<?xf32>
+                                atomically adds %v to mem[i] (f32 or i32 elements, global or
+                                local memory); no result
+  %v = kernel.vload %mem[%i] : memref<?xf32> -> vector<4xf32>
+  kernel.vstore %v, %mem[%i] : vector<4xf32>, memref<?xf32>
+                                vector load/store of N contiguous elements. The index counts
+                                VECTORS, not elements: elements i*N .. i*N+N-1 are accessed
+                                (OpenCL's vloadN(i, p) convention). The memref has rank 1. An
+                                f16 memref is read into / written from a vector of f32
+                                (vload_halfN / vstore_halfN).
+  %buf = kernel.local_alloc : memref<256xf32, 3 : i32>
+                                work-group local memory; only at the top level of a kernel body,
+                                static shape, memory space 3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    UnitAttr,
+    VectorType,
+    i32,
+)
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
+from xdsl.utils.exceptions import VerifyException
+
+ENTRY = "kernel.entry"
+REQD_WORK_GROUP_SIZE = "kernel.reqd_work_group_size"
+LOCAL_MEMORY_SPACE = 3
+VECTOR_WIDTHS = (2, 3, 4, 8, 16)
+
+
+def is_kernel(func: FuncOp) -> bool:
+    return ENTRY in func.attributes
+
+
+def mark_kernel(func: FuncOp, reqd_work_group_size: Sequence[int] | None = None) -> FuncOp:
+    """Marks `func` as a kernel entry point (what the runtime calls)."""
+    from xdsl.dialects.builtin import ArrayAttr, i64
+
+    func.attributes[ENTRY] = UnitAttr()
+    if reqd_work_group_size is not None:
+        func.attributes[REQD_WORK_GROUP_SIZE] = ArrayAttr(
+            [IntegerAttr(int(n), i64) for n in reqd_work_group_size]
+        )
+    return func
+
+
+def memory_space(t: Attribute) -> int | None:
+    """The integer memory space of a memref type (None: global / unspecified)."""
+    if isinstance(t, MemRefType) and isinstance(t.memory_space, IntegerAttr):
+        return t.memory_space.value.data
+    return None
+
+
+def local_memref(element: Attribute, shape: Sequence[int]) -> MemRefType:
+    return MemRefType(element, shape, memory_space=IntegerAttr(LOCAL_MEMORY_SPACE, i32))
+
+
+class _IdOp(IRDLOperation):
+    """`%x = kernel.<name> DIM`: a work-item query along dimension DIM (0, 1 or 2)."""
+
+    dim = prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: int):
+        super().__init__(result_types=[IndexType()], properties={"dim": IntegerAttr(dim, 64)})
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        dim = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        attrs = parser.parse_optional_attr_dict()
+        op = cls(dim)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(f" {self.dim.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    def verify_(self) -> None:
+        if self.dim.value.data not in (0, 1, 2):
+            raise VerifyException(f"'{self.name}' dimension must be 0, 1 or 2, got {self.dim.value.data}")
+
+
+@irdl_op_definition
+class GlobalIdOp(_IdOp):
+    name = "kernel.global_id"
+
+
+@irdl_op_definition
+class LocalIdOp(_IdOp):
+    name = "kernel.local_id"
+
+
+@irdl_op_definition
+class GroupIdOp(_IdOp):
+    name = "kernel.group_id"
+
+
+@irdl_op_definition
+class GlobalSizeOp(_IdOp):
+    name = "kernel.global_size"
+
+
+@irdl_op_definition
+class LocalSizeOp(_IdOp):
+    name = "kernel.local_size"
+
+
+@irdl_op_definition
+class NumGroupsOp(_IdOp):
+    name = "kernel.num_groups"
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """A work-group barrier with a local memory fence (`{global}` adds a global fence)."""
+
+    name = "kernel.barrier"
+    global_fence = opt_prop_def(UnitAttr, prop_name="global")
+    assembly_format = "(`global` $global^)? attr-dict"
+
+    def __init__(self, global_fence: bool = False):
+        super().__init__(properties={"global": UnitAttr()} if global_fence else {})
+
+
+def _check_indices(op: Operation, memref: SSAValue, indices: Sequence[SSAValue]) -> MemRefType:
+    t = memref.type
+    assert isinstance(t, MemRefType)
+    if len(indices) != t.get_num_dims():
+        raise VerifyException(
+            f"'{op.name}' expects {t.get_num_dims()} indices for {t}, got {len(indices)}"
+        )
+    return t
+
+
+@irdl_op_definition
+class AtomicAddOp(IRDLOperation):
+    """`kernel.atomic_add %v, %mem[%i] : memref<?xf32>`: mem[i] += v, atomically."""
+
+    name = "kernel.atomic_add"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = operand_def(T)
+    memref = operand_def(MemRefType.constr(T))
+    indices = var_operand_def(IndexType())
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = "$value `,` $memref `[` $indices `]` attr-dict `:` type($memref)"
+
+    def __init__(self, value: SSAValue | Operation, memref: SSAValue | Operation, indices: Sequence[SSAValue | Operation]):
+        super().__init__(operands=[value, memref, indices])
+
+    def verify_(self) -> None:
+        t = _check_indices(self, self.memref, self.indices)
+        el = t.element_type
+        if not (isinstance(el, Float32Type) or el == i32):
+            raise VerifyException(f"'{self.name}' supports f32 and i32 elements, got {el}")
+        space = memory_space(t)
+        if space not in (None, LOCAL_MEMORY_SPACE):
+            raise VerifyException(f"'{self.name}' needs global or local (3) memory, got memory space {space}")
+
+
+def _check_vector(op: Operation, memref: SSAValue, indices: Sequence[SSAValue], vec: Attribute) -> None:
+    t = memref.type
+    assert isinstance(t, MemRefType)
+    if t.get_num_dims() != 1 or len(indices) != 1:
+        raise VerifyException(f"'{op.name}' needs a rank-1 memref and one index, got {t}")
+    if not isinstance(vec, VectorType) or vec.get_num_dims() != 1 or vec.get_shape()[0] not in VECTOR_WIDTHS:
+        raise VerifyException(f"'{op.name}' needs a vector of 2, 3, 4, 8 or 16 elements, got {vec}")
+    el = t.element_type
+    want = Float32Type() if isinstance(el, Float16Type) else el
+    if vec.element_type != want:
+        raise VerifyException(
+            f"'{op.name}' vector element type must be {want} for {t}, got {vec.element_type}"
+        )
+
+
+@irdl_op_definition
+class VLoadOp(IRDLOperation):
+    """`%v = kernel.vload %mem[%i] : memref<?xf32> -> vector<4xf32>`: elements i*4 .. i*4+3."""
+
+    name = "kernel.vload"
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType())
+    result = result_def(VectorType)
+    traits = traits_def(MemoryReadEffect())
+    assembly_format = "$memref `[` $indices `]` attr-dict `:` type($memref) `->` type($result)"
+
+    def __init__(self, memref: SSAValue | Operation, index: SSAValue | Operation, result_type: VectorType):
+        super().__init__(operands=[memref, [index]], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_vector(self, self.memref, self.indices, self.result.type)
+
+
+@irdl_op_definition
+class VStoreOp(IRDLOperation):
+    """`kernel.vstore %v, %mem[%i] : vector<4xf32>, memref<?xf32>`: elements i*4 .. i*4+3."""
+
+    name = "kernel.vstore"
+    value = operand_def(VectorType)
+    memref = operand_def(MemRefType)
+    indices = var_operand_def(IndexType())
+    traits = traits_def(MemoryWriteEffect())
+    assembly_format = "$value `,` $memref `[` $indices `]` attr-dict `:` type($value) `,` type($memref)"
+
+    def __init__(self, value: SSAValue | Operation, memref: SSAValue | Operation, index: SSAValue | Operation):
+        super().__init__(operands=[value, memref, [index]])
+
+    def verify_(self) -> None:
+        _check_vector(self, self.memref, self.indices, self.value.type)
+
+
+@irdl_op_definition
+class LocalAllocOp(IRDLOperation):
+    """`%buf = kernel.local_alloc : memref<256xf32, 3 : i32>`: work-group local memory."""
+
+    name = "kernel.local_alloc"
+    result = result_def(MemRefType)
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: MemRefType):
+        super().__init__(result_types=[result_type])
+
+    def verify_(self) -> None:
+        t = self.result.type
+        assert isinstance(t, MemRefType)
+        if any(d < 0 for d in t.get_shape()):
+            raise VerifyException(f"'{self.name}' needs a static shape, got {t}")
+        if memory_space(t) != LOCAL_MEMORY_SPACE:
+            raise VerifyException(f"'{self.name}' result must have memory space 3 (local), got {t}")
+        parent = self.parent_op()
+        if not isinstance(parent, FuncOp) or not is_kernel(parent):
+            raise VerifyException(
+                f"'{self.name}' must be at the top level of a func.func with {ENTRY}"
+            )
+
+
+Kernel = Dialect(
+    "kernel",
+    [
+        GlobalIdOp,
+        LocalIdOp,
+        GroupIdOp,
+        GlobalSizeOp,
+        LocalSizeOp,
+        NumGroupsOp,
+        BarrierOp,
+        AtomicAddOp,
+        VLoadOp,
+        VStoreOp,
+        LocalAllocOp,
+    ],
+    [],
+)
