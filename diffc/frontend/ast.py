@@ -1,0 +1,272 @@
+"""The syntax tree of the Slang subset. Every node has `span` = (start, end) character offsets;
+the type checker fills `ty` on expressions (and a few resolution fields)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Span = tuple[int, int]
+
+
+@dataclass
+class Node:
+    span: Span = field(default=(0, 0), kw_only=True)
+
+
+@dataclass
+class TypeRef(Node):
+    name: str
+    args: list[Any] = field(default_factory=list)  # TypeRef or int
+    dims: list[int] = field(default_factory=list)  # array sizes, outermost first
+
+
+@dataclass
+class Attr(Node):
+    name: str
+    args: list[Any] = field(default_factory=list)  # expressions
+
+
+# ---- expressions ------------------------------------------------------------------------
+
+
+@dataclass
+class Expr(Node):
+    ty: Any = field(default=None, kw_only=True, repr=False)
+
+
+@dataclass
+class Num(Expr):
+    value: float | int
+    is_float: bool
+    suffix: str = ""
+
+
+@dataclass
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass
+class Str(Expr):
+    value: str
+
+
+@dataclass
+class Name(Expr):
+    id: str
+    sym: Any = field(default=None, repr=False)
+
+
+@dataclass
+class Unary(Expr):
+    op: str
+    operand: Expr
+
+
+@dataclass
+class Binary(Expr):
+    op: str
+    lhs: Expr
+    rhs: Expr
+
+
+@dataclass
+class Ternary(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+
+
+@dataclass
+class Assign(Expr):
+    op: str  # "=", "+=", ...
+    target: Expr
+    value: Expr
+
+
+@dataclass
+class IncDec(Expr):
+    op: str  # "++" or "--"
+    prefix: bool
+    target: Expr
+
+
+@dataclass
+class Call(Expr):
+    callee: Expr
+    args: list[Expr]
+    no_diff: bool = False
+    kind: str = ""  # set by the checker: "func", "builtin", "ctor", "fwd", "bwd", ...
+    target: Any = field(default=None, repr=False)
+
+
+@dataclass
+class Member(Expr):
+    base: Expr
+    name: str
+    name_span: Span = (0, 0)
+
+
+@dataclass
+class Index(Expr):
+    base: Expr
+    index: Expr
+
+
+@dataclass
+class Cast(Expr):
+    type: TypeRef
+    operand: Expr
+
+
+@dataclass
+class InitList(Expr):
+    items: list[Expr]
+
+
+@dataclass
+class TypeExpr(Expr):
+    """A type used as a value: `float3` in `float3(...)`, `float` in `float.dzero()`."""
+
+    type: TypeRef
+
+
+# ---- statements -------------------------------------------------------------------------
+
+
+@dataclass
+class Stmt(Node):
+    pass
+
+
+@dataclass
+class VarDecl(Stmt):
+    kind: str  # "let", "var", "typed"
+    type: TypeRef | None
+    name: str
+    init: Expr | None
+    is_const: bool = False
+    decl_ty: Any = field(default=None, repr=False)
+
+
+@dataclass
+class DeclGroup(Stmt):
+    decls: list[VarDecl]
+
+
+@dataclass
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+@dataclass
+class Block(Stmt):
+    stmts: list[Stmt]
+
+
+@dataclass
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+    orelse: Stmt | None
+
+
+@dataclass
+class For(Stmt):
+    init: Stmt | None
+    cond: Expr | None
+    step: Expr | None
+    body: Stmt
+    attrs: list[Attr] = field(default_factory=list)
+
+
+@dataclass
+class While(Stmt):
+    cond: Expr
+    body: Stmt
+    attrs: list[Attr] = field(default_factory=list)
+    do_while: bool = False
+
+
+@dataclass
+class Break(Stmt):
+    pass
+
+
+@dataclass
+class Continue(Stmt):
+    pass
+
+
+@dataclass
+class Return(Stmt):
+    value: Expr | None
+
+
+@dataclass
+class Case(Node):
+    values: list[Expr] | None  # None: default
+    body: list[Stmt]
+
+
+@dataclass
+class Switch(Stmt):
+    value: Expr
+    cases: list[Case]
+
+
+# ---- declarations -----------------------------------------------------------------------
+
+
+@dataclass
+class Param(Node):
+    mods: set[str]
+    type: TypeRef
+    name: str
+    semantic: str | None = None
+
+
+@dataclass
+class Func(Node):
+    attrs: list[Attr]
+    ret_mods: set[str]
+    ret: TypeRef
+    name: str
+    params: list[Param]
+    body: Block | None
+    name_span: Span = (0, 0)
+
+
+@dataclass
+class Field(Node):
+    mods: set[str]
+    type: TypeRef
+    name: str
+
+
+@dataclass
+class Struct(Node):
+    name: str
+    bases: list[str]
+    fields: list[Field]
+    methods: list[Func] = field(default_factory=list)
+
+
+@dataclass
+class Typedef(Node):
+    type: TypeRef
+    name: str
+
+
+@dataclass
+class Global(Node):
+    mods: set[str]
+    type: TypeRef
+    name: str
+    init: Expr | None = None
+
+
+@dataclass
+class Program(Node):
+    decls: list[Node]

@@ -1,0 +1,34 @@
+"""Front-end errors: a code, a message and a character span, turned into a located
+`DiffcError` (file:line:col: error[CODE]: message + source line + caret) at the API boundary."""
+
+from __future__ import annotations
+
+from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, line_col
+
+# Error codes of the Slang front end.
+SYNTAX = "E0001"  # the text does not parse
+UNDEFINED = "E0002"  # a name that is declared nowhere
+TYPE_MISMATCH = "E0003"  # a value of the wrong type
+UNKNOWN_MEMBER = "E0004"  # a field, swizzle or method the type does not have
+ARG_COUNT = "E0005"  # a call with the wrong number of arguments
+NOT_DIFFERENTIABLE = "E0006"  # derivative-carrying value into a non-differentiable function
+UNBOUNDED_LOOP = "E0007"  # a loop without a bound in a backward-differentiable function
+UNSUPPORTED = "E0008"  # valid Slang that this front end does not handle
+
+
+class FrontendError(Exception):
+    def __init__(self, code: str, message: str, start: int, end: int):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.start = start
+        self.end = end
+
+    def to_diffc_error(self, text: str, filename: str) -> DiffcError:
+        line, col = line_col(text, self.start)
+        end_line, _ = line_col(text, max(self.start, self.end - 1))
+        length = self.end - self.start if end_line == line else 1
+        msg = format_diagnostic(
+            SourceLocation(filename, line, col), self.message, self.code, text, max(1, length)
+        )
+        return DiffcError(msg)

@@ -1,0 +1,131 @@
+"""Tokens of the Slang subset, each with its character span in the source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diffc.frontend.errors import SYNTAX, FrontendError
+
+PUNCT = sorted(
+    """<<= >>= ++ -- += -= *= /= %= &= |= ^= == != <= >= && || << >> :: ->
+    + - * / % & | ^ ! ~ < > = ? : ; , . ( ) [ ] { }""".split(),
+    key=len,
+    reverse=True,
+)
+
+
+@dataclass
+class Token:
+    kind: str  # "ident", "int", "float", "string", "punct", "eof"
+    text: str
+    start: int
+    end: int
+    value: object = None
+    suffix: str = ""  # literal suffix: f, h, l (floats), u (ints)
+
+
+def _is_ident_start(c: str) -> bool:
+    return c.isalpha() or c == "_"
+
+
+def tokenize(text: str, filename: str) -> list[Token]:
+    toks: list[Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n":
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                raise FrontendError(SYNTAX, "unterminated comment", i, i + 2)
+            i = j + 2
+        elif c == "#" and (i == 0 or text[text.rfind("\n", 0, i) + 1 : i].strip() == ""):
+            j = text.find("\n", i)  # preprocessor lines are ignored
+            i = n if j < 0 else j
+        elif _is_ident_start(c):
+            j = i
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            toks.append(Token("ident", text[i:j], i, j))
+            i = j
+        elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+            i = _number(text, i, toks)
+        elif c == '"':
+            j = i + 1
+            buf = []
+            while j < n and text[j] != '"':
+                if text[j] == "\\" and j + 1 < n:
+                    esc = text[j + 1]
+                    buf.append({"n": "\n", "t": "\t", "\\": "\\", '"': '"', "0": "\0"}.get(esc, esc))
+                    j += 2
+                    continue
+                if text[j] == "\n":
+                    break
+                buf.append(text[j])
+                j += 1
+            if j >= n or text[j] != '"':
+                raise FrontendError(SYNTAX, "unterminated string literal", i, i + 1)
+            toks.append(Token("string", text[i : j + 1], i, j + 1, "".join(buf)))
+            i = j + 1
+        else:
+            for p in PUNCT:
+                if text.startswith(p, i):
+                    toks.append(Token("punct", p, i, i + len(p)))
+                    i += len(p)
+                    break
+            else:
+                raise FrontendError(SYNTAX, f"unexpected character '{c}'", i, i + 1)
+    toks.append(Token("eof", "", n, n))
+    return toks
+
+
+def _number(text: str, i: int, toks: list[Token]) -> int:
+    n = len(text)
+    j = i
+    if text.startswith(("0x", "0X"), i):
+        j = i + 2
+        while j < n and text[j] in "0123456789abcdefABCDEF":
+            j += 1
+        value: object = int(text[i + 2 : j], 16)
+        kind = "int"
+    else:
+        while j < n and text[j].isdigit():
+            j += 1
+        kind = "int"
+        if j < n and text[j] == "." and not (j + 1 < n and _is_ident_start(text[j + 1]) and text[j + 1] not in "fFhHlLeE"):
+            kind = "float"
+            j += 1
+            while j < n and text[j].isdigit():
+                j += 1
+        if j < n and text[j] in "eE":
+            k = j + 1
+            if k < n and text[k] in "+-":
+                k += 1
+            if k < n and text[k].isdigit():
+                kind = "float"
+                j = k
+                while j < n and text[j].isdigit():
+                    j += 1
+        body = text[i:j]
+        value = float(body) if kind == "float" else int(body)
+    suffix = ""
+    k = j
+    while k < n and text[k] in "fFhHlLuU":
+        k += 1
+    raw = text[j:k].lower()
+    if raw:
+        if raw in ("f", "h", "l", "lf"):
+            kind, suffix = "float", raw[0]
+            value = float(value)  # type: ignore[arg-type]
+        elif raw in ("u", "ul", "l", "ll", "ull"):
+            suffix = "u" if "u" in raw else ""
+        else:
+            raise FrontendError(SYNTAX, f"unknown literal suffix '{text[j:k]}'", j, k)
+    if k < n and (text[k].isalnum() or text[k] == "_"):
+        raise FrontendError(SYNTAX, f"malformed number '{text[i:k + 1]}'", i, k + 1)
+    toks.append(Token(kind, text[i:k], i, k, value, suffix))
+    return k

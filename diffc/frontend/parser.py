@@ -1,0 +1,526 @@
+"""Recursive-descent parser for the Slang subset: tokens -> `ast.Program`, spans on every node."""
+
+from __future__ import annotations
+
+import re
+
+from diffc.frontend import ast as A
+from diffc.frontend.errors import SYNTAX, FrontendError
+from diffc.frontend.lexer import Token, tokenize
+
+SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
+GENERIC_TYPES = {"DifferentialPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector"}
+_VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
+PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
+GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"}
+
+BINARY_PREC = [
+    ["||"],
+    ["&&"],
+    ["|"],
+    ["^"],
+    ["&"],
+    ["==", "!="],
+    ["<", ">", "<=", ">="],
+    ["<<", ">>"],
+    ["+", "-"],
+    ["*", "/", "%"],
+]
+ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+
+
+def is_builtin_type_name(name: str) -> bool:
+    return name in SCALARS or name in GENERIC_TYPES or bool(_VEC.match(name))
+
+
+class Parser:
+    def __init__(self, text: str, filename: str):
+        self.text = text
+        self.toks = tokenize(text, filename)
+        self.i = 0
+        self.type_names: set[str] = set()
+
+    # ---- token helpers ----
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.i]
+
+    def peek(self, k: int = 1) -> Token:
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def at(self, text: str) -> bool:
+        t = self.tok
+        return t.kind in ("punct", "ident") and t.text == text
+
+    def accept(self, text: str) -> Token | None:
+        if self.at(text):
+            t = self.tok
+            self.i += 1
+            return t
+        return None
+
+    def error(self, msg: str, tok: Token | None = None):
+        t = tok or self.tok
+        found = "end of file" if t.kind == "eof" else f"'{t.text}'"
+        raise FrontendError(SYNTAX, f"{msg}, found {found}", t.start, max(t.end, t.start + 1))
+
+    def expect(self, text: str) -> Token:
+        if text == ">" and self.at(">>"):  # split '>>' closing two generic lists
+            t = self.tok
+            self.toks[self.i] = Token("punct", ">", t.start + 1, t.end)
+            return Token("punct", ">", t.start, t.start + 1)
+        t = self.accept(text)
+        if t is None:
+            self.error(f"expected '{text}'")
+        return t  # type: ignore[return-value]
+
+    def ident(self, what: str = "an identifier") -> Token:
+        t = self.tok
+        if t.kind != "ident":
+            self.error(f"expected {what}")
+        self.i += 1
+        return t
+
+    def span_from(self, start: int) -> A.Span:
+        return (start, self.toks[self.i - 1].end)
+
+    def is_type_name(self, name: str) -> bool:
+        return is_builtin_type_name(name) or name in self.type_names
+
+    # ---- top level ----
+    def parse_program(self) -> A.Program:
+        decls: list[A.Node] = []
+        while self.tok.kind != "eof":
+            decls.append(self.top_decl())
+        return A.Program(decls, span=(0, len(self.text)))
+
+    def attributes(self) -> list[A.Attr]:
+        attrs = []
+        while self.at("["):
+            self.i += 1
+            while True:
+                name = self.ident("an attribute name")
+                args: list[A.Expr] = []
+                if self.accept("("):
+                    if not self.at(")"):
+                        args.append(self.expr())
+                        while self.accept(","):
+                            args.append(self.expr())
+                    self.expect(")")
+                attrs.append(A.Attr(name.text, args, span=self.span_from(name.start)))
+                if not self.accept(","):
+                    break
+            self.expect("]")
+        return attrs
+
+    def top_decl(self) -> A.Node:
+        start = self.tok.start
+        if self.accept(";"):
+            return self.top_decl() if self.tok.kind != "eof" else A.Program([], span=(start, start))
+        attrs = self.attributes()
+        if self.at("struct"):
+            return self.struct()
+        if self.accept("typedef"):
+            t = self.type_ref()
+            name = self.ident("a type name")
+            self.expect(";")
+            self.type_names.add(name.text)
+            return A.Typedef(t, name.text, span=self.span_from(start))
+        if self.at("typealias"):
+            self.i += 1
+            name = self.ident("a type name")
+            self.expect("=")
+            t = self.type_ref()
+            self.expect(";")
+            self.type_names.add(name.text)
+            return A.Typedef(t, name.text, span=self.span_from(start))
+        mods = set()
+        while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"}:
+            mods.add(self.tok.text)
+            self.i += 1
+        t = self.type_ref()
+        name = self.ident("a name")
+        if self.at("("):
+            return self.function(attrs, mods, t, name, start)
+        init = self.expr() if self.accept("=") else None
+        self.expect(";")
+        return A.Global(mods, t, name.text, init, span=self.span_from(start))
+
+    def struct(self) -> A.Struct:
+        start = self.expect("struct").start
+        name = self.ident("a struct name")
+        self.type_names.add(name.text)
+        bases = []
+        if self.accept(":"):
+            bases.append(self.ident("an interface name").text)
+            while self.accept(","):
+                bases.append(self.ident("an interface name").text)
+        self.expect("{")
+        fields: list[A.Field] = []
+        methods: list[A.Func] = []
+        while not self.accept("}"):
+            fstart = self.tok.start
+            attrs = self.attributes()
+            mods = set()
+            while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
+                mods.add(self.tok.text)
+                self.i += 1
+            t = self.type_ref()
+            fname = self.ident("a field name")
+            if self.at("("):
+                methods.append(self.function(attrs, mods, t, fname, fstart))
+                continue
+            while True:
+                ft = self.array_dims(t)
+                fields.append(A.Field(mods, ft, fname.text, span=self.span_from(fstart)))
+                if not self.accept(","):
+                    break
+                fname = self.ident("a field name")
+            self.expect(";")
+        self.accept(";")
+        return A.Struct(name.text, bases, fields, methods, span=self.span_from(start))
+
+    def function(self, attrs, ret_mods, ret, name: Token, start: int) -> A.Func:
+        self.expect("(")
+        params: list[A.Param] = []
+        if not self.at(")"):
+            while True:
+                pstart = self.tok.start
+                mods = set()
+                while self.tok.kind == "ident" and self.tok.text in PARAM_MODS:
+                    mods.add(self.tok.text)
+                    self.i += 1
+                pt = self.type_ref()
+                pname = self.ident("a parameter name")
+                pt = self.array_dims(pt)
+                semantic = self.ident("a semantic").text if self.accept(":") else None
+                params.append(A.Param(mods, pt, pname.text, semantic, span=self.span_from(pstart)))
+                if not self.accept(","):
+                    break
+        self.expect(")")
+        if self.accept(":"):
+            self.ident("a semantic")
+        body = None if self.accept(";") else self.block()
+        return A.Func(attrs, ret_mods, ret, name.text, params, body,
+                      span=self.span_from(start), name_span=(name.start, name.end))
+
+    # ---- types ----
+    def type_ref(self) -> A.TypeRef:
+        t = self.tok
+        if t.kind != "ident" or not self.is_type_name(t.text):
+            self.error("expected a type")
+        self.i += 1
+        args: list = []
+        if self.at("<") and t.text in GENERIC_TYPES:
+            self.i += 1
+            while True:
+                if self.tok.kind == "int":
+                    args.append(self.tok.value)
+                    self.i += 1
+                else:
+                    args.append(self.type_ref())
+                if not self.accept(","):
+                    break
+            self.expect(">")
+        return A.TypeRef(t.text, args, span=self.span_from(t.start))
+
+    def array_dims(self, t: A.TypeRef) -> A.TypeRef:
+        dims = []
+        while self.at("["):
+            self.i += 1
+            n = self.tok
+            if n.kind != "int":
+                self.error("expected a constant array size")
+            self.i += 1
+            self.expect("]")
+            dims.append(n.value)
+        if not dims:
+            return t
+        return A.TypeRef(t.name, t.args, t.dims + dims, span=self.span_from(t.span[0]))
+
+    # ---- statements ----
+    def block(self) -> A.Block:
+        start = self.expect("{").start
+        stmts = []
+        while not self.accept("}"):
+            if self.tok.kind == "eof":
+                self.error("expected '}'")
+            stmts.append(self.stmt())
+        return A.Block(stmts, span=self.span_from(start))
+
+    def starts_decl(self) -> bool:
+        t = self.tok
+        if t.kind != "ident":
+            return False
+        if t.text in ("let", "var", "const"):
+            return True
+        if not self.is_type_name(t.text):
+            return False
+        nxt = self.peek()
+        return nxt.kind == "ident" or (nxt.text == "<" and t.text in GENERIC_TYPES)
+
+    def stmt(self) -> A.Stmt:
+        start = self.tok.start
+        attrs = self.attributes()
+        t = self.tok
+        if t.kind == "punct" and t.text == "{":
+            return self.block()
+        if self.accept(";"):
+            return A.Block([], span=self.span_from(start))
+        if t.kind == "ident":
+            kw = t.text
+            if kw == "if":
+                self.i += 1
+                self.expect("(")
+                cond = self.expr()
+                self.expect(")")
+                then = self.stmt()
+                orelse = self.stmt() if self.accept("else") else None
+                return A.If(cond, then, orelse, span=self.span_from(start))
+            if kw == "for":
+                self.i += 1
+                self.expect("(")
+                init = None
+                if not self.accept(";"):
+                    init = self.decl_or_expr_stmt()
+                cond = None if self.at(";") else self.expr()
+                self.expect(";")
+                step = None if self.at(")") else self.expr()
+                self.expect(")")
+                body = self.stmt()
+                return A.For(init, cond, step, body, attrs, span=self.span_from(start))
+            if kw == "while":
+                self.i += 1
+                self.expect("(")
+                cond = self.expr()
+                self.expect(")")
+                body = self.stmt()
+                return A.While(cond, body, attrs, span=self.span_from(start))
+            if kw == "do":
+                self.i += 1
+                body = self.stmt()
+                self.expect("while")
+                self.expect("(")
+                cond = self.expr()
+                self.expect(")")
+                self.expect(";")
+                return A.While(cond, body, attrs, True, span=self.span_from(start))
+            if kw in ("break", "continue"):
+                self.i += 1
+                self.expect(";")
+                cls = A.Break if kw == "break" else A.Continue
+                return cls(span=self.span_from(start))
+            if kw == "return":
+                self.i += 1
+                value = None if self.at(";") else self.expr()
+                self.expect(";")
+                return A.Return(value, span=self.span_from(start))
+            if kw == "switch":
+                return self.switch(start)
+        return self.decl_or_expr_stmt()
+
+    def switch(self, start: int) -> A.Switch:
+        self.i += 1
+        self.expect("(")
+        value = self.expr()
+        self.expect(")")
+        self.expect("{")
+        cases: list[A.Case] = []
+        while not self.accept("}"):
+            cstart = self.tok.start
+            values: list[A.Expr] | None = []
+            while self.at("case") or self.at("default"):
+                if self.accept("default"):
+                    values = None
+                else:
+                    self.i += 1
+                    e = self.expr()
+                    if values is not None:
+                        values.append(e)
+                self.expect(":")
+            if values == []:
+                self.error("expected 'case' or 'default'")
+            body = []
+            while not (self.at("case") or self.at("default") or self.at("}")):
+                body.append(self.stmt())
+            cases.append(A.Case(values, body, span=self.span_from(cstart)))
+        return A.Switch(value, cases, span=self.span_from(start))
+
+    def decl_or_expr_stmt(self) -> A.Stmt:
+        start = self.tok.start
+        if self.starts_decl():
+            kind = "typed"
+            is_const = False
+            if self.at("const"):
+                self.i += 1
+                is_const = True
+            if self.at("let") or self.at("var"):
+                kind = self.tok.text
+                self.i += 1
+                is_const = is_const or kind == "let"
+            decls = []
+            while True:
+                dstart = self.tok.start
+                ty = None
+                if kind == "typed":
+                    ty = self.type_ref()
+                name = self.ident("a variable name")
+                if kind != "typed" and self.accept(":"):
+                    ty = self.type_ref()
+                if ty is not None:
+                    ty = self.array_dims(ty)
+                init = self.expr() if self.accept("=") else None
+                if kind == "let" and init is None:
+                    self.error("expected '=' (a 'let' needs a value)")
+                decls.append(A.VarDecl(kind, ty, name.text, init, is_const, span=self.span_from(dstart)))
+                if kind != "typed" or not self.accept(","):
+                    break
+                if self.tok.kind == "ident":  # `float a, b;`: the next name reuses the type
+                    self.toks.insert(self.i, Token("ident", ty.name, self.tok.start, self.tok.start))
+                    if ty.args or ty.dims:
+                        self.error("use one declaration per variable for this type")
+            self.expect(";")
+            if len(decls) == 1:
+                return decls[0]
+            return A.DeclGroup(decls, span=self.span_from(start))
+        e = self.expr()
+        self.expect(";")
+        return A.ExprStmt(e, span=self.span_from(start))
+
+    # ---- expressions ----
+    def expr(self) -> A.Expr:
+        return self.assignment()
+
+    def assignment(self) -> A.Expr:
+        start = self.tok.start
+        lhs = self.ternary()
+        if self.tok.kind == "punct" and self.tok.text in ASSIGN_OPS:
+            op = self.tok.text
+            self.i += 1
+            rhs = self.assignment()
+            return A.Assign(op, lhs, rhs, span=self.span_from(start))
+        return lhs
+
+    def ternary(self) -> A.Expr:
+        start = self.tok.start
+        c = self.binary(0)
+        if self.accept("?"):
+            a = self.assignment()
+            self.expect(":")
+            b = self.assignment()
+            return A.Ternary(c, a, b, span=self.span_from(start))
+        return c
+
+    def binary(self, level: int) -> A.Expr:
+        if level == len(BINARY_PREC):
+            return self.unary()
+        start = self.tok.start
+        lhs = self.binary(level + 1)
+        while self.tok.kind == "punct" and self.tok.text in BINARY_PREC[level]:
+            op = self.tok.text
+            self.i += 1
+            rhs = self.binary(level + 1)
+            lhs = A.Binary(op, lhs, rhs, span=self.span_from(start))
+        return lhs
+
+    def unary(self) -> A.Expr:
+        t = self.tok
+        if t.kind == "punct" and t.text in ("-", "+", "!", "~"):
+            self.i += 1
+            e = self.unary()
+            return A.Unary(t.text, e, span=self.span_from(t.start))
+        if t.kind == "punct" and t.text in ("++", "--"):
+            self.i += 1
+            e = self.unary()
+            return A.IncDec(t.text, True, e, span=self.span_from(t.start))
+        if t.kind == "ident" and t.text == "no_diff":
+            self.i += 1
+            e = self.unary()
+            if isinstance(e, A.Call):
+                e.no_diff = True
+                e.span = self.span_from(t.start)
+                return e
+            return A.Call(A.Name("detach", span=(t.start, t.end)), [e], span=self.span_from(t.start))
+        if t.kind == "punct" and t.text == "(" and self.peek().kind == "ident" \
+                and self.is_type_name(self.peek().text) and self._is_cast():
+            self.i += 1
+            ty = self.type_ref()
+            self.expect(")")
+            e = self.unary()
+            return A.Cast(ty, e, span=self.span_from(t.start))
+        return self.postfix()
+
+    def _is_cast(self) -> bool:
+        save = self.i
+        try:
+            self.i += 1
+            self.type_ref()
+            return self.at(")")
+        except FrontendError:
+            return False
+        finally:
+            self.i = save
+
+    def postfix(self) -> A.Expr:
+        start = self.tok.start
+        e = self.primary()
+        while True:
+            if self.accept("("):
+                args = []
+                if not self.at(")"):
+                    args.append(self.assignment())
+                    while self.accept(","):
+                        args.append(self.assignment())
+                self.expect(")")
+                e = A.Call(e, args, span=self.span_from(start))
+            elif self.accept("."):
+                name = self.ident("a member name")
+                e = A.Member(e, name.text, (name.start, name.end), span=self.span_from(start))
+            elif self.accept("["):
+                idx = self.expr()
+                self.expect("]")
+                e = A.Index(e, idx, span=self.span_from(start))
+            elif self.tok.kind == "punct" and self.tok.text in ("++", "--"):
+                op = self.tok.text
+                self.i += 1
+                e = A.IncDec(op, False, e, span=self.span_from(start))
+            else:
+                return e
+
+    def primary(self) -> A.Expr:
+        t = self.tok
+        if t.kind in ("int", "float"):
+            self.i += 1
+            return A.Num(t.value, t.kind == "float", t.suffix, span=(t.start, t.end))  # type: ignore[arg-type]
+        if t.kind == "string":
+            self.i += 1
+            return A.Str(t.value, span=(t.start, t.end))  # type: ignore[arg-type]
+        if t.kind == "ident":
+            if t.text in ("true", "false"):
+                self.i += 1
+                return A.BoolLit(t.text == "true", span=(t.start, t.end))
+            if self.is_type_name(t.text):
+                ty = self.type_ref()
+                return A.TypeExpr(ty, span=ty.span)
+            self.i += 1
+            return A.Name(t.text, span=(t.start, t.end))
+        if t.kind == "punct" and t.text == "(":
+            self.i += 1
+            e = self.expr()
+            self.expect(")")
+            return e
+        if t.kind == "punct" and t.text == "{":
+            self.i += 1
+            items = []
+            while not self.at("}"):
+                items.append(self.assignment())
+                if not self.accept(","):
+                    break
+            self.expect("}")
+            return A.InitList(items, span=self.span_from(t.start))
+        self.error("expected an expression")
+        raise AssertionError
+
+
+def parse(text: str, filename: str) -> A.Program:
+    return Parser(text, filename).parse_program()
