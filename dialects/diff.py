@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttrConstr,
     FunctionType,
     IntegerAttr,
+    IntegerType,
+    IndexType,
     MemRefType,
     ModuleOp,
     StringAttr,
@@ -274,10 +276,77 @@ class _DerivativeCallVerifier(SymbolUserOpInterface):
     def verify(self, op: Operation) -> None:
         assert isinstance(op, FwdDiffOp | BwdDiffOp)
         callee = SymbolTable.lookup_symbol(op, op.callee)
+        if callee is None:
+            raise VerifyException(
+                f"'{op.name}' callee {op.callee} does not exist: no function of that name in "
+                f"the enclosing module"
+            )
         if not isinstance(callee, FuncOp):
-            raise VerifyException(f"'{op.name}' callee {op.callee} does not name a func.func")
-        expected = fwd_signature(callee) if isinstance(op, FwdDiffOp) else bwd_signature(callee)
-        check_call_types(op, op.callee, expected, op.args, op.res)
+            raise VerifyException(
+                f"'{op.name}' callee {op.callee} is a '{callee.name}', not a func.func"
+            )
+        if isinstance(op, FwdDiffOp):
+            expected = fwd_signature(callee)
+            why_in, why_out = _fwd_reasons(callee)
+        else:
+            expected = bwd_signature(callee)
+            why_in, why_out = _bwd_reasons(callee)
+        check_call_types(op, op.callee, expected, op.args, op.res, why_in, why_out)
+
+
+def _mark_reason(func: FuncOp, what: str, i: int, t: Attribute, differentiable: bool, marked: bool) -> str:
+    name = func.sym_name.data
+    if differentiable:
+        return f"{what} {i} of @{name} is differentiable, so it is passed as a !diff.pair"
+    if marked:
+        return f"{what} {i} of @{name} is no_diff, so it is passed as its plain value"
+    return f"{what} {i} of @{name} has the non-differentiable type {t}, so it is passed as its plain value"
+
+
+def _fwd_reasons(func: FuncOp) -> tuple[list[str], list[str]]:
+    ins = [
+        _mark_reason(func, "parameter", i, t, arg_is_differentiable(func, i), NO_DIFF in _arg_attrs(func, i))
+        for i, t in enumerate(func.function_type.inputs.data)
+    ]
+    outs = [
+        _mark_reason(func, "result", i, t, result_is_differentiable(func, i), NO_DIFF in _res_attrs(func, i))
+        for i, t in enumerate(func.function_type.outputs.data)
+    ]
+    return ins, outs
+
+
+def _bwd_reasons(func: FuncOp) -> tuple[list[str], list[str]]:
+    name = func.sym_name.data
+    n_in = len(func.function_type.inputs.data)
+    ins = [f"operand {i} is the primal value of parameter {i} of @{name}" for i in range(n_in)]
+    ins += [
+        f"operand {n_in + k} is the derivative of differentiable result {i} of @{name}"
+        for k, i in enumerate(
+            i for i in range(len(func.function_type.outputs.data)) if result_is_differentiable(func, i)
+        )
+    ]
+    outs = [
+        f"result {k} is the gradient of differentiable parameter {i} of @{name}"
+        for k, i in enumerate(i for i in range(n_in) if arg_is_differentiable(func, i))
+    ]
+    return ins, outs
+
+
+def _count_rule(op: Operation, callee: str, operands: bool) -> str:
+    if op.name == "diff.fwd_diff":
+        return (
+            f"one per parameter of {callee}, a !diff.pair for each differentiable one"
+            if operands
+            else f"one per result of {callee}, a !diff.pair for each differentiable one"
+        )
+    if op.name == "diff.bwd_diff":
+        return (
+            f"the primal value of every parameter of {callee}, then one derivative per "
+            f"differentiable result"
+            if operands
+            else f"one gradient per differentiable parameter of {callee}; no_diff parameters get none"
+        )
+    return f"as the derivative signature of {callee} says"
 
 
 def check_call_types(
@@ -286,19 +355,29 @@ def check_call_types(
     expected: FunctionType,
     args: Sequence[SSAValue],
     results: Sequence[SSAValue],
+    why_in: Sequence[str] | None = None,
+    why_out: Sequence[str] | None = None,
 ) -> None:
+    """Operands and results of `op` against `expected`; `why_in` / `why_out` explain, per
+    position, why that type is expected (they end up in the message)."""
     name = f"'{op.name}' of {callee}"
     want_in, want_out = expected.inputs.data, expected.outputs.data
     if len(args) != len(want_in):
-        raise VerifyException(f"{name} expects {len(want_in)} operands, got {len(args)}")
+        raise VerifyException(
+            f"{name} expects {len(want_in)} operands ({_count_rule(op, str(callee), True)}), got {len(args)}"
+        )
     for i, (a, t) in enumerate(zip(args, want_in)):
         if a.type != t:
-            raise VerifyException(f"{name}: operand {i} has type {a.type}, expected {t}")
+            why = f" ({why_in[i]})" if why_in and i < len(why_in) else ""
+            raise VerifyException(f"{name}: operand {i} has type {a.type}, expected {t}{why}")
     if len(results) != len(want_out):
-        raise VerifyException(f"{name} expects {len(want_out)} results, got {len(results)}")
+        raise VerifyException(
+            f"{name} expects {len(want_out)} results ({_count_rule(op, str(callee), False)}), got {len(results)}"
+        )
     for i, (r, t) in enumerate(zip(results, want_out)):
         if r.type != t:
-            raise VerifyException(f"{name}: result {i} has type {r.type}, expected {t}")
+            why = f" ({why_out[i]})" if why_out and i < len(why_out) else ""
+            raise VerifyException(f"{name}: result {i} has type {r.type}, expected {t}{why}")
 
 
 @irdl_op_definition
@@ -520,8 +599,12 @@ class AccumulateOp(IRDLOperation):
             )
         if len(self.indices) != mem.get_num_dims():
             raise VerifyException(
-                f"'diff.accumulate' takes {mem.get_num_dims()} indices for {mem}, got {len(self.indices)}"
+                f"'diff.accumulate' takes one index per dimension of the gradient location: "
+                f"{mem.get_num_dims()} for {mem}, got {len(self.indices)}"
             )
+        for i, idx in enumerate(self.indices):
+            if not isinstance(idx.type, IndexType):
+                raise VerifyException(f"'diff.accumulate' index {i} must have type index, got {idx.type}")
 
 
 Diff = Dialect(
@@ -625,37 +708,68 @@ def max_iters(loop: Operation) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
-def verify_function_facts(module: ModuleOp) -> None:
-    """Checks the diff.* attributes on functions: well-formed values, custom derivatives that
-    exist and have the signature fwd_diff / bwd_diff of the function would have."""
-    table = {op.sym_name.data: op for op in module.walk() if isinstance(op, FuncOp)}
-    for func in table.values():
-        name = func.sym_name.data
-        for kind, sig_of in ((FWD_DERIVATIVE, fwd_signature), (BWD_DERIVATIVE, bwd_signature)):
-            attr = func.attributes.get(kind)
-            if attr is None:
-                continue
-            if not isinstance(attr, SymbolRefAttr):
-                raise VerifyException(f"'func.func' @{name}: {kind} must be a symbol reference, got {attr}")
-            target = table.get(attr.root_reference.data)
-            if target is None:
-                raise VerifyException(f"'func.func' @{name}: {kind} names @{attr.root_reference.data}, which does not exist")
-            want = sig_of(func)
-            if target.function_type != want:
-                raise VerifyException(
-                    f"'func.func' @{name}: custom derivative @{target.sym_name.data} ({kind}) has "
-                    f"signature {target.function_type}, expected {want}"
-                )
-        attr = func.attributes.get(PREFER)
-        if attr is not None and not (isinstance(attr, StringAttr) and attr.data in PREFER_VALUES):
+def verify_op_facts(op: Operation) -> None:
+    """Checks the diff.* attributes one op carries: on a func.func, well-formed facts and custom
+    derivatives that exist and have the signature fwd_diff / bwd_diff of the function would
+    have; on any op, a well-formed diff.max_iters."""
+    attr = op.attributes.get(MAX_ITERS)
+    if attr is not None:
+        if not (isinstance(attr, IntegerAttr) and isinstance(attr.type, IntegerType)):
             raise VerifyException(
-                f"'func.func' @{name}: {PREFER} must be \"recompute\" or \"checkpoint\", got {attr}"
+                f"'{op.name}': {MAX_ITERS} must be an integer loop bound such as `16 : i64`, got {attr}"
             )
-        for key in (DIFFERENTIABLE,):
-            attr = func.attributes.get(key)
-            if attr is not None and not isinstance(attr, UnitAttr):
-                raise VerifyException(f"'func.func' @{name}: {key} is a unit attribute, got {attr}")
+        if attr.value.data <= 0:
+            raise VerifyException(
+                f"'{op.name}': {MAX_ITERS} must be a positive iteration bound, got {attr.value.data}"
+            )
+    if not isinstance(op, FuncOp):
+        return
+    func = op
+    name = func.sym_name.data
+    for key in (DIFFERENTIABLE,):
+        attr = func.attributes.get(key)
+        if attr is not None and not isinstance(attr, UnitAttr):
+            raise VerifyException(f"'func.func' @{name}: {key} is a unit attribute, got {attr}")
+    for what, attrs in (("parameter", func.arg_attrs), ("result", func.res_attrs)):
+        for i, d in enumerate(attrs.data if attrs is not None else ()):
+            assert isinstance(d, DictionaryAttr)
+            mark = d.data.get(NO_DIFF)
+            if mark is not None and not isinstance(mark, UnitAttr):
+                raise VerifyException(
+                    f"'func.func' @{name}: {NO_DIFF} on {what} {i} is a unit attribute, got {mark}"
+                )
+    attr = func.attributes.get(PREFER)
+    if attr is not None and not (isinstance(attr, StringAttr) and attr.data in PREFER_VALUES):
+        raise VerifyException(
+            f"'func.func' @{name}: {PREFER} must be \"recompute\" or \"checkpoint\", got {attr}"
+        )
+    for kind, sig_of, mode in (
+        (FWD_DERIVATIVE, fwd_signature, "fwd_diff"),
+        (BWD_DERIVATIVE, bwd_signature, "bwd_diff"),
+    ):
+        attr = func.attributes.get(kind)
+        if attr is None:
+            continue
+        if not isinstance(attr, SymbolRefAttr):
+            raise VerifyException(f"'func.func' @{name}: {kind} must be a symbol reference such as @g, got {attr}")
+        target = SymbolTable.lookup_symbol(func, attr)
+        if target is None:
+            raise VerifyException(
+                f"'func.func' @{name}: {kind} names {attr}, which does not exist"
+            )
+        if not isinstance(target, FuncOp):
+            raise VerifyException(
+                f"'func.func' @{name}: {kind} names {attr}, which is a '{target.name}', not a func.func"
+            )
+        want = sig_of(func)
+        if target.function_type != want:
+            raise VerifyException(
+                f"'func.func' @{name}: custom derivative {attr} ({kind}) has signature "
+                f"{target.function_type}, but {mode} of @{name} has signature {want}"
+            )
+
+
+def verify_function_facts(module: ModuleOp) -> None:
+    """Checks the diff.* attributes of every op in `module` (see verify_op_facts)."""
     for op in module.walk():
-        attr = op.attributes.get(MAX_ITERS)
-        if attr is not None and not (isinstance(attr, IntegerAttr) and attr.value.data > 0):
-            raise VerifyException(f"'{op.name}': {MAX_ITERS} must be a positive integer, got {attr}")
+        verify_op_facts(op)

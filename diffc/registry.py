@@ -68,4 +68,12 @@ def load_installed_plugins() -> None:
     _plugins_loaded = True
     registry = PluginRegistry()
     for ep in entry_points(group="diffc.plugins"):
-        ep.load()(registry)
+        try:
+            ep.load()(registry)
+        except Exception as e:  # a broken plugin: name it, no traceback
+            from diffc.diagnostics import DiffcError
+
+            raise DiffcError(
+                f"error: plugin '{ep.name}' ({ep.value}, entry point group diffc.plugins) "
+                f"failed to load: {type(e).__name__}: {e}"
+            ) from None

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from io import StringIO
 from pathlib import Path
 from typing import IO
@@ -19,12 +21,13 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from diffc import registry
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, line_col
-from diffc.dialects.diff import verify_function_facts
+from diffc.dialects.diff import verify_op_facts
 
 
 class LocatingParser(Parser):
@@ -70,14 +73,11 @@ def verify_located(module: ModuleOp, sources: dict[str, str]) -> None:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
+            verify_op_facts(op)
         except DiagnosticException as e:
             cause = e.__cause__ if isinstance(e.__cause__, Exception) else e
             message = str(cause).removeprefix("Operation does not verify: ")
             raise VerifyException(_located_message(op, message, sources)) from None
-    try:
-        verify_function_facts(module)
-    except VerifyException as e:
-        raise VerifyException(str(e)) from None
 
 
 def _located_message(op: Operation, message: str, sources: dict[str, str]) -> str:
@@ -121,6 +121,41 @@ def pipeline_from_mlir_syntax(spec: str) -> str:
                 f"nested pipelines such as '{inner[: i + 1]}...' are not (diffc passes run on the whole module)"
             )
     return inner
+
+
+def check_pipeline(spec: str, available: dict[str, Callable[[], type[ModulePass]]]) -> None:
+    """Names unknown passes and unknown options before xDSL builds the pipeline."""
+    if not spec.strip():
+        return
+    try:
+        specs = list(parse_pipeline(spec))
+    except ArgSpecParseError as e:
+        raise DiffcError(f"error: {e}") from None
+    for ps in specs:
+        if ps.name not in available:
+            close = difflib.get_close_matches(ps.name, list(available), n=3)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise DiffcError(
+                f"error: unknown pass '{ps.name}'{hint} (diffc-opt --help lists the passes; "
+                f"--load-pass-plugin=FILE.py adds more)"
+            )
+        try:
+            pass_type = available[ps.name]()
+        except Exception as e:
+            raise DiffcError(f"error: pass '{ps.name}' could not be loaded: {type(e).__name__}: {e}") from None
+        if not dataclasses.is_dataclass(pass_type):
+            continue
+        fields = [f.name for f in dataclasses.fields(pass_type) if f.name != "name" and f.init]
+        for opt in ps.normalize_parameter_names().parameters:
+            if opt not in fields:
+                known = ", ".join(fields) if fields else "none"
+                raise DiffcError(
+                    f"error: pass '{ps.name}' has no option '{opt}' (its options: {known})"
+                )
+        try:
+            pass_type.from_pass_spec(ps)
+        except Exception as e:
+            raise DiffcError(f"error: pass '{ps.name}': bad option value: {e}") from None
 
 
 def load_pass_plugin(path: str) -> list[type[ModulePass]]:
@@ -238,6 +273,7 @@ class DiffcOptMain(xDSLOptMain):
             if self.args.passes:
                 raise DiffcError("error: give either --pass-pipeline or -p/--passes, not both")
             self.args.passes = pipeline_from_mlir_syntax(self.args.pass_pipeline)
+        check_pipeline(self.args.passes, self.available_passes)
         super().setup_pipeline()
         self.pipeline = PassPipeline(self.pipeline.passes, self._between_passes)
 
@@ -258,7 +294,17 @@ class DiffcOptMain(xDSLOptMain):
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
         self._chunk_offset = start_offset
-        return super().parse_chunk(chunk, file_extension, start_offset)
+        try:
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        except ParseError as e:
+            # Under --verify-diagnostics / --parsing-diagnostics a parse error (a syntax error,
+            # or a type whose parameters fail its verifier) is one more expected diagnostic:
+            # print it in the same located form and go on with the next chunk.
+            if not (self.args.verify_diagnostics or self.args.parsing_diagnostics):
+                raise
+            e.span = dataclasses.replace(e.span, line_offset=start_offset)
+            print(_parse_error_message(e))
+            return None
 
     # -- output ------------------------------------------------------------------------------
 
