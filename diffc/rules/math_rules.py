@@ -1,11 +1,97 @@
-"""Derivative rules of the math dialect (data for the registry in diffc.rules)."""
+"""Derivative rules of the math dialect (data for the registry in diffc.rules).
 
-from xdsl.dialects import math
+Conventions where the derivative is not defined: absf'(0) = copysign(1, x) (+-1, not 0);
+d powf(x, y)/dy at x == 0 is 0 (the log is clamped to -1e4, so 0 * log stays 0);
+floor/ceil/round/roundeven/trunc have a zero derivative.
+"""
 
-from diffc.rules import register_nondifferentiable, register_rule
+import math as pymath
+
+from xdsl.dialects import arith, math
+
+from diffc.rules import RuleBuilder, register_nondifferentiable, register_rule
+
+LN2 = pymath.log(2.0)
+LN10 = pymath.log(10.0)
+TWO_OVER_SQRT_PI = 2.0 / pymath.sqrt(pymath.pi)
+_LOG_FLOOR = -1.0e4  # below log(smallest denormal) = -745 in f64, and representable in f16
+
+
+def _sq(b: RuleBuilder, x):
+    return b.mul(x, x)
+
+
+def _sign(b: RuleBuilder, x):
+    return b.op(math.CopySignOp, b.const(1.0, x), x)
+
 
 register_rule(math.ExpOp, lambda b, op: [op.result])
+register_rule(math.Exp2Op, lambda b, op: [b.mul(op.result, LN2)])
+register_rule(math.ExpM1Op, lambda b, op: [b.add(op.result, 1.0)])
+register_rule(math.LogOp, lambda b, op: [b.div(1.0, op.operand)])
+register_rule(math.Log2Op, lambda b, op: [b.div(1.0, b.mul(op.operand, LN2))])
+register_rule(math.Log10Op, lambda b, op: [b.div(1.0, b.mul(op.operand, LN10))])
+register_rule(math.Log1pOp, lambda b, op: [b.div(1.0, b.add(op.operand, 1.0))])
+register_rule(math.SqrtOp, lambda b, op: [b.div(0.5, op.result)])
+# x^(-1/2)' = -1/2 x^(-3/2) = -0.5 * r / x
+register_rule(math.RsqrtOp, lambda b, op: [b.div(b.mul(op.result, -0.5), op.operand)])
+# cbrt' = 1 / (3 r^2)
+register_rule(math.CbrtOp, lambda b, op: [b.div(1.0, b.mul(_sq(b, op.result), 3.0))])
+
+
+def _powf(b: RuleBuilder, op):
+    x, y, r = op.lhs, op.rhs, op.result
+    dx = b.mul(y, b.op(math.PowFOp, x, b.sub(y, 1.0)))
+    # r * log(x); log(0) = -inf is clamped so that r = 0 gives 0, not NaN (x < 0 stays NaN).
+    log_x = b.op(arith.MaximumfOp, b.op(math.LogOp, x), b.const(_LOG_FLOOR, x))
+    return [dx, b.mul(r, log_x)]
+
+
+register_rule(math.PowFOp, _powf)
+
 register_rule(math.SinOp, lambda b, op: [b.op(math.CosOp, op.operand)])
 register_rule(math.CosOp, lambda b, op: [b.neg(b.op(math.SinOp, op.operand))])
+register_rule(math.TanOp, lambda b, op: [b.add(_sq(b, op.result), 1.0)])
+register_rule(math.AsinOp, lambda b, op: [b.op(math.RsqrtOp, b.sub(1.0, _sq(b, op.operand)))])
+register_rule(math.AcosOp, lambda b, op: [b.neg(b.op(math.RsqrtOp, b.sub(1.0, _sq(b, op.operand))))])
+register_rule(math.AtanOp, lambda b, op: [b.div(1.0, b.add(_sq(b, op.operand), 1.0))])
 
-register_nondifferentiable(math.FloorOp, math.CeilOp, math.RoundOp, math.RoundEvenOp, math.TruncOp)
+
+def _atan2(b: RuleBuilder, op):
+    # atan2(y, x): d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2)
+    y, x = op.lhs, op.rhs
+    r2 = b.add(_sq(b, x), _sq(b, y))
+    return [b.div(x, r2), b.neg(b.div(y, r2))]
+
+
+register_rule(math.Atan2Op, _atan2)
+register_rule(math.SinhOp, lambda b, op: [b.op(math.CoshOp, op.operand)])
+register_rule(math.CoshOp, lambda b, op: [b.op(math.SinhOp, op.operand)])
+register_rule(math.TanhOp, lambda b, op: [b.sub(1.0, _sq(b, op.result))])
+register_rule(math.AsinhOp, lambda b, op: [b.op(math.RsqrtOp, b.add(_sq(b, op.operand), 1.0))])
+register_rule(math.AcoshOp, lambda b, op: [b.op(math.RsqrtOp, b.sub(_sq(b, op.operand), 1.0))])
+register_rule(math.AtanhOp, lambda b, op: [b.div(1.0, b.sub(1.0, _sq(b, op.operand)))])
+
+register_rule(math.AbsFOp, lambda b, op: [_sign(b, op.operand)])
+# erf' = 2/sqrt(pi) exp(-x^2)
+register_rule(
+    math.ErfOp,
+    lambda b, op: [b.mul(b.op(math.ExpOp, b.neg(_sq(b, op.operand))), TWO_OVER_SQRT_PI)],
+)
+# copysign(x, y) = |x| sign(y): d/dx = sign(x) sign(y) = copysign(1, x*y); d/dy = 0
+register_rule(math.CopySignOp, lambda b, op: [_sign(b, b.mul(op.lhs, op.rhs)), None])
+register_rule(math.FmaOp, lambda b, op: [op.b, op.a, 1.0])
+
+register_nondifferentiable(
+    math.FloorOp,
+    math.CeilOp,
+    math.RoundOp,
+    math.RoundEvenOp,
+    math.TruncOp,
+    # integer math
+    math.AbsIOp,
+    math.IPowIOp,
+    math.CountLeadingZerosOp,
+    math.CountTrailingZerosOp,
+    math.CtPopOp,
+)
