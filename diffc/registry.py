@@ -30,7 +30,9 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 }
 
 # One line per pass; each module holds one pass.
-PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "diff-fwd": _lazy("diffc.passes.diff_fwd", "DiffFwdPass"),
+}
 
 # Targets for `diffc-opt -t NAME`.
 TARGETS: dict[str, Callable[[], Any]] = {}
