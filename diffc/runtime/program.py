@@ -1,0 +1,153 @@
+"""Building OpenCL programs, cached in memory and on disk.
+
+The disk cache holds program binaries keyed by a hash of the source, the build options, the
+device (platform, name, version, driver version) and the pyopencl version. Its folder is
+`$DIFFC_CACHE_DIR`, else the user cache dir (`$XDG_CACHE_HOME/diffc` or `~/.cache/diffc`).
+Each entry is written to a temporary file in the same folder and moved into place with
+`os.replace`, so processes sharing the folder see either nothing or a whole binary.
+A binary that fails to load is rebuilt from source (and rewritten).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+
+from diffc.runtime.device import DeviceInfo, device
+from diffc.runtime.errors import BuildError
+
+_memory: dict[str, object] = {}
+_lock = threading.Lock()
+stats = {"memory_hits": 0, "disk_hits": 0, "builds": 0}
+
+
+def cache_dir() -> Path | None:
+    """Where program binaries are kept; None when disk caching is off (DIFFC_CACHE_DIR=off)."""
+    env = os.environ.get("DIFFC_CACHE_DIR")
+    if env is not None:
+        if env.strip().lower() in ("", "0", "off", "none"):
+            return None
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "diffc"
+
+
+def program_key(source: str, options: tuple[str, ...], dev: DeviceInfo) -> str:
+    import pyopencl
+
+    h = hashlib.sha256()
+    for part in (
+        source,
+        "\0".join(options),
+        dev.platform,
+        dev.name,
+        dev.version,
+        dev.driver_version,
+        ".".join(map(str, pyopencl.VERSION)),
+    ):
+        h.update(part.encode())
+        h.update(b"\x01")
+    return h.hexdigest()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def build_program(source: str, options: tuple[str, ...] = ()):
+    """A built `pyopencl.Program` for `source` on the chosen device."""
+    dev = device()
+    key = program_key(source, options, dev)
+    prg = _memory.get(key)
+    if prg is not None:
+        stats["memory_hits"] += 1
+        return prg
+    with _lock:
+        prg = _memory.get(key)
+        if prg is None:
+            prg = _load_or_build(source, options, dev, key)
+            _memory[key] = prg
+    return prg
+
+
+def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: str):
+    import pyopencl as cl
+
+    folder = cache_dir()
+    path = folder / "programs" / f"{key}.bin" if folder is not None else None
+    if path is not None and path.is_file():
+        try:
+            binary = path.read_bytes()
+            prg = cl.Program(dev.context, [dev.cl_device], [binary]).build(options=list(options))
+            stats["disk_hits"] += 1
+            return prg
+        except (cl.Error, OSError):
+            pass  # stale or damaged: rebuild below
+    try:
+        prg = cl.Program(dev.context, source).build(options=list(options), cache_dir=False)
+    except cl.RuntimeError as e:
+        log = _build_log(e, dev)
+        raise BuildError(format_build_error(log, source), log=log, source=source) from None
+    stats["builds"] += 1
+    if path is not None:
+        try:
+            binaries = prg.get_info(cl.program_info.BINARIES)
+            if binaries and binaries[0]:
+                _write_atomically(path, bytes(binaries[0]))
+        except (cl.Error, OSError):
+            pass  # a cache we cannot write is only slower
+    return prg
+
+
+def _build_log(e: Exception, dev: DeviceInfo) -> str:
+    text = str(e)
+    # pyopencl puts the per-device logs in the message after "Build on <device>:".
+    m = re.search(r"Build on <[^>]*>:\s*(.*)", text, re.S)
+    return (m.group(1) if m else text).strip()
+
+
+_LINE_REF = re.compile(r"(?:<source>|input\.cl|\.cl|^):(\d+):(\d+)?", re.M)
+
+
+def format_build_error(log: str, source: str, context: int = 1) -> str:
+    """The compiler log, then each generated source line it names, with its neighbours."""
+    lines = source.splitlines()
+    refs: list[tuple[int, int]] = []
+    for m in _LINE_REF.finditer(log):
+        ln = int(m.group(1))
+        col = int(m.group(2)) if m.group(2) else 0
+        if 1 <= ln <= len(lines) and (ln, col) not in refs:
+            refs.append((ln, col))
+    out = ["error[opencl-build]: the OpenCL compiler rejected a generated program", "compiler log:"]
+    out += ["    " + ln for ln in log.splitlines() if ln.strip()][:60]
+    if refs:
+        out.append("generated source:")
+        for ln, col in refs[:10]:
+            for k in range(max(1, ln - context), min(len(lines), ln + context) + 1):
+                mark = ">" if k == ln else " "
+                out.append(f"  {mark}{k:5d} | {lines[k - 1]}")
+                if k == ln and col > 0:
+                    out.append("         | " + " " * (col - 1) + "^")
+    else:
+        out.append("generated source:")
+        out += [f"   {k:5d} | {t}" for k, t in enumerate(lines, 1)][:200]
+    return "\n".join(out)
+
+
+def clear_memory_cache() -> None:
+    _memory.clear()
