@@ -32,6 +32,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 # One line per pass; each module holds one pass.
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "diff-fwd": _lazy("diffc.passes.diff_fwd", "DiffFwdPass"),
+    "diff-lower": _lazy("diffc.passes.diff_lower", "DiffLowerPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

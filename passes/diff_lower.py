@@ -1,0 +1,235 @@
+"""diff-lower: removes every remaining `diff` type and op.
+
+Types flatten: a `!diff.pair<T>` becomes its primal then its differential, each flattened in turn
+(so a pair of pairs is four values), and a `!diff.ptr_pair<M>` becomes two locations (primal,
+gradient). Every place a value can sit is rewritten alike: function signatures (args, results,
+arg/res attributes), func.call, func.return, block arguments, and the operands and results of any
+op with regions (scf.if / scf.for / scf.while), their yields and conditions.
+
+Ops:
+  diff.make_pair %p, %d  -> the values of %p then %d        diff.primal / diff.differential -> a slice
+  diff.zero : T          -> arith.constant 0 (a splat for vectors), one per flattened value
+  diff.add %a, %b        -> arith.addf, component-wise
+  diff.detach %x         -> %x
+  diff.make_ptr_pair / ptr_primal / ptr_gradient -> the locations
+  diff.accumulate %g, %pp[%i] -> load, addf, store into the gradient location
+A `diff.fwd_diff` / `diff.bwd_diff` still present is an error: diff-fwd / diff-rev come first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    FloatAttr,
+    FunctionType,
+    ModuleOp,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
+
+from diffc.dialects.diff import (
+    AccumulateOp,
+    AddOp,
+    BwdDiffOp,
+    DetachOp,
+    DifferentialOp,
+    FwdDiffOp,
+    MakePairOp,
+    MakePtrPairOp,
+    PairType,
+    PrimalOp,
+    PtrGradientOp,
+    PtrPairType,
+    PtrPrimalOp,
+    ZeroOp,
+    differential_type,
+)
+
+
+def flat_types(t: Attribute) -> list[Attribute]:
+    """The plain types a value of type `t` becomes."""
+    if isinstance(t, PairType):
+        return flat_types(t.element_type) + flat_types(differential_type(t.element_type))
+    if isinstance(t, PtrPairType):
+        return [t.location_type, t.location_type]
+    return [t]
+
+
+def _has_diff_type(types: Sequence[Attribute]) -> bool:
+    return any(isinstance(t, PairType | PtrPairType) for t in types)
+
+
+def zero_constant(b: Builder, t: Attribute) -> SSAValue:
+    if isinstance(t, VectorType):
+        attr = DenseIntOrFPElementsAttr.from_list(t, [0.0] * t.element_count())
+        return b.insert(arith.ConstantOp(attr, t)).result
+    return b.insert(arith.ConstantOp(FloatAttr(0.0, t))).result
+
+
+class Lowerer:
+    def __init__(self) -> None:
+        self.vals: dict[SSAValue, list[SSAValue]] = {}
+        self.fname = "<module>"
+
+    def fail(self, message: str) -> PassFailedException:
+        return PassFailedException(f"in function @{self.fname}: {message}")
+
+    def get(self, v: SSAValue) -> list[SSAValue]:
+        return self.vals.get(v, [v])
+
+    def get_all(self, values: Sequence[SSAValue]) -> list[SSAValue]:
+        return [x for v in values for x in self.get(v)]
+
+    def bind(self, old: SSAValue, new: list[SSAValue]) -> None:
+        self.vals[old] = new
+        hint = old.name_hint
+        if hint is not None:
+            if len(new) == 1:
+                if new[0].name_hint is None:
+                    new[0].name_hint = hint
+            elif len(new) == 2:
+                for v, h in zip(new, (hint, f"{hint}_d")):
+                    if v.name_hint is None:
+                        v.name_hint = h
+
+    def bind_results(self, olds: Sequence[SSAValue], news: Sequence[SSAValue]) -> None:
+        k = 0
+        for old in olds:
+            n = len(flat_types(old.type))
+            self.bind(old, list(news[k : k + n]))
+            k += n
+        assert k == len(news)
+
+    # -- regions ------------------------------------------------------------------------------
+
+    def region(self, src: Region) -> Region:
+        blocks = []
+        for sb in src.blocks:
+            blk = Block(arg_types=[t for a in sb.args for t in flat_types(a.type)])
+            self.bind_results(list(sb.args), list(blk.args))
+            blocks.append(blk)
+        for sb, blk in zip(src.blocks, blocks):
+            for op in sb.ops:
+                self.op(op, Builder(InsertPoint.at_end(blk)))
+        return Region(blocks)
+
+    # -- ops ----------------------------------------------------------------------------------
+
+    def op(self, op: Operation, b: Builder) -> None:
+        if isinstance(op, func.FuncOp):
+            self.fname = op.sym_name.data
+        if isinstance(op, MakePairOp):
+            return self.bind(op.result, self.get(op.primal) + self.get(op.differential))
+        if isinstance(op, PrimalOp | DifferentialOp):
+            pair_t = op.pair.type
+            assert isinstance(pair_t, PairType)
+            n = len(flat_types(pair_t.element_type))
+            parts = self.get(op.pair)
+            return self.bind(op.result, parts[:n] if isinstance(op, PrimalOp) else parts[n:])
+        if isinstance(op, DetachOp):
+            return self.bind(op.result, self.get(op.input))
+        if isinstance(op, ZeroOp):
+            return self.bind(op.result, [zero_constant(b, t) for t in flat_types(op.result.type)])
+        if isinstance(op, AddOp):
+            sums = [
+                b.insert(arith.AddfOp(x, y)).result
+                for x, y in zip(self.get(op.lhs), self.get(op.rhs), strict=True)
+            ]
+            return self.bind(op.result, sums)
+        if isinstance(op, MakePtrPairOp):
+            return self.bind(op.result, self.get(op.primal) + self.get(op.gradient))
+        if isinstance(op, PtrPrimalOp):
+            return self.bind(op.result, self.get(op.pair)[:1])
+        if isinstance(op, PtrGradientOp):
+            return self.bind(op.result, self.get(op.pair)[1:])
+        if isinstance(op, AccumulateOp):
+            grad = self.get(op.pair)[1]
+            idx = self.get_all(op.indices)
+            old = b.insert(memref.LoadOp.get(grad, idx)).res
+            (value,) = self.get(op.value)
+            new = b.insert(arith.AddfOp(old, value)).result
+            b.insert(memref.StoreOp.get(new, grad, idx))
+            return
+        if isinstance(op, FwdDiffOp | BwdDiffOp):
+            raise self.fail(
+                f"'{op.name}' of {op.callee} is still present: run diff-fwd and diff-rev before diff-lower"
+            )
+        self.generic(op, b)
+
+    def generic(self, op: Operation, b: Builder) -> None:
+        operand_types = [v.type for v in op.operands]
+        result_types = [r.type for r in op.results]
+        needs_rebuild = (
+            op.regions
+            or _has_diff_type(operand_types)
+            or _has_diff_type(result_types)
+            or isinstance(op, func.FuncOp)
+        )
+        if not needs_rebuild:
+            new = b.insert(op.clone(value_mapper={v: self.get(v)[0] for v in op.operands}))
+            for old, r in zip(op.results, new.results):
+                self.bind(old, [r])
+            return
+        saved = self.fname
+        regions = [self.region(r) for r in op.regions]
+        properties = dict(op.properties)
+        attributes = dict(op.attributes)
+        if isinstance(op, func.FuncOp):
+            self.fix_function(op, properties)
+        new = type(op).create(
+            operands=self.get_all(op.operands),
+            result_types=[t for r in op.results for t in flat_types(r.type)],
+            properties=properties,
+            attributes=attributes,
+            successors=list(op.successors),
+            regions=regions,
+        )
+        self.fname = saved
+        b.insert(new)
+        self.bind_results(list(op.results), list(new.results))
+
+    @staticmethod
+    def fix_function(op: func.FuncOp, properties: dict[str, Attribute]) -> None:
+        ins = op.function_type.inputs.data
+        outs = op.function_type.outputs.data
+        properties["function_type"] = FunctionType.from_lists(
+            [t for x in ins for t in flat_types(x)], [t for x in outs for t in flat_types(x)]
+        )
+        for key, types in (("arg_attrs", ins), ("res_attrs", outs)):
+            attrs = properties.get(key)
+            if isinstance(attrs, ArrayAttr):
+                expanded: list[DictionaryAttr] = []
+                for d, t in zip(attrs.data, types):
+                    expanded += [d] * len(flat_types(t))
+                properties[key] = ArrayAttr(expanded)
+
+
+@dataclass(frozen=True)
+class DiffLowerPass(ModulePass):
+    """Pairs become plain values; diff ops become arith / memref ops."""
+
+    name = "diff-lower"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        block = op.body.block
+        for top in list(block.ops):
+            lowerer = Lowerer()
+            tmp = Block()
+            lowerer.op(top, Builder(InsertPoint.at_end(tmp)))
+            new_ops = list(tmp.ops)
+            for n in new_ops:
+                tmp.detach_op(n)
+            block.insert_ops_before(new_ops, top)
+            block.detach_op(top)
+            top.erase(safe_erase=False)
