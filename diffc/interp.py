@@ -1,0 +1,453 @@
+"""Runs lowered IR (func/arith/math/scf/memref, a little of vector) with xDSL's interpreter.
+
+    module = parse_module(text)
+    (y,) = run_function(module, "f", 1.5, [1.0, 2.0])
+
+Values while interpreting:
+  * floats (any width: f16/f32/f64) are Python floats computed in float64: no rounding to the
+    narrower type, so arith.truncf / extf are identities on the value. This makes the
+    interpreter a float64-exact reference for finite-difference tests.
+  * integers, index and i1 are Python ints / bools, as in xDSL.
+  * vector<... x float> values are float64 numpy arrays of the vector's shape; arith and math
+    ops work elementwise on them; `dense<...>` constants (splat or not) become arrays; results
+    come back as arrays. Pass vectors as lists, tuples or arrays.
+  * memrefs are xDSL's ShapedArray (memref.alloc/load/store/get_global as in xDSL).
+
+Float arithmetic follows IEEE (x / 0 = inf, log(-1) = NaN), not Python's exceptions.
+On top of xDSL's own implementations this module adds the math ops xDSL lacks, arith.divf,
+remf (diffc.rules.arith_ext), minnumf/maxnumf, extf/truncf, int<->float casts, the integer
+ops xDSL lacks (divui, remui, min/max, shrui, ext/trunc, ceildiv), and numpy-aware versions of
+the float ops so that vectors work.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, math, memref, scf, vector
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    VectorType,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.builtin import BuiltinFunctions
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.interpreters.math import MathFunctions
+from xdsl.interpreters.memref import MemRefFunctions
+from xdsl.interpreters.scf import ScfFunctions
+from xdsl.ir import Attribute, Operation
+from xdsl.parser import Parser
+from xdsl.utils.comparisons import to_signed, to_unsigned
+
+from diffc.rules.arith_ext import RemFOp
+from diffc.rules.arith_ext import load_into as _load_arith_ext
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+def make_context() -> Context:
+    """A context with the dialects lowered IR uses (and diff, so unlowered IR parses too)."""
+    ctx = Context(allow_unregistered=False)
+    for d in (builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, vector.Vector):
+        ctx.load_dialect(d)
+    _load_arith_ext(ctx)
+    try:
+        from diffc.dialects.diff import Diff
+
+        ctx.load_dialect(Diff)
+    except ImportError:  # pragma: no cover
+        pass
+    return ctx
+
+
+def parse_module(text: str) -> ModuleOp:
+    """Parses IR text into a verified module."""
+    module = Parser(make_context(), text).parse_module()
+    module.verify()
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
+# Value helpers
+
+
+def _is_vec(x: Any) -> bool:
+    return isinstance(x, np.ndarray)
+
+
+def _out(x: Any) -> Any:
+    """A numpy scalar back to a Python float / bool; arrays stay arrays."""
+    if isinstance(x, np.ndarray):
+        return x if x.ndim else x.item()
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _fl(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Lifts a numpy function over floats: IEEE semantics, scalars back to Python floats."""
+
+    def run(*args: Any) -> Any:
+        with np.errstate(all="ignore"):
+            conv = [a if _is_vec(a) else np.float64(a) for a in args]
+            return _out(fn(*conv))
+
+    return run
+
+
+def _int_width(interp: Interpreter, t: Attribute) -> int:
+    if isinstance(t, VectorType):
+        t = t.element_type
+    if isinstance(t, IndexType):
+        return interp.index_bitwidth
+    assert isinstance(t, IntegerType), t
+    return t.width.data
+
+
+def _round_half_away(x: Any) -> Any:
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
+
+
+def _erf(x: Any) -> Any:
+    if _is_vec(x):
+        return np.vectorize(pymath.erf, otypes=[np.float64])(x)
+    return pymath.erf(float(x))
+
+
+_UNARY: dict[type[Operation], Callable[..., Any]] = {
+    math.AbsFOp: np.abs,
+    math.AcosOp: np.arccos,
+    math.AcoshOp: np.arccosh,
+    math.AsinOp: np.arcsin,
+    math.AsinhOp: np.arcsinh,
+    math.AtanOp: np.arctan,
+    math.AtanhOp: np.arctanh,
+    math.CbrtOp: np.cbrt,
+    math.CeilOp: np.ceil,
+    math.CosOp: np.cos,
+    math.CoshOp: np.cosh,
+    math.ErfOp: _erf,
+    math.Exp2Op: np.exp2,
+    math.ExpM1Op: np.expm1,
+    math.ExpOp: np.exp,
+    math.FloorOp: np.floor,
+    math.Log10Op: np.log10,
+    math.Log1pOp: np.log1p,
+    math.Log2Op: np.log2,
+    math.LogOp: np.log,
+    math.RoundEvenOp: np.rint,
+    math.RoundOp: _round_half_away,
+    math.RsqrtOp: lambda x: 1.0 / np.sqrt(x),
+    math.SinOp: np.sin,
+    math.SinhOp: np.sinh,
+    math.SqrtOp: np.sqrt,
+    math.TanOp: np.tan,
+    math.TanhOp: np.tanh,
+    math.TruncOp: np.trunc,
+    arith.NegfOp: np.negative,
+}
+
+
+def _minimum(x: Any, y: Any) -> Any:
+    # NaN-propagating; -0 < +0
+    r = np.minimum(x, y)
+    both_zero = (x == 0) & (y == 0)
+    return np.where(both_zero, np.where(np.signbit(x) | np.signbit(y), -0.0, 0.0), r)
+
+
+def _maximum(x: Any, y: Any) -> Any:
+    r = np.maximum(x, y)
+    both_zero = (x == 0) & (y == 0)
+    return np.where(both_zero, np.where(np.signbit(x) & np.signbit(y), -0.0, 0.0), r)
+
+
+_BINARY: dict[type[Operation], Callable[..., Any]] = {
+    arith.AddfOp: np.add,
+    arith.SubfOp: np.subtract,
+    arith.MulfOp: np.multiply,
+    arith.DivfOp: np.divide,
+    RemFOp: np.fmod,
+    arith.MinimumfOp: _minimum,
+    arith.MaximumfOp: _maximum,
+    arith.MinnumfOp: np.fmin,
+    arith.MaxnumfOp: np.fmax,
+    math.Atan2Op: np.arctan2,
+    math.CopySignOp: np.copysign,
+    math.PowFOp: np.power,
+}
+
+
+def _cmpf(pred: int, x: Any, y: Any) -> Any:
+    o = ~(np.isnan(x) | np.isnan(y))
+    u = ~o
+    table = {
+        0: lambda: np.zeros_like(o),
+        1: lambda: (x == y) & o,
+        2: lambda: (x > y) & o,
+        3: lambda: (x >= y) & o,
+        4: lambda: (x < y) & o,
+        5: lambda: (x <= y) & o,
+        6: lambda: (x != y) & o,
+        7: lambda: o,
+        8: lambda: (x == y) | u,
+        9: lambda: (x > y) | u,
+        10: lambda: (x >= y) | u,
+        11: lambda: (x < y) | u,
+        12: lambda: (x <= y) | u,
+        13: lambda: (x != y) | u,
+        14: lambda: u,
+        15: lambda: np.ones_like(o),
+    }
+    return table[pred]()
+
+
+@register_impls
+class DiffcFunctions(InterpreterFunctions):
+    """Implementations that replace or complete xDSL's (registered with override=True)."""
+
+    # --- constants -------------------------------------------------------------------------
+    @impl(arith.ConstantOp)
+    def run_constant(self, interp: Interpreter, op: arith.ConstantOp, args: PythonValues):
+        value = op.value
+        if isinstance(value, DenseIntOrFPElementsAttr):
+            t = value.get_type()
+            vals = value.get_values()
+            shape = tuple(t.get_shape())
+            n = int(np.prod(shape)) if shape else 1
+            if len(vals) == 1 and n != 1:
+                vals = list(vals) * n
+            dtype = np.float64 if isinstance(t.element_type, AnyFloat) else np.int64
+            return (np.array(vals, dtype=dtype).reshape(shape),)
+        if isinstance(value, FloatAttr):
+            return (float(value.value.data),)
+        if isinstance(value, IntegerAttr):
+            if isinstance(value.type, IndexType):
+                return (to_signed(value.value.data, interp.index_bitwidth),)
+            return (value.value.data,)
+        raise NotImplementedError(f"arith.constant of {value}")
+
+    # --- float comparisons and selects -----------------------------------------------------
+    @impl(arith.CmpfOp)
+    def run_cmpf(self, interp: Interpreter, op: arith.CmpfOp, args: PythonValues):
+        with np.errstate(all="ignore"):
+            r = _cmpf(op.predicate.value.data, np.asarray(args[0], dtype=np.float64), np.asarray(args[1], dtype=np.float64))
+        return (bool(r) if np.ndim(r) == 0 else r,)
+
+    @impl(arith.SelectOp)
+    def run_select(self, interp: Interpreter, op: arith.SelectOp, args: PythonValues):
+        cond, a, b = args
+        if _is_vec(cond):
+            return (np.where(cond, a, b),)
+        return (a if cond else b,)
+
+    # --- float casts -----------------------------------------------------------------------
+    @impl(arith.ExtFOp)
+    def run_extf(self, interp: Interpreter, op: arith.ExtFOp, args: PythonValues):
+        return (args[0],)
+
+    @impl(arith.TruncFOp)
+    def run_truncf(self, interp: Interpreter, op: arith.TruncFOp, args: PythonValues):
+        return (args[0],)
+
+    @impl(arith.SIToFPOp)
+    def run_sitofp(self, interp: Interpreter, op: arith.SIToFPOp, args: PythonValues):
+        return (float(to_signed(int(args[0]), _int_width(interp, op.input.type))),)
+
+    @impl(arith.UIToFPOp)
+    def run_uitofp(self, interp: Interpreter, op: arith.UIToFPOp, args: PythonValues):
+        return (float(to_unsigned(int(args[0]), _int_width(interp, op.input.type))),)
+
+    @impl(arith.FPToSIOp)
+    def run_fptosi(self, interp: Interpreter, op: arith.FPToSIOp, args: PythonValues):
+        return (to_signed(int(pymath.trunc(args[0])), _int_width(interp, op.result.type)),)
+
+    @impl(arith.FPToUIOp)
+    def run_fptoui(self, interp: Interpreter, op: arith.FPToUIOp, args: PythonValues):
+        return (to_unsigned(int(pymath.trunc(args[0])), _int_width(interp, op.result.type)),)
+
+    # --- integer ops xDSL lacks ------------------------------------------------------------
+    def _ints(self, interp: Interpreter, op: Operation, args: PythonValues, signed: bool):
+        w = _int_width(interp, op.operands[0].type)
+        conv = to_signed if signed else to_unsigned
+        return w, [conv(int(a), w) for a in args]
+
+    @impl(arith.DivUIOp)
+    def run_divui(self, interp: Interpreter, op: arith.DivUIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, False)
+        return (to_signed(a // b, w),)
+
+    @impl(arith.RemUIOp)
+    def run_remui(self, interp: Interpreter, op: arith.RemUIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, False)
+        return (to_signed(a % b, w),)
+
+    @impl(arith.CeilDivSIOp)
+    def run_ceildivsi(self, interp: Interpreter, op: arith.CeilDivSIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, True)
+        return (to_signed(-((-a) // b), w),)
+
+    @impl(arith.CeilDivUIOp)
+    def run_ceildivui(self, interp: Interpreter, op: arith.CeilDivUIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, False)
+        return (to_signed(-((-a) // b), w),)
+
+    @impl(arith.MinSIOp)
+    def run_minsi(self, interp: Interpreter, op: arith.MinSIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, True)
+        return (min(a, b),)
+
+    @impl(arith.MaxSIOp)
+    def run_maxsi(self, interp: Interpreter, op: arith.MaxSIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, True)
+        return (max(a, b),)
+
+    @impl(arith.MinUIOp)
+    def run_minui(self, interp: Interpreter, op: arith.MinUIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, False)
+        return (to_signed(min(a, b), w),)
+
+    @impl(arith.MaxUIOp)
+    def run_maxui(self, interp: Interpreter, op: arith.MaxUIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, False)
+        return (to_signed(max(a, b), w),)
+
+    @impl(arith.ShRUIOp)
+    def run_shrui(self, interp: Interpreter, op: arith.ShRUIOp, args: PythonValues):
+        w, (a, b) = self._ints(interp, op, args, False)
+        return (to_signed(a >> b, w) if b < w else 0,)
+
+    @impl(arith.ExtSIOp)
+    def run_extsi(self, interp: Interpreter, op: arith.ExtSIOp, args: PythonValues):
+        return (to_signed(int(args[0]), _int_width(interp, op.input.type)),)
+
+    @impl(arith.ExtUIOp)
+    def run_extui(self, interp: Interpreter, op: arith.ExtUIOp, args: PythonValues):
+        return (to_unsigned(int(args[0]), _int_width(interp, op.input.type)),)
+
+    @impl(arith.TruncIOp)
+    def run_trunci(self, interp: Interpreter, op: arith.TruncIOp, args: PythonValues):
+        return (to_signed(int(args[0]), _int_width(interp, op.result.type)),)
+
+    # --- math ------------------------------------------------------------------------------
+    @impl(math.FmaOp)
+    def run_fma(self, interp: Interpreter, op: math.FmaOp, args: PythonValues):
+        return (_fl(lambda a, b, c: a * b + c)(*args),)
+
+    # --- vector (1-D and n-D, static positions) -------------------------------------------
+    @impl(vector.BroadcastOp)
+    def run_broadcast(self, interp: Interpreter, op: vector.BroadcastOp, args: PythonValues):
+        shape = tuple(op.vector.type.get_shape())
+        return (np.broadcast_to(np.asarray(args[0], dtype=np.float64), shape).copy(),)
+
+    @impl(vector.ExtractOp)
+    def run_extract(self, interp: Interpreter, op: vector.ExtractOp, args: PythonValues):
+        vec, *dyn = args
+        dyn_it = iter(dyn)
+        pos = tuple(p if isinstance(p, int) else next(dyn_it) for p in _positions(op))
+        return (_out(np.asarray(vec)[pos]),)
+
+    @impl(vector.InsertOp)
+    def run_insert(self, interp: Interpreter, op: vector.InsertOp, args: PythonValues):
+        src, dest, *dyn = args
+        dyn_it = iter(dyn)
+        pos = tuple(p if isinstance(p, int) else next(dyn_it) for p in _positions(op))
+        out = np.array(dest, dtype=np.float64, copy=True)
+        out[pos] = src
+        return (out,)
+
+
+def _positions(op: Operation) -> list[int | None]:
+    """Static positions of vector.extract/insert, None where the position is dynamic."""
+    return [None if p == DYNAMIC_INDEX else p for p in op.static_position.get_values()]
+
+
+
+def _make_unary(fn: Callable[..., Any]):
+    lifted = _fl(fn)
+
+    def run(self, interp: Interpreter, op: Operation, args: PythonValues):
+        return (lifted(args[0]),)
+
+    return run
+
+
+def _make_binary(fn: Callable[..., Any]):
+    lifted = _fl(fn)
+
+    def run(self, interp: Interpreter, op: Operation, args: PythonValues):
+        return (lifted(args[0], args[1]),)
+
+    return run
+
+
+# Register the table-driven float ops on the class (impl() marks the functions for
+# register_impls, which we run again below).
+for _op_type, _fn in _UNARY.items():
+    setattr(DiffcFunctions, f"run_{_op_type.name.replace('.', '_')}", impl(_op_type)(_make_unary(_fn)))
+for _op_type, _fn in _BINARY.items():
+    setattr(DiffcFunctions, f"run_{_op_type.name.replace('.', '_')}", impl(_op_type)(_make_binary(_fn)))
+DiffcFunctions = register_impls(DiffcFunctions)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def make_interpreter(module: ModuleOp, extra: Sequence[InterpreterFunctions] = ()) -> Interpreter:
+    """An interpreter over `module` with xDSL's func/arith/math/scf/memref/builtin functions,
+    completed by diffc's, then `extra` (for plugin ops) on top."""
+    interp = Interpreter(module)
+    for fns in (FuncFunctions(), ArithFunctions(), MathFunctions(), ScfFunctions(), MemRefFunctions(), BuiltinFunctions()):
+        interp.register_implementations(fns)
+    interp.register_implementations(DiffcFunctions(), override=True)
+    for fns in extra:
+        interp.register_implementations(fns, override=True)
+    return interp
+
+
+def _to_value(arg: Any, t: Attribute) -> Any:
+    if isinstance(t, VectorType):
+        arr = np.asarray(arg, dtype=np.float64 if isinstance(t.element_type, AnyFloat) else np.int64)
+        shape = tuple(t.get_shape())
+        if arr.shape != shape:
+            raise ValueError(f"expected a vector of shape {shape}, got {arr.shape}")
+        return arr.copy()
+    if isinstance(t, AnyFloat):
+        return float(arg)
+    return arg
+
+
+def run_function(
+    module: ModuleOp | str, name: str, *args: Any, extra: Sequence[InterpreterFunctions] = ()
+) -> tuple[Any, ...]:
+    """Calls function `name` of `module` (a module or IR text) with `args`; returns its results
+    as a tuple (floats as Python floats, vectors as numpy arrays)."""
+    if isinstance(module, str):
+        module = parse_module(module)
+    interp = make_interpreter(module, extra)
+    fn = interp.get_op_for_symbol(name)
+    assert isinstance(fn, func.FuncOp), f"@{name} is not a func.func"
+    types = fn.function_type.inputs.data
+    if len(types) != len(args):
+        raise TypeError(f"@{name} takes {len(types)} arguments, got {len(args)}")
+    values = tuple(_to_value(a, t) for a, t in zip(args, types, strict=True))
+    return tuple(_out(r) for r in interp.call_op(name, values))
