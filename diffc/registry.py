@@ -36,7 +36,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 # Targets for `diffc-opt -t NAME`.
-TARGETS: dict[str, Callable[[], Any]] = {}
+TARGETS: dict[str, Callable[[], Any]] = {
+    "opencl": _lazy("diffc.backend.opencl.target", "OpenCLTarget"),
+}
 
 # Front ends for `diffc-opt FILE.ext`: extension -> factory of `parse(text, filename) -> ModuleOp`.
 FRONTENDS: dict[str, Callable[[], Any]] = {}

@@ -1,0 +1,228 @@
+"""arith and math ops as C expressions: each handler takes (emitter, op) and returns the right-
+hand side of `T result = ...;` (or a literal, for constants)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    VectorType,
+)
+from xdsl.ir import Attribute, Operation
+
+from .naming import ctype, float_literal, int_literal, unsigned_ctype
+
+if TYPE_CHECKING:
+    from .statements import FunctionEmitter
+
+Handler = Callable[["FunctionEmitter", Operation], str]
+EXPRESSIONS: dict[str, Handler] = {}  # keyed by op name, so ops xDSL lacks (arith.remf) fit
+
+
+def _binary(symbol: str) -> Handler:
+    return lambda fe, op: f"{fe.expr(op.operands[0])} {symbol} {fe.expr(op.operands[1])}"
+
+
+def _call(name: str) -> Handler:
+    return lambda fe, op: f"{name}({', '.join(fe.expr(v) for v in op.operands)})"
+
+
+def _unsigned_binary(symbol: str) -> Handler:
+    def emit(fe: FunctionEmitter, op: Operation) -> str:
+        t = op.results[0].type
+        u = unsigned_ctype(t, fe.options)
+        a, b = (fe.expr(v) for v in op.operands)
+        return f"({ctype(t, fe.options)})(({u}){a} {symbol} ({u}){b})"
+
+    return emit
+
+
+def _unsigned_call(name: str) -> Handler:
+    def emit(fe: FunctionEmitter, op: Operation) -> str:
+        t = op.results[0].type
+        u = unsigned_ctype(t, fe.options)
+        a, b = (fe.expr(v) for v in op.operands)
+        return f"({ctype(t, fe.options)}){name}(({u}){a}, ({u}){b})"
+
+    return emit
+
+
+def _cast(to: Attribute, value: str, fe: FunctionEmitter) -> str:
+    c = ctype(to, fe.options)
+    if isinstance(to, VectorType):
+        return f"convert_{c}({value})"
+    return f"({c}){value}"
+
+
+def _convert(fe: FunctionEmitter, op: Operation) -> str:
+    src, dst = op.operands[0].type, op.results[0].type
+    if ctype(src, fe.options) == ctype(dst, fe.options):
+        return fe.expr(op.operands[0])  # f16 <-> f32 are both float here
+    return _cast(dst, fe.expr(op.operands[0]), fe)
+
+
+def _unsigned_source(fe: FunctionEmitter, op: Operation) -> str:
+    """uitofp, extui, index_castui, fptoui: go through the unsigned type of the narrower side."""
+    src, dst = op.operands[0].type, op.results[0].type
+    value = fe.expr(op.operands[0])
+    if isinstance(src, IntegerType) and src.width.data == 1:
+        return _cast(dst, value, fe)
+    if op.name == "arith.fptoui":
+        return _cast(dst, f"({unsigned_ctype(dst, fe.options)}){value}", fe)
+    return _cast(dst, f"({unsigned_ctype(src, fe.options)}){value}", fe)
+
+
+def _extsi(fe: FunctionEmitter, op: Operation) -> str:
+    src = op.operands[0].type
+    value = fe.expr(op.operands[0])
+    if isinstance(src, IntegerType) and src.width.data == 1:
+        return f"-{_cast(op.results[0].type, value, fe)}"
+    return _cast(op.results[0].type, value, fe)
+
+
+def _trunci(fe: FunctionEmitter, op: Operation) -> str:
+    dst = op.results[0].type
+    if isinstance(dst, IntegerType) and dst.width.data == 1:
+        return f"({fe.expr(op.operands[0])} & 1) != 0"
+    return _cast(dst, fe.expr(op.operands[0]), fe)
+
+
+def _bitcast(fe: FunctionEmitter, op: Operation) -> str:
+    return f"as_{ctype(op.results[0].type, fe.options)}({fe.expr(op.operands[0])})"
+
+
+def constant_literal(fe: FunctionEmitter, op: arith.ConstantOp) -> str:
+    value = op.value
+    t = op.result.type
+    if isinstance(value, FloatAttr):
+        return float_literal(value.value.data, t)
+    if isinstance(value, IntegerAttr):
+        return int_literal(value.value.data, t, fe.options)
+    if isinstance(value, DenseIntOrFPElementsAttr) and isinstance(t, VectorType):
+        el = t.element_type
+        values = value.get_values()
+        if isinstance(el, AnyFloat):
+            items = [float_literal(float(v), el) for v in values]
+        else:
+            items = [int_literal(int(v), el, fe.options) for v in values]
+        if len(set(items)) == 1:
+            items = items[:1]
+        return f"({ctype(t, fe.options)})({', '.join(items)})"
+    raise fe.error(op, f"has a constant value the OpenCL emitter cannot print: {value}")
+
+
+def _select(fe: FunctionEmitter, op: Operation) -> str:
+    c, a, b = (fe.expr(v) for v in op.operands)
+    if isinstance(op.operands[0].type, VectorType):
+        return f"select({b}, {a}, {c})"
+    return f"{c} ? {a} : {b}"
+
+
+_CMPF = {
+    "oeq": "{a} == {b}", "ogt": "{a} > {b}", "oge": "{a} >= {b}", "olt": "{a} < {b}",
+    "ole": "{a} <= {b}", "one": "islessgreater({a}, {b})", "ord": "!isunordered({a}, {b})",
+    "ueq": "!islessgreater({a}, {b})", "ugt": "!({a} <= {b})", "uge": "!({a} < {b})",
+    "ult": "!({a} >= {b})", "ule": "!({a} > {b})", "une": "{a} != {b}",
+    "uno": "isunordered({a}, {b})", "false": "false", "true": "true",
+}
+_CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
+
+
+def _cmpf(fe: FunctionEmitter, op: arith.CmpfOp) -> str:
+    pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+    a, b = (fe.expr(v) for v in op.operands)
+    return _CMPF[pred].format(a=a, b=b)
+
+
+def _cmpi(fe: FunctionEmitter, op: arith.CmpiOp) -> str:
+    pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+    a, b = (fe.expr(v) for v in op.operands)
+    if pred.startswith("u"):
+        u = unsigned_ctype(op.operands[0].type, fe.options)
+        a, b = f"({u}){a}", f"({u}){b}"
+    return f"{a} {_CMPI[pred]} {b}"
+
+
+def _ceildivsi(fe: FunctionEmitter, op: Operation) -> str:
+    a, b = (fe.expr(v) for v in op.operands)
+    return f"{a} / {b} + ({a} % {b} != 0 && ({a} % {b} > 0) == ({b} > 0))"
+
+
+def _floordivsi(fe: FunctionEmitter, op: Operation) -> str:
+    a, b = (fe.expr(v) for v in op.operands)
+    return f"{a} / {b} - ({a} % {b} != 0 && ({a} % {b} < 0) != ({b} < 0))"
+
+
+def _ceildivui(fe: FunctionEmitter, op: Operation) -> str:
+    t = op.results[0].type
+    u = unsigned_ctype(t, fe.options)
+    a, b = (f"({u}){fe.expr(v)}" for v in op.operands)
+    return f"({ctype(t, fe.options)})({a} / {b} + ({a} % {b} != 0))"
+
+
+def _absi(fe: FunctionEmitter, op: Operation) -> str:
+    return f"({ctype(op.results[0].type, fe.options)})abs({fe.expr(op.operands[0])})"
+
+
+def _cttz(fe: FunctionEmitter, op: Operation) -> str:
+    t = op.results[0].type
+    a = fe.expr(op.operands[0])
+    return f"({ctype(t, fe.options)})popcount(({a} & -{a}) - 1)"
+
+
+def _fpowi(fe: FunctionEmitter, op: Operation) -> str:
+    a, b = (fe.expr(v) for v in op.operands)
+    return f"pown({a}, (int){b})"
+
+
+def _shrui(fe: FunctionEmitter, op: Operation) -> str:
+    t = op.results[0].type
+    a, b = (fe.expr(v) for v in op.operands)
+    return f"({ctype(t, fe.options)})(({unsigned_ctype(t, fe.options)}){a} >> {b})"
+
+
+_ARITH: dict[type[Operation], Handler] = {
+    arith.AddfOp: _binary("+"), arith.SubfOp: _binary("-"), arith.MulfOp: _binary("*"),
+    arith.DivfOp: _binary("/"), 
+    arith.NegfOp: lambda fe, op: f"-{fe.expr(op.operands[0])}",
+    arith.MaximumfOp: _call("fmax"), arith.MinimumfOp: _call("fmin"),
+    arith.MaxnumfOp: _call("fmax"), arith.MinnumfOp: _call("fmin"),
+    arith.AddiOp: _binary("+"), arith.SubiOp: _binary("-"), arith.MuliOp: _binary("*"),
+    arith.DivSIOp: _binary("/"), arith.RemSIOp: _binary("%"),
+    arith.DivUIOp: _unsigned_binary("/"), arith.RemUIOp: _unsigned_binary("%"),
+    arith.CeilDivSIOp: _ceildivsi, arith.FloorDivSIOp: _floordivsi, arith.CeilDivUIOp: _ceildivui,
+    arith.MaxSIOp: _call("max"), arith.MinSIOp: _call("min"),
+    arith.MaxUIOp: _unsigned_call("max"), arith.MinUIOp: _unsigned_call("min"),
+    arith.AndIOp: _binary("&"), arith.OrIOp: _binary("|"), arith.XOrIOp: _binary("^"),
+    arith.ShLIOp: _binary("<<"), arith.ShRSIOp: _binary(">>"), arith.ShRUIOp: _shrui,
+    arith.CmpfOp: _cmpf, arith.CmpiOp: _cmpi, arith.SelectOp: _select,
+    arith.SIToFPOp: _convert, arith.FPToSIOp: _convert, arith.ExtFOp: _convert,
+    arith.TruncFOp: _convert, arith.IndexCastOp: _convert,
+    arith.UIToFPOp: _unsigned_source, arith.FPToUIOp: _unsigned_source,
+    arith.ExtUIOp: _unsigned_source,
+    arith.ExtSIOp: _extsi, arith.TruncIOp: _trunci, arith.BitcastOp: _bitcast,
+}
+EXPRESSIONS.update({op.name: handler for op, handler in _ARITH.items()})
+
+_MATH_CALLS = {
+    math.AbsFOp: "fabs", math.AcosOp: "acos", math.AcoshOp: "acosh", math.AsinOp: "asin",
+    math.AsinhOp: "asinh", math.AtanOp: "atan", math.AtanhOp: "atanh", math.Atan2Op: "atan2",
+    math.CbrtOp: "cbrt", math.CeilOp: "ceil", math.CopySignOp: "copysign", math.CosOp: "cos",
+    math.CoshOp: "cosh", math.ErfOp: "erf", math.ExpOp: "exp", math.Exp2Op: "exp2",
+    math.ExpM1Op: "expm1", math.FloorOp: "floor", math.FmaOp: "fma", math.Log10Op: "log10",
+    math.Log1pOp: "log1p", math.Log2Op: "log2", math.LogOp: "log", math.PowFOp: "pow",
+    math.RoundEvenOp: "rint", math.RoundOp: "round", math.RsqrtOp: "rsqrt", math.SinOp: "sin",
+    math.SinhOp: "sinh", math.SqrtOp: "sqrt", math.TanOp: "tan", math.TanhOp: "tanh",
+    math.TruncOp: "trunc", math.CountLeadingZerosOp: "clz", math.CtPopOp: "popcount",
+}
+EXPRESSIONS.update({op.name: _call(name) for op, name in _MATH_CALLS.items()})
+EXPRESSIONS.update({math.AbsIOp.name: _absi, math.CountTrailingZerosOp.name: _cttz, math.FPowIOp.name: _fpowi})
+EXPRESSIONS.update({"arith.remf": _call("fmod"), "arith.index_castui": _unsigned_source})

@@ -1,0 +1,142 @@
+"""A whole module as one OpenCL C program: pragmas, atomic helpers, result structs, prototypes,
+helper functions, then kernels."""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Attribute, Operation
+
+from diffc.dialects.kernel import REQD_WORK_GROUP_SIZE, is_kernel
+
+from .naming import Namer, ctype, uses_double
+from .options import EmitOptions, OpenCLEmitError
+from .statements import FunctionEmitter
+
+_CMPXCHG_HELPER = """\
+void {name}(volatile {space} float* p, float v) {{
+    volatile {space} uint* bits = (volatile {space} uint*)p;
+    uint expected = *bits;
+    while (true) {{
+        uint desired = as_uint(as_float(expected) + v);
+        uint seen = atomic_cmpxchg(bits, expected, desired);
+        if (seen == expected) break;
+        expected = seen;
+    }}
+}}"""
+_PTX_HELPER = """\
+void diffc_atomic_add_ptx(volatile __global float* p, float v) {
+    asm volatile("red.global.add.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory");
+}"""
+_EXT_HELPER = """\
+void {name}(volatile {space} float* p, float v) {{
+    atomic_fetch_add_explicit((volatile {space} atomic_float*)p, v, memory_order_relaxed, {scope});
+}}"""
+
+
+class ModuleEmitter:
+    def __init__(self, module: ModuleOp, options: EmitOptions):
+        self.module = module
+        self.options = options
+        self.fp64 = False
+        self.helpers: dict[str, str] = {}  # atomic helper name -> its C text
+        self.structs: dict[str, str] = {}  # struct name -> its typedef
+        self.functions: dict[str, func.FuncOp] = {}
+        self.names: dict[str, str] = {}  # symbol -> C name
+        namer = Namer()
+        for op in module.ops:
+            if isinstance(op, func.FuncOp):
+                self.functions[op.sym_name.data] = op
+                self.names[op.sym_name.data] = namer.fresh(op.sym_name.data, "fn")
+            else:
+                raise OpenCLEmitError.at(op, "at module level is not supported by the OpenCL emitter")
+        self.global_names = set(self.names.values()) | {f"{n}_result" for n in self.names.values()}
+
+    def note_type(self, t: Attribute) -> None:
+        if uses_double(t):
+            self.fp64 = True
+
+    def function_name(self, symbol: str, op: Operation) -> str:
+        if symbol not in self.names:
+            raise OpenCLEmitError.at(op, f"calls @{symbol}, which is not defined in this module")
+        return self.names[symbol]
+
+    def result_struct_of(self, symbol: str, op: Operation) -> str:
+        self.function_name(symbol, op)
+        return self.result_struct(self.functions[symbol])
+
+    def result_struct(self, fn: func.FuncOp) -> str:
+        """Several results come back as `typedef struct { T0 r0; T1 r1; } <name>_result;`."""
+        name = f"{self.names[fn.sym_name.data]}_result"
+        if name not in self.structs:
+            fields = []
+            for i, t in enumerate(fn.function_type.outputs.data):
+                try:
+                    self.note_type(t)
+                    fields.append(f"{ctype(t, self.options)} r{i};")
+                except TypeError:
+                    raise OpenCLEmitError.at(fn, f"returns type {t}, which has no OpenCL C equivalent") from None
+            self.structs[name] = "typedef struct {\n" + "".join(f"    {f}\n" for f in fields) + f"}} {name};"
+        return name
+
+    def atomic_helper(self, strategy: str, local: bool) -> str:
+        space = "__local" if local else "__global"
+        if strategy == "ptx" and not local:
+            self.helpers.setdefault("diffc_atomic_add_ptx", _PTX_HELPER)
+            return "diffc_atomic_add_ptx"
+        if strategy == "ext":
+            name = f"diffc_atomic_add_ext_{space[2:]}"
+            scope = "memory_scope_work_group" if local else "memory_scope_device"
+            self.helpers.setdefault(name, _EXT_HELPER.format(name=name, space=space, scope=scope))
+            return name
+        name = f"diffc_atomic_add_cmpxchg_{space[2:]}"
+        self.helpers.setdefault(name, _CMPXCHG_HELPER.format(name=name, space=space))
+        return name
+
+    def signature(self, fn: func.FuncOp) -> str:
+        if is_kernel(fn):
+            if fn.function_type.outputs.data:
+                raise OpenCLEmitError.at(fn, "is a kernel with results; kernels return void")
+            size = fn.attributes.get(REQD_WORK_GROUP_SIZE)
+            if size is None:
+                return "__kernel void"
+            if not isinstance(size, ArrayAttr) or len(size.data) != 3 or not all(
+                isinstance(x, IntegerAttr) for x in size.data
+            ):
+                raise OpenCLEmitError.at(fn, f"{REQD_WORK_GROUP_SIZE} must be an array of 3 integers")
+            xyz = ", ".join(str(x.value.data) for x in size.data)  # type: ignore[union-attr]
+            return f"__kernel __attribute__((reqd_work_group_size({xyz}))) void"
+        outputs = fn.function_type.outputs.data
+        if not outputs:
+            return "void"
+        if len(outputs) > 1:
+            return self.result_struct(fn)
+        try:
+            self.note_type(outputs[0])
+            return ctype(outputs[0], self.options)
+        except TypeError:
+            raise OpenCLEmitError.at(fn, f"returns type {outputs[0]}, which has no OpenCL C equivalent") from None
+
+    def emit(self) -> str:
+        helpers: list[list[str]] = []
+        kernels: list[list[str]] = []
+        for symbol, fn in self.functions.items():
+            if not fn.body.blocks:
+                continue  # a declaration: nothing to print
+            if len(fn.body.blocks) != 1:
+                raise OpenCLEmitError.at(fn, "has several blocks; the OpenCL emitter needs structured control flow (scf)")
+            text = FunctionEmitter(self, fn).emit(self.names[symbol], self.signature(fn))
+            (kernels if is_kernel(fn) else helpers).append(text)
+        out = ["// OpenCL C generated by diffc"]
+        if self.fp64:
+            out.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
+        sections = [*self.helpers.values(), *self.structs.values()]
+        if helpers:
+            sections.append("\n".join(text[0] + ";" for text in helpers))
+        sections += ["\n".join(text) for text in helpers + kernels]
+        return "\n".join(out) + "\n\n" + "\n\n".join(sections) + "\n"
+
+
+def emit_opencl(module: ModuleOp, options: EmitOptions | None = None) -> str:
+    """The OpenCL C program for `module` (raises OpenCLEmitError naming an unsupported op)."""
+    return ModuleEmitter(module, options or EmitOptions()).emit()

@@ -1,0 +1,92 @@
+"""Emitter options, the emitter's error, and choosing options for a pyopencl device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.ir import Operation
+
+from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
+
+ATOMICS = ("cmpxchg", "ext", "ptx")
+INDEX_TYPES = ("long", "int")
+
+
+@dataclass(frozen=True)
+class EmitOptions:
+    """How the OpenCL C is printed.
+
+    atomics     float atomic add: "cmpxchg" (an atomic_cmpxchg loop on the int bits: works
+                everywhere), "ext" (cl_ext_float_atomics' atomic_fetch_add_explicit; build with
+                -cl-std=CL3.0 or CL2.0), "ptx" (NVIDIA inline asm red.global.add.f32; global
+                memory only, local memory falls back to cmpxchg).
+    index_type  the C type of `index` values: "long" (64 bit, the default) or "int".
+    """
+
+    atomics: str = "cmpxchg"
+    index_type: str = "long"
+
+    def __post_init__(self) -> None:
+        if self.atomics not in ATOMICS:
+            raise DiffcError(f"error: unknown atomics strategy '{self.atomics}' (choose from {', '.join(ATOMICS)})")
+        if self.index_type not in INDEX_TYPES:
+            raise DiffcError(f"error: unknown index type '{self.index_type}' (choose from {', '.join(INDEX_TYPES)})")
+
+
+class OpenCLEmitError(DiffcError):
+    """An op or type the OpenCL emitter cannot print; the message names the op and where it is."""
+
+    @classmethod
+    def at(cls, op: Operation, message: str) -> "OpenCLEmitError":
+        loc = op.location
+        where = (
+            SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+            if isinstance(loc, FileLineColLoc)
+            else None
+        )
+        return cls(format_diagnostic(where, f"'{op.name}' {message}"))
+
+
+def atomics_for_device(device: Any) -> str:
+    """The float atomic add strategy for a pyopencl device: "ext" when the device reports
+    cl_ext_float_atomics, "ptx" on NVIDIA's OpenCL, else "cmpxchg"."""
+    extensions = str(getattr(device, "extensions", "") or "").split()
+    if "cl_ext_float_atomics" in extensions and _has_fp32_global_add(device):
+        return "ext"
+    vendor = str(getattr(device, "vendor", "") or "")
+    try:
+        platform = str(device.platform.name)
+    except Exception:
+        platform = ""
+    if "NVIDIA" in vendor.upper() or "NVIDIA" in platform.upper():
+        return "ptx"
+    return "cmpxchg"
+
+
+_CL_DEVICE_SINGLE_FP_ATOMIC_CAPABILITIES_EXT = 0x4231
+_CL_DEVICE_GLOBAL_FP_ATOMIC_ADD_EXT = 1 << 1
+
+
+def _has_fp32_global_add(device: Any) -> bool:
+    """cl_ext_float_atomics may lack fp32 add: ask the capability bits when pyopencl can."""
+    try:
+        caps = device.get_info(_CL_DEVICE_SINGLE_FP_ATOMIC_CAPABILITIES_EXT)
+    except Exception:
+        return True  # the extension string is all we know
+    try:
+        return bool(int(caps) & _CL_DEVICE_GLOBAL_FP_ATOMIC_ADD_EXT)
+    except (TypeError, ValueError):
+        return True
+
+
+def options_for_device(device: Any, index_type: str = "long") -> EmitOptions:
+    return EmitOptions(atomics=atomics_for_device(device), index_type=index_type)
+
+
+def build_options(options: EmitOptions) -> list[str]:
+    """Options the program must be built with for what `options` prints."""
+    if options.atomics == "ext":
+        return ["-cl-std=CL3.0"]
+    return []

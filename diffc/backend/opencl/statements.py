@@ -1,0 +1,372 @@
+"""One function's body as C statements: values become named variables, scf becomes C control
+flow, memref becomes pointer and array accesses, kernel ops become OpenCL builtins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import func, memref, scf
+from xdsl.dialects.builtin import Float32Type, MemRefType, VectorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from diffc.dialects import kernel
+from diffc.dialects.kernel import LOCAL_MEMORY_SPACE, is_kernel, memory_space
+
+from .expressions import EXPRESSIONS, constant_literal
+from .naming import Namer, address_space, ctype, is_half_storage, pointer_ctype
+from .options import OpenCLEmitError
+
+if TYPE_CHECKING:
+    from .module import ModuleEmitter
+
+INDENT = "    "
+_ID_BUILTINS = {
+    kernel.GlobalIdOp: "get_global_id", kernel.LocalIdOp: "get_local_id",
+    kernel.GroupIdOp: "get_group_id", kernel.GlobalSizeOp: "get_global_size",
+    kernel.LocalSizeOp: "get_local_size", kernel.NumGroupsOp: "get_num_groups",
+}
+
+
+class FunctionEmitter:
+    def __init__(self, module: ModuleEmitter, fn: func.FuncOp):
+        self.module = module
+        self.options = module.options
+        self.fn = fn
+        self.kernel = is_kernel(fn)
+        self.namer = Namer(module.global_names)
+        self.values: dict[SSAValue, str] = {}
+        self.arrays: set[SSAValue] = set()  # memrefs declared here as C arrays (not pointers)
+        self.lines: list[str] = []
+        self.depth = 1
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def error(self, op: Operation, message: str) -> OpenCLEmitError:
+        return OpenCLEmitError.at(op, message)
+
+    def expr(self, value: SSAValue) -> str:
+        return self.values[value]
+
+    def ctype(self, t: Attribute, op: Operation) -> str:
+        try:
+            self.module.note_type(t)
+            return ctype(t, self.options)
+        except TypeError:
+            raise self.error(op, f"uses type {t}, which has no OpenCL C equivalent here") from None
+
+    def line(self, text: str) -> None:
+        self.lines.append(INDENT * self.depth + text)
+
+    def fresh(self, value: SSAValue | None, default: str = "v") -> str:
+        return self.namer.fresh(value.name_hint if value is not None else None, default)
+
+    def declare(self, value: SSAValue, rhs: str, op: Operation) -> str:
+        name = self.fresh(value)
+        self.line(f"{self.ctype(value.type, op)} {name} = {rhs};")
+        self.values[value] = name
+        return name
+
+    def declare_uninitialized(self, value: SSAValue, op: Operation, default: str) -> str:
+        name = self.fresh(value, default)
+        self.line(f"{self.ctype(value.type, op)} {name};")
+        return name
+
+    def assign_all(self, targets: Sequence[str], values: Sequence[SSAValue], op: Operation) -> None:
+        """targets[i] = values[i] for all i at once (a swap goes through temporaries)."""
+        pending = [(t, self.expr(v), v) for t, v in zip(targets, values) if t != self.expr(v)]
+        if len(pending) > 1 and any(e in targets for _, e, _ in pending):
+            temps = []
+            for target, e, v in pending:
+                tmp = self.namer.fresh(f"{target}_next")
+                self.line(f"{self.ctype(v.type, op)} {tmp} = {e};")
+                temps.append((target, tmp))
+            for target, tmp in temps:
+                self.line(f"{target} = {tmp};")
+            return
+        for target, e, _ in pending:
+            self.line(f"{target} = {e};")
+
+    # -- functions -------------------------------------------------------------------------
+
+    def param(self, arg: SSAValue) -> str:
+        name = self.fresh(arg, f"arg{arg.index}")  # type: ignore[attr-defined]
+        self.values[arg] = name
+        t = arg.type
+        if isinstance(t, MemRefType):
+            self.module.note_type(t)
+            return f"{pointer_ctype(t, self.options)} {name}"
+        c = self.ctype(t, self.fn)
+        if self.kernel and c == "bool":
+            c = "int"  # bool is not a valid kernel argument type
+        return f"{c} {name}"
+
+    def emit(self, c_name: str, signature: str) -> list[str]:
+        """`signature` is everything before the parameter list, e.g. `__kernel void`."""
+        block = self.fn.body.blocks[0]
+        params = ", ".join(self.param(a) for a in block.args) or "void"
+        head = f"{signature} {c_name}({params})"
+        self.emit_block(block)
+        return [head + " {", *self.lines, "}"]
+
+    def emit_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.emit_op(op)
+
+    def emit_body(self, block: Block, args: Sequence[str], targets: Sequence[str]) -> None:
+        """A region's block: its arguments are the C variables `args`; its terminator's operands
+        are assigned to `targets`."""
+        for arg, name in zip(block.args, args):
+            self.values[arg] = name
+        self.depth += 1
+        for op in block.ops:
+            if op is block.last_op and isinstance(op, scf.YieldOp):
+                self.assign_all(targets, op.operands, op)
+            else:
+                self.emit_op(op)
+        self.depth -= 1
+
+    # -- ops -------------------------------------------------------------------------------
+
+    def emit_op(self, op: Operation) -> None:
+        handler = EXPRESSIONS.get(op.name)
+        if handler is not None:
+            if len(op.results) != 1:
+                raise self.error(op, "must have one result")
+            self.declare(op.results[0], handler(self, op), op)
+            return
+        method = _STATEMENTS.get(type(op))
+        if method is None:
+            raise self.error(op, "is not supported by the OpenCL emitter")
+        method(self, op)
+
+    def constant(self, op: Operation) -> None:
+        self.ctype(op.results[0].type, op)
+        self.values[op.results[0]] = constant_literal(self, op)  # type: ignore[arg-type]
+
+    def ret(self, op: func.ReturnOp) -> None:
+        if not op.operands:
+            if op is not self.fn.body.blocks[0].last_op:
+                self.line("return;")
+            return
+        if self.kernel:
+            raise self.error(op, "returns values from a kernel; kernels write their results to memrefs")
+        if len(op.operands) == 1:
+            self.line(f"return {self.expr(op.operands[0])};")
+            return
+        struct = self.module.result_struct(self.fn)
+        tmp = self.namer.fresh("ret")
+        self.line(f"{struct} {tmp};")
+        for i, v in enumerate(op.operands):
+            self.line(f"{tmp}.r{i} = {self.expr(v)};")
+        self.line(f"return {tmp};")
+
+    def call(self, op: func.CallOp) -> None:
+        callee = self.module.function_name(op.callee.string_value(), op)
+        call = f"{callee}({', '.join(self.expr(v) for v in op.operands)})"
+        if not op.results:
+            self.line(f"{call};")
+        elif len(op.results) == 1:
+            self.declare(op.results[0], call, op)
+        else:
+            struct = self.module.result_struct_of(op.callee.string_value(), op)
+            tmp = self.namer.fresh(f"{callee}_result")
+            self.line(f"{struct} {tmp} = {call};")
+            for i, r in enumerate(op.results):
+                self.values[r] = f"{tmp}.r{i}"
+
+    def if_(self, op: scf.IfOp) -> None:
+        names = [self.declare_uninitialized(r, op, "r") for r in op.results]
+        self.line(f"if ({self.expr(op.cond)}) {{")
+        self.emit_body(op.true_region.blocks[0], [], names)
+        if op.false_region.blocks and (names or len(op.false_region.blocks[0].ops) > 1):
+            self.line("} else {")
+            self.emit_body(op.false_region.blocks[0], [], names)
+        self.line("}")
+        for r, name in zip(op.results, names):
+            self.values[r] = name
+
+    def for_(self, op: scf.ForOp) -> None:
+        body = op.body.blocks[0]
+        iv = body.args[0]
+        names = []
+        for arg, init, res in zip(body.args[1:], op.iter_args, op.results):
+            name = self.namer.fresh(arg.name_hint or res.name_hint, "acc")
+            self.line(f"{self.ctype(arg.type, op)} {name} = {self.expr(init)};")
+            names.append(name)
+        i = self.fresh(iv, "i")
+        lb, ub, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
+        self.line(f"for ({self.ctype(iv.type, op)} {i} = {lb}; {i} < {ub}; {i} += {step}) {{")
+        self.emit_body(body, [i, *names], names)
+        self.line("}")
+        for r, name in zip(op.results, names):
+            self.values[r] = name
+
+    def while_(self, op: scf.WhileOp) -> None:
+        before, after = op.before_region.blocks[0], op.after_region.blocks[0]
+        carried = []
+        for arg, init in zip(before.args, op.arguments):
+            name = self.fresh(arg, "w")
+            self.line(f"{self.ctype(arg.type, op)} {name} = {self.expr(init)};")
+            carried.append(name)
+        results = []
+        for res, arg in zip(op.results, after.args):
+            results.append(self.declare_uninitialized(res if res.name_hint else arg, op, "r"))
+        self.line("while (true) {")
+        for arg, name in zip(before.args, carried):
+            self.values[arg] = name
+        self.depth += 1
+        for inner in before.ops:
+            if isinstance(inner, scf.ConditionOp):
+                self.assign_all(results, inner.arguments, inner)
+                self.line(f"if (!({self.expr(inner.condition)})) break;")
+            else:
+                self.emit_op(inner)
+        self.depth -= 1
+        self.emit_body(after, results, carried)
+        self.line("}")
+        for r, name in zip(op.results, results):
+            self.values[r] = name
+
+    # -- memory ----------------------------------------------------------------------------
+
+    def index(self, op: Operation, ref: SSAValue, indices: Sequence[SSAValue]) -> str:
+        """Row-major linear index; every dimension but the first must be static."""
+        t = ref.type
+        assert isinstance(t, MemRefType)
+        if not indices:
+            return "0"
+        shape = t.get_shape()
+        if any(d < 0 for d in shape[1:]):
+            raise self.error(op, f"indexes {t}: only the first dimension may be dynamic")
+        terms = []
+        for k, v in enumerate(indices):
+            stride = 1
+            for d in shape[k + 1 :]:
+                stride *= d
+            terms.append(self.expr(v) if stride == 1 else f"{self.expr(v)} * {stride}")
+        return " + ".join(terms)
+
+    def half_pointer(self, ref: SSAValue) -> bool:
+        return is_half_storage(ref.type) and ref not in self.arrays
+
+    def load(self, op: memref.LoadOp) -> None:
+        idx = self.index(op, op.memref, op.indices)
+        ref = self.expr(op.memref)
+        rhs = f"vload_half({idx}, {ref})" if self.half_pointer(op.memref) else f"{ref}[{idx}]"
+        self.declare(op.res, rhs, op)
+
+    def store(self, op: memref.StoreOp) -> None:
+        idx = self.index(op, op.memref, op.indices)
+        ref, value = self.expr(op.memref), self.expr(op.value)
+        if self.half_pointer(op.memref):
+            self.line(f"vstore_half({value}, {idx}, {ref});")
+        else:
+            self.line(f"{ref}[{idx}] = {value};")
+
+    def array(self, op: Operation, qualifier: str = "") -> None:
+        t = op.results[0].type
+        assert isinstance(t, MemRefType)
+        if any(d < 0 for d in t.get_shape()):
+            raise self.error(op, f"allocates {t}: only static shapes become OpenCL arrays")
+        n = 1
+        for d in t.get_shape():
+            n *= d
+        name = self.fresh(op.results[0], "buf")
+        self.line(f"{qualifier}{self.ctype(t.element_type, op)} {name}[{n}];")
+        self.values[op.results[0]] = name
+        self.arrays.add(op.results[0])
+
+    def alloca(self, op: Operation) -> None:
+        if memory_space(op.results[0].type) is not None:
+            raise self.error(op, "allocates in a memory space; use kernel.local_alloc for local memory")
+        self.array(op)
+
+    # -- kernel ops ------------------------------------------------------------------------
+
+    def work_item(self, op: Operation) -> None:
+        builtin = _ID_BUILTINS[type(op)]
+        c = self.ctype(op.results[0].type, op)
+        self.declare(op.results[0], f"({c}){builtin}({op.dim.value.data})", op)  # type: ignore[attr-defined]
+
+    def barrier(self, op: kernel.BarrierOp) -> None:
+        fences = "CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE" if op.global_fence else "CLK_LOCAL_MEM_FENCE"
+        self.line(f"barrier({fences});")
+
+    def local_alloc(self, op: kernel.LocalAllocOp) -> None:
+        if not self.kernel or op.parent_op() is not self.fn:
+            raise self.error(op, "must be at the top level of a kernel")
+        self.array(op, "__local ")
+
+    def atomic_add(self, op: kernel.AtomicAddOp) -> None:
+        t = op.memref.type
+        assert isinstance(t, MemRefType)
+        where = f"&{self.expr(op.memref)}[{self.index(op, op.memref, op.indices)}]"
+        value = self.expr(op.value)
+        local = memory_space(t) == LOCAL_MEMORY_SPACE
+        if not isinstance(t.element_type, Float32Type):
+            self.line(f"atomic_add({where}, {value});")
+            return
+        helper = self.module.atomic_helper(self.options.atomics, local)
+        self.line(f"{helper}({where}, {value});")
+
+    def _vector_access(self, op: Operation, ref: SSAValue, vec: Attribute) -> tuple[str, str, int]:
+        assert isinstance(vec, VectorType)
+        n = vec.get_shape()[0]
+        self.ctype(vec, op)
+        if self.half_pointer(ref):
+            return "half", self.index(op, ref, op.indices), n  # type: ignore[attr-defined]
+        t = ref.type
+        assert isinstance(t, MemRefType)
+        aligned = n != 3 and ref not in self.arrays and address_space(t) == "__global"
+        return ("aligned" if aligned else "vloadn"), self.index(op, ref, op.indices), n  # type: ignore[attr-defined]
+
+    def vload(self, op: kernel.VLoadOp) -> None:
+        kind, i, n = self._vector_access(op, op.memref, op.result.type)
+        ref = self.expr(op.memref)
+        vt = self.ctype(op.result.type, op)
+        if kind == "half":
+            rhs = f"vload_half{n}({i}, {ref})"
+        elif kind == "aligned":
+            rhs = f"((__global {vt}*){ref})[{i}]"
+        else:
+            rhs = f"vload{n}({i}, {ref})"
+        self.declare(op.result, rhs, op)
+
+    def vstore(self, op: kernel.VStoreOp) -> None:
+        kind, i, n = self._vector_access(op, op.memref, op.value.type)
+        ref, value = self.expr(op.memref), self.expr(op.value)
+        vt = self.ctype(op.value.type, op)
+        if kind == "half":
+            self.line(f"vstore_half{n}({value}, {i}, {ref});")
+        elif kind == "aligned":
+            self.line(f"((__global {vt}*){ref})[{i}] = {value};")
+        else:
+            self.line(f"vstore{n}({value}, {i}, {ref});")
+
+
+def _ignore(fe: FunctionEmitter, op: Operation) -> None:
+    pass
+
+
+_STATEMENTS = {
+    func.ReturnOp: FunctionEmitter.ret,
+    func.CallOp: FunctionEmitter.call,
+    scf.IfOp: FunctionEmitter.if_,
+    scf.ForOp: FunctionEmitter.for_,
+    scf.WhileOp: FunctionEmitter.while_,
+    memref.LoadOp: FunctionEmitter.load,
+    memref.StoreOp: FunctionEmitter.store,
+    memref.AllocaOp: FunctionEmitter.alloca,
+    memref.AllocOp: FunctionEmitter.alloca,
+    memref.DeallocOp: _ignore,
+    kernel.BarrierOp: FunctionEmitter.barrier,
+    kernel.LocalAllocOp: FunctionEmitter.local_alloc,
+    kernel.AtomicAddOp: FunctionEmitter.atomic_add,
+    kernel.VLoadOp: FunctionEmitter.vload,
+    kernel.VStoreOp: FunctionEmitter.vstore,
+    **{t: FunctionEmitter.work_item for t in _ID_BUILTINS},
+}
+from xdsl.dialects.arith import ConstantOp  # noqa: E402
+
+_STATEMENTS[ConstantOp] = FunctionEmitter.constant
