@@ -33,6 +33,8 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "diff-fwd": _lazy("diffc.passes.diff_fwd", "DiffFwdPass"),
     "diff-lower": _lazy("diffc.passes.diff_lower", "DiffLowerPass"),
+    "diff-rev": _lazy("diffc.passes.diff_rev", "DiffRevPass"),
+    "diff-checkpoint": _lazy("diffc.passes.diff_checkpoint", "DiffCheckpointPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

@@ -1,0 +1,422 @@
+"""Numeric tests of diff-rev: each program goes through the canonical pipeline, then diffc.interp;
+gradients are compared with float64 central finite differences of the primal program.
+The helpers here are shared with test_diff_checkpoint.py."""
+from __future__ import annotations
+
+
+
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.interpreters.shaped_array import ShapedArray
+from xdsl.passes import PassPipeline
+from xdsl.transforms import get_all_passes
+
+from diffc import interp
+from diffc.dialects import diff
+from diffc.registry import PASSES
+
+CANONICAL = "diff-fwd,diff-rev,diff-lower,canonicalize,cse"
+
+
+@register_impls
+class AllocaFunctions(InterpreterFunctions):
+    """memref.alloca, in case the interpreter lacks it (like memref.alloc)."""
+
+    @impl(memref.AllocaOp)
+    def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args):
+        shape = op.memref.type.get_shape()
+        size = 1
+        for d in shape:
+            size *= d
+        return (ShapedArray([0] * size, list(shape)),)
+
+
+def passes() -> dict:
+    available = dict(get_all_passes())
+    available.update(PASSES)
+    return available
+
+
+def run_pipeline(text: str, pipeline: str) -> ModuleOp:
+    module = interp.parse_module(text)
+    PassPipeline.parse_spec(passes(), pipeline).apply(interp.make_context(), module)
+    module.verify()
+    return module
+
+
+def with_bwd_main(text: str, fname: str = "f") -> str:
+    """Appends `@main(primals..., douts...) -> grads` calling diff.bwd_diff @fname."""
+    module = interp.parse_module(text)
+    fn = next(o for o in module.walk() if isinstance(o, func.FuncOp) and o.sym_name.data == fname)
+    sig = diff.bwd_signature(fn)
+    ins = ", ".join(f"%a{i}: {t}" for i, t in enumerate(sig.inputs.data))
+    args = ", ".join(f"%a{i}" for i in range(len(sig.inputs.data)))
+    tin = ", ".join(str(t) for t in sig.inputs.data)
+    tout = ", ".join(str(t) for t in sig.outputs.data)
+    n = len(sig.outputs.data)
+    res = f"%r:{n}" if n > 1 else "%r"
+    rets = ", ".join(f"%r#{i}" for i in range(n)) if n > 1 else "%r"
+    main = (
+        f"func.func @main({ins}) -> ({tout}) {{\n"
+        f"  {res} = diff.bwd_diff @{fname}({args}) : ({tin}) -> ({tout})\n"
+        f"  func.return {rets} : {tout}\n}}\n"
+    )
+    body = text.strip()
+    if body.startswith("builtin.module"):
+        body = body[body.index("{") + 1 : body.rindex("}")]
+    return body + "\n" + main
+
+
+def assert_no_diff(module: ModuleOp) -> None:
+    for op in module.walk():
+        assert not op.name.startswith("diff."), f"{op.name} left in\n{module}"
+        for v in (*op.operands, *op.results):
+            assert "!diff." not in str(v.type), f"{v.type} left in\n{module}"
+
+
+def run(module: ModuleOp | str, name: str, *args):
+    return interp.run_function(module, name, *args, extra=[AllocaFunctions()])
+
+
+def gradient(text: str, args, douts, fname: str = "f", pipeline: str = CANONICAL):
+    module = run_pipeline(with_bwd_main(text, fname), pipeline)
+    assert_no_diff(module)
+    return run(module, "main", *args, *douts)
+
+
+def finite_difference(text: str, args, douts, diff_args, fname: str = "f", h: float = 1e-6):
+    """sum_j dout_j * d f_j / d args[i] for each i in diff_args, by central differences in
+    float64 on the primal function (interpreted before any pass)."""
+    module = interp.parse_module(text)
+    grads = []
+    for i in diff_args:
+        plus = list(args)
+        minus = list(args)
+        plus[i] += h
+        minus[i] -= h
+        fp = run(module, fname, *plus)
+        fm = run(module, fname, *minus)
+        grads.append(sum(d * (a - b) / (2 * h) for d, a, b in zip(douts, fp, fm)))
+    return grads
+
+import pytest
+
+IF = """
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %c = arith.cmpf ogt, %x, %y : f32
+  %r = scf.if %c -> (f32) {
+    %a = arith.mulf %x, %y : f32
+    %s = math.sin %a : f32
+    scf.yield %s : f32
+  } else {
+    %b = arith.mulf %y, %y : f32
+    scf.yield %b : f32
+  }
+  %o = arith.mulf %r, %x : f32
+  func.return %o : f32
+}
+"""
+FOR = """
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 5 : index
+  %st = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %x) -> (f32) {
+    %a = arith.mulf %acc, %y : f32
+    %s = math.sin %a : f32
+    %t = arith.addf %s, %acc : f32
+    scf.yield %t : f32
+  }
+  func.return %r : f32
+}
+"""
+WHILE = """
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %lim = arith.constant 10.0 : f32
+  %r = scf.while (%a = %x) : (f32) -> f32 {
+    %c = arith.cmpf olt, %a, %lim : f32
+    scf.condition(%c) %a : f32
+  } do {
+  ^bb0(%b: f32):
+    %m = arith.mulf %b, %y : f32
+    %n = arith.addf %m, %b : f32
+    scf.yield %n : f32
+  } attributes {diff.max_iters = 20 : i64}
+  func.return %r : f32
+}
+"""
+NESTED = """
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 3 : index
+  %ub2 = arith.constant 4 : index
+  %st = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %x) -> (f32) {
+    %q = scf.for %j = %lb to %ub2 step %st iter_args(%b = %acc) -> (f32) {
+      %a = arith.mulf %b, %y : f32
+      %s = math.sin %a : f32
+      %t = arith.addf %s, %b : f32
+      scf.yield %t : f32
+    }
+    %u = arith.mulf %q, %y : f32
+    scf.yield %u : f32
+  }
+  func.return %r : f32
+}
+"""
+CALL = """
+func.func @g(%a: f32, %b: f32) -> f32 attributes {diff.differentiable} {
+  %m = arith.mulf %a, %b : f32
+  %s = math.sin %m : f32
+  func.return %s : f32
+}
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 3 : index
+  %st = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %x) -> (f32) {
+    %t = func.call @g(%acc, %y) : (f32, f32) -> f32
+    %u = arith.addf %t, %acc : f32
+    scf.yield %u : f32
+  }
+  %z = func.call @g(%r, %x) : (f32, f32) -> f32
+  func.return %z : f32
+}
+"""
+CUSTOM = """
+func.func @g(%a: f32) -> f32 attributes {diff.differentiable, diff.bwd_derivative = @g_custom} {
+  %s = math.sin %a : f32
+  func.return %s : f32
+}
+func.func @g_custom(%a: f32, %d: f32) -> f32 {
+  %c = arith.constant 100.0 : f32
+  %r = arith.mulf %c, %d : f32
+  func.return %r : f32
+}
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %m = arith.mulf %x, %y : f32
+  %t = func.call @g(%m) : (f32) -> f32
+  func.return %t : f32
+}
+"""
+NODIFF = """
+func.func @f(%x: f32, %y: f32 {diff.no_diff}, %z: f32) -> (f32, f32 {diff.no_diff}, f32) attributes {diff.differentiable} {
+  %m = arith.mulf %x, %y : f32
+  %d = diff.detach %z : f32
+  %n = arith.mulf %m, %d : f32
+  %p = arith.addf %n, %z : f32
+  %e = math.exp %x : f32
+  func.return %p, %e, %m : f32, f32, f32
+}
+"""
+INTS = """
+func.func @f(%x: f32, %n: i32) -> f32 attributes {diff.differentiable} {
+  %nf = arith.sitofp %n : i32 to f32
+  %k = arith.addi %n, %n : i32
+  %kf = arith.sitofp %k : i32 to f32
+  %a = arith.mulf %x, %nf : f32
+  %b = arith.mulf %a, %kf : f32
+  %c = arith.mulf %b, %x : f32
+  func.return %c : f32
+}
+"""
+
+SQUARES = """
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %a = arith.mulf %x, %x : f32
+  %b = arith.mulf %y, %y : f32
+  %c = arith.addf %a, %b : f32
+  func.return %c : f32
+}
+"""
+POLY = """
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %a = arith.mulf %x, %x : f32
+  %b = arith.mulf %a, %y : f32
+  %c = arith.addf %b, %y : f32
+  %two = arith.constant 2.0 : f32
+  %d = arith.addf %c, %two : f32
+  func.return %d : f32
+}
+"""
+MATH = """
+func.func @f(%x: f32, %y: f32) -> (f32, f32) attributes {diff.differentiable} {
+  %a = math.sin %x : f32
+  %b = math.cos %y : f32
+  %c = arith.divf %a, %b : f32
+  %d = math.exp %c : f32
+  %e = arith.subf %d, %x : f32
+  %n = arith.negf %e : f32
+  %p = arith.mulf %n, %a : f32
+  func.return %p, %c : f32, f32
+}
+"""
+CALLS_NESTED = """
+func.func @h(%a: f32) -> f32 attributes {diff.differentiable} {
+  %s = math.sin %a : f32
+  %m = arith.mulf %s, %a : f32
+  func.return %m : f32
+}
+func.func @g(%a: f32, %b: f32) -> (f32, f32) attributes {diff.differentiable} {
+  %m = arith.mulf %a, %b : f32
+  %t = func.call @h(%m) : (f32) -> f32
+  %u = func.call @h(%a) : (f32) -> f32
+  func.return %t, %u : f32, f32
+}
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %p:2 = func.call @g(%x, %y) : (f32, f32) -> (f32, f32)
+  %q = arith.mulf %p#0, %p#1 : f32
+  %r = func.call @h(%q) : (f32) -> f32
+  func.return %r : f32
+}
+"""
+DYNFOR = """
+func.func @f(%x: f32, %y: f32, %n: index) -> f32 attributes {diff.differentiable} {
+  %lb = arith.constant 1 : index
+  %st = arith.constant 2 : index
+  %r = scf.for %i = %lb to %n step %st iter_args(%acc = %x) -> (f32) {
+    %ii = arith.index_cast %i : index to i32
+    %fi = arith.sitofp %ii : i32 to f32
+    %a = arith.mulf %acc, %y : f32
+    %s = math.sin %a : f32
+    %t = arith.mulf %s, %fi : f32
+    %u = arith.addf %t, %acc : f32
+    scf.yield %u : f32
+  } {diff.max_iters = 8 : i64}
+  func.return %r : f32
+}
+"""
+IF_IN_LOOP = """
+func.func @f(%x: f32, %y: f32) -> (f32, f32) attributes {diff.differentiable} {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 6 : index
+  %st = arith.constant 1 : index
+  %half = arith.constant 0.5 : f32
+  %r:2 = scf.for %i = %lb to %ub step %st iter_args(%a = %x, %b = %y) -> (f32, f32) {
+    %c = arith.cmpf ogt, %a, %half : f32
+    %n:2 = scf.if %c -> (f32, f32) {
+      %m = arith.mulf %a, %b : f32
+      %s = math.sin %m : f32
+      scf.yield %s, %a : f32, f32
+    } else {
+      %e = math.exp %b : f32
+      %t = arith.addf %a, %half : f32
+      scf.yield %t, %e : f32, f32
+    }
+    %w = arith.mulf %n#1, %half : f32
+    scf.yield %n#0, %w : f32, f32
+  }
+  func.return %r#0, %r#1 : f32, f32
+}
+"""
+WHILE_IN_FOR = """
+func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 3 : index
+  %st = arith.constant 1 : index
+  %lim = arith.constant 4.0 : f32
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %x) -> (f32) {
+    %w = scf.while (%a = %acc) : (f32) -> f32 {
+      %c = arith.cmpf olt, %a, %lim : f32
+      scf.condition(%c) %a : f32
+    } do {
+    ^bb0(%b: f32):
+      %m = arith.mulf %b, %y : f32
+      %n = arith.addf %m, %b : f32
+      scf.yield %n : f32
+    } attributes {diff.max_iters = 30 : i64}
+    %d = arith.divf %w, %lim : f32
+    %e = arith.mulf %d, %acc : f32
+    scf.yield %e : f32
+  }
+  func.return %r : f32
+}
+"""
+
+
+def check(src, args, douts, diff_args, rel=1e-6, abs_=1e-7):
+    got = gradient(src, args, douts)
+    want = finite_difference(src, args, douts, diff_args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g == pytest.approx(w, rel=rel, abs=abs_), (got, want)
+    return got
+
+
+def test_seed_sum_of_squares():
+    assert gradient(SQUARES, [3.0, 4.0], [1.0]) == (6.0, 8.0)
+
+
+def test_seed_polynomial():
+    assert gradient(POLY, [3.0, 4.0], [1.0]) == (24.0, 10.0)
+
+
+def test_seed_scaled_by_dout():
+    assert gradient(POLY, [3.0, 4.0], [0.5]) == (12.0, 5.0)
+
+
+@pytest.mark.parametrize("args", [[0.3, 0.2], [1.1, -0.4]])
+def test_straight_line_math_two_results(args):
+    check(MATH, args, [1.0, -2.0], [0, 1])
+
+
+@pytest.mark.parametrize("args", [[1.3, 0.7], [0.4, 0.9]])  # both branches
+def test_branches(args):
+    check(IF, args, [1.0], [0, 1])
+
+
+@pytest.mark.parametrize("args", [[1.3, 0.7], [0.4, -0.9]])
+def test_for_loop(args):
+    check(FOR, args, [1.0], [0, 1])
+
+
+@pytest.mark.parametrize("args", [[1.3, 0.7], [0.4, 0.9]])
+def test_while_loop(args):
+    check(WHILE, args, [1.0], [0, 1], rel=1e-5)
+
+
+@pytest.mark.parametrize("args", [[1.3, 0.7], [0.4, 0.9]])
+def test_nested_loops(args):
+    check(NESTED, args, [1.0], [0, 1], rel=1e-5, abs_=1e-6)
+
+
+def test_calls_in_loop():
+    check(CALL, [1.3, 0.7], [1.0], [0, 1])
+
+
+def test_nested_calls_several_results():
+    check(CALLS_NESTED, [0.8, 0.6], [1.0], [0, 1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 15])  # 0, 1, 3 and 7 iterations
+def test_for_loop_runtime_bounds(n):
+    got = gradient(DYNFOR, [0.9, 0.4, n], [1.0])
+    want = finite_difference(DYNFOR, [0.9, 0.4, n], [1.0], [0, 1])
+    assert got == pytest.approx(want, rel=1e-6, abs=1e-7)
+
+
+@pytest.mark.parametrize("args", [[0.9, 0.3], [0.2, 0.5]])
+def test_if_inside_loop(args):
+    check(IF_IN_LOOP, args, [1.0, 0.5], [0, 1])
+
+
+def test_while_inside_for():
+    check(WHILE_IN_FOR, [1.5, 0.3], [1.0], [0, 1], rel=1e-5)
+
+
+def test_custom_derivative_replaces_generated_one():
+    # g_custom says dg/da = 100 whatever a is: the gradient must use it, not cos.
+    assert gradient(CUSTOM, [0.5, 2.0], [1.0]) == (200.0, 50.0)
+
+
+def test_no_diff_and_detach():
+    # results: p = x*y*detach(z) + z, e (no_diff), m = x*y; params x, z (y is no_diff)
+    gx, gz = gradient(NODIFF, [0.5, 2.0, 3.0], [1.0, 3.0])
+    assert gx == pytest.approx(2.0 * 3.0 + 3.0 * 2.0)  # d p/dx + 3 * d m/dx
+    assert gz == 1.0  # the detached use of z contributes nothing
+
+
+def test_int_values_carry_no_adjoint():
+    (gx,) = gradient(INTS, [0.5, 3], [1.0])
+    assert gx == pytest.approx(2 * 0.5 * 3 * 6)
