@@ -1,0 +1,341 @@
+"""The IR of the element-wise kernels that `m.f(...)`, `m.f.fwds(...)` and `m.f.bwds(...)` run.
+
+A kernel is a `func.func` with `kernel.entry` that, for each output element `e`, loads the
+arguments, calls the scalar function (`func.call @f`, `diff.fwd_diff @f` or `diff.bwd_diff @f`)
+and stores or accumulates the results. Its parameters, in this order:
+
+    for each tensor argument: its buffer (memref<?xT>), then its grad buffer when the mode uses it
+    for each scalar argument: its value
+    the output buffer (and, for fwds, the output tangent buffer; for bwds, the output grad buffer)
+    n: index                      number of output elements
+    for a broadcast call (some argument has kind "b"):
+        the output shape (rank values), then for each "b" argument its strides (rank values,
+        0 along broadcast dimensions)
+
+Argument kinds: "s" a scalar kernel argument, "f" a tensor of the output's shape (element `e`),
+"b" a tensor broadcast to the output's shape (element from strides).
+
+Two forms: scalar (one element per work-item, `if e < n`) and vector (no "b" arguments: four
+elements per work-item with kernel.vload/vstore, then a scalar tail loop in the last work-item).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func, memref, scf, vector
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    VectorType,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from diffc.dialects import diff
+from diffc.dialects.kernel import AtomicAddOp, GlobalIdOp, VLoadOp, VStoreOp, mark_kernel
+
+VECTOR_WIDTH = 4
+INDEX = IndexType()
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """How one parameter of the scalar function is fed."""
+
+    kind: str  # "s" | "f" | "b"
+    grad: bool = False  # fwds: a tangent buffer; bwds: a grad buffer to accumulate into
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    function: str
+    mode: str  # "call" | "fwds" | "bwds"
+    args: tuple[ArgSpec, ...]
+    rank: int  # the output rank when some argument is "b", else 0
+    vectorized: bool
+
+    @property
+    def kernel_name(self) -> str:
+        return f"diffc_{self.mode}_{self.function}"
+
+
+class _Emitter:
+    """Appends ops to a block and hands back their results."""
+
+    def __init__(self, block: Block):
+        self.block = block
+
+    def op(self, op):
+        self.block.add_op(op)
+        return op.results[0] if len(op.results) == 1 else op
+
+    def index(self, v: int) -> SSAValue:
+        return self.op(arith.ConstantOp.from_int_and_width(v, INDEX))
+
+    def zero(self, t: Attribute) -> SSAValue:
+        if diff.is_float_type(t):
+            return self.op(arith.ConstantOp(FloatAttr(0.0, t)))
+        return self.op(arith.ConstantOp(IntegerAttr(0, t)))
+
+
+def _memref(t: Attribute) -> MemRefType:
+    return MemRefType(t, [-1])
+
+
+def build_kernel(
+    module: ModuleOp, f: func.FuncOp, spec: KernelSpec, names: list[str] | None = None
+) -> func.FuncOp:
+    """Adds the kernel for `spec` to `module` (which holds `f`) and returns it. `names` are
+    the parameter names of `f` (for readable OpenCL C)."""
+    ptypes = list(f.function_type.inputs.data)
+    rtype = f.function_type.outputs.data[0]
+    diffable = [diff.arg_is_differentiable(f, i) for i in range(len(ptypes))]
+
+    # -- the kernel's parameters ----------------------------------------------------------
+    params: list[Attribute] = []
+    slots: dict[tuple, int] = {}
+
+    def param(key: tuple, t: Attribute) -> None:
+        slots[key] = len(params)
+        params.append(t)
+
+    for i, (a, t) in enumerate(zip(spec.args, ptypes)):
+        if a.kind != "s":
+            param(("buf", i), _memref(t))
+            if a.grad:
+                param(("grad", i), _memref(t))
+    for i, (a, t) in enumerate(zip(spec.args, ptypes)):
+        if a.kind == "s":
+            param(("val", i), t)
+    param(("out",), _memref(rtype))
+    if spec.mode in ("fwds", "bwds"):
+        param(("out_grad",), _memref(rtype))
+    param(("n",), INDEX)
+    bcast = [i for i, a in enumerate(spec.args) if a.kind == "b"]
+    if bcast:
+        for d in range(spec.rank):
+            param(("shape", d), INDEX)
+        for i in bcast:
+            for d in range(spec.rank):
+                param(("stride", i, d), INDEX)
+
+    block = Block(arg_types=params)
+    kernel = func.FuncOp(spec.kernel_name, FunctionType.from_lists(params, []), Region(block))
+    mark_kernel(kernel)
+    arg = {key: block.args[k] for key, k in slots.items()}
+    pnames = names or [f"arg{i}" for i in range(len(ptypes))]
+    for key, k in slots.items():
+        if key[0] in ("buf", "val"):
+            hint = pnames[key[1]]
+        elif key[0] == "grad":
+            hint = f"{pnames[key[1]]}_grad"
+        elif key[0] == "shape":
+            hint = f"shape{key[1]}"
+        elif key[0] == "stride":
+            hint = f"{pnames[key[1]]}_stride{key[2]}"
+        else:
+            hint = key[0]
+        block.args[k].name_hint = hint
+    b = _Emitter(block)
+
+    def element(eb: _Emitter, e: SSAValue, lanes: dict | None = None, lane: int = 0):
+        """Loads every argument for element e; with `lanes`, takes f-arguments from vectors."""
+        idx: dict[int, SSAValue] = {}
+        if bcast:
+            rem = e
+            coords: list[SSAValue] = [e] * spec.rank
+            for d in reversed(range(spec.rank)):
+                size = arg[("shape", d)]
+                coords[d] = eb.op(arith.RemUIOp(rem, size))
+                rem = eb.op(arith.DivUIOp(rem, size))
+            for i in bcast:
+                acc = None
+                for d in range(spec.rank):
+                    term = eb.op(arith.MuliOp(coords[d], arg[("stride", i, d)]))
+                    acc = term if acc is None else eb.op(arith.AddiOp(acc, term))
+                idx[i] = acc if acc is not None else eb.index(0)
+        values, tangents = [], []
+        for i, a in enumerate(spec.args):
+            if a.kind == "s":
+                values.append(arg[("val", i)])
+                tangents.append(None)
+                continue
+            where = idx.get(i, e)
+            if lanes is not None:
+                values.append(eb.op(vector.ExtractOp(lanes[("buf", i)], [lane], ptypes[i])))
+            else:
+                values.append(eb.op(memref.LoadOp.get(arg[("buf", i)], [where])))
+            if spec.mode == "fwds" and a.grad:
+                if lanes is not None:
+                    tangents.append(eb.op(vector.ExtractOp(lanes[("grad", i)], [lane], ptypes[i])))
+                else:
+                    tangents.append(eb.op(memref.LoadOp.get(arg[("grad", i)], [where])))
+            else:
+                tangents.append(None)
+        return idx, values, tangents
+
+    def compute(eb: _Emitter, e: SSAValue, values, tangents, dout: SSAValue | None):
+        """The per-element call; returns what to store: [(key, value)] and bwds grads."""
+        if spec.mode == "call":
+            r = eb.op(func.CallOp(f.sym_name.data, values, [rtype]))
+            return [r], []
+        if spec.mode == "fwds":
+            sig = diff.fwd_signature(f)
+            ins = []
+            for i, v in enumerate(values):
+                if diffable[i]:
+                    t = tangents[i] if tangents[i] is not None else eb.zero(ptypes[i])
+                    ins.append(eb.op(diff.MakePairOp(v, t)))
+                else:
+                    ins.append(v)
+            pair = eb.op(diff.FwdDiffOp(f.sym_name.data, ins, list(sig.outputs.data)))
+            if isinstance(pair.type, diff.PairType):
+                return [eb.op(diff.PrimalOp(pair)), eb.op(diff.DifferentialOp(pair))], []
+            return [pair, eb.zero(rtype)], []
+        sig = diff.bwd_signature(f)
+        op = diff.BwdDiffOp(f.sym_name.data, [*values, dout], list(sig.outputs.data))
+        eb.block.add_op(op)
+        grads: dict[int, SSAValue] = {}
+        k = 0
+        for i in range(len(values)):
+            if diffable[i]:
+                grads[i] = op.results[k]
+                k += 1
+        return [], grads
+
+    def scalar_body(eb: _Emitter, e: SSAValue) -> None:
+        idx, values, tangents = element(eb, e)
+        dout = eb.op(memref.LoadOp.get(arg[("out_grad",)], [e])) if spec.mode == "bwds" else None
+        outs, grads = compute(eb, e, values, tangents, dout)
+        if spec.mode == "call":
+            eb.op(memref.StoreOp.get(outs[0], arg[("out",)], [e]))
+        elif spec.mode == "fwds":
+            eb.op(memref.StoreOp.get(outs[0], arg[("out",)], [e]))
+            eb.op(memref.StoreOp.get(outs[1], arg[("out_grad",)], [e]))
+        else:
+            for i, g in grads.items():
+                a = spec.args[i]
+                if not a.grad or a.kind == "s":
+                    continue
+                if a.kind == "b":
+                    eb.op(AtomicAddOp(g, arg[("grad", i)], [idx[i]]))
+                else:
+                    old = eb.op(memref.LoadOp.get(arg[("grad", i)], [e]))
+                    eb.op(memref.StoreOp.get(eb.op(arith.AddfOp(old, g)), arg[("grad", i)], [e]))
+
+    gid = b.op(GlobalIdOp(0))
+    n = arg[("n",)]
+    if not spec.vectorized:
+        inside = b.op(arith.CmpiOp(gid, n, "ult"))
+        then = Block()
+        scalar_body(_Emitter(then), gid)
+        then.add_op(scf.YieldOp())
+        b.op(scf.IfOp(inside, [], Region(then)))
+        b.op(func.ReturnOp())
+        module.body.block.add_op(kernel)
+        return kernel
+
+    # Vector form: work-item g handles elements 4g .. 4g+3 when all exist, else the tail.
+    w = VECTOR_WIDTH
+    four = b.index(w)
+    first = b.op(arith.MuliOp(gid, four))
+    end = b.op(arith.AddiOp(first, four))
+    full = b.op(arith.CmpiOp(end, n, "ule"))
+
+    vec_block = Block()
+    vb = _Emitter(vec_block)
+    lanes: dict[tuple, SSAValue] = {}
+    for i, a in enumerate(spec.args):
+        if a.kind == "s":
+            continue
+        vt = VectorType(ptypes[i], [w])
+        lanes[("buf", i)] = vb.op(VLoadOp(arg[("buf", i)], gid, vt))
+        if a.grad and spec.mode == "fwds":
+            lanes[("grad", i)] = vb.op(VLoadOp(arg[("grad", i)], gid, vt))
+    douts = None
+    if spec.mode == "bwds":
+        douts = vb.op(VLoadOp(arg[("out_grad",)], gid, VectorType(rtype, [w])))
+    per_lane_outs: list[list[SSAValue]] = []
+    per_lane_grads: list[dict[int, SSAValue]] = []
+    for lane in range(w):
+        e = first  # unused by f-arguments in lane form
+        _, values, tangents = element(vb, e, lanes, lane)
+        dout = vb.op(vector.ExtractOp(douts, [lane], rtype)) if douts is not None else None
+        outs, grads = compute(vb, e, values, tangents, dout)
+        per_lane_outs.append(outs)
+        per_lane_grads.append(grads)
+
+    def assemble(parts: list[SSAValue], t: Attribute) -> SSAValue:
+        v = vb.op(vector.BroadcastOp(parts[0], VectorType(t, [w])))
+        for lane in range(1, w):
+            v = vb.op(vector.InsertOp(parts[lane], v, [lane]))
+        return v
+
+    if spec.mode in ("call", "fwds"):
+        vb.op(VStoreOp(assemble([o[0] for o in per_lane_outs], rtype), arg[("out",)], gid))
+        if spec.mode == "fwds":
+            vb.op(VStoreOp(assemble([o[1] for o in per_lane_outs], rtype), arg[("out_grad",)], gid))
+    else:
+        for i, a in enumerate(spec.args):
+            if a.kind == "s" or not a.grad or i not in per_lane_grads[0]:
+                continue
+            g = assemble([pg[i] for pg in per_lane_grads], ptypes[i])
+            old = vb.op(VLoadOp(arg[("grad", i)], gid, VectorType(ptypes[i], [w])))
+            vb.op(VStoreOp(vb.op(arith.AddfOp(old, g)), arg[("grad", i)], gid))
+    vec_block.add_op(scf.YieldOp())
+
+    tail_block = Block()
+    tb = _Emitter(tail_block)
+    one = tb.index(1)
+    lo = tb.op(arith.MinUIOp(first, n))
+    loop_body = Block(arg_types=[INDEX])
+    scalar_body(_Emitter(loop_body), loop_body.args[0])
+    loop_body.add_op(scf.YieldOp())
+    tb.op(scf.ForOp(lo, n, one, [], Region(loop_body)))
+    tail_block.add_op(scf.YieldOp())
+
+    b.op(scf.IfOp(full, [], Region(vec_block), Region(tail_block)))
+    b.op(func.ReturnOp())
+    module.body.block.add_op(kernel)
+    return kernel
+
+
+# -- vector lane ops the element-wise kernels use -----------------------------------------
+# The emitter's expression table is keyed by op name; these fill in the three vector ops the
+# vector form needs unless the backend already prints them.
+
+
+def _lane(op) -> int:
+    return int(op.static_position.get_values()[0])
+
+
+def _vector_extract(fe, op) -> str:
+    return f"{fe.expr(op.vector)}.s{_lane(op):x}"
+
+
+def _vector_broadcast(fe, op) -> str:
+    return f"({fe.ctype(op.vector.type, op)})({fe.expr(op.source)})"
+
+
+def _vector_insert(fe, op) -> str:
+    t = op.dest.type
+    n = t.get_shape()[0]
+    lane = _lane(op)
+    dest = fe.expr(op.dest)
+    parts = [fe.expr(op.source) if k == lane else f"{dest}.s{k:x}" for k in range(n)]
+    return f"({fe.ctype(t, op)})({', '.join(parts)})"
+
+
+def _register_vector_expressions() -> None:
+    from diffc.backend.opencl.expressions import EXPRESSIONS
+
+    EXPRESSIONS.setdefault("vector.extract", _vector_extract)
+    EXPRESSIONS.setdefault("vector.broadcast", _vector_broadcast)
+    EXPRESSIONS.setdefault("vector.insert", _vector_insert)
+
+
+_register_vector_expressions()

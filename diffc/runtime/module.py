@@ -1,0 +1,413 @@
+"""`diffc.load_module(path)` and SlangPy-style calls of its functions over tensors.
+
+    m = diffc.load_module("poly.mlir")
+    y = m.polynomial(a=2, b=8, c=-1, x=x, _result="tensor")     # element-wise, one kernel
+    m.polynomial.bwds(a=2, b=8, c=-1, x=x, _result=y)           # x.grad += df/dx * y.grad
+    t = m.polynomial.fwds(a=2, b=8, c=-1, x=x)                  # t.grad: tangent from x.grad
+
+Arguments broadcast as numpy arrays do; Python numbers are kernel scalar arguments. Each
+distinct (mode, argument kinds, rank) gets its own generated kernel, built once (see kernels.py
+for the kernel's form and program.py for the caches).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerType, ModuleOp
+
+from diffc.dialects import diff
+from diffc.runtime.device import device
+from diffc.runtime.errors import CallError, RuntimeDiffcError
+from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, build_kernel
+from diffc.runtime.tensor import Tensor
+
+PIPELINE = ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonicalize", "cse")
+# Set to False to make every call use the one-element-per-work-item kernel (tests use this).
+VECTORIZE = os.environ.get("DIFFC_VECTORIZE", "1") != "0"
+WORK_GROUP = 256
+
+
+def _np_dtype(t) -> np.dtype | None:
+    if isinstance(t, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(t, Float64Type):
+        return np.dtype(np.float64)
+    if isinstance(t, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(t, IntegerType) and t.width.data in (32, 64):
+        return np.dtype(np.int32 if t.width.data == 32 else np.int64)
+    return None
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def _context():
+    from xdsl.context import Context
+    from xdsl.dialects import get_all_dialects
+
+    from diffc import registry
+
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    for name, factory in registry.DIALECTS.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse_source(text: str, filename: str) -> ModuleOp:
+    """IR text (.mlir) or, through `diffc.registry.FRONTENDS`, another language."""
+    from diffc import registry
+    from diffc.tools.diffc_opt import LocatingParser, verify_located
+
+    ext = Path(filename).suffix.lstrip(".")
+    registry.load_installed_plugins()
+    if ext in registry.FRONTENDS:
+        module = registry.FRONTENDS[ext]()(text, filename)
+    elif ext in ("mlir", ""):
+        module = LocatingParser(_context(), text, filename).parse_module()
+    else:
+        known = ", ".join(sorted({"mlir", *registry.FRONTENDS}))
+        raise RuntimeDiffcError(f"error: cannot load '{filename}': unknown extension '.{ext}' (known: {known})")
+    verify_located(module, {filename: text})
+    return module
+
+
+def load_module(path: str | os.PathLike) -> Module:
+    """Reads an .mlir file (or a file a registered front end reads) into a callable Module."""
+    p = Path(path)
+    if not p.is_file():
+        raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
+    return Module(parse_source(p.read_text(), str(p)), str(p))
+
+
+def load_module_from_string(text: str, filename: str = "<string>.mlir") -> Module:
+    return Module(parse_source(text, filename), filename)
+
+
+class Module:
+    """The functions of a loaded module, as attributes: `m.f(...)`, `m.f.bwds(...)`."""
+
+    def __init__(self, ir: ModuleOp, path: str = "<module>"):
+        self.ir = ir
+        self.path = path
+        self._funcs = {op.sym_name.data: op for op in ir.walk() if isinstance(op, func.FuncOp)}
+        self._functions: dict[str, Function] = {}
+
+    def __getattr__(self, name: str) -> Function:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        fn = self._functions.get(name)
+        if fn is None:
+            if name not in self._funcs:
+                have = ", ".join(sorted(self._funcs)) or "none"
+                raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
+            fn = self._functions[name] = Function(self, self._funcs[name])
+        return fn
+
+    def __dir__(self):
+        return [*super().__dir__(), *self._funcs]
+
+    def __repr__(self) -> str:
+        return f"<diffc.Module {self.path}: {', '.join(sorted(self._funcs))}>"
+
+
+# -- calls --------------------------------------------------------------------------------
+
+
+class Function:
+    def __init__(self, module: Module, op: func.FuncOp):
+        self.module = module
+        self.op = op
+        self.name = op.sym_name.data
+        args = op.body.blocks[0].args if op.body.blocks else ()
+        n = len(op.function_type.inputs.data)
+        self.params = [
+            (args[i].name_hint if i < len(args) and args[i].name_hint else f"arg{i}") for i in range(n)
+        ]
+        self._index = {p: i for i, p in enumerate(self.params)}
+        self.dtypes = [_np_dtype(t) for t in op.function_type.inputs.data]
+        outs = op.function_type.outputs.data
+        self.result_dtype = _np_dtype(outs[0]) if len(outs) == 1 else None
+        self._n_results = len(outs)
+        self.differentiable = diff.is_differentiable_func(op)
+        self.diffable = [diff.arg_is_differentiable(op, i) for i in range(n)]
+        self._kernels: dict[KernelSpec, object] = {}
+        self.sources: dict[KernelSpec, str] = {}
+
+    def __repr__(self) -> str:
+        return f"<diffc.Function {self.name}({', '.join(self.params)})>"
+
+    # -- public calls -------------------------------------------------------------------
+
+    def __call__(self, *args, _result="tensor", **kwargs):
+        values = self._bind(args, kwargs)
+        out = _result if isinstance(_result, Tensor) else None
+        return self._run("call", values, _result, out)
+
+    def bwds(self, *args, _result=None, **kwargs):
+        """Accumulates, into the `.grad` of each input tensor that has one, the gradient of
+        the function's result weighted by `_result.grad` (a vector-Jacobian product)."""
+        self._need_differentiable("bwds")
+        if not isinstance(_result, Tensor):
+            raise CallError(
+                f"error: {self.name}.bwds: '_result' must be the result Tensor (with .grad holding "
+                f"the output derivatives), got {type(_result).__name__}",
+                "_result",
+            )
+        if _result.grad is None:
+            raise CallError(
+                f"error: {self.name}.bwds: '_result' has no .grad: call _result.with_grads() and fill it "
+                "with the output derivatives",
+                "_result",
+            )
+        values = self._bind(args, kwargs)
+        self._run("bwds", values, _result, _result)
+        return None
+
+    def fwds(self, *args, _result="tensor", **kwargs):
+        """Forward mode: each input tensor's `.grad` is its tangent (none: zero); returns the
+        result with `.grad` holding the output tangent."""
+        self._need_differentiable("fwds")
+        values = self._bind(args, kwargs)
+        out = _result if isinstance(_result, Tensor) else None
+        if out is not None and out.grad is None:
+            out.with_grads()
+        return self._run("fwds", values, _result, out)
+
+    # -- binding ------------------------------------------------------------------------
+
+    def _need_differentiable(self, what: str) -> None:
+        if not self.differentiable:
+            raise CallError(
+                f"error: {self.name}.{what}: @{self.name} is not differentiable (mark it "
+                f"{diff.DIFFERENTIABLE}, [Differentiable] in Slang)",
+                self.name,
+            )
+
+    def _bind(self, args: tuple, kwargs: dict) -> list:
+        n = len(self.params)
+        if len(args) > n:
+            raise CallError(f"error: {self.name}() takes {n} arguments ({', '.join(self.params)}), got {len(args)}")
+        values = list(args) + [_MISSING] * (n - len(args))
+        for key, v in kwargs.items():
+            i = self._index.get(key)
+            if i is None:
+                raise CallError(
+                    f"error: {self.name}() got an unknown argument '{key}' (parameters: {', '.join(self.params)})", key
+                )
+            if values[i] is not _MISSING:
+                raise CallError(f"error: {self.name}() got argument '{key}' twice", key)
+            values[i] = v
+        for i, v in enumerate(values):
+            if v is _MISSING:
+                raise CallError(f"error: {self.name}() is missing argument '{self.params[i]}'", self.params[i])
+        return values
+
+    def _classify(self, values: list):
+        tensors: list[tuple[int, Tensor]] = []
+        scalars: dict[int, object] = {}
+        for i, v in enumerate(values):
+            name = self.params[i]
+            want = self.dtypes[i]
+            if want is None:
+                raise CallError(
+                    f"error: {self.name}(): parameter '{name}' has type {self.op.function_type.inputs.data[i]}, "
+                    "which calls over tensors cannot pass",
+                    name,
+                )
+            if isinstance(v, np.ndarray) and v.ndim > 0:
+                v = Tensor.from_numpy(v.astype(want, copy=False))
+            if isinstance(v, Tensor):
+                if v.dtype != want:
+                    raise CallError(
+                        f"error: {self.name}(): argument '{name}' is a {v.dtype.name} Tensor, parameter has "
+                        f"type {self.op.function_type.inputs.data[i]} ({want.name})",
+                        name,
+                    )
+                tensors.append((i, v))
+            elif isinstance(v, (bool, int, float, np.number, np.ndarray)):
+                if want.kind in "iu" and isinstance(v, (float, np.floating)):
+                    raise CallError(f"error: {self.name}(): argument '{name}' is a float, parameter is {want.name}", name)
+                scalars[i] = want.type(v)
+            else:
+                raise CallError(
+                    f"error: {self.name}(): argument '{name}' must be a Tensor, a numpy array or a number, "
+                    f"got {type(v).__name__}",
+                    name,
+                )
+        return tensors, scalars
+
+    def _out_shape(self, tensors, out: Tensor | None) -> tuple[int, ...]:
+        shapes = [t.shape for _, t in tensors]
+        if out is not None:
+            shapes.append(out.shape)
+        if shapes and all(s == shapes[0] for s in shapes):
+            return shapes[0]
+        shape: tuple[int, ...] = ()
+        seen: list[str] = []
+        for i, t in tensors:
+            try:
+                shape = np.broadcast_shapes(shape, t.shape)
+            except ValueError:
+                raise CallError(
+                    f"error: {self.name}(): argument '{self.params[i]}' has shape {t.shape}, which does not "
+                    f"broadcast with shape {shape} of {', '.join(repr(s) for s in seen)}",
+                    self.params[i],
+                ) from None
+            seen.append(self.params[i])
+        if out is not None and not (_broadcasts(shape, out.shape) and np.broadcast_shapes(shape, out.shape) == out.shape):
+            raise CallError(
+                f"error: {self.name}(): '_result' has shape {out.shape}, but the arguments broadcast to {shape}",
+                "_result",
+            )
+        return out.shape if out is not None else shape
+
+    # -- running ------------------------------------------------------------------------
+
+    def _run(self, mode: str, values: list, result, out: Tensor | None):
+        if self._n_results != 1 or self.result_dtype is None:
+            raise CallError(
+                f"error: {self.name}(): calls over tensors need a function with one scalar result; "
+                f"@{self.name} returns {list(map(str, self.op.function_type.outputs.data))}",
+                self.name,
+            )
+        if out is not None and out.dtype != self.result_dtype:
+            raise CallError(
+                f"error: {self.name}(): '_result' is a {out.dtype.name} Tensor, the function returns {self.result_dtype.name}",
+                "_result",
+            )
+        if not (out is not None or result in ("tensor", "numpy")):
+            raise CallError(f"error: {self.name}(): '_result' must be \"tensor\", \"numpy\" or a Tensor, got {result!r}", "_result")
+        tensors, scalars = self._classify(values)
+        shape = self._out_shape(tensors, out)
+        if out is None:
+            out = Tensor(shape, self.result_dtype)
+            if mode == "fwds":
+                out.with_grads(zero=False)
+        size = out.size
+        specs: list[ArgSpec] = [ArgSpec("s")] * len(values)
+        for i, t in tensors:
+            kind = "f" if t.shape == shape else "b"
+            grad = False
+            if mode != "call" and self.diffable[i] and t.grad is not None:
+                grad = True
+                if mode == "bwds" and kind == "b" and t.dtype != np.float32:
+                    raise CallError(
+                        f"error: {self.name}.bwds: argument '{self.params[i]}' is broadcast, and accumulating its "
+                        f"{t.dtype.name} gradient needs atomics that exist only for float32",
+                        self.params[i],
+                    )
+            specs[i] = ArgSpec(kind, grad)
+        bcast = [i for i, s in enumerate(specs) if s.kind == "b"]
+        vectorized = VECTORIZE and not bcast
+        spec = KernelSpec(self.name, mode, tuple(specs), len(shape) if bcast else 0, vectorized)
+        kernel = self._kernels.get(spec)
+        if kernel is None:
+            kernel = self._kernels[spec] = self._compile(spec)
+        if size:
+            self._launch(kernel, spec, values, tensors, scalars, out, shape, size)
+        if result == "numpy":
+            return out.to_numpy() if mode == "call" else (out.to_numpy(), out.grad.to_numpy())
+        return out
+
+    def _launch(self, kernel, spec: KernelSpec, values, tensors, scalars, out: Tensor, shape, size: int) -> None:
+        import pyopencl as cl
+
+        by_index = dict(tensors)
+        args: list = []
+        for i, s in enumerate(spec.args):
+            if s.kind != "s":
+                t = by_index[i]
+                args.append(t.buffer)
+                if s.grad:
+                    args.append(t.grad.buffer)
+        for i, s in enumerate(spec.args):
+            if s.kind == "s":
+                args.append(scalars[i])
+        args.append(out.buffer)
+        if spec.mode != "call":
+            args.append(out.grad.buffer)
+        args.append(np.int64(size))
+        if spec.rank:
+            args.extend(np.int64(d) for d in shape)
+            for i, s in enumerate(spec.args):
+                if s.kind == "b":
+                    args.extend(np.int64(st) for st in _broadcast_strides(by_index[i].shape, shape))
+        items = -(-size // VECTOR_WIDTH) if spec.vectorized else size
+        dev = device()
+        wg = min(WORK_GROUP, dev.max_work_group_size)
+        global_size = -(-items // wg) * wg
+        kernel.set_args(*args)
+        cl.enqueue_nd_range_kernel(dev.queue, kernel, (global_size,), (wg,))
+
+    def _compile(self, spec: KernelSpec):
+        import pyopencl as cl
+
+        from diffc.backend.opencl import build_options, emit_opencl, options_for_device
+        from diffc.runtime.program import build_program
+
+        module = self.module.ir.clone()
+        f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
+        build_kernel(module, f, spec, self.params)
+        _lower(module, spec)
+        dev = device()
+        options = options_for_device(dev.cl_device)
+        source = emit_opencl(module, options)
+        self.sources[spec] = source
+        program = build_program(source, tuple(build_options(options)))
+        return cl.Kernel(program, spec.kernel_name)
+
+
+_MISSING = object()
+
+
+def _broadcasts(a: tuple, b: tuple) -> bool:
+    try:
+        np.broadcast_shapes(a, b)
+        return True
+    except ValueError:
+        return False
+
+
+def _broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
+    """Element strides of a C-contiguous `shape` seen as `out` (0 where it is broadcast)."""
+    rank = len(out)
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    strides = [0] * rank
+    step = 1
+    for d in reversed(range(rank)):
+        strides[d] = 0 if padded[d] == 1 and out[d] != 1 else step
+        step *= padded[d]
+    return strides
+
+
+def _lower(module: ModuleOp, spec: KernelSpec) -> None:
+    """Runs the differentiation pipeline (the passes this diffc has) over the kernel module."""
+    from xdsl.transforms import get_all_passes
+
+    from diffc import registry
+
+    ctx = _context()
+    available = {**get_all_passes(), **registry.PASSES}
+    module.verify()
+    missing = []
+    for name in PIPELINE:
+        try:
+            pass_type = available[name]()
+        except (KeyError, ImportError):  # a pass not written yet
+            missing.append(name)
+            continue
+        pass_type().apply(ctx, module)
+    left = {op.name for op in module.walk() if op.name.startswith("diff.")}
+    if left:
+        raise RuntimeDiffcError(
+            f"error: {spec.mode} of @{spec.function}: ops {sorted(left)} remain after the pipeline"
+            + (f"; this diffc lacks the passes {missing}" if missing else "")
+        )
