@@ -13,6 +13,8 @@ Ops:
   diff.detach %x         -> %x
   diff.make_ptr_pair / ptr_primal / ptr_gradient -> the locations
   diff.accumulate %g, %pp[%i] -> load, addf, store into the gradient location
+Function attributes `diff.fwd_derivative` / `diff.bwd_derivative` are dropped (they name
+signatures over pairs, which no longer exist); the derivative functions stay.
 A `diff.fwd_diff` / `diff.bwd_diff` still present is an error: diff-fwd / diff-rev come first.
 """
 
@@ -39,6 +41,8 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from diffc.dialects.diff import (
+    BWD_DERIVATIVE,
+    FWD_DERIVATIVE,
     AccumulateOp,
     AddOp,
     BwdDiffOp,
@@ -187,6 +191,9 @@ class Lowerer:
         attributes = dict(op.attributes)
         if isinstance(op, func.FuncOp):
             self.fix_function(op, properties)
+            # Custom-derivative links name signatures over pairs, which no longer exist.
+            for key in (FWD_DERIVATIVE, BWD_DERIVATIVE):
+                attributes.pop(key, None)
         new = type(op).create(
             operands=self.get_all(op.operands),
             result_types=[t for r in op.results for t in flat_types(r.type)],
