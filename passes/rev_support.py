@@ -222,7 +222,7 @@ class Activity:
             return
         rule = lookup_rule(op)
         if rule is None:
-            if op.regions or any(diff.is_differentiable_type(r.type) for r in op.results):
+            if op.regions or not op.results or any(diff.is_differentiable_type(r.type) for r in op.results):
                 raise fail(
                     self.name,
                     f"{where(op)}: '{op.name}' has no derivative rule but receives a derivative-carrying value",

@@ -16,7 +16,7 @@ from diffc import interp
 from diffc.dialects import diff
 from diffc.registry import PASSES
 
-CANONICAL = "diff-fwd,diff-rev,diff-lower,canonicalize,cse"
+CANONICAL = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
 
 
 @register_impls
