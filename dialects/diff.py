@@ -15,7 +15,6 @@ Function-level facts are plain attributes, read through the helpers at the botto
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -35,9 +34,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
-    AnyAttr,
     IRDLOperation,
-    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -204,7 +201,7 @@ class MakePairOp(IRDLOperation):
 class _PairProjection(IRDLOperation):
     """Shared shape of diff.primal and diff.differential: `%p = diff.primal %x : !diff.pair<f32>`."""
 
-    pair = operand_def(PairType)
+    pair = operand_def()
     result = result_def()
     traits = traits_def(Pure())
 
@@ -349,6 +346,10 @@ def _count_rule(op: Operation, callee: str, operands: bool) -> str:
     return f"as the derivative signature of {callee} says"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def check_call_types(
     op: Operation,
     callee: SymbolRefAttr,
@@ -364,7 +365,7 @@ def check_call_types(
     want_in, want_out = expected.inputs.data, expected.outputs.data
     if len(args) != len(want_in):
         raise VerifyException(
-            f"{name} expects {len(want_in)} operands ({_count_rule(op, str(callee), True)}), got {len(args)}"
+            f"{name} expects {_plural(len(want_in), 'operand')} ({_count_rule(op, str(callee), True)}), got {len(args)}"
         )
     for i, (a, t) in enumerate(zip(args, want_in)):
         if a.type != t:
@@ -372,7 +373,7 @@ def check_call_types(
             raise VerifyException(f"{name}: operand {i} has type {a.type}, expected {t}{why}")
     if len(results) != len(want_out):
         raise VerifyException(
-            f"{name} expects {len(want_out)} results ({_count_rule(op, str(callee), False)}), got {len(results)}"
+            f"{name} expects {_plural(len(want_out), 'result')} ({_count_rule(op, str(callee), False)}), got {len(results)}"
         )
     for i, (r, t) in enumerate(zip(results, want_out)):
         if r.type != t:
@@ -416,18 +417,39 @@ class BwdDiffOp(IRDLOperation):
 
 @irdl_op_definition
 class DetachOp(IRDLOperation):
-    """detach(x): the same value, with a zero derivative."""
+    """detach(x): the same value, with a zero derivative: `%y = diff.detach %x : f32`."""
 
     name = "diff.detach"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    input = operand_def(T)
-    result = result_def(T)
+    input = operand_def()
+    result = result_def()
     traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input)"
 
     def __init__(self, value: SSAValue | Operation):
         v = SSAValue.get(value)
         super().__init__(operands=[v], result_types=[v.type])
+
+    def verify_(self) -> None:
+        if self.result.type != self.input.type:
+            raise VerifyException(
+                f"'diff.detach' result type {self.result.type} must equal the operand type "
+                f"{self.input.type}: detach keeps the value and drops only its derivative"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DetachOp:
+        x = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls(parser.resolve_operand(x, parser.parse_type()))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
 
 
 @irdl_op_definition
@@ -451,25 +473,50 @@ class ZeroOp(IRDLOperation):
 
 @irdl_op_definition
 class AddOp(IRDLOperation):
-    """T.dadd(a, b): the sum of two derivatives."""
+    """T.dadd(a, b): the sum of two derivatives: `%s = diff.add %a, %b : f32`."""
 
     name = "diff.add"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def(T)
+    lhs = operand_def()
+    rhs = operand_def()
+    result = result_def()
     traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         a = SSAValue.get(lhs)
         super().__init__(operands=[a, rhs], result_types=[a.type])
 
     def verify_(self) -> None:
-        if not is_differentiable_type(self.result.type):
+        t = self.result.type
+        if self.lhs.type != t or self.rhs.type != t:
             raise VerifyException(
-                f"'diff.add' operands must be of a differentiable type, got {self.result.type}"
+                f"'diff.add' operands and result must have one type, got "
+                f"{self.lhs.type}, {self.rhs.type} -> {t}"
             )
+        if not is_differentiable_type(t):
+            raise VerifyException(
+                f"'diff.add' operands must be of a differentiable type, got {t}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AddOp:
+        a = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        b = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(parser.resolve_operand(a, t), parser.resolve_operand(b, t))
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
 
 
 @irdl_op_definition
@@ -477,9 +524,8 @@ class MakePtrPairOp(IRDLOperation):
     """A differential pointer pair from a primal location and its gradient location."""
 
     name = "diff.make_ptr_pair"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    primal = operand_def(T)
-    gradient = operand_def(T)
+    primal = operand_def()
+    gradient = operand_def()
     result = result_def(PtrPairType)
     traits = traits_def(Pure())
 
@@ -492,8 +538,13 @@ class MakePtrPairOp(IRDLOperation):
         assert isinstance(t, PtrPairType)
         if self.primal.type != t.location_type:
             raise VerifyException(
-                f"'diff.make_ptr_pair' location type {self.primal.type} does not match "
-                f"{t.location_type}"
+                f"'diff.make_ptr_pair' primal location type {self.primal.type} does not match "
+                f"the pair's location type {t.location_type}"
+            )
+        if self.gradient.type != t.location_type:
+            raise VerifyException(
+                f"'diff.make_ptr_pair' gradient location type {self.gradient.type} does not "
+                f"match the pair's location type {t.location_type}"
             )
 
     @classmethod
@@ -521,7 +572,7 @@ class MakePtrPairOp(IRDLOperation):
 class _PtrPairLocation(IRDLOperation):
     """Shared shape of diff.ptr_primal and diff.ptr_gradient."""
 
-    pair = operand_def(PtrPairType)
+    pair = operand_def()
     result = result_def()
     traits = traits_def(Pure())
 
@@ -532,7 +583,8 @@ class _PtrPairLocation(IRDLOperation):
 
     def verify_(self) -> None:
         t = self.pair.type
-        assert isinstance(t, PtrPairType)
+        if not isinstance(t, PtrPairType):
+            raise VerifyException(f"'{self.name}' operand must be a !diff.ptr_pair, got {t}")
         if self.result.type != t.location_type:
             raise VerifyException(
                 f"'{self.name}' result type {self.result.type} does not match {t.location_type}"
@@ -580,7 +632,7 @@ class AccumulateOp(IRDLOperation):
 
     name = "diff.accumulate"
     value = operand_def()
-    pair = operand_def(PtrPairType)
+    pair = operand_def()
     indices = var_operand_def()
     assembly_format = "$value `,` $pair `[` $indices `]` attr-dict `:` type($pair) `,` type($value) (`,` type($indices)^)?"
 
@@ -589,7 +641,10 @@ class AccumulateOp(IRDLOperation):
 
     def verify_(self) -> None:
         t = self.pair.type
-        assert isinstance(t, PtrPairType)
+        if not isinstance(t, PtrPairType):
+            raise VerifyException(
+                f"'diff.accumulate' accumulates into a !diff.ptr_pair, got {t}"
+            )
         mem = t.location_type
         assert isinstance(mem, MemRefType)
         if self.value.type != mem.element_type:
