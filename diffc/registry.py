@@ -43,7 +43,9 @@ TARGETS: dict[str, Callable[[], Any]] = {
 }
 
 # Front ends for `diffc-opt FILE.ext`: extension -> factory of `parse(text, filename) -> ModuleOp`.
-FRONTENDS: dict[str, Callable[[], Any]] = {}
+FRONTENDS: dict[str, Callable[[], Any]] = {
+    "slang": _lazy("diffc.frontend", "parse_slang"),
+}
 
 # The universe stock `xdsl-opt` discovers through the `xdsl.universe` entry point.
 DIFFC_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)

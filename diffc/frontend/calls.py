@@ -1,0 +1,172 @@
+"""Type checking of calls: user functions, fwd_diff/bwd_diff, diffPair, detach, printf,
+intrinsics, constructors and `T.dzero()` / `T.dadd(a, b)`. Sets `call.kind` and `call.target`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from diffc.frontend import ast as A
+from diffc.frontend import types as T
+from diffc.frontend.builtins import BUILTINS
+from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED
+from diffc.frontend.checker import derivative_signature, err
+
+if TYPE_CHECKING:
+    from diffc.frontend.checker import Checker
+
+DERIV = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
+
+
+def _count(e: A.Call, what: str, want: int | tuple[int, int]) -> None:
+    lo, hi = (want, want) if isinstance(want, int) else want
+    if not lo <= len(e.args) <= hi:
+        exp = str(lo) if lo == hi else f"{lo} or {hi}"
+        raise err(ARG_COUNT, f"{what} expects {exp} argument{'s' if hi != 1 else ''}, got {len(e.args)}", e)
+
+
+def check_call(c: Checker, e: A.Call) -> T.Type:
+    callee = e.callee
+    if isinstance(callee, A.Name) and c.lookup(callee.id) is None and callee.id not in c.funcs:
+        name = callee.id
+        if name in DERIV:
+            _count(e, name, 1)
+            f = c.expr(e.args[0])
+            if not isinstance(f, T.FuncRef):
+                raise err(TYPE_MISMATCH, f"{name} needs a function, got {f}", e.args[0])
+            fi = c.funcs[f.func]
+            if not fi.differentiable:
+                raise err(NOT_DIFFERENTIABLE, f"'{fi.name}' is not differentiable: mark it [Differentiable]", e.args[0])
+            e.kind = "funcref"
+            return T.FuncRef(f.func, f.mode + (DERIV[name],))
+        if name == "diffPair":
+            _count(e, "diffPair", (1, 2))
+            p = c.expr(e.args[0])
+            if not T.is_differentiable(p):
+                raise err(TYPE_MISMATCH, f"diffPair needs a differentiable value, got {p}", e.args[0])
+            if len(e.args) == 2:
+                c.expect_type(e.args[1], T.differential(p))
+            e.kind = "diffPair"
+            return T.Pair(p)
+        if name == "detach":
+            _count(e, "detach", 1)
+            e.kind = "detach"
+            return c.expr(e.args[0])
+        if name == "printf":
+            if not e.args or not isinstance(e.args[0], A.Str):
+                raise err(TYPE_MISMATCH, "printf needs a format string first", e)
+            for a in e.args:
+                t = c.expr(a)
+                if a is not e.args[0] and not T.is_numeric(t):
+                    raise err(TYPE_MISMATCH, f"printf cannot print a value of type {t}", a)
+            e.kind = "printf"
+            return T.VOID
+        if name in BUILTINS:
+            return _builtin(c, e, name)
+        raise err(UNDEFINED, f"undefined function '{name}'", callee)
+    if isinstance(callee, A.TypeExpr):
+        return _constructor(c, e, c.resolve(callee.type))
+    if isinstance(callee, A.Member) and isinstance(callee.base, A.TypeExpr) and callee.name in ("dzero", "dadd"):
+        t = T.differential(c.resolve(callee.base.type))
+        e.kind = callee.name
+        e.target = t
+        _count(e, f"{callee.base.type.name}.{callee.name}", 0 if callee.name == "dzero" else 2)
+        for a in e.args:
+            c.expect_type(a, t)
+        return t
+    f = c.expr(callee)
+    if not isinstance(f, T.FuncRef):
+        raise err(TYPE_MISMATCH, f"a value of type {f} cannot be called", callee)
+    fi = c.funcs[f.func]
+    params, ret = derivative_signature(fi, f.mode)
+    what = f"'{f.name()}'"
+    if len(e.args) != len(params):
+        raise err(ARG_COUNT, f"{what} expects {len(params)} argument{'s' if len(params) != 1 else ''}, got {len(e.args)}", e)
+    for a, p in zip(e.args, params):
+        if p.direction in ("out", "inout"):
+            got = c.lvalue(a)
+            if got != p.ty:
+                raise err(TYPE_MISMATCH, f"{what} needs a variable of type {p.ty} for {p.direction} parameter "
+                          f"'{p.name}', got {got}", a)
+        else:
+            if isinstance(a, A.InitList):
+                c.init_list(a, p.ty)
+                continue
+            got = c.expr(a)
+            if not T.convertible(got, p.ty):
+                raise err(TYPE_MISMATCH, f"{what} expects {p.ty} for parameter '{p.name}', got {got}", a)
+    caller = c.func
+    if (not f.mode and caller is not None and caller.differentiable and not fi.differentiable
+            and not e.no_diff and not (caller.bwd_of or caller.fwd_of)):
+        for a, p in zip(e.args, params):
+            if p.direction != "out" and T.is_differentiable(p.ty) and not p.no_diff and _active(a):
+                raise err(NOT_DIFFERENTIABLE,
+                          f"'{fi.name}' is not differentiable but gets a derivative-carrying value in "
+                          f"differentiable '{caller.name}': mark it [Differentiable] or call it with no_diff", e)
+    e.kind = "call"
+    e.target = (f.func, f.mode, params)
+    return ret
+
+
+def _active(a: A.Expr) -> bool:
+    if isinstance(a, A.Num | A.BoolLit):
+        return False
+    if isinstance(a, A.Call) and (a.kind == "detach" or a.no_diff):
+        return False
+    return True
+
+
+def _builtin(c: Checker, e: A.Call, name: str) -> T.Type:
+    arity, rule, _ = BUILTINS[name]
+    _count(e, name, arity)
+    ts = [c.expr(a) for a in e.args]
+    for a, t in zip(e.args, ts):
+        if not T.is_numeric(t):
+            raise err(TYPE_MISMATCH, f"{name} needs numbers, got {t}", a)
+    common = ts[0]
+    for a, t in zip(e.args[1:], ts[1:]):
+        nxt = T.common_type(common, t)
+        if nxt is None:
+            raise err(TYPE_MISMATCH, f"{name}: cannot combine {common} and {t}", a)
+        common = nxt
+    if rule != "same" or name in ("abs",) and False:
+        e0 = T.elem_of(common)
+        if e0 is not None and not T.is_float_scalar(e0):
+            common = T.with_elem(common, T.FLOAT)
+    if name in ("dot", "cross", "distance", "reflect") and not isinstance(common, T.Vector):
+        if name != "distance":
+            raise err(TYPE_MISMATCH, f"{name} needs vectors, got {common}", e)
+    if name == "cross" and (not isinstance(common, T.Vector) or common.n != 3):
+        raise err(TYPE_MISMATCH, f"cross needs 3-vectors, got {common}", e)
+    e.kind = "builtin"
+    e.target = (name, common)
+    if rule == "scalar":
+        el = T.elem_of(common)
+        assert el is not None
+        return el
+    return common
+
+
+def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
+    e.kind = "ctor"
+    e.target = t
+    if isinstance(t, T.Scalar):
+        _count(e, t.name(), 1)
+        c.expect_type(e.args[0], t)
+        return t
+    if isinstance(t, T.Vector):
+        total = 0
+        for a in e.args:
+            at = c.expr(a)
+            if not T.is_numeric(at):
+                raise err(TYPE_MISMATCH, f"{t} constructor needs numbers, got {at}", a)
+            total += at.n if isinstance(at, T.Vector) else 1
+        if not (total == t.n or (len(e.args) == 1 and total == 1)):
+            raise err(ARG_COUNT, f"{t} constructor needs {t.n} components, got {total}", e)
+        return t
+    if isinstance(t, T.Struct):
+        if len(e.args) != len(t.fields):
+            raise err(ARG_COUNT, f"{t} constructor expects {len(t.fields)} arguments, got {len(e.args)}", e)
+        for a, (_, ft, _) in zip(e.args, t.fields):
+            c.expect_type(a, ft)
+        return t
+    raise err(TYPE_MISMATCH, f"cannot construct a value of type {t}", e)

@@ -1,0 +1,512 @@
+"""Type checker: resolves names and types, fills `ty` on every expression, and reports
+E0002 (undefined), E0003 (type mismatch), E0004 (unknown member), E0005 (argument count),
+E0006 (non-differentiable call on a derivative-carrying value), E0007 (unbounded loop)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from diffc.frontend import ast as A
+from diffc.frontend import types as T
+from diffc.frontend.builtins import BUILTINS, SPECIAL
+from diffc.frontend.errors import (
+    ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
+    UNSUPPORTED, FrontendError,
+)
+
+_VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
+SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
+DIFF_ATTRS = {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"}
+
+
+@dataclass
+class PInfo:
+    name: str
+    ty: T.Type
+    direction: str  # in, out, inout
+    no_diff: bool = False
+
+
+@dataclass
+class FuncInfo:
+    name: str
+    params: list[PInfo]
+    ret: T.Type
+    ret_no_diff: bool = False
+    decl: A.Func | None = None
+    attrs: dict[str, A.Attr] = field(default_factory=dict)
+    fwd_custom: str | None = None
+    bwd_custom: str | None = None
+    bwd_of: str | None = None  # this function is the custom backward derivative of bwd_of
+    fwd_of: str | None = None
+    locals: list = field(default_factory=list)
+
+    @property
+    def differentiable(self) -> bool:
+        return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom)
+
+    @property
+    def backward(self) -> bool:
+        return bool({"Differentiable", "BackwardDifferentiable"} & set(self.attrs)) or bool(self.bwd_custom)
+
+
+@dataclass
+class Local:
+    name: str
+    ty: T.Type
+    mutable: bool
+    is_global: bool = False
+
+
+def err(code: str, msg: str, node: A.Node | tuple[int, int]):
+    span = node if isinstance(node, tuple) else node.span
+    return FrontendError(code, msg, span[0], span[1])
+
+
+def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInfo], T.Type]:
+    """Parameters and result of fwd_diff/bwd_diff applied (innermost first) to f."""
+    params, ret, ret_nd = list(f.params), f.ret, f.ret_no_diff
+    for mode in modes:
+        new: list[PInfo] = []
+        diff_ret = T.is_differentiable(ret) and not ret_nd
+        for p in params:
+            d = T.is_differentiable(p.ty) and not p.no_diff
+            if mode == "fwd":
+                new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff))
+            elif not d:
+                if p.direction != "out":
+                    new.append(PInfo(p.name, p.ty, "in", True))
+            elif p.direction == "out":
+                new.append(PInfo(p.name, T.differential(p.ty), "in"))
+            else:
+                new.append(PInfo(p.name, T.Pair(p.ty), "inout"))
+        if mode == "fwd":
+            ret = T.Pair(ret) if diff_ret else ret
+        else:
+            if diff_ret:
+                new.append(PInfo("dOut", T.differential(ret), "in"))
+            ret, ret_nd = T.VOID, False
+        params = new
+    return params, ret
+
+
+class Checker:
+    def __init__(self):
+        self.structs: dict[str, T.Struct] = {}
+        self.typedefs: dict[str, T.Type] = {}
+        self.funcs: dict[str, FuncInfo] = {}
+        self.scopes: list[dict[str, Local]] = [{}]
+        self.func: FuncInfo | None = None
+
+    # ---- types ----
+    def resolve(self, t: A.TypeRef) -> T.Type:
+        ty = self._resolve_base(t)
+        for n in reversed(t.dims):
+            ty = T.Array(ty, n)
+        return ty
+
+    def _resolve_base(self, t: A.TypeRef) -> T.Type:
+        n = t.name
+        if n == "void":
+            return T.VOID
+        if n in T.RANK:
+            return T.Scalar(n)
+        m = _VEC.match(n)
+        if m:
+            return T.Vector(T.Scalar(m.group(1)), int(m.group(2))) if m.group(2) != "1" else T.Scalar(m.group(1))
+        if n == "vector" and len(t.args) == 2:
+            e = self.resolve(t.args[0])
+            assert isinstance(e, T.Scalar)
+            return T.Vector(e, t.args[1])
+        if n == "DifferentialPair" and len(t.args) == 1:
+            inner = self.resolve(t.args[0])
+            if not T.is_differentiable(inner):
+                raise err(TYPE_MISMATCH, f"DifferentialPair needs a differentiable type, got {inner}", t)
+            return T.Pair(inner)
+        if n in ("RWStructuredBuffer", "StructuredBuffer") and len(t.args) == 1:
+            a = t.args[0]
+            if isinstance(a, A.TypeRef) and a.name == "Atomic":
+                return T.Buffer(self.resolve(a.args[0]), True)
+            return T.Buffer(self.resolve(a))
+        if n in self.structs:
+            return self.structs[n]
+        if n in self.typedefs:
+            return self.typedefs[n]
+        raise err(UNDEFINED, f"unknown type '{n}'", t)
+
+    # ---- scopes ----
+    def lookup(self, name: str) -> Local | None:
+        for s in reversed(self.scopes):
+            if name in s:
+                return s[name]
+        return None
+
+    def declare(self, name: str, ty: T.Type, mutable: bool, is_global: bool = False) -> Local:
+        loc = Local(name, ty, mutable, is_global)
+        self.scopes[-1][name] = loc
+        return loc
+
+    # ---- program ----
+    def check_program(self, prog: A.Program) -> None:
+        for d in prog.decls:
+            if isinstance(d, A.Struct):
+                s = T.Struct(d.name, differentiable="IDifferentiable" in d.bases)
+                self.structs[d.name] = s
+                s.fields = [(f.name, self.resolve(f.type), "no_diff" in f.mods) for f in d.fields]
+                s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
+                if d.methods:
+                    raise err(UNSUPPORTED, "methods in structs are not supported", d.methods[0].name_span)
+            elif isinstance(d, A.Typedef):
+                self.typedefs[d.name] = self.resolve(d.type)
+            elif isinstance(d, A.Global):
+                ty = self.resolve(d.type)
+                self.declare(d.name, ty, isinstance(ty, T.Buffer) or "static" in d.mods and "const" not in d.mods, True)
+                if d.init is not None:
+                    self.expect_type(d.init, ty)
+            elif isinstance(d, A.Func):
+                self.funcs[d.name] = self.func_info(d)
+        for f in self.funcs.values():  # custom-derivative links, both directions
+            for key, attr in f.attrs.items():
+                if key in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
+                    target = self.attr_func(attr)
+                    if key == "ForwardDerivative":
+                        f.fwd_custom = target
+                    elif key == "BackwardDerivative":
+                        f.bwd_custom = target
+                    elif key == "ForwardDerivativeOf":
+                        self.funcs[target].fwd_custom, f.fwd_of = f.name, target
+                    else:
+                        self.funcs[target].bwd_custom, f.bwd_of = f.name, target
+        for f in list(self.funcs.values()):
+            if f.bwd_custom:
+                self.funcs[f.bwd_custom].bwd_of = f.name
+            if f.fwd_custom:
+                self.funcs[f.fwd_custom].fwd_of = f.name
+        for d in prog.decls:
+            if isinstance(d, A.Func) and d.body is not None:
+                self.check_func(self.funcs[d.name], d)
+
+    def attr_func(self, attr: A.Attr) -> str:
+        if len(attr.args) != 1 or not isinstance(attr.args[0], A.Name):
+            raise err(ARG_COUNT, f"[{attr.name}] takes one function name", attr)
+        name = attr.args[0].id
+        if name not in self.funcs:
+            raise err(UNDEFINED, f"undefined function '{name}' in [{attr.name}]", attr.args[0])
+        return name
+
+    def func_info(self, d: A.Func) -> FuncInfo:
+        params = []
+        for p in d.params:
+            direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
+            params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods))
+        return FuncInfo(d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
+                        {a.name: a for a in d.attrs})
+
+    def check_func(self, f: FuncInfo, d: A.Func) -> None:
+        self.func = f
+        self.scopes.append({})
+        f.locals = [self.declare(p.name, p.ty, True) for p in f.params]
+        assert d.body is not None
+        self.stmt(d.body)
+        self.scopes.pop()
+        self.func = None
+
+    # ---- statements ----
+    def stmt(self, s: A.Stmt) -> None:
+        if isinstance(s, A.Block):
+            self.scopes.append({})
+            for x in s.stmts:
+                self.stmt(x)
+            self.scopes.pop()
+        elif isinstance(s, A.DeclGroup):
+            for x in s.decls:
+                self.stmt(x)
+        elif isinstance(s, A.VarDecl):
+            if s.type is not None:
+                ty = self.resolve(s.type)
+                if s.init is not None:
+                    self.expect_type(s.init, ty)
+            else:
+                assert s.init is not None
+                ty = self.expr(s.init)
+                if isinstance(ty, T.Void | T.FuncRef | T.StringT):
+                    raise err(TYPE_MISMATCH, f"cannot declare a variable of type {ty}", s.init)
+            s.decl_ty = ty
+            s.local = self.declare(s.name, ty, not s.is_const)  # type: ignore[attr-defined]
+        elif isinstance(s, A.ExprStmt):
+            self.expr(s.expr)
+        elif isinstance(s, A.If):
+            self.expect_type(s.cond, T.BOOL)
+            self.stmt(s.then)
+            if s.orelse is not None:
+                self.stmt(s.orelse)
+        elif isinstance(s, A.For):
+            self.scopes.append({})
+            if s.init is not None:
+                self.stmt(s.init)
+            if s.cond is not None:
+                self.expect_type(s.cond, T.BOOL)
+            if s.step is not None:
+                self.expr(s.step)
+            self.loop_bound(s)
+            self.stmt(s.body)
+            self.scopes.pop()
+        elif isinstance(s, A.While):
+            self.expect_type(s.cond, T.BOOL)
+            self.loop_bound(s)
+            self.stmt(s.body)
+        elif isinstance(s, A.Return):
+            assert self.func is not None
+            want = self.func.ret
+            if s.value is None:
+                if want != T.VOID:
+                    raise err(TYPE_MISMATCH, f"'{self.func.name}' must return a value of type {want}", s)
+            else:
+                if want == T.VOID:
+                    raise err(TYPE_MISMATCH, f"'{self.func.name}' returns void but a value is returned", s.value)
+                self.expect_type(s.value, want)
+        elif isinstance(s, A.Switch):
+            t = self.expr(s.value)
+            if not (isinstance(t, T.Scalar) and t.kind in ("int", "uint")):
+                raise err(TYPE_MISMATCH, f"switch needs an integer, got {t}", s.value)
+            for c in s.cases:
+                for v in c.values or []:
+                    self.expect_type(v, t)
+                self.scopes.append({})
+                for x in c.body:
+                    self.stmt(x)
+                self.scopes.pop()
+        elif isinstance(s, A.Break | A.Continue):
+            pass
+        else:
+            raise err(UNSUPPORTED, f"unsupported statement {type(s).__name__}", s)
+
+    def loop_bound(self, s: A.For | A.While) -> None:
+        if self.func is None or not self.func.backward:
+            return
+        if any(a.name == "MaxIters" for a in s.attrs) or (isinstance(s, A.For) and constant_trip(s) is not None):
+            return
+        kw = "for" if isinstance(s, A.For) else "do-while" if s.do_while else "while"
+        raise err(UNBOUNDED_LOOP,
+                  f"'{kw}' loop in backward-differentiable function '{self.func.name}' has no bound: "
+                  f"add [MaxIters(N)] or use constant bounds", (s.span[0], s.span[0] + len(kw)))
+
+    # ---- expressions ----
+    def expect_type(self, e: A.Expr, want: T.Type) -> None:
+        if isinstance(e, A.InitList):
+            self.init_list(e, want)
+            return
+        got = self.expr(e)
+        if not T.convertible(got, want):
+            raise err(TYPE_MISMATCH, f"expected a value of type {want}, got {got}", e)
+
+    def init_list(self, e: A.InitList, want: T.Type) -> None:
+        e.ty = want
+        if isinstance(want, T.Array):
+            items = [want.elem] * want.n
+        elif isinstance(want, T.Struct):
+            items = [t for _, t, _ in want.fields]
+        elif isinstance(want, T.Vector):
+            items = [want.elem] * want.n
+        elif isinstance(want, T.Pair):
+            items = [want.elem, T.differential(want.elem)]
+        else:
+            items = [want]
+        if len(e.items) > len(items):
+            raise err(ARG_COUNT, f"too many initializers for {want}: expected {len(items)}, got {len(e.items)}", e)
+        for it, t in zip(e.items, items):
+            self.expect_type(it, t)
+
+    def expr(self, e: A.Expr) -> T.Type:
+        e.ty = self._expr(e)
+        return e.ty
+
+    def _expr(self, e: A.Expr) -> T.Type:
+        if isinstance(e, A.Num):
+            if e.is_float:
+                return {"h": T.HALF, "l": T.DOUBLE}.get(e.suffix, T.FLOAT)
+            return T.UINT if e.suffix == "u" else T.INT
+        if isinstance(e, A.BoolLit):
+            return T.BOOL
+        if isinstance(e, A.Str):
+            return T.StringT()
+        if isinstance(e, A.Name):
+            loc = self.lookup(e.id)
+            if loc is not None:
+                e.sym = loc
+                return loc.ty
+            if e.id in self.funcs:
+                return T.FuncRef(e.id)
+            raise err(UNDEFINED, f"undefined name '{e.id}'", e)
+        if isinstance(e, A.Unary):
+            t = self.expr(e.operand)
+            if e.op == "!":
+                return T.BOOL if not isinstance(t, T.Vector) else T.Vector(T.BOOL, t.n)
+            if not T.is_numeric(t):
+                raise err(TYPE_MISMATCH, f"operator '{e.op}' needs a number, got {t}", e.operand)
+            return t
+        if isinstance(e, A.Binary):
+            return self.binary(e)
+        if isinstance(e, A.Ternary):
+            self.expect_type(e.cond, T.BOOL)
+            a, b = self.expr(e.a), self.expr(e.b)
+            if a == b:
+                return a
+            c = T.common_type(a, b)
+            if c is None:
+                raise err(TYPE_MISMATCH, f"the branches of '?:' have types {a} and {b}", e)
+            return c
+        if isinstance(e, A.Assign):
+            t = self.lvalue(e.target)
+            if e.op == "=":
+                self.expect_type(e.value, t)
+            else:
+                v = self.expr(e.value)
+                if not (T.is_numeric(t) and T.convertible(v, t)):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
+            return t
+        if isinstance(e, A.IncDec):
+            t = self.lvalue(e.target)
+            if not T.is_numeric(t):
+                raise err(TYPE_MISMATCH, f"operator '{e.op}' needs a number, got {t}", e.target)
+            return t
+        if isinstance(e, A.Member):
+            return self.member(e)
+        if isinstance(e, A.Index):
+            return self.index(e)
+        if isinstance(e, A.Cast):
+            src, dst = self.expr(e.operand), self.resolve(e.type)
+            if not (T.convertible(src, dst) or src == dst):
+                raise err(TYPE_MISMATCH, f"cannot cast {src} to {dst}", e)
+            return dst
+        if isinstance(e, A.Call):
+            from diffc.frontend.calls import check_call
+
+            return check_call(self, e)
+        if isinstance(e, A.TypeExpr):
+            raise err(TYPE_MISMATCH, f"type '{e.type.name}' used as a value", e)
+        if isinstance(e, A.InitList):
+            raise err(TYPE_MISMATCH, "an initializer list needs a declared type", e)
+        raise err(UNSUPPORTED, f"unsupported expression {type(e).__name__}", e)
+
+    def binary(self, e: A.Binary) -> T.Type:
+        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        if e.op in ("&&", "||"):
+            for x, t in ((e.lhs, a), (e.rhs, b)):
+                if not T.convertible(t, T.BOOL):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' needs bool, got {t}", x)
+            return T.BOOL
+        c = T.common_type(a, b)
+        if c is None:
+            raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {a} and {b}", e)
+        if e.op in ("==", "!=", "<", ">", "<=", ">="):
+            return T.with_elem(c, T.BOOL)
+        if e.op in ("%", "&", "|", "^", "<<", ">>") and T.is_floating(c) and e.op != "%":
+            raise err(TYPE_MISMATCH, f"operator '{e.op}' needs integers, got {a} and {b}", e)
+        return c
+
+    def lvalue(self, e: A.Expr) -> T.Type:
+        base = e
+        while isinstance(base, A.Member | A.Index):
+            base = base.base
+        t = self.expr(e)
+        if isinstance(base, A.Name) and isinstance(base.sym, Local):
+            if not base.sym.mutable:
+                raise err(TYPE_MISMATCH, f"cannot assign to '{base.id}': it is a 'let' or const", e)
+            return t
+        raise err(TYPE_MISMATCH, "the left side of an assignment must be a variable", e)
+
+    def member(self, e: A.Member) -> T.Type:
+        if isinstance(e.base, A.TypeExpr):
+            raise err(UNKNOWN_MEMBER, f"'{e.base.type.name}.{e.name}' must be called", e)
+        t = self.expr(e.base)
+        if isinstance(t, T.Pair):
+            if e.name in ("p", "primal", "getPrimal"):
+                return t.elem
+            if e.name in ("d", "differential", "getDifferential"):
+                return T.differential(t.elem)
+        elif isinstance(t, T.Struct):
+            f = t.field(e.name)
+            if f is not None:
+                return f[1]
+        elif isinstance(t, T.Vector | T.Scalar) and e.name and all(c in SWIZZLE for c in e.name):
+            n = t.n if isinstance(t, T.Vector) else 1
+            idx = [SWIZZLE[c] for c in e.name]
+            if max(idx) < n and len(idx) <= 4:
+                elem = T.elem_of(t)
+                assert elem is not None
+                return elem if len(idx) == 1 else T.Vector(elem, len(idx))
+        raise err(UNKNOWN_MEMBER, f"type {t} has no member '{e.name}'", e.name_span)
+
+    def index(self, e: A.Index) -> T.Type:
+        t = self.expr(e.base)
+        i = self.expr(e.index)
+        if not (isinstance(i, T.Scalar) and i.kind in ("int", "uint", "bool")):
+            raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
+        if isinstance(t, T.Array | T.Buffer):
+            return t.elem
+        if isinstance(t, T.Vector):
+            return t.elem
+        raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
+
+
+def constant_trip(s: A.For) -> tuple[str, int, int, int, bool] | None:
+    """(var, lb, ub, step, inclusive) when the loop is `for (int i = A; i < B; i++)` with constants."""
+    shape = for_shape(s)
+    if shape is None:
+        return None
+    var, lb, ub, step, incl = shape
+    if isinstance(lb, A.Num) and isinstance(ub, A.Num):
+        return var, int(lb.value), int(ub.value), step, incl
+    return None
+
+
+def for_shape(s: A.For):
+    """(var, lb expr, ub expr, step, inclusive) for `for (int i = a; i < b; i++ / i += c)`."""
+    init, cond, step = s.init, s.cond, s.step
+    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
+            and init.type.name in ("int", "uint") and not init.type.dims):
+        return None
+    v = init.name
+    if not (isinstance(cond, A.Binary) and cond.op in ("<", "<=") and isinstance(cond.lhs, A.Name)
+            and cond.lhs.id == v):
+        return None
+    if isinstance(step, A.IncDec) and step.op == "++" and isinstance(step.target, A.Name) and step.target.id == v:
+        k = 1
+    elif (isinstance(step, A.Assign) and step.op == "+=" and isinstance(step.target, A.Name)
+          and step.target.id == v and isinstance(step.value, A.Num) and not step.value.is_float
+          and int(step.value.value) > 0):
+        k = int(step.value.value)
+    else:
+        return None
+    if assigns_to(s.body, v):
+        return None
+    return v, init.init, cond.rhs, k, cond.op == "<="
+
+
+def assigns_to(node, name: str) -> bool:
+    """Whether `name` is assigned anywhere inside node."""
+    for n in walk(node):
+        if isinstance(n, A.Assign | A.IncDec):
+            t = n.target
+            while isinstance(t, A.Member | A.Index):
+                t = t.base
+            if isinstance(t, A.Name) and t.id == name:
+                return True
+    return False
+
+
+def walk(node):
+    yield node
+    if isinstance(node, list):
+        for x in node:
+            yield from walk(x)
+        return
+    if not isinstance(node, A.Node):
+        return
+    for k, v in vars(node).items():
+        if k in ("ty", "sym", "target", "decl_ty", "span") and not isinstance(v, A.Node):
+            continue
+        if isinstance(v, A.Node | list):
+            yield from walk(v)

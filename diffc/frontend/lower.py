@@ -1,0 +1,441 @@
+"""Lowering of the checked program to func/arith/math/scf/memref + diff IR (docs/architecture.md).
+
+Local variables live in SSA form: each variable is a binding to its current leaf values; `if`
+and loops yield the bindings they change. Early `return`, `break` and `continue` set flags that
+guard the statements after them and end loops (`scf.while`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr, DenseArrayBase, DictionaryAttr, FunctionType, IntegerAttr, IntegerType, ModuleOp,
+    StringAttr, SymbolRefAttr, UnitAttr, i64, DYNAMIC_INDEX,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+
+from diffc.dialects import diff
+from diffc.frontend import ast as A
+from diffc.frontend import types as T
+from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, walk
+from diffc.frontend.errors import UNSUPPORTED
+from diffc.frontend.lower_calls import CallLowering
+from diffc.frontend.lower_expr import ExprLowering
+
+I1 = IntegerType(1)
+
+
+@dataclass
+class Binding:
+    ty: T.Type
+    values: list[SSAValue]
+
+
+@dataclass
+class LoopCtx:
+    brk: str | None
+    cont: str | None
+
+
+class Lowering(ExprLowering, CallLowering):
+    def __init__(self, checker: Checker):
+        self.c = checker
+        self.funcs = checker.funcs
+        self.func_ops: dict[str, func.FuncOp] = {}
+        self.extra_funcs: list[func.FuncOp] = []
+        self.bindings: dict[object, Binding] = {}
+        self.loops: list[LoopCtx] = []
+        self.use_ret_flag = False
+        self.counter = 0
+
+    def binding(self, sym: Local) -> Binding:
+        return self.bindings[id(sym)]
+
+    # ---- module ----
+    def module(self, prog: A.Program) -> ModuleOp:
+        ops = []
+        for d in prog.decls:
+            if isinstance(d, A.Global):
+                t = self.c.scopes[0][d.name].ty
+                if not isinstance(t, T.Buffer):
+                    raise err(UNSUPPORTED, "only RWStructuredBuffer globals are supported", d)
+                g = memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public"))
+                if t.atomic:
+                    g.attributes["diffc.atomic"] = UnitAttr()
+                ops.append(g)
+        infos = [self.funcs[d.name] for d in prog.decls if isinstance(d, A.Func) and d.body is not None]
+        for f in infos:
+            self.func_ops[f.name] = self.declare_func(f)
+        for f in infos:
+            self.define_func(f)
+            ops.append(self.func_ops[f.name])
+        return ModuleOp(ops + self.extra_funcs)
+
+    def declare_func(self, f: FuncInfo) -> func.FuncOp:
+        arg_types: list[Attribute] = []
+        arg_attrs: list[dict] = []
+        res_types: list[Attribute] = []
+        res_attrs: list[dict] = []
+
+        def add(types, attrs, ty: T.Type, no_diff: bool, extra=None):
+            for ir, carries in T.leaves(ty):
+                types.append(ir)
+                a = dict(extra or {})
+                if diff.is_differentiable_type(ir) and (no_diff or not carries):
+                    a[diff.NO_DIFF] = UnitAttr()
+                attrs.append(a)
+
+        if f.bwd_of:  # Slang's `inout DifferentialPair<T>` becomes primal in, gradient out
+            for p in f.params:
+                if isinstance(p.ty, T.Pair) and p.direction == "inout":
+                    add(arg_types, arg_attrs, p.ty.elem, p.no_diff)
+                    add(res_types, res_attrs, T.differential(p.ty.elem), False)
+                else:
+                    add(arg_types, arg_attrs, p.ty, p.no_diff)
+        else:
+            add(res_types, res_attrs, f.ret, f.ret_no_diff)
+            for p, d in zip(f.params, f.decl.params):  # type: ignore[union-attr]
+                extra = {"diffc.semantic": StringAttr(d.semantic)} if d.semantic else None
+                if p.direction != "out":
+                    add(arg_types, arg_attrs, p.ty, p.no_diff, extra)
+            for p in f.params:
+                if p.direction != "in":
+                    add(res_types, res_attrs, p.ty, p.no_diff)
+        dicts = lambda xs: ArrayAttr([DictionaryAttr(x) for x in xs])  # noqa: E731
+        op = func.FuncOp(f.name, FunctionType.from_lists(arg_types, res_types), Region(Block(arg_types=arg_types)),
+                         arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
+                         res_attrs=dicts(res_attrs) if any(res_attrs) else None)
+        at = f.attrs
+        if {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"} & set(at):
+            op.attributes[diff.DIFFERENTIABLE] = UnitAttr()
+        if f.fwd_custom:
+            op.attributes[diff.FWD_DERIVATIVE] = SymbolRefAttr(f.fwd_custom)
+        if f.bwd_custom:
+            op.attributes[diff.BWD_DERIVATIVE] = SymbolRefAttr(f.bwd_custom)
+        if "PreferRecompute" in at:
+            op.attributes[diff.PREFER] = StringAttr("recompute")
+        if "PreferCheckpoint" in at:
+            op.attributes[diff.PREFER] = StringAttr("checkpoint")
+        if "shader" in at and at["shader"].args and isinstance(at["shader"].args[0], A.Str):
+            op.attributes["diffc.shader"] = StringAttr(at["shader"].args[0].value)
+        if "numthreads" in at:
+            dims = [int(a.value) for a in at["numthreads"].args if isinstance(a, A.Num)]
+            op.attributes["diffc.numthreads"] = DenseArrayBase.from_list(i64, dims)
+        return op
+
+    def define_func(self, f: FuncInfo) -> None:
+        op = self.func_ops[f.name]
+        self.block = op.body.blocks[0]
+        self.bindings = {}
+        args = list(self.block.args)
+        pair_params = []
+        for p, loc in zip(f.params, f.locals):
+            if f.bwd_of and isinstance(p.ty, T.Pair) and p.direction == "inout":
+                n = T.leaf_count(p.ty.elem)
+                vals = self.make_pairs(args[:n], None, p.ty.elem)
+                pair_params.append(loc)
+            elif p.direction == "out":
+                n, vals = 0, self.const(0, p.ty)
+            else:
+                n = T.leaf_count(p.ty)
+                vals = args[:n]
+            args = args[n:]
+            self.bindings[id(loc)] = Binding(p.ty, list(vals))
+        body = f.decl.body  # type: ignore[union-attr]
+        stmts = body.stmts
+        self.use_ret_flag = any(isinstance(n, A.Return) for n in walk(stmts[:-1])) or any(
+            isinstance(n, A.Return) for n in walk(stmts[-1:]) if n is not (stmts[-1] if stmts else None))
+        self.bindings["$retval"] = Binding(f.ret, self.const(0, f.ret) if self.use_ret_flag else [])
+        if self.use_ret_flag:
+            self.bindings["$ret"] = Binding(T.BOOL, self.const(0, T.BOOL))
+        self.loops = []
+        self.stmts(stmts)
+        results = list(self.bindings["$retval"].values)
+        if len(results) != T.leaf_count(f.ret):  # no return statement: Slang leaves it undefined
+            results = self.const(0, f.ret)
+        if f.bwd_of:
+            for loc in pair_params:
+                b = self.binding(loc)
+                results += self.pair_parts(b.values, b.ty.elem)[1]
+        else:
+            for p, loc in zip(f.params, f.locals):
+                if p.direction != "in":
+                    results += self.binding(loc).values
+        self.emit(func.ReturnOp(*results))
+
+    # ---- statements ----
+    def stmts(self, stmts: list[A.Stmt]) -> None:
+        for i, s in enumerate(stmts):
+            self.stmt(s)
+            if i + 1 < len(stmts) and self.may_exit(s):
+                rest = stmts[i + 1 :]
+                self.region_if(self.running(), lambda: self.stmts(rest), None)
+                return
+
+    def may_exit(self, s: A.Stmt) -> bool:
+        return any(isinstance(n, A.Return | A.Break | A.Continue) for n in walk(s))
+
+    def running(self) -> SSAValue:
+        """True while no return/break/continue has fired."""
+        flags = [self.bindings["$ret"].values[0]] if self.use_ret_flag else []
+        if self.loops:
+            for key in (self.loops[-1].brk, self.loops[-1].cont):
+                if key is not None:
+                    flags.append(self.bindings[key].values[0])
+        if not flags:
+            return self.const(1, T.BOOL)[0]
+        acc = flags[0]
+        for x in flags[1:]:
+            acc = self.v(arith.OrIOp(acc, x))
+        return self.v(arith.XOrIOp(acc, self.const(1, T.BOOL)[0]))
+
+    def stmt(self, s: A.Stmt) -> None:
+        if isinstance(s, A.Block):
+            self.stmts(s.stmts)
+        elif isinstance(s, A.DeclGroup):
+            self.stmts(s.decls)  # type: ignore[arg-type]
+        elif isinstance(s, A.VarDecl):
+            t = s.decl_ty
+            vals = self.lower_as(s.init, t) if s.init is not None else self.const(0, t)
+            self.bindings[id(s.local)] = Binding(t, vals)  # type: ignore[attr-defined]
+        elif isinstance(s, A.ExprStmt):
+            self.expr(s.expr)
+        elif isinstance(s, A.Return):
+            if s.value is not None:
+                rb = self.bindings["$retval"]
+                rb.values = self.lower_as(s.value, rb.ty)
+            if self.use_ret_flag:
+                self.bindings["$ret"].values = self.const(1, T.BOOL)
+        elif isinstance(s, A.Break | A.Continue):
+            if not self.loops:
+                raise err(UNSUPPORTED, "'break' outside a loop or at an unsupported place in a switch", s)
+            key = self.loops[-1].brk if isinstance(s, A.Break) else self.loops[-1].cont
+            assert key is not None
+            self.bindings[key].values = self.const(1, T.BOOL)
+        elif isinstance(s, A.If):
+            (c,) = self.lower_as(s.cond, T.BOOL)
+            orelse = s.orelse
+            self.region_if(c, lambda: self.stmt(s.then), (lambda: self.stmt(orelse)) if orelse else None)
+        elif isinstance(s, A.Switch):
+            self.switch(s)
+        elif isinstance(s, A.For):
+            self.for_loop(s)
+        elif isinstance(s, A.While):
+            self.while_loop(s.cond, s.body, None, s.attrs, s.do_while, s)
+        else:
+            raise err(UNSUPPORTED, f"unsupported statement {type(s).__name__}", s)
+
+    def switch(self, s: A.Switch) -> None:
+        (x,) = self.expr(s.value)
+        cases = []
+        default = None
+        for i, case in enumerate(s.cases):
+            body = list(case.body)
+            if body and isinstance(body[-1], A.Break):
+                body.pop()
+            elif i + 1 < len(s.cases) and not (body and isinstance(body[-1], A.Return)):
+                raise err(UNSUPPORTED, "fall-through between switch cases is not supported", case)
+            if any(isinstance(n, A.Break) for n in walk(body)):
+                raise err(UNSUPPORTED, "'break' inside a switch case must be its last statement", case)
+            if case.values is None:
+                default = body
+            else:
+                cases.append((case.values, body))
+
+        def chain(k: int) -> None:
+            if k == len(cases):
+                if default is not None:
+                    self.stmts(default)
+                return
+            values, body = cases[k]
+            hit = None
+            for v in values:
+                (cv,) = self.lower_as(v, s.value.ty)
+                h = self.v(arith.CmpiOp(x, cv, "eq"))
+                hit = h if hit is None else self.v(arith.OrIOp(hit, h))
+            self.region_if(hit, lambda: self.stmts(body), lambda: chain(k + 1))
+
+        chain(0)
+
+    # ---- structured control flow over bindings ----
+    def snapshot(self) -> dict[object, list[SSAValue]]:
+        return {k: list(b.values) for k, b in self.bindings.items()}
+
+    def restore(self, snap: dict[object, list[SSAValue]]) -> None:
+        for k in list(self.bindings):
+            if k not in snap:
+                del self.bindings[k]
+        for k, vals in snap.items():
+            self.bindings[k].values = list(vals)
+
+    def in_block(self, block: Block, fn) -> None:
+        saved = self.block
+        self.block = block
+        if fn is not None:
+            fn()
+        self.block = saved
+
+    def region_if(self, cond: SSAValue, then_fn, else_fn) -> None:
+        before = self.snapshot()
+        blocks, afters = [], []
+        for fn in (then_fn, else_fn):
+            blk = Block()
+            self.in_block(blk, fn)
+            afters.append({k: list(self.bindings[k].values) for k in before})
+            blocks.append(blk)
+            self.restore(before)
+        changed = [k for k in before if any(not _same(a[k], before[k]) for a in afters)]
+        types = [x.type for k in changed for x in before[k]]
+        for blk, after in zip(blocks, afters):
+            blk.add_op(scf.YieldOp(*[x for k in changed for x in after[k]]))
+        op = self.emit(scf.IfOp(cond, types, Region(blocks[0]), Region(blocks[1])))
+        self.assign_results(changed, list(op.results))
+
+    def assign_results(self, keys: list, results: list[SSAValue]) -> None:
+        for k in keys:
+            n = len(self.bindings[k].values)
+            self.bindings[k].values, results = results[:n], results[n:]
+
+    def carried(self, *nodes) -> list:
+        """Bindings a loop may change: assigned variables, out-arguments, and the flags."""
+        keys = []
+        for n in walk(list(nodes)):
+            targets = []
+            if isinstance(n, A.Assign | A.IncDec):
+                targets.append(n.target)
+            elif isinstance(n, A.Call) and n.kind == "call":
+                targets += list(n.args)
+            for t in targets:
+                while isinstance(t, A.Member | A.Index):
+                    t = t.base
+                if isinstance(t, A.Name) and isinstance(t.sym, Local) and id(t.sym) in self.bindings:
+                    keys.append(id(t.sym))
+            if isinstance(n, A.Return):
+                keys += ["$retval", "$ret"] if self.use_ret_flag else ["$retval"]
+        return list(dict.fromkeys(keys))
+
+    def flat(self, keys: list) -> list[SSAValue]:
+        return [x for k in keys for x in self.bindings[k].values]
+
+    def bind_args(self, keys: list, args) -> None:
+        self.assign_results(keys, list(args))
+
+    def loop_ctx(self, body: A.Stmt) -> LoopCtx:
+        own = list(_own_jumps(body))
+        self.counter += 1
+        brk = f"$brk{self.counter}" if any(isinstance(n, A.Break) for n in own) else None
+        cont = f"$cont{self.counter}" if any(isinstance(n, A.Continue) for n in own) else None
+        if brk:
+            self.bindings[brk] = Binding(T.BOOL, self.const(0, T.BOOL))
+        return LoopCtx(brk, cont)
+
+    def loop_body(self, ctx: LoopCtx, body: A.Stmt, step: A.Expr | None) -> None:
+        if ctx.cont:
+            self.bindings[ctx.cont] = Binding(T.BOOL, self.const(0, T.BOOL))
+        self.loops.append(ctx)
+        self.stmt(body)
+        self.loops.pop()
+        if ctx.cont:
+            del self.bindings[ctx.cont]
+        if step is not None:
+            self.expr(step)
+
+    def for_loop(self, s: A.For) -> None:
+        shape = for_shape(s)
+        exits = any(isinstance(n, A.Return) for n in walk(s.body)) or any(
+            isinstance(n, A.Break) for n in _own_jumps(s.body))
+        if shape is None or exits:
+            if s.init is not None:
+                self.stmt(s.init)
+            cond = s.cond or A.BoolLit(True, span=s.span, ty=T.BOOL)
+            self.while_loop(cond, s.body, s.step, s.attrs, False, s)
+            return
+        var, lb_e, ub_e, step, inclusive = shape
+        it = T.Scalar(s.init.type.name)  # type: ignore[union-attr]
+        (lb,) = self.lower_as(lb_e, it)
+        (ub,) = self.lower_as(ub_e, it)
+        if inclusive:
+            ub = self.v(arith.AddiOp(ub, self.const(1, it)[0]))
+        (st,) = self.const(step, it)
+        ctx = self.loop_ctx(s.body)
+        keys = self.carried(s.body)
+        init = self.flat(keys)
+        blk = Block(arg_types=[T.ir_scalar(it)] + [x.type for x in init])
+        before = self.snapshot()
+
+        def body():
+            self.bind_args(keys, blk.args[1:])
+            self.bindings[id(s.init.local)] = Binding(it, [blk.args[0]])  # type: ignore[union-attr]
+            self.loop_body(ctx, s.body, None)
+            self.emit(scf.YieldOp(*self.flat(keys)))
+
+        self.in_block(blk, body)
+        self.restore(before)
+        op = self.emit(scf.ForOp(lb, ub, st, init, blk))
+        self.loop_attrs(op, s.attrs)
+        self.assign_results(keys, list(op.results))
+
+    def while_loop(self, cond: A.Expr, body: A.Stmt, step, attrs, do_while: bool, s: A.Stmt) -> None:
+        ctx = self.loop_ctx(body)
+        keys = self.carried(cond, body, step) + [k for k in (ctx.brk,) if k]
+        init = self.flat(keys)
+        types = [x.type for x in init]
+        before_blk, after_blk = Block(arg_types=types), Block(arg_types=types)
+        snap = self.snapshot()
+
+        def before():
+            self.bind_args(keys, before_blk.args)
+            if do_while:
+                self.loop_body(ctx, body, step)
+            (c,) = self.lower_as(cond, T.BOOL)
+            self.loops.append(LoopCtx(ctx.brk, None))
+            c = self.v(arith.AndIOp(c, self.running()))
+            self.loops.pop()
+            self.emit(scf.ConditionOp(c, *self.flat(keys)))
+
+        def after():
+            self.bind_args(keys, after_blk.args)
+            if not do_while:
+                self.loop_body(ctx, body, step)
+            self.emit(scf.YieldOp(*self.flat(keys)))
+
+        self.in_block(before_blk, before)
+        self.restore(snap)
+        self.in_block(after_blk, after)
+        self.restore(snap)
+        op = self.emit(scf.WhileOp(init, types, Region(before_blk), Region(after_blk)))
+        self.loop_attrs(op, attrs)
+        self.assign_results(keys, list(op.results))
+
+    def loop_attrs(self, op, attrs: list[A.Attr]) -> None:
+        for a in attrs:
+            if a.name == "MaxIters" and a.args and isinstance(a.args[0], A.Num):
+                op.attributes[diff.MAX_ITERS] = IntegerAttr(int(a.args[0].value), 64)
+            if a.name == "ForceUnroll":
+                op.attributes["diffc.unroll"] = UnitAttr()
+
+
+def _same(a: list[SSAValue], b: list[SSAValue]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+
+
+def _own_jumps(node):
+    """break/continue statements that belong to this loop (not to nested loops)."""
+    if isinstance(node, A.Break | A.Continue):
+        yield node
+        return
+    if isinstance(node, A.For | A.While):
+        return
+    if isinstance(node, list):
+        for x in node:
+            yield from _own_jumps(x)
+        return
+    if isinstance(node, A.Switch):
+        for c in node.cases:
+            yield from (j for j in _own_jumps(c.body) if isinstance(j, A.Continue))
+        return
+    if isinstance(node, A.Stmt):
+        for v in vars(node).values():
+            if isinstance(v, A.Stmt | list):
+                yield from _own_jumps(v)

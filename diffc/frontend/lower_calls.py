@@ -1,0 +1,246 @@
+"""Lowering of calls: user functions, fwd_diff/bwd_diff (diff.fwd_diff / diff.bwd_diff, with
+Slang's write-back of `.d`), diffPair, detach, intrinsics, constructors, dzero/dadd."""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func, math, vector
+from xdsl.dialects.builtin import FunctionType, UnitAttr
+from xdsl.ir import Block, Region, SSAValue
+
+from diffc.dialects import diff
+from diffc.frontend import ast as A
+from diffc.frontend import types as T
+from diffc.frontend.builtins import MATH_UNARY
+from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.errors import UNSUPPORTED
+
+
+class CallLowering:
+    def call(self, e: A.Call) -> list[SSAValue]:
+        k = e.kind
+        if k == "printf":
+            self.printf(e)
+            return []
+        if k == "diffPair":
+            elem = e.ty.elem
+            p = self.lower_as(e.args[0], elem)
+            d = self.lower_as(e.args[1], T.differential(elem)) if len(e.args) > 1 else None
+            return self.make_pairs(p, d, elem)
+        if k == "detach":
+            vals = self.expr(e.args[0])
+            return [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in vals]
+        if k == "builtin":
+            return self.builtin(e)
+        if k == "ctor":
+            return self.ctor(e)
+        if k == "dzero":
+            return self.const(0, e.target)
+        if k == "dadd":
+            a, b = self.lower_as(e.args[0], e.ty), self.lower_as(e.args[1], e.ty)
+            return [self.v(arith.AddfOp(x, y)) for x, y in zip(a, b)]
+        if k == "call":
+            return self.user_call(e)
+        raise err(UNSUPPORTED, "a function used as a value must be called", e)
+
+    # ---- user functions and their derivatives ----
+    def user_call(self, e: A.Call) -> list[SSAValue]:
+        fname, modes, params = e.target
+        fi = self.funcs[fname]
+        if any(m != "fwd" for m in modes[:-1]):
+            raise err(UNSUPPORTED, "only fwd_diff may be nested inside another fwd_diff/bwd_diff", e)
+        sym = self.deriv_symbol(fname, modes[:-1], e) if modes else fname
+        target = self.func_ops[sym]
+        if modes and modes[-1] == "bwd":
+            inner_params, inner_ret = derivative_signature(fi, modes[:-1])
+            return self.bwd_call(e, sym, target, inner_params, inner_ret)
+        operands: list[SSAValue] = []
+        for a, p in zip(e.args, params):
+            if p.direction == "in":
+                operands += self.lower_as(a, p.ty)
+            elif p.direction == "inout":
+                operands += self.expr(a)
+        if modes:
+            sig = diff.fwd_signature(target)
+            op = self.emit(diff.FwdDiffOp(sym, operands, sig.outputs.data))
+        else:
+            op = self.emit(func.CallOp(sym, operands, target.function_type.outputs.data))
+        res = list(op.results)
+        n = T.leaf_count(e.ty)
+        out, rest = res[:n], res[n:]
+        for a, p in zip(e.args, params):
+            if p.direction != "in":
+                m = T.leaf_count(p.ty)
+                self.store(a, rest[:m])
+                rest = rest[m:]
+        return out
+
+    def bwd_call(self, e: A.Call, sym: str, target, params, ret) -> list[SSAValue]:
+        args = iter(e.args)
+        primals: list[SSAValue] = []
+        douts: list[SSAValue] = []
+        writes: list[tuple[A.Expr, T.Type, list[SSAValue]]] = []
+        later: list[list[SSAValue]] = []
+        for p in params:
+            d = T.is_differentiable(p.ty) and not p.no_diff
+            if not d:
+                if p.direction != "out":
+                    primals += self.lower_as(next(args), p.ty)
+                continue
+            a = next(args)
+            if p.direction == "out":
+                later.append(self.lower_as(a, T.differential(p.ty)))
+                continue
+            ps, ds = self.pair_parts(self.expr(a), p.ty)
+            primals += ps
+            writes.append((a, p.ty, ps))
+            if p.direction == "inout":
+                later.append(ds)
+        if T.is_differentiable(ret):
+            douts += self.lower_as(next(args), T.differential(ret))
+        for ds in later:
+            douts += ds
+        sig = diff.bwd_signature(target)
+        op = self.emit(diff.BwdDiffOp(sym, primals + douts, sig.outputs.data))
+        grads = list(op.results)
+        for a, ty, ps in writes:  # Slang: the gradient overwrites `.d`
+            n = sum(1 for _, c in T.leaves(ty) if c)
+            self.store(a, self.make_pairs(ps, grads[:n], ty))
+            grads = grads[n:]
+        return []
+
+    def deriv_symbol(self, fname: str, modes: tuple[str, ...], e: A.Expr) -> str:
+        """A function equal to fwd_diff^k(f), so that a derivative of it can name a symbol."""
+        if not modes:
+            return fname
+        name = f"{fname}__" + "_".join(modes)
+        if name in self.func_ops:
+            return name
+        inner = self.deriv_symbol(fname, modes[:-1], e)
+        sig = diff.fwd_signature(self.func_ops[inner])
+        block = Block(arg_types=sig.inputs.data)
+        call = diff.FwdDiffOp(inner, list(block.args), sig.outputs.data)
+        block.add_ops([call, func.ReturnOp(*call.results)])
+        op = func.FuncOp(name, FunctionType.from_lists(sig.inputs.data, sig.outputs.data), Region(block),
+                         "private")
+        op.attributes[diff.DIFFERENTIABLE] = UnitAttr()
+        self.func_ops[name] = op
+        self.extra_funcs.append(op)
+        return name
+
+    # ---- constructors ----
+    def ctor(self, e: A.Call) -> list[SSAValue]:
+        t = e.target
+        if isinstance(t, T.Scalar):
+            return self.lower_as(e.args[0], t)
+        if isinstance(t, T.Struct):
+            out: list[SSAValue] = []
+            for a, (_, ft, _) in zip(e.args, t.fields):
+                out += self.lower_as(a, ft)
+            return out
+        assert isinstance(t, T.Vector)
+        if len(e.args) == 1 and not isinstance(e.args[0].ty, T.Vector):
+            return self.lower_as(e.args[0], t)
+        comps: list[SSAValue] = []
+        for a in e.args:
+            at = a.ty
+            if isinstance(at, T.Vector):
+                (x,) = self.convert(self.expr(a), at, T.Vector(t.elem, at.n))
+                el = T.ir_scalar(t.elem)
+                comps += [self.v(vector.ExtractOp(x, [i], el)) for i in range(at.n)]
+            else:
+                comps += self.lower_as(a, t.elem)
+        return self.build_vector(comps, t)
+
+    # ---- intrinsics ----
+    def builtin(self, e: A.Call) -> list[SSAValue]:
+        name, ct = e.target
+        xs = [self.lower_as(a, ct)[0] for a in e.args]
+        fl = T.is_floating(ct)
+        el = T.elem_of(ct)
+        c = lambda v: self.const(v, ct)[0]  # noqa: E731
+        if name in MATH_UNARY:
+            return [self.math_unary(name, xs[0])]
+        if name == "abs":
+            return [self.v(math.AbsFOp(xs[0]) if fl else math.AbsIOp(xs[0]))]
+        if name in ("min", "max"):
+            return [self.minmax(name, xs[0], xs[1], ct)]
+        if name == "clamp":
+            return [self.minmax("min", self.minmax("max", xs[0], xs[1], ct), xs[2], ct)]
+        if name == "saturate":
+            return [self.minmax("min", self.minmax("max", xs[0], c(0.0), ct), c(1.0), ct)]
+        if name == "frac":
+            return [self.v(arith.SubfOp(xs[0], self.v(math.FloorOp(xs[0]))))]
+        if name == "pow":
+            return [self.v(math.PowFOp(xs[0], xs[1]))]
+        if name == "atan2":
+            return [self.v(math.Atan2Op(xs[0], xs[1]))]
+        if name == "fmod":
+            return [self.fmod(xs[0], xs[1])]
+        if name == "fma":
+            return [self.v(math.FmaOp(xs[0], xs[1], xs[2]))]
+        if name == "mad":
+            return [self.v(arith.AddfOp(self.v(arith.MulfOp(xs[0], xs[1])), xs[2]))]
+        if name == "lerp":
+            d = self.v(arith.SubfOp(xs[1], xs[0]))
+            return [self.v(arith.AddfOp(xs[0], self.v(arith.MulfOp(d, xs[2]))))]
+        if name == "smoothstep":
+            num = self.v(arith.SubfOp(xs[2], xs[0]))
+            den = self.v(arith.SubfOp(xs[1], xs[0]))
+            t = self.minmax("min", self.minmax("max", self.v(arith.DivfOp(num, den)), c(0.0), ct), c(1.0), ct)
+            poly = self.v(arith.SubfOp(c(3.0), self.v(arith.MulfOp(c(2.0), t))))
+            return [self.v(arith.MulfOp(self.v(arith.MulfOp(t, t)), poly))]
+        if name == "sign":
+            pos = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], c(0.0), "ogt")), xs[0].type))
+            neg = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], c(0.0), "olt")), xs[0].type))
+            return [self.v(arith.SubfOp(pos, neg))]
+        if name == "step":
+            return [self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[1], xs[0], "oge")), xs[0].type))]
+        if name == "dot":
+            return [self.dot(xs[0], xs[1], ct)]
+        if name == "length":
+            return [self.length(xs[0], ct)]
+        if name == "distance":
+            return [self.length(self.v(arith.SubfOp(xs[0], xs[1])), ct)]
+        if name == "normalize":
+            if not isinstance(ct, T.Vector):
+                return [self.v(arith.DivfOp(xs[0], self.v(math.AbsFOp(xs[0]))))]
+            inv = self.v(math.RsqrtOp(self.dot(xs[0], xs[0], ct)))
+            return [self.v(arith.MulfOp(xs[0], self.convert([inv], el, ct)[0]))]
+        if name == "reflect":
+            d = self.dot(xs[1], xs[0], ct)
+            two_d = self.v(arith.MulfOp(self.const(2.0, el)[0], d))
+            return [self.v(arith.SubfOp(xs[0], self.v(arith.MulfOp(self.convert([two_d], el, ct)[0], xs[1]))))]
+        if name == "cross":
+            s = T.ir_scalar(el)
+            a = [self.v(vector.ExtractOp(xs[0], [i], s)) for i in range(3)]
+            b = [self.v(vector.ExtractOp(xs[1], [i], s)) for i in range(3)]
+
+            def m(i, j):
+                return self.v(arith.SubfOp(self.v(arith.MulfOp(a[i], b[j])), self.v(arith.MulfOp(a[j], b[i]))))
+
+            return self.build_vector([m(1, 2), m(2, 0), m(0, 1)], ct)
+        raise err(UNSUPPORTED, f"intrinsic '{name}' is not supported", e)
+
+    def minmax(self, which: str, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
+        if T.is_floating(t):
+            cls = arith.MinimumfOp if which == "min" else arith.MaximumfOp
+        elif T.elem_of(t) == T.UINT:
+            cls = arith.MinUIOp if which == "min" else arith.MaxUIOp
+        else:
+            cls = arith.MinSIOp if which == "min" else arith.MaxSIOp
+        return self.v(cls(a, b))
+
+    def dot(self, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
+        prod = self.v(arith.MulfOp(a, b))
+        if not isinstance(t, T.Vector):
+            return prod
+        s = T.ir_scalar(t.elem)
+        acc = self.v(vector.ExtractOp(prod, [0], s))
+        for i in range(1, t.n):
+            acc = self.v(arith.AddfOp(acc, self.v(vector.ExtractOp(prod, [i], s))))
+        return acc
+
+    def length(self, x: SSAValue, t: T.Type) -> SSAValue:
+        if not isinstance(t, T.Vector):
+            return self.v(math.AbsFOp(x))
+        return self.v(math.SqrtOp(self.dot(x, x, t)))

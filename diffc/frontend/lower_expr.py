@@ -1,0 +1,402 @@
+"""Lowering of expressions to arith/math/vector/memref + diff ops. Every value is a list of SSA
+leaves (see types.py). The statement-level lowerer (lower.py) mixes this class in."""
+
+from __future__ import annotations
+
+import re
+
+from xdsl.dialects import arith, math, memref, vector
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, VectorType
+from xdsl.ir import Operation, SSAValue
+
+from diffc.dialects import diff
+from diffc.frontend import ast as A
+from diffc.frontend import types as T
+from diffc.frontend.builtins import MATH_UNARY
+from diffc.frontend.checker import SWIZZLE, Local
+
+CMP_F = {"==": "oeq", "!=": "une", "<": "olt", ">": "ogt", "<=": "ole", ">=": "oge"}
+CMP_S = {"==": "eq", "!=": "ne", "<": "slt", ">": "sgt", "<=": "sle", ">=": "sge"}
+CMP_U = {"==": "eq", "!=": "ne", "<": "ult", ">": "ugt", "<=": "ule", ">=": "uge"}
+ARITH_F = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp}
+ARITH_I = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.DivSIOp, "%": arith.RemSIOp,
+           "&": arith.AndIOp, "|": arith.OrIOp, "^": arith.XOrIOp, "<<": arith.ShLIOp, ">>": arith.ShRSIOp}
+_PRINTF_SPEC = re.compile(r"%%|%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|v\d)?[diuxXfFeEgGcsp]")
+
+
+class ExprLowering:
+    block: object
+    funcs: dict
+
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)  # type: ignore[attr-defined]
+        return op
+
+    def v(self, op: Operation) -> SSAValue:
+        return self.emit(op).results[0]
+
+    # ---- constants and conversions ----
+    def const(self, value: float | int | bool, t: T.Type) -> list[SSAValue]:
+        if isinstance(t, T.Vector):
+            s = self.const(value, t.elem)[0]
+            return [self.v(vector.BroadcastOp(s, VectorType(T.ir_scalar(t.elem), [t.n])))]
+        if isinstance(t, T.Scalar):
+            ir = T.ir_scalar(t)
+            if T.is_float_scalar(t):
+                return [self.v(arith.ConstantOp(FloatAttr(float(value), ir)))]
+            return [self.v(arith.ConstantOp(IntegerAttr(int(value), ir)))]
+        if isinstance(t, T.Array):
+            return self.const(value, t.elem) * t.n
+        if isinstance(t, T.Struct):
+            out: list[SSAValue] = []
+            for _, ft, _ in t.fields:
+                out += self.const(value, ft)
+            return out
+        if isinstance(t, T.Pair):
+            return [self.v(diff.MakePairOp(x, self.zero_of(x.type))) if isinstance(x.type, diff.PairType)
+                    or carries else x for x, carries in zip(self.const(value, t.elem), [c for _, c in T.leaves(t.elem)])]
+        raise TypeError(t)
+
+    def zero_of(self, ir) -> SSAValue:
+        if isinstance(ir, diff.PairType):
+            return self.v(diff.ZeroOp(diff.differential_type(ir)))
+        if isinstance(ir, VectorType):
+            s = self.v(arith.ConstantOp(FloatAttr(0.0, ir.element_type)))
+            return self.v(vector.BroadcastOp(s, ir))
+        if isinstance(ir, IntegerType):
+            return self.v(arith.ConstantOp(IntegerAttr(0, ir)))
+        return self.v(arith.ConstantOp(FloatAttr(0.0, ir)))
+
+    def convert(self, vals: list[SSAValue], src: T.Type, dst: T.Type) -> list[SSAValue]:
+        if src == dst or not (T.is_numeric(src) and T.is_numeric(dst)):
+            return vals
+        (x,) = vals
+        se, de = T.elem_of(src), T.elem_of(dst)
+        assert se is not None and de is not None
+        if isinstance(src, T.Vector) and isinstance(dst, T.Scalar):
+            x = self.v(vector.ExtractOp(x, [0], T.ir_scalar(se)))
+            src = se
+        if se != de:
+            x = self.convert_elem(x, se, de, src)
+        if isinstance(dst, T.Vector) and not isinstance(src, T.Vector):
+            x = self.v(vector.BroadcastOp(x, VectorType(T.ir_scalar(de), [dst.n])))
+        return [x]
+
+    def convert_elem(self, x: SSAValue, se: T.Scalar, de: T.Scalar, src: T.Type) -> SSAValue:
+        out = T.ir_scalar(de) if not isinstance(src, T.Vector) else VectorType(T.ir_scalar(de), [src.n])
+        sf, df = T.is_float_scalar(se), T.is_float_scalar(de)
+        if de.kind == "bool":
+            zero = self.const(0, T.with_elem(src, se))[0]
+            if sf:
+                return self.v(arith.CmpfOp(x, zero, "une"))
+            return self.v(arith.CmpiOp(x, zero, "ne"))
+        if sf and df:
+            wa, wb = x.type, out
+            ba = T.RANK[se.kind]
+            bb = T.RANK[de.kind]
+            return self.v(arith.ExtFOp(x, out) if bb > ba else arith.TruncFOp(x, out))
+        if sf:
+            return self.v(arith.FPToUIOp(x, out) if de.kind == "uint" else arith.FPToSIOp(x, out))
+        if df:
+            if se.kind == "bool":
+                return self.v(arith.UIToFPOp(x, out))
+            return self.v(arith.UIToFPOp(x, out) if se.kind == "uint" else arith.SIToFPOp(x, out))
+        if se.kind == "bool":
+            return self.v(arith.ExtUIOp(x, out))
+        return x  # int <-> uint: same bits
+
+    def lower_as(self, e: A.Expr, t: T.Type) -> list[SSAValue]:
+        if isinstance(e, A.InitList):
+            return self.init_list(e, t)
+        if isinstance(e, A.Num) and T.is_numeric(t):
+            return self.const(e.value, t)
+        if isinstance(e, A.Unary) and e.op == "-" and isinstance(e.operand, A.Num) and T.is_numeric(t) \
+                and (T.is_floating(t) or not e.operand.is_float):
+            return self.const(-e.operand.value, t)
+        return self.convert(self.expr(e), e.ty, t)
+
+    def init_list(self, e: A.InitList, t: T.Type) -> list[SSAValue]:
+        if isinstance(t, T.Array):
+            parts = [t.elem] * t.n
+        elif isinstance(t, T.Struct):
+            parts = [ft for _, ft, _ in t.fields]
+        elif isinstance(t, T.Vector):
+            return self.build_vector([self.lower_as(x, t.elem)[0] for x in e.items]
+                                     + self.const(0, t.elem) * (t.n - len(e.items)), t)
+        elif isinstance(t, T.Pair):
+            p = self.lower_as(e.items[0], t.elem)
+            d = self.lower_as(e.items[1], T.differential(t.elem)) if len(e.items) > 1 else None
+            return self.make_pairs(p, d, t.elem)
+        else:
+            return self.lower_as(e.items[0], t) if e.items else self.const(0, t)
+        out: list[SSAValue] = []
+        for i, pt in enumerate(parts):
+            out += self.lower_as(e.items[i], pt) if i < len(e.items) else self.const(0, pt)
+        return out
+
+    def build_vector(self, comps: list[SSAValue], t: T.Vector) -> list[SSAValue]:
+        vt = VectorType(T.ir_scalar(t.elem), [t.n])
+        vec = self.v(vector.BroadcastOp(comps[0], vt))
+        for i, c in enumerate(comps[1:], 1):
+            vec = self.v(vector.InsertOp(c, vec, [i]))
+        return [vec]
+
+    def make_pairs(self, p: list[SSAValue], d: list[SSAValue] | None, elem: T.Type) -> list[SSAValue]:
+        out, di = [], 0
+        for x, (_, carries) in zip(p, T.leaves(elem)):
+            if carries:
+                dx = d[di] if d is not None else self.zero_of(x.type)
+                di += 1
+                out.append(self.v(diff.MakePairOp(x, dx)))
+            else:
+                out.append(x)
+        return out
+
+    def pair_parts(self, vals: list[SSAValue], elem: T.Type) -> tuple[list[SSAValue], list[SSAValue]]:
+        ps, ds = [], []
+        for x, (_, carries) in zip(vals, T.leaves(elem)):
+            if carries:
+                ps.append(self.v(diff.PrimalOp(x)))
+                ds.append(self.v(diff.DifferentialOp(x)))
+            else:
+                ps.append(x)
+        return ps, ds
+
+    # ---- expressions ----
+    def expr(self, e: A.Expr) -> list[SSAValue]:
+        if isinstance(e, A.Num):
+            return self.const(e.value, e.ty)
+        if isinstance(e, A.BoolLit):
+            return self.const(int(e.value), T.BOOL)
+        if isinstance(e, A.Name):
+            return self.read_name(e)
+        if isinstance(e, A.Unary):
+            (x,) = self.expr(e.operand)
+            if e.op == "+":
+                return [x]
+            if e.op == "-":
+                if T.is_floating(e.ty):
+                    return [self.v(arith.NegfOp(x))]
+                return [self.v(arith.SubiOp(self.const(0, e.ty)[0], x))]
+            if e.op == "!":
+                (b,) = self.convert([x], e.operand.ty, T.with_elem(e.operand.ty, T.BOOL))
+                return [self.v(arith.XOrIOp(b, self.const(1, e.ty)[0]))]
+            return [self.v(arith.XOrIOp(x, self.const(-1, e.ty)[0]))]
+        if isinstance(e, A.Binary):
+            return self.binary(e)
+        if isinstance(e, A.Ternary):
+            return self.ternary(e)
+        if isinstance(e, A.Assign):
+            return self.assign(e)
+        if isinstance(e, A.IncDec):
+            old = self.expr(e.target)
+            one = A.Num(1, False, span=e.span, ty=T.INT)
+            new = self.arith("+" if e.op == "++" else "-", old, self.convert(self.expr(one), T.INT, e.ty), e.ty)
+            self.store(e.target, new)
+            return new if e.prefix else old
+        if isinstance(e, A.Member):
+            return self.member(e)
+        if isinstance(e, A.Index):
+            return self.index(e)
+        if isinstance(e, A.Cast):
+            return self.convert(self.expr(e.operand), e.operand.ty, e.ty)
+        if isinstance(e, A.Call):
+            return self.call(e)  # type: ignore[attr-defined]
+        raise NotImplementedError(type(e).__name__)
+
+    def read_name(self, e: A.Name) -> list[SSAValue]:
+        sym = e.sym
+        assert isinstance(sym, Local)
+        if sym.is_global:
+            t = sym.ty
+            assert isinstance(t, T.Buffer)
+            return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(t)[0]))]
+        return list(self.binding(sym).values)  # type: ignore[attr-defined]
+
+    def arith(self, op: str, a: list[SSAValue], b: list[SSAValue], t: T.Type) -> list[SSAValue]:
+        if op == "%" and T.is_floating(t):
+            return [self.fmod(a[0], b[0])]
+        cls = ARITH_F[op] if T.is_floating(t) else ARITH_I[op]
+        if not T.is_floating(t) and T.elem_of(t) == T.UINT:
+            cls = {"/": arith.DivUIOp, "%": arith.RemUIOp, ">>": arith.ShRUIOp}.get(op, cls)
+        return [self.v(cls(a[0], b[0]))]
+
+    def binary(self, e: A.Binary) -> list[SSAValue]:
+        if e.op in ("&&", "||"):
+            (a,) = self.lower_as(e.lhs, T.BOOL)
+            then_fn = (lambda: self.lower_as(e.rhs, T.BOOL)) if e.op == "&&" else (lambda: [a])
+            else_fn = (lambda: [a]) if e.op == "&&" else (lambda: self.lower_as(e.rhs, T.BOOL))
+            return self.select_region(a, then_fn, else_fn, [IntegerType(1)])  # type: ignore[attr-defined]
+        c = T.common_type(e.lhs.ty, e.rhs.ty)
+        assert c is not None
+        a, b = self.lower_as(e.lhs, c), self.lower_as(e.rhs, c)
+        if e.op in CMP_F:
+            el = T.elem_of(c)
+            if T.is_floating(c):
+                return [self.v(arith.CmpfOp(a[0], b[0], CMP_F[e.op]))]
+            table = CMP_U if el in (T.UINT, T.BOOL) else CMP_S
+            return [self.v(arith.CmpiOp(a[0], b[0], table[e.op]))]
+        return self.arith(e.op, a, b, c)
+
+    def ternary(self, e: A.Ternary) -> list[SSAValue]:
+        (c,) = self.lower_as(e.cond, T.BOOL)
+        a, b = self.lower_as(e.a, e.ty), self.lower_as(e.b, e.ty)
+        return [self.v(arith.SelectOp(c, x, y)) for x, y in zip(a, b)]
+
+    def assign(self, e: A.Assign) -> list[SSAValue]:
+        t = e.target.ty
+        if e.op == "=":
+            new = self.lower_as(e.value, t)
+        else:
+            op = e.op[:-1]
+            if isinstance(e.target, A.Index) and isinstance(e.target.base.ty, T.Buffer) and e.target.base.ty.atomic:
+                return self.atomic_add(e.target, self.lower_as(e.value, t), negate=op == "-")
+            c = T.common_type(t, e.value.ty)
+            assert c is not None
+            old = self.convert(self.expr(e.target), t, c)
+            new = self.convert(self.arith(op, old, self.lower_as(e.value, c), c), c, t)
+        self.store(e.target, new)
+        return new
+
+    def atomic_add(self, target: A.Index, val: list[SSAValue], negate: bool) -> list[SSAValue]:
+        (buf,) = self.expr(target.base)
+        idx = self.index_value(target.index)
+        x = val[0]
+        if negate:
+            x = self.v(arith.NegfOp(x))
+        kind = 0 if T.is_floating(target.ty) else 1  # MLIR AtomicRMWKind: addf = 0, addi = 1
+        op = memref.AtomicRMWOp.build(operands=[x, buf, [idx]], result_types=[x.type],
+                                      properties={"kind": IntegerAttr(kind, 64)})
+        return [self.v(op)]
+
+    def index_value(self, e: A.Expr) -> SSAValue:
+        (i,) = self.expr(e)
+        return self.v(arith.IndexCastOp(i, IndexType()))
+
+    # ---- members and indexing ----
+    def member(self, e: A.Member) -> list[SSAValue]:
+        base = self.expr(e.base)
+        t = e.base.ty
+        if isinstance(t, T.Pair):
+            ps, ds = self.pair_parts(base, t.elem)
+            return ps if e.name in ("p", "primal", "getPrimal") else ds
+        if isinstance(t, T.Struct):
+            i, _, _ = t.field(e.name)  # type: ignore[misc]
+            start, n = T.field_offset(t, i)
+            return base[start : start + n]
+        idx = [SWIZZLE[ch] for ch in e.name]
+        if isinstance(t, T.Scalar):
+            return self.build_vector(base * len(idx), e.ty) if len(idx) > 1 else base
+        el = T.ir_scalar(t.elem)
+        comps = [self.v(vector.ExtractOp(base[0], [k], el)) for k in idx]
+        return comps if len(comps) == 1 else self.build_vector(comps, e.ty)
+
+    def index(self, e: A.Index) -> list[SSAValue]:
+        t = e.base.ty
+        if isinstance(t, T.Buffer):
+            (buf,) = self.expr(e.base)
+            return [self.v(memref.LoadOp.get(buf, [self.index_value(e.index)]))]
+        base = self.expr(e.base)
+        if isinstance(t, T.Vector):
+            (i,) = self.expr(e.index)
+            return [self.v(vector.ExtractOp(base[0], [self.index_value_of(i)], T.ir_scalar(t.elem)))]
+        n = T.leaf_count(t.elem)
+        k = self.const_index(e.index)
+        if k is not None:
+            return base[k * n : (k + 1) * n]
+        (i,) = self.lower_as(e.index, T.INT)
+        out = base[0:n]
+        for j in range(1, t.n):
+            hit = self.v(arith.CmpiOp(i, self.const(j, T.INT)[0], "eq"))
+            out = [self.v(arith.SelectOp(hit, base[j * n + q], out[q])) for q in range(n)]
+        return out
+
+    def index_value_of(self, i: SSAValue) -> SSAValue:
+        return self.v(arith.IndexCastOp(i, IndexType()))
+
+    @staticmethod
+    def const_index(e: A.Expr) -> int | None:
+        return int(e.value) if isinstance(e, A.Num) and not e.is_float else None
+
+    def store(self, target: A.Expr, vals: list[SSAValue]) -> None:
+        """Writes `vals` into an lvalue, rebuilding the enclosing aggregate value."""
+        if isinstance(target, A.Name):
+            self.binding(target.sym).values = list(vals)  # type: ignore[attr-defined]
+            return
+        if isinstance(target, A.Member):
+            t = target.base.ty
+            base = self.expr(target.base)
+            if isinstance(t, T.Pair):
+                ps, ds = self.pair_parts(base, t.elem)
+                if target.name in ("p", "primal"):
+                    new = self.make_pairs(vals, ds, t.elem)
+                else:
+                    new = self.make_pairs(ps, vals, t.elem)
+            elif isinstance(t, T.Struct):
+                i, _, _ = t.field(target.name)  # type: ignore[misc]
+                start, n = T.field_offset(t, i)
+                new = base[:start] + vals + base[start + n :]
+            else:
+                idx = [SWIZZLE[ch] for ch in target.name]
+                if isinstance(t, T.Scalar):
+                    new = vals if len(idx) == 1 else base
+                else:
+                    vec = base[0]
+                    el = T.ir_scalar(t.elem)
+                    for j, k in enumerate(idx):
+                        comp = vals[0] if len(idx) == 1 else self.v(vector.ExtractOp(vals[0], [j], el))
+                        vec = self.v(vector.InsertOp(comp, vec, [k]))
+                    new = [vec]
+            self.store(target.base, new)
+            return
+        if isinstance(target, A.Index):
+            t = target.base.ty
+            if isinstance(t, T.Buffer):
+                (buf,) = self.expr(target.base)
+                self.emit(memref.StoreOp.get(vals[0], buf, [self.index_value(target.index)]))
+                return
+            base = self.expr(target.base)
+            if isinstance(t, T.Vector):
+                (i,) = self.expr(target.index)
+                new = [self.v(vector.InsertOp(vals[0], base[0], [self.index_value_of(i)]))]
+            else:
+                n = T.leaf_count(t.elem)
+                k = self.const_index(target.index)
+                if k is not None:
+                    new = base[: k * n] + vals + base[(k + 1) * n :]
+                else:
+                    (i,) = self.lower_as(target.index, T.INT)
+                    new = list(base)
+                    for j in range(t.n):
+                        hit = self.v(arith.CmpiOp(i, self.const(j, T.INT)[0], "eq"))
+                        for q in range(n):
+                            new[j * n + q] = self.v(arith.SelectOp(hit, vals[q], base[j * n + q]))
+            self.store(target.base, new)
+            return
+        raise NotImplementedError(type(target).__name__)
+
+    # ---- printf ----
+    def printf(self, e: A.Call) -> None:
+        from xdsl.dialects import printf
+
+        fmt = e.args[0].value  # type: ignore[attr-defined]
+        py = []
+        pos = 0
+        for m in _PRINTF_SPEC.finditer(fmt):
+            py.append(fmt[pos : m.start()].replace("{", "{{").replace("}", "}}"))
+            py.append("%" if m.group() == "%%" else "{}")
+            pos = m.end()
+        py.append(fmt[pos:].replace("{", "{{").replace("}", "}}"))
+        vals = []
+        for a in e.args[1:]:
+            vals += self.expr(a)
+        op = printf.PrintFormatOp("".join(py), *vals)
+        op.attributes["c_format"] = __import__("xdsl.dialects.builtin", fromlist=["StringAttr"]).StringAttr(fmt)
+        self.emit(op)
+
+    def fmod(self, x: SSAValue, y: SSAValue) -> SSAValue:
+        q = self.v(math.TruncOp(self.v(arith.DivfOp(x, y))))
+        return self.v(arith.SubfOp(x, self.v(arith.MulfOp(y, q))))
+
+    def math_unary(self, name: str, x: SSAValue) -> SSAValue:
+        return self.v(getattr(math, MATH_UNARY[name])(x))

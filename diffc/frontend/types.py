@@ -1,0 +1,255 @@
+"""Semantic types of the Slang subset and how each maps to IR values.
+
+A value of any type is lowered to a flat list of SSA values, its *leaves*: a scalar or vector is
+one leaf, an array of N elements N times its element's leaves, a struct the concatenation of its
+fields' leaves, `DifferentialPair<T>` one `!diff.pair` per leaf of T that carries a derivative
+(plain values for the others). So the IR needs no struct type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    MemRefType,
+    VectorType,
+    DYNAMIC_INDEX,
+)
+from xdsl.ir import Attribute
+
+from diffc.dialects.diff import PairType
+
+
+class Type:
+    def __str__(self) -> str:
+        return self.name()  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Scalar(Type):
+    kind: str  # float half double int uint bool
+
+    def name(self) -> str:
+        return self.kind
+
+
+@dataclass(frozen=True)
+class Vector(Type):
+    elem: Scalar
+    n: int
+
+    def name(self) -> str:
+        return f"{self.elem.kind}{self.n}"
+
+
+@dataclass(frozen=True)
+class Array(Type):
+    elem: Type
+    n: int
+
+    def name(self) -> str:
+        return f"{self.elem}[{self.n}]"
+
+
+@dataclass(eq=False)
+class Struct(Type):
+    sname: str
+    fields: list[tuple[str, Type, bool]] = field(default_factory=list)  # name, type, no_diff
+    differentiable: bool = False
+    diff_struct: Struct | None = None  # the synthesized Differential
+
+    def name(self) -> str:
+        return self.sname
+
+    def field(self, name: str) -> tuple[int, Type, bool] | None:
+        for i, (n, t, nd) in enumerate(self.fields):
+            if n == name:
+                return i, t, nd
+        return None
+
+
+@dataclass(frozen=True)
+class Pair(Type):
+    elem: Type
+
+    def name(self) -> str:
+        return f"DifferentialPair<{self.elem}>"
+
+
+@dataclass(frozen=True)
+class Buffer(Type):
+    elem: Type
+    atomic: bool = False
+
+    def name(self) -> str:
+        inner = f"Atomic<{self.elem}>" if self.atomic else str(self.elem)
+        return f"RWStructuredBuffer<{inner}>"
+
+
+@dataclass(frozen=True)
+class Void(Type):
+    def name(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class StringT(Type):
+    def name(self) -> str:
+        return "string"
+
+
+@dataclass(frozen=True)
+class FuncRef(Type):
+    """`f` or `fwd_diff(f)` used as a callee: `mode` is "" or a chain like "fwd", "bwd"."""
+
+    func: str
+    mode: tuple[str, ...] = ()
+
+    def name(self) -> str:
+        s = self.func
+        for m in self.mode:
+            s = f"{m}_diff({s})"
+        return s
+
+
+FLOAT, HALF, DOUBLE = Scalar("float"), Scalar("half"), Scalar("double")
+INT, UINT, BOOL = Scalar("int"), Scalar("uint"), Scalar("bool")
+VOID = Void()
+RANK = {"bool": 0, "int": 1, "uint": 2, "half": 3, "float": 4, "double": 5}
+
+
+def is_float_scalar(t: Type) -> bool:
+    return isinstance(t, Scalar) and t.kind in ("float", "half", "double")
+
+
+def elem_of(t: Type) -> Scalar | None:
+    if isinstance(t, Scalar):
+        return t
+    if isinstance(t, Vector):
+        return t.elem
+    return None
+
+
+def is_numeric(t: Type) -> bool:
+    return isinstance(t, Scalar | Vector)
+
+
+def is_floating(t: Type) -> bool:
+    e = elem_of(t)
+    return e is not None and is_float_scalar(e)
+
+
+def with_elem(t: Type, e: Scalar) -> Type:
+    return Vector(e, t.n) if isinstance(t, Vector) else e
+
+
+def is_differentiable(t: Type) -> bool:
+    if is_numeric(t):
+        return is_floating(t)
+    if isinstance(t, Array):
+        return is_differentiable(t.elem)
+    if isinstance(t, Struct):
+        return t.differentiable
+    return isinstance(t, Pair)
+
+
+def differential(t: Type) -> Type:
+    if isinstance(t, Struct):
+        assert t.diff_struct is not None
+        return t.diff_struct
+    if isinstance(t, Array):
+        return Array(differential(t.elem), t.n)
+    if isinstance(t, Pair):
+        return Pair(differential(t.elem))
+    return t
+
+
+def make_differential_struct(s: Struct) -> Struct:
+    d = Struct(s.sname + ".Differential", differentiable=True)
+    d.fields = [(n, differential(t), False) for n, t, nd in s.fields if not nd and is_differentiable(t)]
+    d.diff_struct = d
+    return d
+
+
+def ir_scalar(s: Scalar) -> Attribute:
+    return {
+        "float": Float32Type(),
+        "half": Float16Type(),
+        "double": Float64Type(),
+        "int": IntegerType(32),
+        "uint": IntegerType(32),
+        "bool": IntegerType(1),
+    }[s.kind]
+
+
+def leaves(t: Type) -> list[tuple[Attribute, bool]]:
+    """IR type of each leaf and whether that leaf carries a derivative."""
+    if isinstance(t, Scalar):
+        return [(ir_scalar(t), is_float_scalar(t))]
+    if isinstance(t, Vector):
+        return [(VectorType(ir_scalar(t.elem), [t.n]), is_float_scalar(t.elem))]
+    if isinstance(t, Array):
+        return leaves(t.elem) * t.n
+    if isinstance(t, Struct):
+        out = []
+        for _, ft, nd in t.fields:
+            out += [(ir, d and not nd and t.differentiable) for ir, d in leaves(ft)]
+        return out
+    if isinstance(t, Pair):
+        return [(PairType(ir) if d else ir, d) for ir, d in leaves(t.elem)]
+    if isinstance(t, Buffer):
+        (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
+        return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
+    if isinstance(t, Void):
+        return []
+    raise TypeError(f"no IR for {t}")
+
+
+def leaf_types(t: Type) -> list[Attribute]:
+    return [ir for ir, _ in leaves(t)]
+
+
+def leaf_count(t: Type) -> int:
+    return len(leaves(t))
+
+
+def field_offset(s: Struct, index: int) -> tuple[int, int]:
+    """First leaf and leaf count of field `index` of struct s."""
+    start = sum(leaf_count(t) for _, t, _ in s.fields[:index])
+    return start, leaf_count(s.fields[index][1])
+
+
+def common_type(a: Type, b: Type) -> Type | None:
+    """The type both operands of an arithmetic operator convert to (Slang's promotion)."""
+    ea, eb = elem_of(a), elem_of(b)
+    if ea is None or eb is None:
+        return None
+    e = ea if RANK[ea.kind] >= RANK[eb.kind] else eb
+    if isinstance(a, Vector) and isinstance(b, Vector):
+        if a.n != b.n:
+            return None
+        return Vector(e, a.n)
+    if isinstance(a, Vector):
+        return Vector(e, a.n)
+    if isinstance(b, Vector):
+        return Vector(e, b.n)
+    return e
+
+
+def convertible(src: Type, dst: Type) -> bool:
+    """Implicit conversions: equal types, numeric scalar to scalar/vector, vector to vector of the
+    same length (element conversion), init lists are handled by the checker."""
+    if src == dst:
+        return True
+    if isinstance(src, Scalar) and isinstance(dst, Scalar | Vector):
+        return True
+    if isinstance(src, Vector) and isinstance(dst, Vector):
+        return src.n == dst.n
+    if isinstance(src, Vector) and isinstance(dst, Scalar):
+        return True  # truncation, as HLSL allows (with a warning)
+    if isinstance(src, Array) and isinstance(dst, Array):
+        return src.n == dst.n and convertible(src.elem, dst.elem)
+    return False
