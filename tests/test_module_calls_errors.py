@@ -1,0 +1,104 @@
+"""Bad calls raise CallError naming the argument; nothing is launched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import diffc
+from diffc.runtime.errors import CallError, RuntimeDiffcError
+from diffc.runtime.module import load_module_from_string
+
+SRC = """
+func.func @polynomial(%a: f32, %b: f32, %c: f32, %x: f32) -> f32 attributes {diff.differentiable} {
+  %ax = arith.mulf %a, %x : f32
+  %axx = arith.mulf %ax, %x : f32
+  %bx = arith.mulf %b, %x : f32
+  %s = arith.addf %axx, %bx : f32
+  %r = arith.addf %s, %c : f32
+  func.return %r : f32
+}
+func.func @plain(%x: f32) -> f32 {
+  %r = arith.mulf %x, %x : f32
+  func.return %r : f32
+}
+func.func @two(%x: f32) -> (f32, f32) {
+  func.return %x, %x : f32, f32
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def m():
+    return load_module_from_string(SRC, "errors.mlir")
+
+
+def x4():
+    return diffc.Tensor.from_numpy(np.array([1, 2, 3, 4], np.float32))
+
+
+def test_unknown_argument(m):
+    with pytest.raises(CallError, match="unknown argument 'y'") as info:
+        m.polynomial(a=2, b=8, c=-1, x=x4(), y=1)
+    assert info.value.argument == "y"
+
+
+def test_missing_and_duplicate_arguments(m):
+    with pytest.raises(CallError, match="missing argument 'c'"):
+        m.polynomial(a=2, b=8, x=x4())
+    with pytest.raises(CallError, match="'a' twice"):
+        m.polynomial(2, 8, -1, x4(), a=3)
+    with pytest.raises(CallError, match="takes 4 arguments"):
+        m.polynomial(1, 2, 3, 4, 5)
+
+
+def test_shapes_that_do_not_broadcast(m):
+    with pytest.raises(CallError, match="argument 'x' has shape \\(3,\\)") as info:
+        m.polynomial(a=2, b=x4(), c=-1, x=diffc.Tensor.zeros((3,)))
+    assert info.value.argument == "x"
+    with pytest.raises(CallError, match="'_result' has shape"):
+        m.polynomial(a=2, b=8, c=-1, x=x4(), _result=diffc.Tensor.zeros((5,)))
+
+
+def test_wrong_dtype_and_type(m):
+    with pytest.raises(CallError, match="argument 'x' is a float64"):
+        m.polynomial(a=2, b=8, c=-1, x=diffc.Tensor.zeros((4,), np.float64))
+    with pytest.raises(CallError, match="argument 'b' must be a Tensor"):
+        m.polynomial(a=2, b="8", c=-1, x=x4())
+    with pytest.raises(CallError, match="_result"):
+        m.polynomial(a=2, b=8, c=-1, x=x4(), _result="list")
+
+
+def test_bwds_of_non_differentiable(m):
+    r = m.plain(x=x4()).with_grads()
+    with pytest.raises(CallError, match="not differentiable"):
+        m.plain.bwds(x=x4(), _result=r)
+    with pytest.raises(CallError, match="not differentiable"):
+        m.plain.fwds(x=x4())
+
+
+def test_bwds_needs_result_grad(m):
+    x = x4().with_grads()
+    r = m.polynomial(a=2, b=8, c=-1, x=x)
+    with pytest.raises(CallError, match="'_result' has no .grad") as info:
+        m.polynomial.bwds(a=2, b=8, c=-1, x=x, _result=r)
+    assert info.value.argument == "_result"
+    with pytest.raises(CallError, match="'_result' must be the result Tensor"):
+        m.polynomial.bwds(a=2, b=8, c=-1, x=x)
+    np.testing.assert_array_equal(x.grad.to_numpy(), np.zeros(4))  # nothing ran
+
+
+def test_multiple_results_and_unknown_function(m):
+    with pytest.raises(CallError, match="one scalar result"):
+        m.two(x=x4())
+    with pytest.raises(AttributeError, match="no function 'nope'"):
+        m.nope
+
+
+def test_load_module_errors(tmp_path):
+    with pytest.raises(RuntimeDiffcError, match="no such file"):
+        diffc.load_module(tmp_path / "missing.mlir")
+    bad = tmp_path / "f.xyz"
+    bad.write_text("")
+    with pytest.raises(RuntimeDiffcError, match="unknown extension"):
+        diffc.load_module(bad)

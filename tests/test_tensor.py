@@ -1,0 +1,55 @@
+"""diffc.Tensor: round trips, grads, shapes and dtypes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import diffc
+from diffc.runtime.errors import CallError
+
+
+def test_round_trip_and_properties():
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = diffc.Tensor.from_numpy(a)
+    assert t.shape == (2, 3, 4) and t.dtype == np.float32 and t.size == 24
+    np.testing.assert_array_equal(t.to_numpy(), a)
+    assert t.grad is None
+
+
+def test_with_grads_zeroes_and_copy_from_numpy():
+    t = diffc.Tensor.from_numpy(np.array([1, 2, 3, 4], np.float32))
+    assert t.with_grads(zero=True) is t
+    assert t.grad.shape == t.shape and t.grad.dtype == t.dtype
+    np.testing.assert_array_equal(t.grad.to_numpy(), np.zeros(4))
+    t.grad.copy_from_numpy(np.array([1, 1, 1, 1], np.float32))
+    np.testing.assert_array_equal(t.grad.to_numpy(), np.ones(4))
+    t.with_grads(zero=True)  # zeroes an existing grad
+    np.testing.assert_array_equal(t.grad.to_numpy(), np.zeros(4))
+
+
+def test_zeros_fill_clone():
+    z = diffc.Tensor.zeros((3, 2), np.float32)
+    np.testing.assert_array_equal(z.to_numpy(), np.zeros((3, 2)))
+    z.fill(2.5)
+    c = z.clone()
+    z.fill(0)
+    np.testing.assert_array_equal(c.to_numpy(), np.full((3, 2), 2.5))
+
+
+def test_int_and_float64():
+    i = diffc.Tensor.from_numpy(np.array([1, -2, 3], np.int32))
+    np.testing.assert_array_equal(i.to_numpy(), [1, -2, 3])
+    if diffc.device().has_fp64:
+        d = diffc.Tensor.from_numpy(np.array([0.1, 1e-300], np.float64))
+        assert d.to_numpy()[1] == 1e-300
+
+
+def test_bad_shapes_and_dtypes():
+    t = diffc.Tensor.zeros((2, 2))
+    with pytest.raises(CallError, match="shape"):
+        t.copy_from_numpy(np.zeros(5, np.float32))
+    with pytest.raises(CallError, match="float16"):
+        diffc.Tensor.from_numpy(np.zeros(3, np.float16))
+    with pytest.raises(CallError, match="negative"):
+        diffc.Tensor.zeros((-1,))
