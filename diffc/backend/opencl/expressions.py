@@ -226,3 +226,20 @@ _MATH_CALLS = {
 EXPRESSIONS.update({op.name: _call(name) for op, name in _MATH_CALLS.items()})
 EXPRESSIONS.update({math.AbsIOp.name: _absi, math.CountTrailingZerosOp.name: _cttz, math.FPowIOp.name: _fpowi})
 EXPRESSIONS.update({"arith.remf": _call("fmod"), "arith.index_castui": _unsigned_source})
+
+
+def _broadcast(fe: FunctionEmitter, op: Operation) -> str:
+    t = op.results[0].type
+    if not isinstance(op.operands[0].type, VectorType):
+        return f"({ctype(t, fe.options)})({fe.expr(op.operands[0])})"
+    raise fe.error(op, "broadcasts a vector; only scalars to vectors are supported")
+
+
+def _extract(fe: FunctionEmitter, op: Operation) -> str:
+    position = op.static_position.get_values()  # type: ignore[attr-defined]
+    if op.operands[1:] or len(position) != 1 or position[0] < 0:
+        raise fe.error(op, "needs one static position on a 1-d vector")
+    return f"{fe.expr(op.operands[0])}.s{position[0]:x}"
+
+
+EXPRESSIONS.update({"vector.broadcast": _broadcast, "vector.extract": _extract})

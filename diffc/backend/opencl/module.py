@@ -133,7 +133,7 @@ class ModuleEmitter:
         sections = [*self.helpers.values(), *self.structs.values()]
         if helpers:
             sections.append("\n".join(text[0] + ";" for text in helpers))
-        sections += ["\n".join(text) for text in helpers + kernels]
+        sections += ["\n".join([text[0] + " {", *text[1:]]) for text in helpers + kernels]
         return "\n".join(out) + "\n\n" + "\n\n".join(sections) + "\n"
 
 

@@ -39,7 +39,17 @@ C_BUILTINS = set(
     as_ulong as_double fabs fmod fmin fmax min max select exp exp2 expm1 log log2 log10 log1p sin cos
     tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh sqrt rsqrt cbrt pow pown erf erfc
     copysign fma floor ceil round rint trunc clz popcount abs isnan isinf isunordered islessgreater
-    INFINITY NAN""".split()
+    INFINITY NAN sincos fract frexp ldexp lgamma modf nan nextafter remainder remquo rootn sign
+    sinpi cospi tanpi mad hypot fdim exp10 ilogb logb tgamma half_exp native_exp native_sin
+    native_cos native_log native_sqrt native_recip native_divide dot cross length distance normalize
+    clamp mix step smoothstep degrees radians mul24 mad24 hadd rhadd rotate upsample abs_diff
+    add_sat sub_sat mad_hi mul_hi printf shuffle shuffle2 any all bitselect isequal isnotequal
+    isgreater isgreaterequal isless islessequal isfinite isnormal isordered signbit
+    convert_float convert_int convert_long convert_double mem_fence read_mem_fence write_mem_fence
+    async_work_group_copy wait_group_events prefetch vload_half2 vload_half3 vload_half4
+    vload_half8 vload_half16 vstore_half2 vstore_half3 vstore_half4 vstore_half8 vstore_half16
+    atomic_sub atomic_xchg atomic_inc atomic_dec atomic_min atomic_max atomic_and atomic_or
+    atomic_xor work_group_barrier get_work_dim get_global_offset""".split()
 )
 RESERVED = C_KEYWORDS | C_BUILTINS
 
@@ -116,11 +126,7 @@ def float_literal(value: float, t: Attribute) -> str:
     if math.isinf(value):
         text = "INFINITY" if not double else "(double)INFINITY"
         return text if value > 0 else f"(-{text})"
-    text = repr(float(value)) if double else repr(float(np.float32(value)))
-    if double:
-        text = repr(float(value))
-    else:
-        text = str(np.float32(value))
+    text = repr(float(value)) if double else str(np.float32(value))
     if "e" not in text and "." not in text and "inf" not in text:
         text += ".0"
     if not double:
@@ -135,7 +141,7 @@ def int_literal(value: int, t: Attribute, options: EmitOptions) -> str:
     suffix = {"long": "L", "ulong": "UL", "uint": "U"}.get(c, "")
     width = 64 if c in ("long", "ulong") else 32 if c in ("int", "uint") else None
     if width is not None and value == -(1 << (width - 1)):
-        return f"({-(value + 1)}{suffix} - 1{suffix})"
+        return f"(-{-(value + 1)}{suffix} - 1{suffix})"
     text = f"{value}{suffix}"
     if c in ("char", "short", "uchar", "ushort"):
         return f"(({c}){text})"

@@ -102,12 +102,12 @@ class FunctionEmitter:
         return f"{c} {name}"
 
     def emit(self, c_name: str, signature: str) -> list[str]:
-        """`signature` is everything before the parameter list, e.g. `__kernel void`."""
+        """[head, body lines..., "}"]; `signature` is what precedes the name, e.g. `__kernel void`."""
         block = self.fn.body.blocks[0]
         params = ", ".join(self.param(a) for a in block.args) or "void"
         head = f"{signature} {c_name}({params})"
         self.emit_block(block)
-        return [head + " {", *self.lines, "}"]
+        return [head, *self.lines, "}"]
 
     def emit_block(self, block: Block) -> None:
         for op in block.ops:
@@ -211,15 +211,16 @@ class FunctionEmitter:
             carried.append(name)
         results = []
         for res, arg in zip(op.results, after.args):
-            results.append(self.declare_uninitialized(res if res.name_hint else arg, op, "r"))
+            results.append(self.declare_uninitialized(arg if arg.name_hint else res, op, "r"))
         self.line("while (true) {")
         for arg, name in zip(before.args, carried):
             self.values[arg] = name
         self.depth += 1
         for inner in before.ops:
             if isinstance(inner, scf.ConditionOp):
-                self.assign_all(results, inner.arguments, inner)
-                self.line(f"if (!({self.expr(inner.condition)})) break;")
+                self.assign_all(results, inner.args, inner)
+                cond = self.expr(inner.condition)
+                self.line(f"if (!{cond}) break;" if cond.isidentifier() else f"if (!({cond})) break;")
             else:
                 self.emit_op(inner)
         self.depth -= 1
@@ -244,8 +245,11 @@ class FunctionEmitter:
             stride = 1
             for d in shape[k + 1 :]:
                 stride *= d
-            terms.append(self.expr(v) if stride == 1 else f"{self.expr(v)} * {stride}")
-        return " + ".join(terms)
+            e = self.expr(v)
+            if e in ("0", "0L") and len(indices) > 1:
+                continue
+            terms.append(e if stride == 1 else f"{e} * {stride}")
+        return " + ".join(terms) or "0"
 
     def half_pointer(self, ref: SSAValue) -> bool:
         return is_half_storage(ref.type) and ref not in self.arrays

@@ -1,0 +1,43 @@
+// RUN: diffc-opt -t opencl %s | filecheck %s
+
+func.func @polynomial(%x: f32) -> f32 {
+  %two = arith.constant 2.0 : f32
+  %eight = arith.constant 8.0 : f32
+  %one = arith.constant 1.0 : f32
+  %x2 = arith.mulf %x, %x : f32
+  %a = arith.mulf %two, %x2 : f32
+  %b = arith.mulf %eight, %x : f32
+  %s = arith.addf %a, %b : f32
+  %r = arith.subf %s, %one : f32
+  func.return %r : f32
+}
+
+func.func @poly_kernel(%x: memref<?xf32>, %y: memref<?xf32>, %n: index) attributes {kernel.entry} {
+  %i = kernel.global_id 0
+  %in = arith.cmpi slt, %i, %n : index
+  scf.if %in {
+    %v = memref.load %x[%i] : memref<?xf32>
+    %r = func.call @polynomial(%v) : (f32) -> f32
+    memref.store %r, %y[%i] : memref<?xf32>
+  }
+  func.return
+}
+
+// CHECK:       float polynomial(float x);
+// CHECK-LABEL: float polynomial(float x) {
+// CHECK-NEXT:    float x2 = x * x;
+// CHECK-NEXT:    float a = 2.0f * x2;
+// CHECK-NEXT:    float b = 8.0f * x;
+// CHECK-NEXT:    float s = a + b;
+// CHECK-NEXT:    float r = s - 1.0f;
+// CHECK-NEXT:    return r;
+// CHECK-NEXT:  }
+// CHECK-LABEL: __kernel void poly_kernel(__global float* x, __global float* y, long n) {
+// CHECK-NEXT:    long i = (long)get_global_id(0);
+// CHECK-NEXT:    bool in = i < n;
+// CHECK-NEXT:    if (in) {
+// CHECK-NEXT:      float v = x[i];
+// CHECK-NEXT:      float r = polynomial(v);
+// CHECK-NEXT:      y[i] = r;
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }
