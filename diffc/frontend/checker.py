@@ -108,6 +108,11 @@ class Checker:
 
     def _resolve_base(self, t: A.TypeRef) -> T.Type:
         n = t.name
+        if n.endswith(".Differential"):
+            base = self._resolve_base(A.TypeRef(n[: -len(".Differential")], t.args, span=t.span))
+            if not T.is_differentiable(base):
+                raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
+            return T.differential(base)
         if n == "void":
             return T.VOID
         if n in T.RANK:

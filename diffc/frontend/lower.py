@@ -107,7 +107,8 @@ class Lowering(ExprLowering, CallLowering):
                          arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
                          res_attrs=dicts(res_attrs) if any(res_attrs) else None)
         at = f.attrs
-        if {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"} & set(at):
+        if {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"} & set(at) or (
+                f.fwd_custom or f.bwd_custom):
             op.attributes[diff.DIFFERENTIABLE] = UnitAttr()
         if f.fwd_custom:
             op.attributes[diff.FWD_DERIVATIVE] = SymbolRefAttr(f.fwd_custom)
@@ -174,7 +175,9 @@ class Lowering(ExprLowering, CallLowering):
                 return
 
     def may_exit(self, s: A.Stmt) -> bool:
-        return any(isinstance(n, A.Return | A.Break | A.Continue) for n in walk(s))
+        if self.use_ret_flag and any(isinstance(n, A.Return) for n in walk(s)):
+            return True
+        return bool(self.loops) and any(True for _ in _own_jumps(s))
 
     def running(self) -> SSAValue:
         """True while no return/break/continue has fired."""

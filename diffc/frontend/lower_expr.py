@@ -222,11 +222,10 @@ class ExprLowering:
         return [self.v(cls(a[0], b[0]))]
 
     def binary(self, e: A.Binary) -> list[SSAValue]:
-        if e.op in ("&&", "||"):
+        if e.op in ("&&", "||"):  # both sides are evaluated: conditions have no side effects here
             (a,) = self.lower_as(e.lhs, T.BOOL)
-            then_fn = (lambda: self.lower_as(e.rhs, T.BOOL)) if e.op == "&&" else (lambda: [a])
-            else_fn = (lambda: [a]) if e.op == "&&" else (lambda: self.lower_as(e.rhs, T.BOOL))
-            return self.select_region(a, then_fn, else_fn, [IntegerType(1)])  # type: ignore[attr-defined]
+            (b,) = self.lower_as(e.rhs, T.BOOL)
+            return [self.v(arith.AndIOp(a, b) if e.op == "&&" else arith.OrIOp(a, b))]
         c = T.common_type(e.lhs.ty, e.rhs.ty)
         assert c is not None
         a, b = self.lower_as(e.lhs, c), self.lower_as(e.rhs, c)

@@ -222,7 +222,11 @@ class Parser:
                 if not self.accept(","):
                     break
             self.expect(">")
-        return A.TypeRef(t.text, args, span=self.span_from(t.start))
+        name = t.text
+        while self.at(".") and self.peek().text == "Differential":
+            self.i += 2
+            name += ".Differential"
+        return A.TypeRef(name, args, span=self.span_from(t.start))
 
     def array_dims(self, t: A.TypeRef) -> A.TypeRef:
         dims = []
@@ -257,6 +261,8 @@ class Parser:
         if not self.is_type_name(t.text):
             return False
         nxt = self.peek()
+        if nxt.text == "." and self.peek(2).text == "Differential":
+            return self.peek(3).kind == "ident"
         return nxt.kind == "ident" or (nxt.text == "<" and t.text in GENERIC_TYPES)
 
     def stmt(self) -> A.Stmt:
