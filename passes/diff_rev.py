@@ -162,6 +162,10 @@ class _FuncReverser:
         self.gen.module.body.block.insert_op_after(new, fn)
         self.gen.symbols[self.new_name] = new
         entry = new.body.block
+        for a, o in zip(entry.args, fn.body.block.args):
+            a.name_hint = o.name_hint
+        for a in entry.args[len(fn.body.block.args) :]:
+            a.name_hint = "d_out"
         em = Emitter(entry)
         vmap: dict[SSAValue, SSAValue] = dict(zip(fn.body.block.args, entry.args))
         ops = list(fn.body.block.ops)
@@ -249,6 +253,7 @@ class _FuncReverser:
                 self.store_count(op, new, em, ctx)
             for a, b in zip(op.results, new.results):
                 vmap[a] = b
+                b.name_hint = a.name_hint
             self.mark(op, new, mode, nested)
 
     def fwd_if(self, op: scf.IfOp, vmap: dict, ctx: Ctx, mode: str) -> Operation:
@@ -281,6 +286,8 @@ class _FuncReverser:
         body = op.body.block
         lb, ub, st = vmap[op.lb], vmap[op.ub], vmap[op.step]
         blk = Block(arg_types=[a.type for a in body.args])
+        for a, b in zip(body.args, blk.args):
+            b.name_hint = a.name_hint
         e2 = Emitter(blk)
         k = self.iter_number(e2, blk.args[0], lb, st, lid)
         ctx2 = ctx + [(k, n)]
@@ -379,9 +386,12 @@ class _FuncReverser:
                 self.accumulate(adj, op.rhs, adj[op.result], em)
             else:
                 new_op = vmap[op.results[0]].owner
+                before = em.block.last_op
                 contribs = emit_vjp(RuleBuilder(InsertPoint.at_end(em.block)), new_op, adj[op.results[0]])
+                keep = {c for x, c in zip(op.operands, contribs) if c is not None and x in self.act}
+                _drop_unused_after(em.block, before, keep)
                 for x, c in zip(op.operands, contribs):
-                    if c is not None:
+                    if c is not None and c in keep:
                         self.accumulate(adj, x, c, em)
 
     def rev_call(self, op: func.CallOp, adj: dict, vmap: dict, em: Emitter) -> None:
@@ -530,6 +540,19 @@ class _FuncReverser:
             self.accumulate(adj, op.arguments[j], rfor.results[pos], em)
         for v, r in zip(free, rfor.results[len(X) :]):
             self.accumulate(adj, v, r, em)
+
+
+def _drop_unused_after(block: Block, start: Operation | None, keep: set[SSAValue]) -> None:
+    """Erases the ops a rule emitted after `start` that compute partials nobody needs (those
+    of operands that carry no derivative)."""
+    added = []
+    op = block.first_op if start is None else start.next_op
+    while op is not None:
+        added.append(op)
+        op = op.next_op
+    for op in reversed(added):
+        if not any(r in keep or r.uses for r in op.results):
+            Rewriter.erase_op(op)
 
 
 @dataclass(frozen=True)
