@@ -9,6 +9,7 @@ import difflib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from io import StringIO
@@ -22,7 +23,13 @@ from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    PassFailedException,
+    VerifyException,
+)
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from diffc import registry
@@ -68,8 +75,9 @@ def op_location(op: Operation) -> SourceLocation | None:
     return None
 
 
-def verify_located(module: ModuleOp, sources: dict[str, str]) -> None:
-    """Verifies op by op so that a failure names the op and where it was written."""
+def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None = None) -> None:
+    """Verifies op by op so that a failure names the op and where it was written; `after`
+    names the pass that produced the IR, if any."""
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
@@ -77,6 +85,8 @@ def verify_located(module: ModuleOp, sources: dict[str, str]) -> None:
         except DiagnosticException as e:
             cause = e.__cause__ if isinstance(e.__cause__, Exception) else e
             message = str(cause).removeprefix("Operation does not verify: ")
+            if after is not None:
+                message += f" (in the IR left by pass '{after}')"
             raise VerifyException(_located_message(op, message, sources)) from None
 
 
@@ -95,22 +105,26 @@ def _short(op: Operation) -> str:
     return out.getvalue().splitlines()[0]
 
 
+_MLIR_PIPELINE = re.compile(r"^\s*builtin\.module\s*\((?P<inner>.*)\)\s*$", re.DOTALL)
+
+
 def pipeline_from_mlir_syntax(spec: str) -> str:
-    """`builtin.module(a,b{x=1})` -> `a,b{x=1}`; any other nesting is refused."""
-    text = spec.strip()
-    prefix = "builtin.module("
-    if not (text.startswith(prefix) and text.endswith(")")):
+    """`builtin.module(a, b{x=1})` -> `a,b{x=1}`; any other nesting is refused. Blanks between
+    passes are dropped (xDSL's pipeline syntax has none); inside `{...}` they are kept."""
+    m = _MLIR_PIPELINE.match(spec)
+    if m is None:
         raise DiffcError(
             f"error: --pass-pipeline must have the form 'builtin.module(pass1,pass2{{opt=value}})', got '{spec}'"
         )
-    inner = text[len(prefix) : -1]
+    inner = m.group("inner")
+    out: list[str] = []
     depth = 0
     quote = False
     for i, c in enumerate(inner):
         if c == '"':
             quote = not quote
         elif quote:
-            continue
+            pass
         elif c == "{":
             depth += 1
         elif c == "}":
@@ -118,9 +132,13 @@ def pipeline_from_mlir_syntax(spec: str) -> str:
         elif c in "()" and depth == 0:
             raise DiffcError(
                 f"error: --pass-pipeline: only passes on 'builtin.module' are supported; "
-                f"nested pipelines such as '{inner[: i + 1]}...' are not (diffc passes run on the whole module)"
+                f"nested pipelines such as '{inner[: i + 1].strip()}...' are not (diffc passes run on "
+                f"the whole module: write 'builtin.module(pass)')"
             )
-    return inner
+        elif c.isspace() and depth == 0:
+            continue
+        out.append(c)
+    return "".join(out)
 
 
 def check_pipeline(spec: str, available: dict[str, Callable[[], type[ModulePass]]]) -> None:
@@ -277,20 +295,38 @@ class DiffcOptMain(xDSLOptMain):
         super().setup_pipeline()
         self.pipeline = PassPipeline(self.pipeline.passes, self._between_passes)
 
+    _running: ModulePass | None = None
+
+    def apply_passes(self, prog: ModuleOp):
+        """Runs the pipeline; a pass that fails or crashes is named in the message."""
+        self._running = None
+        try:
+            super().apply_passes(prog)
+        except PassFailedException as e:
+            if self._running is None:
+                raise
+            raise PassFailedException(f"pass '{self._running.name}' failed: {e}") from None
+        except DiagnosticException:
+            raise
+        except Exception as e:
+            if self._running is None or os.environ.get("DIFFC_TRACEBACK"):
+                raise
+            raise DiffcError(
+                f"error: pass '{self._running.name}' crashed: {type(e).__name__}: {e} "
+                f"(set DIFFC_TRACEBACK=1 to see the Python traceback)"
+            ) from None
+
     def _between_passes(
         self, previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
     ) -> None:
+        self._running = None
         if not self.args.disable_verify:
-            try:
-                verify_located(module, self.sources)
-            except VerifyException as e:
-                if previous is not None:
-                    raise VerifyException(f"after pass '{previous.name}': {e}") from None
-                raise
+            verify_located(module, self.sources, previous.name if previous else None)
         if previous and following and self.args.print_between_passes:
             print(f"IR after {previous.name}:")
             Printer(stream=sys.stdout).print_op(module)
             print("\n\n\n")
+        self._running = following
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
         self._chunk_offset = start_offset
