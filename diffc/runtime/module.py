@@ -140,6 +140,7 @@ class Function:
         self.diffable = [diff.arg_is_differentiable(op, i) for i in range(n)]
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
+        self._last_args: dict[KernelSpec, list] = {}
 
     def __repr__(self) -> str:
         return f"<diffc.Function {self.name}({', '.join(self.params)})>"
@@ -344,7 +345,15 @@ class Function:
         dev = device()
         wg = min(WORK_GROUP, dev.max_work_group_size)
         global_size = -(-items // wg) * wg
-        kernel.set_args(*args)
+        # Kernels keep their arguments: set only those that changed since the last launch.
+        last = self._last_args.get(spec)
+        if last is None or len(last) != len(args):
+            kernel.set_args(*args)
+        else:
+            for k, (new, old) in enumerate(zip(args, last)):
+                if new is not old and not (type(new) is type(old) and isinstance(new, np.generic) and new == old):
+                    kernel.set_arg(k, new)
+        self._last_args[spec] = args
         cl.enqueue_nd_range_kernel(dev.queue, kernel, (global_size,), (wg,))
 
     def _compile(self, spec: KernelSpec):
