@@ -1,7 +1,7 @@
 // A custom forward derivative replaces the generated one everywhere: at fwd_diff and at calls
 // inside other differentiated functions. No @sq_fwd is generated.
 // RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd)' | filecheck %s
-// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
+// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
 
 // CHECK-NOT: @sq_fwd
 func.func @sq(%x: f32) -> f32 attributes {diff.differentiable, diff.fwd_derivative = @sq_d} {

@@ -1,7 +1,7 @@
 // scf.for: an iter_arg whose init has no tangent gets one when the body gives it one (fixed
 // point); an index iter_arg never carries a tangent.
 // RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd)' | filecheck %s
-// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
+// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
 
 func.func @pow(%x: f32, %n: index) -> f32 attributes {diff.differentiable, diff.max_iters = 8 : i64} {
   %c0 = arith.constant 0 : index

@@ -1,7 +1,7 @@
 // fwd of fwd: the inner fwd_diff is lowered first; the outer derivative works on pairs of pairs,
 // with make_pair / primal / differential differentiated component-wise.
 // RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd)' | filecheck %s
-// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
+// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
 
 func.func @f(%x: f32) -> f32 attributes {diff.differentiable} {
   %a = arith.mulf %x, %x : f32

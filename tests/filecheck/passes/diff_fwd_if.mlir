@@ -1,7 +1,7 @@
 // scf.if: a result whose tangent exists on one branch only gets a zero on the other; a result
 // with no tangent on either branch stays primal only.
 // RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd)' | filecheck %s
-// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
+// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
 
 func.func @f(%x: f32, %c: i1) -> (f32, f32) attributes {diff.differentiable} {
   %one = arith.constant 1.0 : f32

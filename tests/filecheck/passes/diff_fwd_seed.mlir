@@ -1,7 +1,7 @@
 // The seed example: fwd_diff of exp(x*x + 2*y + 2).
 // RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd)' | filecheck %s
-// Canonical pipeline (diff-rev / diff-checkpoint are left out until they exist).
-// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
+// The canonical pipeline.
+// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
 
 func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
   %a = arith.mulf %x, %x : f32

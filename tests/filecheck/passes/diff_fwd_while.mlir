@@ -1,7 +1,7 @@
 // scf.while: tangents ride along the before-region arguments, the values scf.condition passes
 // on, the after-region arguments and the results.
 // RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd)' | filecheck %s
-// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
+// RUN: diffc-opt %s --pass-pipeline='builtin.module(diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse)' | filecheck %s --check-prefix=LOW
 
 func.func @halve(%x: f32, %lim: f32 {diff.no_diff}) -> f32 attributes {diff.differentiable} {
   %half = arith.constant 0.5 : f32
