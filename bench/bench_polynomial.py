@@ -117,6 +117,26 @@ def main(argv=None) -> None:
     rows.append(("diffc m.polynomial (new tensor)", timed(fwd_alloc, sync, args.runs), 8.0 * n))
     # bwds reads x, out.grad and x.grad, writes x.grad
     rows.append(("diffc m.polynomial.bwds", timed(bwd, sync, args.runs), 16.0 * n))
+    # Device time alone (OpenCL profiling events): copy, forward kernel, bwds kernel.
+    def event_times(launch) -> list[float]:
+        out = []
+        for _ in range(args.runs):
+            ev = launch()
+            ev.wait()
+            out.append((ev.profile.end - ev.profile.start) * 1e-9)
+        return out
+
+    def fwd_event():
+        fwd()
+        return m.polynomial.last_event
+
+    def bwd_event():
+        bwd()
+        return m.polynomial.last_event
+
+    rows.append(("  device time: buffer copy", event_times(lambda: cl.enqueue_copy(q, dst, src, byte_count=4 * n)), 8.0 * n))
+    rows.append(("  device time: forward kernel", event_times(fwd_event), 8.0 * n))
+    rows.append(("  device time: bwds kernel", event_times(bwd_event), 16.0 * n))
     check = m.polynomial(a=2, b=8, c=-1, x=x, _result="numpy")
     err = float(np.max(np.abs(check - (2 * xs * xs + 8 * xs - 1))))
 

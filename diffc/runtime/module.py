@@ -141,6 +141,7 @@ class Function:
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
         self._last_args: dict[KernelSpec, list] = {}
+        self.last_event = None
 
     def __repr__(self) -> str:
         return f"<diffc.Function {self.name}({', '.join(self.params)})>"
@@ -354,7 +355,8 @@ class Function:
                 if new is not old and not (type(new) is type(old) and isinstance(new, np.generic) and new == old):
                     kernel.set_arg(k, new)
         self._last_args[spec] = args
-        cl.enqueue_nd_range_kernel(dev.queue, kernel, (global_size,), (wg,))
+        # the OpenCL event of the latest launch (profiling is on: benchmarks read kernel times)
+        self.last_event = cl.enqueue_nd_range_kernel(dev.queue, kernel, (global_size,), (wg,))
 
     def _compile(self, spec: KernelSpec):
         import pyopencl as cl
