@@ -99,6 +99,8 @@ class _Checkpointer:
         self.fn = fn
         self.symbols = symbols
         self.prefer = diff.prefer(fn)
+        origin = fn.attributes.get(BWD_OF)
+        self.origin = origin.root_reference.data if isinstance(origin, SymbolRefAttr) else fn.sym_name.data
         self.lines: list[str] = []
         self.bytes = 0
 
@@ -117,14 +119,14 @@ class _Checkpointer:
             if cp == "checkpoint":
                 return _Decision(True, f"callee @{name} prefers checkpoint")
             if fprefer == "recompute":
-                return _Decision(False, f"call to @{name}: @{self.fn.sym_name.data} prefers recompute")
+                return _Decision(False, f"call to @{name}: @{self.origin} prefers recompute")
             return _Decision(True, f"result of a call to @{name} (expensive)")
         if isinstance(op, scf.ForOp | scf.WhileOp):
             if fprefer == "recompute":
-                return _Decision(False, "loop results: function prefers recompute")
+                return _Decision(False, f"loop results: @{self.origin} prefers recompute")
             return _Decision(True, "results of a loop (loop-carried values)")
         if fprefer == "checkpoint":
-            return _Decision(True, "function prefers checkpoint")
+            return _Decision(True, f"@{self.origin} prefers checkpoint")
         if isinstance(op, scf.IfOp):
             return _Decision(False, "branch results (contents decided one by one)")
         return _Decision(False, "cheap arithmetic")

@@ -34,7 +34,8 @@ Contract with diff-checkpoint (the marks, defined in passes/rev_support.py):
     reverse); in each block of such a clone the op marked `diff.iter = L` computes the
     forward iteration number (0..N-1), so the forward store and the reverse load of a value
     index the same slot.
-  * `diff.tape = "loop-carried" | "iteration count"` on the allocas diff-rev makes itself.
+  * `diff.tape = "loop-carried value of scf.for" | ... | "iteration count of scf.while"` on
+    the allocas diff-rev makes itself (the reason, for the report).
   * `diff.bwd_of = @f` (and `diff.prefer`, copied from f) on each generated `@f_bwd`.
 Without diff-checkpoint the marks are harmless; diff-checkpoint removes them.
 
@@ -293,7 +294,7 @@ class _FuncReverser:
         ctx2 = ctx + [(k, n)]
         if mode == "fwd":
             for j, a in enumerate(blk.args[1:]):
-                t = self.tape((op, j), a.type, [b for _, b in ctx2], "loop-carried")
+                t = self.tape((op, j), a.type, [b for _, b in ctx2], "loop-carried value of " + op.name)
                 e2(memref.StoreOp.get(a, t, self.indices(ctx2, e2)))
         v2 = dict(vmap)
         v2.update(zip(body.args, blk.args))
@@ -317,7 +318,7 @@ class _FuncReverser:
         ctx2 = ctx + [(k, n)]
         if mode == "fwd":
             for j, a in enumerate(bb.args[:-1]):
-                t = self.tape((op, j), a.type, [b for _, b in ctx2], "loop-carried")
+                t = self.tape((op, j), a.type, [b for _, b in ctx2], "loop-carried value of " + op.name)
                 eb(memref.StoreOp.get(a, t, self.indices(ctx2, eb)))
         v2 = dict(vmap)
         v2.update(zip(before.args, bb.args))
@@ -345,7 +346,7 @@ class _FuncReverser:
         return new
 
     def store_count(self, op: scf.WhileOp, new: Operation, em: Emitter, ctx: Ctx) -> None:
-        t = self.tape((op, -1), IndexType(), [b for _, b in ctx], "iteration count")
+        t = self.tape((op, -1), IndexType(), [b for _, b in ctx], "iteration count of scf.while")
         em(memref.StoreOp.get(new.results[-1], t, self.indices(ctx, em)))
 
     @staticmethod

@@ -19,7 +19,7 @@ func.func @main(%x: f32, %y: f32, %d: f32) -> (f32, f32) {
 }
 
 // CHECK-LABEL: func.func @f_bwd
-// CHECK-NEXT:    %[[TAPE:.+]] = memref.alloca() {diff.tape = "loop-carried"} : memref<5xf32>
+// CHECK-NEXT:    %[[TAPE:.+]] = memref.alloca() {diff.tape = "loop-carried value of scf.for"} : memref<5xf32>
 // CHECK:         %r = scf.for %[[I:.+]] = %lb to %ub step %st iter_args(%[[ACC:.+]] = %x) -> (f32) {
 // CHECK-NEXT:      %[[D:.+]] = arith.subi %[[I]], %lb : index
 // CHECK-NEXT:      %[[K:.+]] = arith.divsi %[[D]], %st {diff.iter = [[L:[0-9]+]] : i64} : index

@@ -17,7 +17,7 @@ func.func @main(%x: f32, %n: index, %d: f32) -> f32 {
 }
 
 // CHECK-LABEL: func.func @f_bwd(%x: f32, %n: index, %d_out: f32) -> f32
-// CHECK-NEXT:    %[[TAPE:.+]] = memref.alloca() {diff.tape = "loop-carried"} : memref<8xf32>
+// CHECK-NEXT:    %[[TAPE:.+]] = memref.alloca() {diff.tape = "loop-carried value of scf.for"} : memref<8xf32>
 // CHECK:         } {diff.max_iters = 8 : i64, diff.loop = {{[0-9]+}} : i64, diff.trip = 8 : i64}
 // CHECK:         %[[SPAN:.+]] = arith.subi %n, %lb : index
 // CHECK-NEXT:    %[[S1:.+]] = arith.addi %[[SPAN]], %st : index

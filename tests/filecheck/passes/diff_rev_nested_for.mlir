@@ -21,8 +21,8 @@ func.func @main(%x: f32, %y: f32, %d: f32) -> (f32, f32) {
 }
 
 // CHECK-LABEL: func.func @f_bwd
-// CHECK-DAG:     %[[OUTER:.+]] = memref.alloca() {diff.tape = "loop-carried"} : memref<3xf32>
-// CHECK-DAG:     %[[INNER:.+]] = memref.alloca() {diff.tape = "loop-carried"} : memref<3x4xf32>
+// CHECK-DAG:     %[[OUTER:.+]] = memref.alloca() {diff.tape = "loop-carried value of scf.for"} : memref<3xf32>
+// CHECK-DAG:     %[[INNER:.+]] = memref.alloca() {diff.tape = "loop-carried value of scf.for"} : memref<3x4xf32>
 // CHECK:         scf.for %{{.+}} = %lb to %ub step %st
 // CHECK:           %[[I:.+]] = arith.divsi {{.*}}diff.iter
 // CHECK:           memref.store %acc, %[[OUTER]][%[[I]]] : memref<3xf32>

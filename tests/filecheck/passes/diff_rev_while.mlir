@@ -22,8 +22,8 @@ func.func @main(%x: f32, %y: f32, %d: f32) -> (f32, f32) {
 }
 
 // CHECK-LABEL: func.func @f_bwd
-// CHECK-DAG:     %[[TAPE:.+]] = memref.alloca() {diff.tape = "loop-carried"} : memref<21xf32>
-// CHECK-DAG:     %[[CNT:.+]] = memref.alloca() {diff.tape = "iteration count"} : memref<1xindex>
+// CHECK-DAG:     %[[TAPE:.+]] = memref.alloca() {diff.tape = "loop-carried value of scf.while"} : memref<21xf32>
+// CHECK-DAG:     %[[CNT:.+]] = memref.alloca() {diff.tape = "iteration count of scf.while"} : memref<1xindex>
 // CHECK:         %r, %[[N:.+]] = scf.while (%{{.+}} = %x, %{{.+}} = %{{.+}}) : (f32, index) -> (f32, index) {
 // CHECK:           memref.store %{{.+}}, %[[TAPE]]
 // CHECK:           scf.condition(%{{.+}}) %{{.+}}, %{{.+}} : f32, index
