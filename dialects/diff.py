@@ -231,7 +231,9 @@ class _PairProjection(IRDLOperation):
         pos = parser.pos
         t = parser.parse_type()
         if not isinstance(t, PairType):
-            parser.raise_error(f"'{cls.name}' expects a !diff.pair operand type", pos, parser.pos)
+            parser.raise_error(
+                f"'{cls.name}' expects a !diff.pair operand type, got {t}", pos, min(parser.pos, pos + len(str(t)))
+            )
         op = cls(parser.resolve_operand(x, t))
         op.attributes.update(attrs)
         return op
@@ -598,7 +600,9 @@ class _PtrPairLocation(IRDLOperation):
         pos = parser.pos
         t = parser.parse_type()
         if not isinstance(t, PtrPairType):
-            parser.raise_error(f"'{cls.name}' expects a !diff.ptr_pair operand type", pos, parser.pos)
+            parser.raise_error(
+                f"'{cls.name}' expects a !diff.ptr_pair operand type, got {t}", pos, min(parser.pos, pos + len(str(t)))
+            )
         op = cls(parser.resolve_operand(x, t))
         op.attributes.update(attrs)
         return op

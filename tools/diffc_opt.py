@@ -57,6 +57,25 @@ class LocatingParser(Parser):
             )
         return op
 
+    def resolve_operand(self, operand, type):
+        # Remember where each not-yet-defined name is first used, to point there if it
+        # never gets defined.
+        if operand.operand_name not in self.ssa_values:
+            self._first_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        self._first_use = {}
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            undefined = [n for n in self.forward_ssa_references if n in self._first_use]
+            if e.msg.startswith("values used but not defined") and undefined:
+                span = self._first_use[undefined[0]]
+                names = ", ".join("%" + n for n in self.forward_ssa_references)
+                self.raise_error(f"use of undefined value %{undefined[0]} (never defined: {names})", span.start, span.end)
+            raise
+
     def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
         # A parametrized type that fails its verifier is reported where it was written.
         start = self.pos
