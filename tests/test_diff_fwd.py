@@ -4,6 +4,7 @@ finite differences of first derivatives)."""
 
 from __future__ import annotations
 
+import io
 import math
 
 import pytest
@@ -471,3 +472,74 @@ def test_random_straight_line(src, x, y, vx, vy):
     f = lambda xs: run_function(m, "r", *xs)[0]  # noqa: E731
     fd = central(f, [x, y], [vx, vy])
     assert math.isclose(d, fd, rel_tol=1e-4, abs_tol=1e-5), (d, fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forward against reverse (the canonical pipeline, diff-rev included).
+
+FWD_REV = """
+func.func @f(%x: f32, %y: f32) -> (f32, f32) attributes {diff.differentiable} {
+  %a = arith.mulf %x, %y : f32
+  %s = math.sin %a : f32
+  %e = math.exp %y : f32
+  %b = arith.addf %s, %e : f32
+  %c = arith.divf %x, %e : f32
+  func.return %b, %c : f32, f32
+}
+func.func @jv(%x: !diff.pair<f32>, %y: !diff.pair<f32>) -> (!diff.pair<f32>, !diff.pair<f32>) {
+  %r:2 = diff.fwd_diff @f(%x, %y) : (!diff.pair<f32>, !diff.pair<f32>) -> (!diff.pair<f32>, !diff.pair<f32>)
+  func.return %r#0, %r#1 : !diff.pair<f32>, !diff.pair<f32>
+}
+func.func @vj(%x: f32, %y: f32, %u0: f32, %u1: f32) -> (f32, f32) {
+  %g:2 = diff.bwd_diff @f(%x, %y, %u0, %u1) : (f32, f32, f32, f32) -> (f32, f32)
+  func.return %g#0, %g#1 : f32, f32
+}
+// d/dx f0 along x, as a function: then reverse mode over it (bwd of fwd).
+func.func @d0(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
+  %one = arith.constant 1.0 : f32
+  %zero = arith.constant 0.0 : f32
+  %px = diff.make_pair %x, %one : f32
+  %py = diff.make_pair %y, %zero : f32
+  %r:2 = diff.fwd_diff @f(%px, %py) : (!diff.pair<f32>, !diff.pair<f32>) -> (!diff.pair<f32>, !diff.pair<f32>)
+  %d = diff.differential %r#0 : !diff.pair<f32>
+  func.return %d : f32
+}
+func.func @grad_d0(%x: f32, %y: f32, %u: f32) -> (f32, f32) {
+  %g:2 = diff.bwd_diff @d0(%x, %y, %u) : (f32, f32, f32) -> (f32, f32)
+  func.return %g#0, %g#1 : f32, f32
+}
+"""
+
+
+def lower_canonical(src: str) -> ModuleOp:
+    from xdsl.passes import PassPipeline
+
+    from diffc.registry import PASSES
+
+    ctx = make_context()
+    module = parse_module(src)
+    passes = [PASSES[n]()() for n in ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower")]
+    PassPipeline(tuple(passes + [CanonicalizePass(), CommonSubexpressionElimination()])).apply(ctx, module)
+    module.verify()
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return parse_module(out.getvalue())
+
+
+@pytest.mark.parametrize("x,y,v,u", [(0.4, 0.9, (1.0, -0.5), (0.3, 2.0)), (-1.1, 0.2, (0.7, 1.3), (-1.0, 0.5))])
+def test_dot_product_forward_vs_reverse(x, y, v, u):
+    pytest.importorskip("diffc.passes.diff_rev")
+    m = lower_canonical(FWD_REV)
+    _, t0, _, t1 = run_function(m, "jv", x, v[0], y, v[1])
+    gx, gy = run_function(m, "vj", x, y, u[0], u[1])
+    assert close(u[0] * t0 + u[1] * t1, gx * v[0] + gy * v[1], rel=1e-9)
+
+
+def test_bwd_of_fwd_against_finite_differences():
+    pytest.importorskip("diffc.passes.diff_rev")
+    m = lower_canonical(FWD_REV)
+    x, y = 0.6, -0.4
+    d0 = lambda xs: run_function(m, "d0", *xs)[0]  # noqa: E731
+    gx, gy = run_function(m, "grad_d0", x, y, 1.0)
+    assert close(gx, central(d0, [x, y], [1.0, 0.0]), rel=1e-4)
+    assert close(gy, central(d0, [x, y], [0.0, 1.0]), rel=1e-4)
