@@ -420,3 +420,68 @@ def test_no_diff_and_detach():
 def test_int_values_carry_no_adjoint():
     (gx,) = gradient(INTS, [0.5, 3], [1.0])
     assert gx == pytest.approx(2 * 0.5 * 3 * 6)
+
+
+def with_fwd_main(text: str, fname: str = "f") -> str:
+    """Appends `@main_fwd(primals..., tangents of the differentiable params...)` returning the
+    tangents of the differentiable results, through diff.fwd_diff @fname."""
+    module = interp.parse_module(text)
+    fn = next(o for o in module.walk() if isinstance(o, func.FuncOp) and o.sym_name.data == fname)
+    ins = fn.function_type.inputs.data
+    outs = fn.function_type.outputs.data
+    dins = [i for i in range(len(ins)) if diff.arg_is_differentiable(fn, i)]
+    douts = [i for i in range(len(outs)) if diff.result_is_differentiable(fn, i)]
+    sig = diff.fwd_signature(fn)
+    params = [f"%x{i}: {t}" for i, t in enumerate(ins)] + [f"%v{i}: {ins[i]}" for i in dins]
+    lines = [f"func.func @main_fwd({', '.join(params)}) -> ({', '.join(str(outs[i]) for i in douts)}) {{"]
+    args = []
+    for i, t in enumerate(ins):
+        if i in dins:
+            lines.append(f"  %p{i} = diff.make_pair %x{i}, %v{i} : {t}")
+            args.append(f"%p{i}")
+        else:
+            args.append(f"%x{i}")
+    tin = ", ".join(str(t) for t in sig.inputs.data)
+    tout = ", ".join(str(t) for t in sig.outputs.data)
+    n = len(outs)
+    lines.append(f"  %r{':' + str(n) if n > 1 else ''} = diff.fwd_diff @{fname}({', '.join(args)}) : ({tin}) -> ({tout})")
+    rets = []
+    for i in douts:
+        r = f"%r#{i}" if n > 1 else "%r"
+        lines.append(f"  %d{i} = diff.differential {r} : {sig.outputs.data[i]}")
+        rets.append(f"%d{i}")
+    lines.append(f"  func.return {', '.join(rets)} : {', '.join(str(outs[i]) for i in douts)}")
+    lines.append("}")
+    return with_bwd_main(text, fname) + "\n".join(lines) + "\n"
+
+
+DOT_CASES = [
+    ("MATH", MATH, [0.3, 0.2]),
+    ("IF", IF, [1.3, 0.7]),
+    ("IF2", IF, [0.4, 0.9]),
+    ("FOR", FOR, [0.4, -0.9]),
+    ("WHILE", WHILE, [1.3, 0.7]),
+    ("NESTED", NESTED, [1.3, 0.7]),
+    ("CALL", CALL, [1.3, 0.7]),
+    ("CALLS_NESTED", CALLS_NESTED, [0.8, 0.6]),
+    ("IF_IN_LOOP", IF_IN_LOOP, [0.9, 0.3]),
+    ("WHILE_IN_FOR", WHILE_IN_FOR, [1.5, 0.3]),
+    ("NODIFF", NODIFF, [0.5, 2.0, 3.0]),
+]
+
+
+@pytest.mark.parametrize("name,src,args", DOT_CASES, ids=[c[0] for c in DOT_CASES])
+def test_dot_product_forward_vs_reverse(name, src, args):
+    """<u, J v> (diff-fwd) == <J^T u, v> (diff-rev), through the canonical pipeline."""
+    module = run_pipeline(with_fwd_main(src), CANONICAL)
+    assert_no_diff(module)
+    fn = next(o for o in interp.parse_module(src).walk() if isinstance(o, func.FuncOp) and o.sym_name.data == "f")
+    n_din = sum(diff.arg_is_differentiable(fn, i) for i in range(len(fn.function_type.inputs.data)))
+    n_dout = sum(diff.result_is_differentiable(fn, i) for i in range(len(fn.function_type.outputs.data)))
+    v = [0.3 - 0.7 * k for k in range(n_din)]
+    u = [1.1 + 0.4 * k for k in range(n_dout)]
+    jv = run(module, "main_fwd", *args, *v)
+    jtu = run(module, "main", *args, *u)
+    lhs = sum(a * b for a, b in zip(u, jv))
+    rhs = sum(a * b for a, b in zip(jtu, v))
+    assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-12)
