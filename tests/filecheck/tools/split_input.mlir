@@ -8,7 +8,7 @@ func.func @one(%x: f32, %d: f32) -> !diff.pair<f32> {
 }
 // CHECK-LABEL: func.func @one(
 // CHECK-NEXT:    %p = diff.make_pair %x, %d : f32
-// CHECK:       // -----
+// CHECK:       {{^}}// {{-----}}
 
 // -----
 
