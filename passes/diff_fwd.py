@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import func, scf
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -227,8 +227,6 @@ class FuncDiff:
             res_attrs=res_attrs,
         )
         # A forward derivative is itself differentiable (fwd of fwd).
-        from xdsl.dialects.builtin import UnitAttr
-
         new.attributes[DIFFERENTIABLE] = UnitAttr()
         return new
 
