@@ -485,3 +485,89 @@ def test_dot_product_forward_vs_reverse(name, src, args):
     lhs = sum(a * b for a, b in zip(u, jv))
     rhs = sum(a * b for a, b in zip(jtu, v))
     assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-12)
+
+
+# ---- random programs (hypothesis) --------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+UNARY = ["math.sin", "math.cos", "math.tanh", "math.atan", "arith.negf"]
+BINARY = ["arith.addf", "arith.subf", "arith.mulf", "div"]
+
+
+@st.composite
+def straight_ops(draw, pool: list[str], fresh, lines: list[str], n_min: int, n_max: int) -> None:
+    for _ in range(draw(st.integers(n_min, n_max))):
+        kind = draw(st.sampled_from(["u", "b", "b"]))
+        name = fresh()
+        if kind == "u":
+            op = draw(st.sampled_from(UNARY))
+            a = draw(st.sampled_from(pool))
+            lines.append(f"{name} = {op} {a} : f64")
+        else:
+            op = draw(st.sampled_from(BINARY))
+            a, b = draw(st.sampled_from(pool)), draw(st.sampled_from(pool))
+            if op == "div":  # a / (2.5 + cos b): a denominator far from zero
+                c, d = fresh(), fresh()
+                lines += [f"{c} = math.cos {b} : f64", f"{d} = arith.addf {c}, %k : f64", f"{name} = arith.divf {a}, {d} : f64"]
+            else:
+                lines.append(f"{name} = {op} {a}, {b} : f64")
+        pool.append(name)
+
+
+@st.composite
+def random_program(draw) -> str:
+    counter = [0]
+
+    def fresh() -> str:
+        counter[0] += 1
+        return f"%v{counter[0]}"
+
+    pool = ["%x", "%y", "%z"]
+    lines = ["%k = arith.constant 2.5 : f64", "%zero = arith.constant 0.0 : f64"]
+    for _ in range(draw(st.integers(1, 3))):
+        draw(straight_ops(pool, fresh, lines, 1, 3))
+        if draw(st.booleans()):
+            cond = fresh()
+            lines.append(f"{cond} = arith.cmpf ogt, %x, %zero : f64")
+            branches = []
+            for _ in range(2):
+                inner_pool = list(pool)
+                inner: list[str] = []
+                draw(straight_ops(inner_pool, fresh, inner, 0, 3))
+                branches.append((inner, draw(st.sampled_from([inner_pool[-1], inner_pool[-1], *inner_pool]))))
+            res = fresh()
+            lines.append(f"{res} = scf.if {cond} -> (f64) {{")
+            lines += ["  " + l for l in branches[0][0]] + [f"  scf.yield {branches[0][1]} : f64", "} else {"]
+            lines += ["  " + l for l in branches[1][0]] + [f"  scf.yield {branches[1][1]} : f64", "}"]
+            pool.append(res)
+    outs = [pool[-1], draw(st.sampled_from(pool))]
+    body = "\n".join("  " + l for l in lines)
+    return (
+        "func.func @f(%x: f64, %y: f64, %z: f64) -> (f64, f64) attributes {diff.differentiable} {\n"
+        f"{body}\n  func.return {outs[0]}, {outs[1]} : f64, f64\n}}\n"
+    )
+
+
+point = st.tuples(
+    st.one_of(st.floats(0.2, 1.5), st.floats(-1.5, -0.2)),  # x decides the branches: away from 0
+    st.floats(-1.5, 1.5),
+    st.floats(-1.5, 1.5),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(src=random_program(), xs=point, u=st.tuples(st.floats(-2, 2), st.floats(-2, 2)))
+def test_random_programs_against_finite_differences_and_forward_mode(src, xs, u):
+    args = list(xs)
+    module = run_pipeline(with_fwd_main(src), CANONICAL)
+    assert_no_diff(module)
+    grads = run(module, "main", *args, *u)
+    want = finite_difference(src, args, list(u), [0, 1, 2], h=1e-5)
+    assert list(grads) == pytest.approx(want, rel=1e-5, abs=1e-6), src
+    v = [0.7, -0.4, 0.25]
+    jv = run(module, "main_fwd", *args, *v)
+    lhs = sum(a * b for a, b in zip(u, jv))
+    rhs = sum(a * b for a, b in zip(grads, v))
+    assert lhs == pytest.approx(rhs, rel=1e-9, abs=1e-11), src
