@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend.errors import SYNTAX, FrontendError
+from diffc.frontend.errors import SYNTAX, UNDEFINED, FrontendError
 from diffc.frontend.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
@@ -14,6 +14,8 @@ _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
 GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"}
 
+KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
+            "default", "no_diff", "true", "false", "let", "var", "const"}
 BINARY_PREC = [
     ["||"],
     ["&&"],
@@ -207,8 +209,10 @@ class Parser:
     # ---- types ----
     def type_ref(self) -> A.TypeRef:
         t = self.tok
-        if t.kind != "ident" or not self.is_type_name(t.text):
+        if t.kind != "ident":
             self.error("expected a type")
+        if not self.is_type_name(t.text):
+            raise FrontendError(UNDEFINED, f"unknown type '{t.text}'", t.start, t.end)
         self.i += 1
         args: list = []
         if self.at("<") and t.text in GENERIC_TYPES:
@@ -258,9 +262,10 @@ class Parser:
             return False
         if t.text in ("let", "var", "const"):
             return True
-        if not self.is_type_name(t.text):
-            return False
         nxt = self.peek()
+        if not self.is_type_name(t.text):  # `Foo x`: a declaration with an unknown type
+            return nxt.kind == "ident" and t.text not in KEYWORDS and nxt.text not in KEYWORDS
+
         if nxt.text == "." and self.peek(2).text == "Differential":
             return self.peek(3).kind == "ident"
         return nxt.kind == "ident" or (nxt.text == "<" and t.text in GENERIC_TYPES)
