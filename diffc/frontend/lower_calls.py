@@ -59,6 +59,8 @@ class CallLowering:
                 operands += self.lower_as(a, p.ty)
             elif p.direction == "inout":
                 operands += self.expr(a)
+        if e.no_diff:  # `no_diff f(x)`: the callee sees values without derivatives
+            operands = [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in operands]
         if modes:
             sig = diff.fwd_signature(target)
             op = self.emit(diff.FwdDiffOp(sym, operands, sig.outputs.data))
