@@ -91,7 +91,7 @@ def adjoint_type(t: Attribute) -> Attribute:
 
 
 def storable(t: Attribute) -> bool:
-    return diff.is_float_type(t) or isinstance(t, IntegerType | IndexType)
+    return diff.is_float_type(t) or isinstance(t, IntegerType | IndexType | VectorType)
 
 
 def byte_size(t: Attribute) -> int:

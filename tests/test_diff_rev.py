@@ -422,6 +422,33 @@ def test_int_values_carry_no_adjoint():
     assert gx == pytest.approx(2 * 0.5 * 3 * 6)
 
 
+VECTOR_LOOP = """
+func.func @f(%x: vector<4xf32>, %y: vector<4xf32>) -> vector<4xf32> attributes {diff.differentiable} {
+  %a = arith.mulf %x, %y : vector<4xf32>
+  %s = math.sin %a : vector<4xf32>
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 3 : index
+  %st = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %s) -> (vector<4xf32>) {
+    %m = arith.mulf %acc, %x : vector<4xf32>
+    scf.yield %m : vector<4xf32>
+  }
+  func.return %r : vector<4xf32>
+}
+"""
+
+
+def test_vectors_through_a_taped_loop():
+    import numpy as np
+
+    x = np.array([0.1, 0.2, 0.3, 0.4])
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    gx, gy = gradient(VECTOR_LOOP, [x, y], [[1.0, 1.0, 1.0, 1.0]])
+    # r = sin(x y) x^3 elementwise
+    assert gx == pytest.approx(np.cos(x * y) * y * x**3 + 3 * np.sin(x * y) * x**2, rel=1e-12)
+    assert gy == pytest.approx(np.cos(x * y) * x**4, rel=1e-12)
+
+
 def with_fwd_main(text: str, fname: str = "f") -> str:
     """Appends `@main_fwd(primals..., tangents of the differentiable params...)` returning the
     tangents of the differentiable results, through diff.fwd_diff @fname."""
