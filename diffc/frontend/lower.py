@@ -141,6 +141,8 @@ class Lowering(ExprLowering, CallLowering):
             else:
                 n = T.leaf_count(p.ty)
                 vals = args[:n]
+            for arg, name in zip(args[:n], T.leaf_names(p.ty, p.name)):
+                arg.name_hint = name  # parameter names survive into the IR, the C and the Python API
             args = args[n:]
             self.bindings[id(loc)] = Binding(p.ty, list(vals))
         body = f.decl.body  # type: ignore[union-attr]

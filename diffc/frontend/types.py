@@ -185,6 +185,17 @@ def ir_scalar(s: Scalar) -> Attribute:
     }[s.kind]
 
 
+def leaf_names(t: Type, base: str) -> list[str]:
+    """A readable name for each leaf of a value called `base` (`p_x` for field x of struct p)."""
+    if isinstance(t, Array):
+        return [n for i in range(t.n) for n in leaf_names(t.elem, f"{base}_{i}")]
+    if isinstance(t, Struct):
+        return [n for fname, ft, _ in t.fields for n in leaf_names(ft, f"{base}_{fname}")]
+    if isinstance(t, Pair):
+        return leaf_names(t.elem, base)
+    return [base]
+
+
 def leaves(t: Type) -> list[tuple[Attribute, bool]]:
     """IR type of each leaf and whether that leaf carries a derivative."""
     if isinstance(t, Scalar):
