@@ -255,7 +255,9 @@ class FuncDiff:
         if isinstance(op, FwdDiffOp):  # lowered before; kept for safety
             raise self.fail("'diff.fwd_diff' left inside a function being differentiated")
         if isinstance(op, DetachOp):
-            return self.bind(op.result, self.p(op.input), None)
+            # Keep the detach in the generated function: differentiating @f_fwd again (higher
+            # order) must still see that this value's derivative is dropped.
+            return self.bind(op.result, b.insert(DetachOp(self.p(op.input))).result, None)
         tans = [self.t(v) for v in op.operands]
         active = [i for i, t in enumerate(tans) if t is not None]
         if isinstance(op, ZeroOp) or not active:

@@ -19,7 +19,8 @@ func.func @f(%x: f32) -> f32 attributes {diff.differentiable} {
 }
 // CHECK-LABEL: func.func @k_fwd(%0: !diff.pair<f32>, %s: f32 {diff.no_diff}) -> !diff.pair<f32>
 // CHECK-LABEL: func.func @f_fwd
-// CHECK:         %y = func.call @h(%x) : (f32) -> f32
+// CHECK:         %d = diff.detach %x : f32
+// CHECK-NEXT:    %y = func.call @h(%d) : (f32) -> f32
 // Neither operand of the first call to @k that lands on a differentiable parameter has a
 // tangent: a primal call.
 // CHECK-NEXT:    %z = func.call @k(%y, %x) : (f32, f32) -> f32
