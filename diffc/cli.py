@@ -1,22 +1,193 @@
-"""The `diffc` command."""
+"""The `diffc` command.
+
+    diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler
+    diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
+    diffc demo | version
+
+`run` allocates every buffer a Slang test annotation declares, binds it to the global buffer of
+that name, dispatches [numthreads] x groups work-items and prints every `out` buffer as Slang's
+test runner does (`type: float`, then one value per line). A file without a compute entry point
+but with a parameterless `void main()` / `printMain()` runs that as one work-item, its printf
+output going to stdout. Errors print located diagnostics and exit 1, without a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from diffc.diagnostics import DiffcError
+
+PIPELINE = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
+PRINT_ENTRIES = ("printMain", "main")
+
+
+def _frontend(path: str):
+    from diffc.runtime.module import parse_source
+
+    p = Path(path)
+    if not p.is_file():
+        raise DiffcError(f"error: no such file '{path}'")
+    text = p.read_text()
+    return parse_source(text, str(p)), text
+
+
+def _apply(module, pipeline: str) -> None:
+    from xdsl.passes import PassPipeline
+    from xdsl.transforms import get_all_passes
+
+    from diffc import registry
+    from diffc.runtime.module import _context
+
+    available = {**get_all_passes(), **registry.PASSES}
+    ctx = _context()
+    PassPipeline.parse_spec(available, pipeline).apply(ctx, module)
+
+
+def choose_entry(module, wanted: str | None):
+    """The entry function: --entry, else the only compute shader, else printMain/main."""
+    from xdsl.dialects import func
+
+    from diffc.passes.lower_entry_points import is_compute_entry
+
+    funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
+    shaders = [n for n, f in funcs.items() if is_compute_entry(f)]
+    if wanted is not None:
+        if wanted not in funcs:
+            raise DiffcError(
+                f"error: unknown entry point '{wanted}' (compute entry points: {', '.join(shaders) or 'none'}; "
+                f"functions: {', '.join(funcs) or 'none'})"
+            )
+        return funcs[wanted]
+    if len(shaders) == 1:
+        return funcs[shaders[0]]
+    if len(shaders) > 1:
+        raise DiffcError(f"error: several compute entry points ({', '.join(shaders)}); choose one with --entry")
+    for name in PRINT_ENTRIES:
+        f = funcs.get(name)
+        if f is not None and not f.function_type.inputs.data and not f.function_type.outputs.data:
+            return f
+    raise DiffcError(
+        "error: no entry point: the file has no [shader(\"compute\")] function and no parameterless "
+        "void main() or printMain()"
+    )
+
+
+def lowered(path: str, entry: str | None = None):
+    """(front-end module, lowered module with the entry as a kernel, entry name, source text)."""
+    from diffc.passes.lower_entry_points import LowerEntryPointsPass, numthreads
+
+    module, text = _frontend(path)
+    fn = choose_entry(module, entry)
+    name = fn.sym_name.data
+    threads = numthreads(fn)
+    low = module.clone()
+    _apply(low, PIPELINE)
+    from diffc.runtime.module import _context
+
+    LowerEntryPointsPass(entry=name).apply(_context(), low)
+    low.verify()
+    return low, name, threads, text
+
+
+def cmd_compile(args) -> int:
+    if args.emit == "mlir":
+        module, _ = _frontend(args.file)
+        print(module)
+        return 0
+    low, _, _, _ = lowered(args.file, args.entry)
+    if args.emit == "lowered":
+        print(low)
+        return 0
+    from diffc.backend.opencl import emit_opencl, options_for_device
+    from diffc.backend.opencl.options import EmitOptions
+
+    if args.device is not None:
+        os.environ["DIFFC_DEVICE"] = args.device
+        from diffc.runtime.device import device
+
+        options = options_for_device(device().cl_device)
+    else:
+        options = EmitOptions()
+    sys.stdout.write(emit_opencl(low, options))
+    return 0
+
+
+def _groups(text: str) -> tuple[int, int, int]:
+    try:
+        vals = [int(x) for x in text.split(",")]
+    except ValueError:
+        vals = []
+    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
+        raise DiffcError(f"error: --groups must be 1 to 3 positive integers like 4,1,1; got '{text}'")
+    return tuple((vals + [1, 1])[:3])  # type: ignore[return-value]
+
+
+def cmd_run(args) -> int:
+    from diffc.cli_run import parse_test_inputs
+
+    groups = _groups(args.groups)
+    os.environ["DIFFC_DEVICE"] = args.device
+    low, name, threads, text = lowered(args.file, args.entry)
+    buffers = parse_test_inputs(text, args.file)
+    from diffc.cli_run import run_kernel
+
+    outputs = run_kernel(low, name, threads, groups, buffers, args.file)
+    for buf, values in outputs:
+        print(f"type: {buf.type_name}")
+        for v in values:
+            print(buf.format(v))
+    sys.stdout.flush()
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="diffc", description=__doc__)
+    parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
+    sub.add_parser("demo", help="differentiate a few functions and run them on the default device")
+    c = sub.add_parser("compile", help="show a stage of compiling a .slang file")
+    c.add_argument("file")
+    c.add_argument("--emit", choices=("mlir", "lowered", "opencl"), default="opencl")
+    c.add_argument("--entry", default=None, help="the entry point (default: the only compute shader, or main)")
+    c.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
+                   help="emit for this device's atomics (default: portable cmpxchg atomics)")
+    r = sub.add_parser("run", help="compile and run an entry point, print its out buffers")
+    r.add_argument("file")
+    r.add_argument("--device", choices=("cpu", "gpu", "auto"), default="auto")
+    r.add_argument("--entry", default=None)
+    r.add_argument("--groups", default="1,1,1", help="work-groups X,Y,Z (default 1,1,1)")
     args = parser.parse_args(argv)
-    if args.command == "version":
-        from diffc import __version__
+    try:
+        if args.command == "version":
+            from diffc import __version__
 
-        print(__version__)
-    return 0
+            print(__version__)
+            return 0
+        if args.command == "demo":
+            from diffc import demo
+
+            return int(demo.main() or 0)
+        if args.command == "compile":
+            return cmd_compile(args)
+        return cmd_run(args)
+    except DiffcError as e:
+        sys.stdout.flush()
+        print(str(e), file=sys.stderr)
+        return 1
+    except Exception as e:  # xDSL's VerifyException / PassFailedException and the like
+        from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
+
+        if isinstance(e, DiagnosticException | PassFailedException | VerifyException) and not os.environ.get(
+            "DIFFC_TRACEBACK"
+        ):
+            sys.stdout.flush()
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        raise
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "diff-lower": _lazy("diffc.passes.diff_lower", "DiffLowerPass"),
     "diff-rev": _lazy("diffc.passes.diff_rev", "DiffRevPass"),
     "diff-checkpoint": _lazy("diffc.passes.diff_checkpoint", "DiffCheckpointPass"),
+    "lower-entry-points": _lazy("diffc.passes.lower_entry_points", "LowerEntryPointsPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

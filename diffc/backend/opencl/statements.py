@@ -374,3 +374,9 @@ _STATEMENTS = {
 from xdsl.dialects.arith import ConstantOp  # noqa: E402
 
 _STATEMENTS[ConstantOp] = FunctionEmitter.constant
+
+from xdsl.dialects.printf import PrintFormatOp  # noqa: E402
+
+from .printf import emit_printf  # noqa: E402
+
+_STATEMENTS[PrintFormatOp] = emit_printf

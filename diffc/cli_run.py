@@ -1,0 +1,212 @@
+"""What `diffc run` needs beyond compiling: Slang test annotations and one kernel launch.
+
+Annotations (one per line, anywhere in the file):
+
+    //TEST_INPUT:ubuffer(data=[1 2 3 4], stride=4):out,name=gradBuffer
+    //TEST_INPUT: set gradBuffer = out ubuffer(data=[0 0 0 0], stride=4)
+
+`data` lists the initial elements (spaces or commas between them); `count=N` pads with zeros
+(or sets the size of a buffer without data). `out` marks buffers printed after the run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
+
+_OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?::(?P<flags>.*))?$")
+_NEW = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<out>out\s+)?ubuffer\((?P<opts>[^)]*)\)\s*$")
+
+
+@dataclass
+class TestBuffer:
+    name: str
+    data: list[str]
+    count: int | None
+    out: bool
+    where: SourceLocation
+    line: str
+    type_name: str = "float"
+
+    def format(self, v) -> str:
+        if self.type_name in ("float", "double", "half"):
+            return f"{float(v):f}"
+        return str(int(v))
+
+
+def _error(where: SourceLocation, line: str, message: str) -> DiffcError:
+    source = "\n" * (where.line - 1) + line  # the annotation's line at its place
+    return DiffcError(format_diagnostic(where, message, "test-input", source))
+
+
+def _options(text: str, where, line) -> tuple[list[str], int | None]:
+    data: list[str] = []
+    count = None
+    rest = text
+    m = re.search(r"data\s*=\s*\[([^\]]*)\]", rest)
+    if m:
+        data = [x for x in re.split(r"[\s,]+", m.group(1).strip()) if x]
+        rest = rest[: m.start()] + rest[m.end():]
+    for part in (p.strip() for p in rest.split(",")):
+        if not part:
+            continue
+        key, _, value = part.partition("=")
+        key, value = key.strip(), value.strip()
+        if key == "stride":
+            if value != "4":
+                raise _error(where, line, f"TEST_INPUT: only stride=4 (32-bit elements) is supported, got stride={value}")
+        elif key == "count" and value.isdigit():
+            count = int(value)
+        else:
+            raise _error(where, line, f"TEST_INPUT: unknown ubuffer option '{part}' (known: data=[...], stride=4, count=N)")
+    return data, count
+
+
+def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
+    """Every `//TEST_INPUT` ubuffer of the file; a malformed one is a located error."""
+    buffers: list[TestBuffer] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if not stripped.startswith("//TEST_INPUT"):
+            continue
+        col = len(line) - len(stripped) + 1
+        where = SourceLocation(filename, n, col)
+        body = stripped[len("//TEST_INPUT"):].lstrip(":").strip()
+        m = _NEW.match(body)
+        if m:
+            data, count = _options(m.group("opts"), where, line)
+            buffers.append(TestBuffer(m.group("name"), data, count, bool(m.group("out")), where, line))
+            continue
+        m = _OLD.match(body)
+        if m:
+            data, count = _options(m.group("opts"), where, line)
+            flags = [f.strip() for f in (m.group("flags") or "").split(",") if f.strip()]
+            name = next((f.split("=", 1)[1].strip() for f in flags if f.startswith("name=")), None)
+            if not name:
+                raise _error(where, line, "TEST_INPUT: the ubuffer has no name=NAME to bind it to a buffer")
+            unknown = [f for f in flags if f != "out" and not f.startswith("name=")]
+            if unknown:
+                raise _error(where, line, f"TEST_INPUT: unknown flag '{unknown[0]}' (known: out, name=NAME)")
+            buffers.append(TestBuffer(name, data, count, "out" in flags, where, line))
+            continue
+        raise _error(
+            where, line,
+            "TEST_INPUT: cannot read this annotation; expected 'ubuffer(data=[...], stride=4):out,name=NAME' "
+            "or 'set NAME = out ubuffer(data=[...], stride=4)'",
+        )
+    seen: dict[str, TestBuffer] = {}
+    for b in buffers:
+        if b.name in seen:
+            raise _error(b.where, b.line, f"TEST_INPUT: buffer '{b.name}' is declared twice")
+        seen[b.name] = b
+    return buffers
+
+
+def _dtype(element) -> tuple[np.dtype, str]:
+    from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
+
+    if isinstance(element, Float32Type):
+        return np.dtype(np.float32), "float"
+    if isinstance(element, Float64Type):
+        return np.dtype(np.float64), "double"
+    if isinstance(element, IntegerType) and element.width.data == 32:
+        return np.dtype(np.int32), "int"
+    raise DiffcError(f"error: buffers of element type {element} are not supported by diffc run")
+
+
+def _array(b: TestBuffer, dtype: np.dtype) -> np.ndarray:
+    try:
+        if dtype.kind == "f":
+            values = [float(x) for x in b.data]
+        else:
+            values = [int(x, 0) if not re.fullmatch(r"-?\d+\.0*", x) else int(float(x)) for x in b.data]
+    except ValueError as e:
+        raise _error(b.where, b.line, f"TEST_INPUT: bad element in data for '{b.name}' ({e})") from None
+    n = max(len(values), b.count or 0, 1)
+    arr = np.zeros(n, dtype)
+    arr[: len(values)] = values
+    return arr
+
+
+def _flush_c_stdout() -> None:
+    """OpenCL printf writes through the C library's stdout: flush it where the runtime did not."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
+def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], filename: str):
+    """Builds the lowered module, binds buffers, runs [threads x groups] work-items; returns
+    [(TestBuffer, values)] for the `out` buffers, in declaration order."""
+    import sys
+
+    import pyopencl as cl
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import MemRefType
+
+    from diffc.backend.opencl import build_options, emit_opencl, options_for_device
+    from diffc.runtime.device import device
+    from diffc.runtime.program import build_program
+
+    fn = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == entry)
+    by_name = {b.name: b for b in buffers}
+    args: list = []
+    arrays: list[tuple[TestBuffer, np.ndarray, object]] = []
+    dev = device()
+    for arg in fn.body.block.args:
+        t = arg.type
+        name = arg.name_hint or "?"
+        if not isinstance(t, MemRefType):
+            raise DiffcError(f"error: {filename}: entry point '{entry}' has a parameter '{name}' of type {t}; "
+                             "diffc run binds only buffers")
+        b = by_name.get(name)
+        if b is None:
+            raise DiffcError(
+                f"error: {filename}: buffer '{name}' is used by '{entry}' but no //TEST_INPUT declares it "
+                f"(add e.g. //TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))"
+            )
+        dtype, b.type_name = _dtype(t.element_type)
+        arr = _array(b, dtype)
+        mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
+        args.append(mem)
+        arrays.append((b, arr, mem))
+    options = options_for_device(dev.cl_device)
+    source = emit_opencl(module, options)
+    program = build_program(source, tuple(build_options(options)))
+    kernels = [k for k in program.all_kernels()]
+    if len(kernels) != 1:
+        raise DiffcError(f"error: expected one kernel for '{entry}', the program has {len(kernels)}")
+    kern = kernels[0]
+    if args:
+        kern.set_args(*args)
+    local = tuple(threads)
+    global_size = tuple(t * g for t, g in zip(threads, groups))
+    sys.stdout.flush()
+    cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
+    dev.queue.finish()
+    _flush_c_stdout()
+    used = {b.name for b, _, _ in arrays}
+    for b in buffers:
+        if b.name not in used:
+            # declared but unused by this entry point: printed with its initial data
+            b.type_name = "float"
+    out = []
+    for b in buffers:
+        if not b.out:
+            continue
+        hit = next(((arr, mem) for bb, arr, mem in arrays if bb is b), None)
+        if hit is None:
+            out.append((b, _array(b, np.dtype(np.float32))))
+            continue
+        arr, mem = hit
+        cl.enqueue_copy(dev.queue, arr, mem)
+        out.append((b, arr))
+    dev.queue.finish()
+    return out

@@ -1,0 +1,239 @@
+"""lower-entry-points: front-end compute entry points -> kernel form (dialects/kernel.py).
+
+Runs on plain IR (after the canonical pipeline `diff-fwd,...,diff-lower,canonicalize,cse`):
+
+* Every buffer (`memref.global`) a function reads or writes, itself or through its callees,
+  becomes a trailing memref parameter of that function, named after the buffer, in the order the
+  buffers are declared; calls pass the caller's parameter along; `memref.get_global` goes away,
+  and so do the `memref.global` ops (OpenCL has no program-scope buffers).
+* `memref.atomic_rmw addf` (Slang's `+=` on an `Atomic<float>` element) whose result is unused
+  becomes `kernel.atomic_add`.
+* The entry points get `kernel.entry` and `kernel.reqd_work_group_size` from
+  `diffc.numthreads`. An argument with `diffc.semantic` becomes work-item queries:
+  SV_DispatchThreadID -> kernel.global_id, SV_GroupThreadID -> kernel.local_id,
+  SV_GroupID -> kernel.group_id (a `uint3` is read one component at a time through
+  `vector.extract`; a scalar `uint` is dimension 0).
+
+Which functions are entry points: every `diffc.shader = "compute"` function, or with
+`entry=NAME` only that one. `entry` may also name a function without parameters or results
+that is not a shader (Slang test programs' `void main()` with printf): it becomes a kernel that
+one work-item runs. Dispatching exactly numthreads x groups work-items needs no bounds check,
+which is what Slang does; so no bounds are added.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, vector
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    VectorType,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from diffc.dialects import kernel
+
+SHADER = "diffc.shader"
+NUMTHREADS = "diffc.numthreads"
+SEMANTIC = "diffc.semantic"
+_QUERIES = {
+    "SV_DispatchThreadID": kernel.GlobalIdOp,
+    "SV_GroupThreadID": kernel.LocalIdOp,
+    "SV_GroupID": kernel.GroupIdOp,
+}
+_ADDF = 0  # arith.AtomicRMWKindAttr value of addf
+
+
+def numthreads(fn: func.FuncOp) -> tuple[int, int, int]:
+    """The `[numthreads(x, y, z)]` of an entry point ((1, 1, 1) when it has none)."""
+    attr = fn.attributes.get(NUMTHREADS) or fn.attributes.get(kernel.REQD_WORK_GROUP_SIZE)
+    if isinstance(attr, DenseArrayBase):
+        vals = [int(v) for v in attr.get_values()]
+    elif isinstance(attr, ArrayAttr):
+        vals = [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
+    else:
+        vals = []
+    vals = (vals + [1, 1, 1])[:3]
+    return (vals[0], vals[1], vals[2])
+
+
+def is_compute_entry(fn: func.FuncOp) -> bool:
+    shader = fn.attributes.get(SHADER)
+    return isinstance(shader, StringAttr) and shader.data == "compute"
+
+
+def _fail(fn: func.FuncOp, message: str) -> PassFailedException:
+    return PassFailedException(f"lower-entry-points: @{fn.sym_name.data}: {message}")
+
+
+@dataclass(frozen=True)
+class LowerEntryPointsPass(ModulePass):
+    name = "lower-entry-points"
+
+    entry: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
+        globals_ = [g for g in op.ops if isinstance(g, memref.GlobalOp)]
+        order = {g.sym_name.data: i for i, g in enumerate(globals_)}
+        types = {g.sym_name.data: g.type for g in globals_}
+
+        if self.entry:
+            fn = funcs.get(self.entry)
+            if fn is None:
+                shaders = [n for n, f in funcs.items() if is_compute_entry(f)]
+                raise PassFailedException(
+                    f"lower-entry-points: no function @{self.entry} (compute entry points: "
+                    f"{', '.join(shaders) or 'none'})"
+                )
+            entries = [fn]
+        else:
+            entries = [f for f in funcs.values() if is_compute_entry(f)]
+
+        uses = _buffer_uses(funcs)
+        for name, fn in funcs.items():
+            if uses[name] and fn.body.blocks:
+                _thread_buffers(fn, sorted(uses[name], key=order.__getitem__), types, funcs, uses, order)
+        for g in globals_:
+            Rewriter.erase_op(g)
+        for fn in funcs.values():
+            _atomics(fn)
+        for fn in entries:
+            _make_kernel(fn)
+
+
+def _buffer_uses(funcs: dict[str, func.FuncOp]) -> dict[str, set[str]]:
+    """Buffers each function uses, itself or through the functions it calls (a fixed point)."""
+    direct: dict[str, set[str]] = {n: set() for n in funcs}
+    calls: dict[str, set[str]] = {n: set() for n in funcs}
+    for name, fn in funcs.items():
+        for inner in fn.walk():
+            if isinstance(inner, memref.GetGlobalOp):
+                direct[name].add(inner.name_.root_reference.data)
+            elif isinstance(inner, func.CallOp):
+                callee = inner.callee.root_reference.data
+                if callee in funcs:
+                    calls[name].add(callee)
+    changed = True
+    while changed:
+        changed = False
+        for name in funcs:
+            for callee in calls[name]:
+                if not direct[callee] <= direct[name]:
+                    direct[name] |= direct[callee]
+                    changed = True
+    return direct
+
+
+def _thread_buffers(fn, buffers, types, funcs, uses, order) -> None:
+    """Adds one memref parameter per buffer to `fn`; get_global and calls use them."""
+    block = fn.body.block
+    args: dict[str, SSAValue] = {}
+    for b in buffers:
+        if b not in types:
+            raise _fail(fn, f"uses @{b}, which is not a memref.global of this module")
+        arg = block.insert_arg(types[b], len(block.args))
+        arg.name_hint = b
+        args[b] = arg
+    n_old = len(fn.function_type.inputs.data)
+    fn.function_type = FunctionType.from_lists(
+        [*fn.function_type.inputs.data, *(types[b] for b in buffers)], fn.function_type.outputs.data
+    )
+    if fn.arg_attrs is not None:
+        fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, *(DictionaryAttr({}) for _ in buffers)])
+    assert len(block.args) == n_old + len(buffers)
+    for inner in list(fn.walk()):
+        if isinstance(inner, memref.GetGlobalOp):
+            Rewriter.replace_op(inner, [], [args[inner.name_.root_reference.data]])
+        elif isinstance(inner, func.CallOp):
+            callee = inner.callee.root_reference.data
+            extra = sorted(uses.get(callee, ()), key=order.__getitem__)
+            if extra and callee in funcs and funcs[callee].body.blocks:
+                new = func.CallOp(callee, [*inner.arguments, *(args[b] for b in extra)], [r.type for r in inner.results])
+                new.attributes.update(inner.attributes)
+                Rewriter.replace_op(inner, new)
+
+
+def _atomics(fn: func.FuncOp) -> None:
+    for inner in list(fn.walk()):
+        if isinstance(inner, memref.AtomicRMWOp):
+            kind = inner.kind.value.data if isinstance(inner.kind, IntegerAttr) else None
+            if kind != _ADDF:
+                raise _fail(fn, f"'memref.atomic_rmw' of kind {kind}: only addf (0) is lowered")
+            if inner.result.uses:
+                raise _fail(fn, "'memref.atomic_rmw' whose old value is used; kernel.atomic_add returns nothing")
+            Rewriter.replace_op(inner, kernel.AtomicAddOp(inner.value, inner.memref, list(inner.indices)), [None])
+
+
+def _make_kernel(fn: func.FuncOp) -> None:
+    if fn.function_type.outputs.data:
+        raise _fail(fn, "an entry point must return void")
+    if not fn.body.blocks:
+        raise _fail(fn, "an entry point needs a body")
+    block = fn.body.block
+    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    keep: list[int] = []
+    for i, arg in enumerate(list(block.args)):
+        sem = attrs[i].data.get(SEMANTIC) if i < len(attrs) else None
+        if sem is None:
+            if not is_compute_entry(fn):
+                raise _fail(fn, "a non-shader entry point must have no parameters")
+            keep.append(i)
+            continue
+        assert isinstance(sem, StringAttr)
+        query = _QUERIES.get(sem.data)
+        if query is None:
+            raise _fail(fn, f"semantic {sem.data} is not supported (supported: {', '.join(_QUERIES)})")
+        _replace_semantic(fn, arg, query)
+    for i in reversed(range(len(block.args))):
+        if i not in keep:
+            block.erase_arg(block.args[i])
+    inputs = fn.function_type.inputs.data
+    fn.function_type = FunctionType.from_lists([inputs[i] for i in keep], [])
+    if fn.arg_attrs is not None:
+        fn.arg_attrs = ArrayAttr([attrs[i] for i in keep]) if keep else None
+    kernel.mark_kernel(fn, numthreads(fn))
+
+
+def _query(ip: InsertPoint, query: type, dim: int, t) -> SSAValue:
+    q = query(dim)
+    Rewriter.insert_op(q, ip)
+    if isinstance(t, IndexType):
+        return q.result
+    cast = arith.IndexCastOp(q.result, t)
+    Rewriter.insert_op(cast, InsertPoint.after(q))
+    return cast.result
+
+
+def _replace_semantic(fn: func.FuncOp, arg: SSAValue, query: type) -> None:
+    t = arg.type
+    start = InsertPoint.at_start(fn.body.block)
+    if isinstance(t, VectorType):
+        comps: dict[int, SSAValue] = {}
+        for use in list(arg.uses):
+            user = use.operation
+            pos = user.static_position.get_values() if isinstance(user, vector.ExtractOp) else ()
+            if not isinstance(user, vector.ExtractOp) or user.dynamic_position or len(pos) != 1:
+                raise _fail(fn, f"the {t} thread id is used by '{user.name}'; read its components (.x, .y, .z)")
+            d = int(pos[0])
+            if d not in comps:
+                comps[d] = _query(start, query, d, t.element_type)
+            Rewriter.replace_op(user, [], [comps[d]])
+    elif isinstance(t, IntegerType | IndexType):
+        if arg.uses:
+            arg.replace_by(_query(start, query, 0, t))
+    else:
+        raise _fail(fn, f"a thread id of type {t} is not supported")
