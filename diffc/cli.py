@@ -168,8 +168,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(__version__)
             return 0
         if args.command == "demo":
-            from diffc import demo
-
+            try:
+                from diffc import demo
+            except ModuleNotFoundError as e:
+                if e.name != "diffc.demo":
+                    raise
+                raise DiffcError("error: this diffc has no demo (diffc/demo.py is missing)") from None
             return int(demo.main() or 0)
         if args.command == "compile":
             return cmd_compile(args)
