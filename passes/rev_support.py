@@ -195,6 +195,16 @@ class Activity:
                 if v in self.varied:
                     self._mark(a)
             return
+        if isinstance(op, func.CallOp) and not any_in:
+            # A custom backward derivative may act on state of its own (seed 000's getParam
+            # accumulates into a gradient buffer), so its results carry derivatives even when
+            # no argument does: the reverse sweep must call it.
+            callee = self.symbols.get(op.callee.root_reference.data)
+            if isinstance(callee, func.FuncOp) and diff.custom_derivative(callee, diff.BWD_DERIVATIVE):
+                for i, r in enumerate(op.results):
+                    if diff.result_is_differentiable(callee, i):
+                        self._mark(r)
+            return
         if not any_in:
             return
         if isinstance(op, func.CallOp):
