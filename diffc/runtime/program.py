@@ -10,11 +10,13 @@ A binary that fails to load is rebuilt from source (and rewritten).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 from diffc.runtime.device import DeviceInfo, device
@@ -85,6 +87,17 @@ def build_program(source: str, options: tuple[str, ...] = ()):
     return prg
 
 
+@contextlib.contextmanager
+def _quiet_compiler():
+    """A successful build's informational log (NVIDIA prints one for every program) is not news
+    to a user; a failed build's log is shown by BuildError."""
+    import pyopencl as cl
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        yield
+
+
 def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: str):
     import pyopencl as cl
 
@@ -93,13 +106,15 @@ def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: 
     if path is not None and path.is_file():
         try:
             binary = path.read_bytes()
-            prg = cl.Program(dev.context, [dev.cl_device], [binary]).build(options=list(options))
+            with _quiet_compiler():
+                prg = cl.Program(dev.context, [dev.cl_device], [binary]).build(options=list(options))
             stats["disk_hits"] += 1
             return prg
         except (cl.Error, OSError):
             pass  # stale or damaged: rebuild below
     try:
-        prg = cl.Program(dev.context, source).build(options=list(options), cache_dir=False)
+        with _quiet_compiler():
+            prg = cl.Program(dev.context, source).build(options=list(options), cache_dir=False)
     except cl.RuntimeError as e:
         log = _build_log(e, dev)
         raise BuildError(format_build_error(log, source), log=log, source=source) from None
