@@ -14,7 +14,7 @@ Function-level facts are plain attributes, read through the helpers at the botto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -148,6 +148,33 @@ def _pair_of(op: Operation, value: SSAValue, what: str) -> PairType:
     return value.type
 
 
+def _parse_two_operands(
+    parser: Parser, second_type: Callable[[Attribute], Attribute] = lambda t: t
+) -> tuple[SSAValue, SSAValue, dict[str, Attribute]]:
+    """The custom form `%a, %b {attrs} : T` shared by make_pair, add and make_ptr_pair:
+    `%a` has type T, `%b` has type second_type(T)."""
+    a = parser.parse_unresolved_operand()
+    parser.parse_punctuation(",")
+    b = parser.parse_unresolved_operand()
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    t = parser.parse_type()
+    return parser.resolve_operand(a, t), parser.resolve_operand(b, second_type(t)), attrs
+
+
+def _print_two_operands(printer: Printer, op: Operation) -> None:
+    """Prints `%a, %b {attrs} : T`, T being the type of the first operand (for add, also the
+    result's type: its verifier makes them equal)."""
+    a, b = op.operands
+    printer.print_string(" ")
+    printer.print_operand(a)
+    printer.print_string(", ")
+    printer.print_operand(b)
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(a.type)
+
+
 @irdl_op_definition
 class MakePairOp(IRDLOperation):
     """diffPair(p, d): `%r = diff.make_pair %p, %d : f32`."""
@@ -178,24 +205,13 @@ class MakePairOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> MakePairOp:
-        p = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        d = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(p, t), parser.resolve_operand(d, differential_type(t)))
+        a, b, attrs = _parse_two_operands(parser, differential_type)
+        op = cls(a, b)
         op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.primal)
-        printer.print_string(", ")
-        printer.print_operand(self.differential)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.primal.type)
+        _print_two_operands(printer, self)
 
 
 class _PairProjection(IRDLOperation):
@@ -501,24 +517,13 @@ class AddOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> AddOp:
-        a = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        b = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(a, t), parser.resolve_operand(b, t))
+        a, b, attrs = _parse_two_operands(parser)
+        op = cls(a, b)
         op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.lhs)
-        printer.print_string(", ")
-        printer.print_operand(self.rhs)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        _print_two_operands(printer, self)
 
 
 @irdl_op_definition
@@ -551,24 +556,13 @@ class MakePtrPairOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> MakePtrPairOp:
-        p = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        g = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        op = cls(parser.resolve_operand(p, t), parser.resolve_operand(g, t))
+        a, b, attrs = _parse_two_operands(parser)
+        op = cls(a, b)
         op.attributes.update(attrs)
         return op
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.primal)
-        printer.print_string(", ")
-        printer.print_operand(self.gradient)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.primal.type)
+        _print_two_operands(printer, self)
 
 
 class _PtrPairLocation(IRDLOperation):
