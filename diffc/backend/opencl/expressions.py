@@ -34,24 +34,25 @@ def _call(name: str) -> Handler:
     return lambda fe, op: f"{name}({', '.join(fe.expr(v) for v in op.operands)})"
 
 
-def _unsigned_binary(symbol: str) -> Handler:
+def _integer(template: str) -> Handler:
+    """A binary integer op as `template`, which sees {t} (the result's C type), {a} and {b}
+    (the operands) and {ua} and {ub} (the operands cast to the unsigned type of the result)."""
+
     def emit(fe: FunctionEmitter, op: Operation) -> str:
         t = op.results[0].type
         u = unsigned_ctype(t, fe.options)
         a, b = (fe.expr(v) for v in op.operands)
-        return f"({ctype(t, fe.options)})(({u}){a} {symbol} ({u}){b})"
+        return template.format(t=ctype(t, fe.options), a=a, b=b, ua=f"({u}){a}", ub=f"({u}){b}")
 
     return emit
+
+
+def _unsigned_binary(symbol: str) -> Handler:
+    return _integer(f"({{t}})({{ua}} {symbol} {{ub}})")
 
 
 def _unsigned_call(name: str) -> Handler:
-    def emit(fe: FunctionEmitter, op: Operation) -> str:
-        t = op.results[0].type
-        u = unsigned_ctype(t, fe.options)
-        a, b = (fe.expr(v) for v in op.operands)
-        return f"({ctype(t, fe.options)}){name}(({u}){a}, ({u}){b})"
-
-    return emit
+    return _integer(f"({{t}}){name}({{ua}}, {{ub}})")
 
 
 def _cast(to: Attribute, value: str, fe: FunctionEmitter) -> str:
@@ -151,21 +152,12 @@ def _cmpi(fe: FunctionEmitter, op: arith.CmpiOp) -> str:
     return f"{a} {_CMPI[pred]} {b}"
 
 
-def _ceildivsi(fe: FunctionEmitter, op: Operation) -> str:
-    a, b = (fe.expr(v) for v in op.operands)
-    return f"{a} / {b} + ({a} % {b} != 0 && ({a} % {b} > 0) == ({b} > 0))"
-
-
-def _floordivsi(fe: FunctionEmitter, op: Operation) -> str:
-    a, b = (fe.expr(v) for v in op.operands)
-    return f"{a} / {b} - ({a} % {b} != 0 && ({a} % {b} < 0) != ({b} < 0))"
-
-
-def _ceildivui(fe: FunctionEmitter, op: Operation) -> str:
-    t = op.results[0].type
-    u = unsigned_ctype(t, fe.options)
-    a, b = (f"({u}){fe.expr(v)}" for v in op.operands)
-    return f"({ctype(t, fe.options)})({a} / {b} + ({a} % {b} != 0))"
+# C's / truncates: add or subtract one where the remainder is non-zero and the exact quotient
+# lies on the other side.
+_ceildivsi = _integer("{a} / {b} + ({a} % {b} != 0 && ({a} % {b} > 0) == ({b} > 0))")
+_floordivsi = _integer("{a} / {b} - ({a} % {b} != 0 && ({a} % {b} < 0) != ({b} < 0))")
+_ceildivui = _integer("({t})({ua} / {ub} + ({ua} % {ub} != 0))")
+_shrui = _integer("({t})({ua} >> {b})")
 
 
 def _absi(fe: FunctionEmitter, op: Operation) -> str:
@@ -183,15 +175,9 @@ def _fpowi(fe: FunctionEmitter, op: Operation) -> str:
     return f"pown({a}, (int){b})"
 
 
-def _shrui(fe: FunctionEmitter, op: Operation) -> str:
-    t = op.results[0].type
-    a, b = (fe.expr(v) for v in op.operands)
-    return f"({ctype(t, fe.options)})(({unsigned_ctype(t, fe.options)}){a} >> {b})"
-
-
 _ARITH: dict[type[Operation], Handler] = {
     arith.AddfOp: _binary("+"), arith.SubfOp: _binary("-"), arith.MulfOp: _binary("*"),
-    arith.DivfOp: _binary("/"), 
+    arith.DivfOp: _binary("/"),
     arith.NegfOp: lambda fe, op: f"-{fe.expr(op.operands[0])}",
     arith.MaximumfOp: _call("fmax"), arith.MinimumfOp: _call("fmin"),
     arith.MaxnumfOp: _call("fmax"), arith.MinnumfOp: _call("fmin"),
