@@ -535,8 +535,46 @@ func.func @f(%x: f64, %y: f64) -> f64 attributes {diff.differentiable} {
 """
 
 
-@pytest.mark.parametrize("src,args", [(PAIR_FOR, [0.7, 1.3]), (PAIR_FOR, [-0.4, 0.6]), (PAIR_WHILE, [0.9, 0.8]), (PAIR_WHILE, [1.4, 0.3])])
-def test_loop_carrying_pairs_against_finite_differences(src, args):
+# bwd_diff(fwd_diff(loop)): diff-fwd splits the carried pairs of @inner_fwd's loop into two
+# carried values, so diff-rev meets plain floats there.
+BWD_OF_FWD_FOR = """
+func.func @inner(%x: f64, %y: f64) -> f64 attributes {diff.differentiable} {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 4 : index
+  %st = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %x) -> (f64) {
+    %a = arith.mulf %acc, %y : f64
+    %s = math.sin %a : f64
+    %t = arith.addf %s, %acc : f64
+    scf.yield %t : f64
+  }
+  func.return %r : f64
+}
+func.func @f(%x: f64, %y: f64) -> f64 attributes {diff.differentiable} {
+  %one = arith.constant 1.0 : f64
+  %half = arith.constant 0.5 : f64
+  %px = diff.make_pair %x, %one : f64
+  %py = diff.make_pair %y, %half : f64
+  %r = diff.fwd_diff @inner(%px, %py) : (!diff.pair<f64>, !diff.pair<f64>) -> !diff.pair<f64>
+  %d = diff.differential %r : !diff.pair<f64>
+  func.return %d : f64
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "src,args",
+    [
+        (PAIR_FOR, [0.7, 1.3]),
+        (PAIR_FOR, [-0.4, 0.6]),
+        (PAIR_WHILE, [0.9, 0.8]),
+        (PAIR_WHILE, [1.4, 0.3]),
+        (BWD_OF_FWD_FOR, [0.7, 1.3]),
+        (BWD_OF_FWD_FOR, [-0.2, 0.9]),
+    ],
+    ids=["pair-for", "pair-for-negative", "pair-while", "pair-while-short", "bwd-of-fwd-for", "bwd-of-fwd-for-negative"],
+)
+def test_reverse_over_forward_with_loops_against_finite_differences(src, args):
     module = run_pipeline(with_bwd_main(src), CANONICAL)
     assert_no_diff(module)
     got = run(module, "main", *args, 1.0)
