@@ -244,17 +244,18 @@ class AtomicRMWOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser):
         kind = parser.parse_identifier()
-        value = parser.parse_operand()
+        value = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
-        mem = parser.parse_operand()
-        indices = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_operand)
+        mem = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         t = parser.parse_type()
         if not isinstance(t, MemRefType):
             parser.raise_error(f"'kernel.atomic_rmw' needs a memref type, got {t}")
-        if mem.type != t:
-            parser.raise_error(f"'kernel.atomic_rmw' memref operand has type {mem.type}, not {t}")
+        value = parser.resolve_operand(value, t.element_type)
+        mem = parser.resolve_operand(mem, t)
+        indices = [parser.resolve_operand(i, IndexType()) for i in indices]
         op = cls(kind, value, mem, indices)
         op.attributes.update(attrs)
         return op
