@@ -1,5 +1,6 @@
-"""kernel.atomic_rmw and f16 <-> i16 bitcasts, built from kernel-form IR and run on PoCL.
-Expected values come from numpy (its float16 conversions are IEEE round-to-nearest-even)."""
+"""kernel.atomic_rmw and f16 <-> i16 bitcasts, built from kernel-form IR and run on the device
+DIFFC_DEVICE picks (PoCL here), with that device's emitter options. Expected values come from
+numpy (its float16 conversions are IEEE round-to-nearest-even)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,22 @@ import pytest
 
 cl = pytest.importorskip("pyopencl")
 
-from diffc.backend.opencl import EmitOptions, emit_opencl  # noqa: E402
+import diffc  # noqa: E402
+from diffc.backend.opencl import build_options, emit_opencl, options_for_device  # noqa: E402
 from diffc.runtime.module import parse_source  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def ctx():
-    for platform in cl.get_platforms():
-        for device in platform.get_devices():
-            if device.type & cl.device_type.CPU:
-                c = cl.Context(devices=[device])
-                return c, cl.CommandQueue(c)
-    pytest.skip("no OpenCL CPU device (PoCL)")
+    d = diffc.device()
+    return d.context, d.queue, options_for_device(d.cl_device)
 
 
 def run(ctx, ir: str, kernel: str, n: int, *arrays_and_scalars):
     """Builds `ir`, runs `kernel` over n work-items; returns the arrays as they are afterwards."""
-    c, q = ctx
-    source = emit_opencl(parse_source(ir, "test.mlir"), EmitOptions())
-    prg = cl.Program(c, source).build()
+    c, q, options = ctx
+    source = emit_opencl(parse_source(ir, "test.mlir"), options)
+    prg = cl.Program(c, source).build(options=build_options(options))
     args, bufs = [], []
     for a in arrays_and_scalars:
         if isinstance(a, np.ndarray):
