@@ -4,6 +4,7 @@
     y = m.polynomial(a=2, b=8, c=-1, x=x, _result="tensor")     # element-wise, one kernel
     m.polynomial.bwds(a=2, b=8, c=-1, x=x, _result=y)           # x.grad += df/dx * y.grad
     t = m.polynomial.fwds(a=2, b=8, c=-1, x=x)                  # t.grad: tangent from x.grad
+    m.learnGradient.dispatch(thread_count=n, network={...}, count=n)  # a compute entry point
 
 Arguments broadcast as numpy arrays do; Python numbers are kernel scalar arguments. Each
 distinct (mode, argument kinds, rank) gets its own generated kernel, built once (see kernels.py
@@ -182,6 +183,15 @@ class Function:
         if out is not None and out.grad is None:
             out.with_grads()
         return self._run("fwds", values, _result, out)
+
+    def dispatch(self, thread_count, **kwargs):
+        """Runs this compute entry point over `thread_count` threads (an int or (x, y, z),
+        rounded up to whole [numthreads] groups); arguments by parameter name, see dispatch.py.
+        Returns the launch's OpenCL event (None when there are no threads)."""
+        from diffc.runtime.dispatch import dispatch
+
+        self.last_event = dispatch(self, thread_count, kwargs)
+        return self.last_event
 
     # -- binding ------------------------------------------------------------------------
 
