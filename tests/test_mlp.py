@@ -131,3 +131,29 @@ def test_adjust_parameters_steps_and_clears_the_gradient(lowered):
         run_function(lowered, "adjustParameters", tid, p_mem, 0, g_mem, 0, 3)
     np.testing.assert_allclose(p_mem.data, [1.0 - 0.1, 2.0 + 0.2, 3.0 - 0.3], rtol=1e-3)
     assert g_mem.data == [0.0, 0.0, 0.0]
+
+
+def test_training_on_opencl_reduces_the_loss():
+    """A short training run (PoCL here): the largest loss over a fixed evaluation set, and the
+    mean loss of the trained parameters against the float64 reference, fall at least 5x."""
+    import sys
+
+    sys.path.insert(0, str(MLP.parent))
+    try:
+        from train import init_params, train
+    finally:
+        sys.path.remove(str(MLP.parent))
+
+    seed = 0
+    lines: list[str] = []
+    params, history = train(steps=1000, batch=64, every=250, seed=seed, log=lines.append)
+    assert len(lines) == 5 and all("max loss" in line for line in lines)
+    assert history[-1] < history[0] / 5, history
+
+    test = np.random.default_rng(123).uniform(-1, 1, (300, 2))
+
+    def mean_loss(p: np.ndarray) -> float:
+        return float(np.mean([reference(p.astype(np.float64), x, y)[0] for x, y in test]))
+
+    before = mean_loss(init_params(np.random.default_rng(seed)))
+    assert mean_loss(params) < before / 5
