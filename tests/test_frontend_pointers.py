@@ -212,3 +212,24 @@ void k(uint32_t tid : SV_DispatchThreadID, uniform Net* network, uniform float2*
     for tid in range(3):
         run(src, "k", tid, w, 0, floats([1, 2, 3, 4, 5, 6]), 0, 2)
     assert w.data == [1, 3, 0]
+
+
+def test_unknown_atomic_method():
+    expect_error("void f(Atomic<uint>* a) { a->exchange(1u); }\n", "E0004", 1, 30, "has no method 'exchange'")
+
+
+def test_mlp_entry_points_compile_to_opencl():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    mlp = Path(__file__).resolve().parent.parent / "examples" / "mlp" / "mlp.slang"
+    out = {}
+    for entry in ("learnGradient", "adjustParameters"):
+        r = subprocess.run([sys.executable, "-m", "diffc.cli", "compile", str(mlp), "--emit", "opencl",
+                            "--entry", entry], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert f"void {entry}(" in r.stdout
+        out[entry] = r.stdout
+    assert "__global half* network_layer1_weights, long network_layer1_weights_off" in out["learnGradient"]
+    assert "__global half* params, long params_off, __global half* gradients" in out["adjustParameters"]

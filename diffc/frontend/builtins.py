@@ -61,12 +61,10 @@ WAVE_CONSTANT: dict[str, tuple] = {}
 
 # Methods of `Atomic<T>` (through a pointer or a buffer element) -> MLIR atomic_rmw kinds
 # (AtomicRMWKind values) by element kind: float, signed int, unsigned int.
-ATOMIC_KINDS: dict[str, tuple[int | None, int, int]] = {
+ATOMIC_KINDS: dict[str, tuple[int, int, int]] = {
     "add": (0, 1, 1),  # addf, addi
     "max": (3, 4, 5),  # maximumf, maxs, maxu
     "min": (6, 7, 8),  # minimumf, mins, minu
-    "and": (None, 12, 12),  # andi
-    "or": (None, 11, 11),  # ori
 }
 
 SPECIAL = {"diffPair", "detach", "printf", "fwd_diff", "bwd_diff", "__fwd_diff", "__bwd_diff"}

@@ -176,8 +176,6 @@ def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Typ
                   f"{', '.join(sorted(ATOMIC_KINDS))})", callee.name_span)
     if not isinstance(elem, T.Scalar) or elem.kind == "bool":
         raise err(UNSUPPORTED, f"atomic operations on {elem} are not supported", callee)
-    if T.is_float_scalar(elem) and ATOMIC_KINDS[callee.name][0] is None:
-        raise err(TYPE_MISMATCH, f"Atomic<{elem}>.{callee.name} needs an integer type", callee)
     _count(e, callee.name, 1)
     c.expect_type(e.args[0], elem)
     e.kind = "atomic_method"
