@@ -73,6 +73,11 @@ def expect_error(src: str, code: str, line: int, col: int, words: str) -> str:
     return head
 
 
+def floats(xs) -> ShapedArray:
+    """A memref argument holding xs (interpreter floats are float64 whatever the IR type)."""
+    return ShapedArray(TypedPtr.new_float64([float(v) for v in xs]), [len(xs)])
+
+
 def central_difference(f, xs: list[float], i: int, h: float = 1e-6) -> float:
     a, b = list(xs), list(xs)
     a[i] += h

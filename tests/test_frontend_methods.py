@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from slang_helpers import central_difference, expect_error, front, funcs, lowered, run
+from slang_helpers import central_difference, expect_error, floats, front, funcs, lowered, run
 
 from diffc.dialects import diff
 
@@ -57,8 +57,6 @@ struct Pt
 }
 float f(Acc* a, Pt* p) { return a->get(1) + p->norm1() + p[1].norm1(); }
 """
-    from test_frontend_pointers import floats
-
     (r,) = run(src, "f", floats([5, 6, 7]), 0, floats([1, -2, 3, 4]), 0)
     assert r == pytest.approx(6 + 3 + 7)
 
@@ -138,8 +136,6 @@ float grad(Layer* layer, float x)
 
 
 def test_custom_backward_derivative_naming_a_sibling_method():
-    from test_frontend_pointers import floats
-
     m = front(CUSTOM)
     assert m is not None
     ev = funcs(m)["Layer_eval"]

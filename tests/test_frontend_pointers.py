@@ -13,11 +13,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.interpreters.utils.ptr import TypedPtr
 
-from slang_helpers import expect_error, front, funcs, lowered, ops_named, run
-
-
-def floats(xs) -> ShapedArray:
-    return ShapedArray(TypedPtr.new_float64([float(v) for v in xs]), [len(xs)])
+from slang_helpers import expect_error, floats, front, funcs, ops_named, run
 
 
 def ints(xs) -> ShapedArray:
