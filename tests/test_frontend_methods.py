@@ -33,14 +33,14 @@ float f(float start)
     var c = Counter::make(start);
     c.bump();
     c.bump();
-    return c.scaled();
+    return c.scaled() + 10.0 * Counter::scale + 100.0 * Counter.scale;
 }
 """
     m = front(src)
     assert {"Counter_scaled", "Counter_bump", "Counter_make"} <= set(funcs(m))
     bump = funcs(m)["Counter_bump"]
     assert len(bump.function_type.outputs) == 2  # `this` is inout: its two fields come back
-    assert run(src, "f", 1.0) == pytest.approx(((1.0 + 0.5 + 0.5) * 2.0 + 0.5,))
+    assert run(src, "f", 1.0) == pytest.approx(((1.0 + 0.5 + 0.5) * 2.0 + 0.5 + 20.0 + 200.0,))
 
 
 def test_method_calls_through_pointers():

@@ -604,6 +604,10 @@ class Checker:
 
     def member(self, e: A.Member) -> T.Type:
         if isinstance(e.base, A.TypeExpr):
+            st = self.resolve(e.base.type)
+            if isinstance(st, T.Struct) and e.name in st.statics:  # `Optimizer::learningRate`
+                e.static = st.statics[e.name]  # type: ignore[attr-defined]
+                return e.static.ty  # type: ignore[attr-defined]
             raise err(UNKNOWN_MEMBER, f"'{e.base.type.name}.{e.name}' must be called", e)
         t = self.expr(e.base)
         if isinstance(t, T.Pointer):

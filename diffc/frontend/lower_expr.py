@@ -358,6 +358,9 @@ class ExprLowering:
 
     # ---- members and indexing ----
     def member(self, e: A.Member) -> list[SSAValue]:
+        static = getattr(e, "static", None)
+        if static is not None:  # a struct's `static const`
+            return self.lower_as(static.value, static.ty)
         t = e.base.ty
         if isinstance(t, T.Pointer) and not t.by_value:
             buf, off, ft = self.pointer_field(e)
