@@ -278,6 +278,8 @@ def test_bad_thread_counts_and_non_entry_points(scale, grid):
     for bad in (-1, (1, 2, 3, 4), 2.0, "8", (True,)):
         _error(scale.scale, "thread_count", "thread_count", thread_count=bad, src=d, dst=d, factor=1.0, count=1)
     _error(scale.helper, "not a compute entry point", "helper", thread_count=1, x=1.0)
+    with pytest.raises(CallError, match=r"compute entry point: run it with m.scale.dispatch\(thread_count=..., ...\)"):
+        scale.scale(src=1.0, dst=1.0, factor=1.0, count=1)
     rows = diffc.Tensor.zeros(2, np.int32)
     _error(grid.grid, r"argument 'out' is a pointer/buffer \(memref<\?xi32>\): pass a Tensor or tensor.at\(offset\), "
                       "got int", "out", thread_count=1, out=5, width=1, height=1, x0=0.0, rows=rows)

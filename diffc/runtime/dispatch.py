@@ -77,7 +77,7 @@ class EntryProgram:
 
 def entry_program(module: Module) -> EntryProgram:
     """The module's compute entry points, lowered and built (once per Module)."""
-    cached = getattr(module, "_entry_program", None)
+    cached = module._entry_program
     if cached is None:
         cached = module._entry_program = _build(module)
     return cached
