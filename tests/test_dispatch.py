@@ -212,6 +212,9 @@ def test_vector_and_bool_scalars(scale):
     d = diffc.Tensor.zeros(5)
     scale.vectors.dispatch(thread_count=1, dst=d.at(1), v=(1.5, -2.0), w=np.array([7, 8, -9]), flag=True)
     np.testing.assert_array_equal(d.to_numpy(), [0, 1.5, -2.0, -9, 1])
+    # a uint3 component above 2^31 (mixed with negative ints) keeps its bits; read as int here
+    scale.vectors.dispatch(thread_count=1, dst=d, v=[0, 0], w=(-1, 7, 3_000_000_000), flag=False)
+    np.testing.assert_array_equal(d.to_numpy()[2:4], [np.float32(3_000_000_000 - 2**32), 0])
     _error(scale.vectors, r"argument 'v' is a vector<2xf32>: pass 2 numbers", "v", thread_count=1, dst=d, v=(1.0,),
            w=(1, 2, 3), flag=False)
 
