@@ -118,6 +118,66 @@ func.func @grid(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}, %o
 def _load(text: str):
     return load_module_from_string(text, "k.mlir")
 
+# The MLP seed's training loop in miniature: a layer y = w * x reading its weight through a
+# pointer, with a custom backward derivative that accumulates dL/dw into a half gradient buffer
+# with an atomic add; a kernel runs bwd_diff(loss) per input, another takes the descent step.
+TRAIN = """
+func.func @layer(%w: memref<?xf16>, %w_off: index, %g: memref<?xf16>, %g_off: index, %x: f32) -> f32 attributes {diff.differentiable, diff.bwd_derivative = @layer_bwd} {
+  %wh = memref.load %w[%w_off] : memref<?xf16>
+  %wf = arith.extf %wh : f16 to f32
+  %y = arith.mulf %wf, %x : f32
+  func.return %y : f32
+}
+func.func @layer_bwd(%w: memref<?xf16>, %w_off: index, %g: memref<?xf16>, %g_off: index, %x: f32, %dy: f32) -> f32 {
+  %wh = memref.load %w[%w_off] : memref<?xf16>
+  %wf = arith.extf %wh : f16 to f32
+  %dw = arith.mulf %x, %dy : f32
+  %dwh = arith.truncf %dw : f32 to f16
+  %old = "memref.atomic_rmw"(%dwh, %g, %g_off) <{kind = 0 : i64}> : (f16, memref<?xf16>, index) -> f16
+  %dx = arith.mulf %wf, %dy : f32
+  func.return %dx : f32
+}
+func.func @loss(%w: memref<?xf16>, %w_off: index, %g: memref<?xf16>, %g_off: index, %x: f32 {diff.no_diff}) -> f32 attributes {diff.differentiable} {
+  %y = func.call @layer(%w, %w_off, %g, %g_off, %x) : (memref<?xf16>, index, memref<?xf16>, index, f32) -> f32
+  %three = arith.constant 3.0 : f32
+  %d = arith.subf %y, %three : f32
+  %l = arith.mulf %d, %d : f32
+  func.return %l : f32
+}
+func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %w: memref<?xf16>, %w_off: index, %g: memref<?xf16>, %g_off: index, %inputs: memref<?xf32>, %inputs_off: index, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+  %past = arith.cmpi uge, %tid, %count : i32
+  scf.if %past {
+  } else {
+    %i = arith.index_cast %tid : i32 to index
+    %xi = arith.addi %inputs_off, %i : index
+    %x = memref.load %inputs[%xi] : memref<?xf32>
+    %one = arith.constant 1.0 : f32
+    diff.bwd_diff @loss(%w, %w_off, %g, %g_off, %x, %one) : (memref<?xf16>, index, memref<?xf16>, index, f32, f32) -> ()
+  }
+  func.return
+}
+func.func @adjust(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %params: memref<?xf16>, %params_off: index, %grads: memref<?xf16>, %grads_off: index, %rate: f32, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+  %past = arith.cmpi uge, %tid, %count : i32
+  scf.if %past {
+  } else {
+    %i = arith.index_cast %tid : i32 to index
+    %pi = arith.addi %params_off, %i : index
+    %gi = arith.addi %grads_off, %i : index
+    %ph = memref.load %params[%pi] : memref<?xf16>
+    %gh = memref.load %grads[%gi] : memref<?xf16>
+    %p = arith.extf %ph : f16 to f32
+    %g = arith.extf %gh : f16 to f32
+    %step = arith.mulf %g, %rate : f32
+    %new = arith.subf %p, %step : f32
+    %newh = arith.truncf %new : f32 to f16
+    memref.store %newh, %params[%pi] : memref<?xf16>
+    %zero = arith.constant 0.0 : f16
+    memref.store %zero, %grads[%gi] : memref<?xf16>
+  }
+  func.return
+}
+"""
+
 
 @pytest.fixture(scope="module")
 def scale():
@@ -152,6 +212,9 @@ def test_vector_and_bool_scalars(scale):
     d = diffc.Tensor.zeros(5)
     scale.vectors.dispatch(thread_count=1, dst=d.at(1), v=(1.5, -2.0), w=np.array([7, 8, -9]), flag=True)
     np.testing.assert_array_equal(d.to_numpy(), [0, 1.5, -2.0, -9, 1])
+    # a uint3 component above 2^31 (mixed with negative ints) keeps its bits; read as int here
+    scale.vectors.dispatch(thread_count=1, dst=d, v=[0, 0], w=(-1, 7, 3_000_000_000), flag=False)
+    np.testing.assert_array_equal(d.to_numpy()[2:4], [np.float32(3_000_000_000 - 2**32), 0])
     _error(scale.vectors, r"argument 'v' is a vector<2xf32>: pass 2 numbers", "v", thread_count=1, dst=d, v=(1.0,),
            w=(1, 2, 3), flag=False)
 
@@ -194,6 +257,37 @@ def test_two_dimensional_dispatch_global_buffer_and_bitcasts(grid):
     np.testing.assert_array_equal(out.to_numpy()[2:].reshape(height, width), np.tile(row, (height, 1)))
     np.testing.assert_array_equal(out.to_numpy()[:2], [7, 7])
     np.testing.assert_array_equal(rows.to_numpy(), [width] * height + [0])
+
+
+def test_bwd_diff_through_pointers_accumulates_half_gradients_and_trains():
+    m = _load(TRAIN)
+    n = 64
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0.5, 1.5, n).astype(np.float32)
+    w0 = np.float16(0.75)
+    params = diffc.Tensor.from_numpy(np.array([5, w0, 5], np.float16))
+    grads = diffc.Tensor.zeros(3, np.float16)
+    inputs = diffc.Tensor.from_numpy(x)
+
+    def total_loss(w: float) -> float:
+        return float(((w * x.astype(np.float64) - 3) ** 2).sum())
+
+    m.learn.dispatch(thread_count=n, w=params.at(1), g=grads.at(1), inputs=inputs, count=n)
+    h = 1e-4
+    fd = (total_loss(float(w0) + h) - total_loss(float(w0) - h)) / (2 * h)  # float64 central differences
+    g = grads.to_numpy().astype(np.float64)
+    # n half-precision atomic adds: each rounds by at most half an ulp of the running sum
+    assert abs(g[1] - fd) <= n * 2.0**-11 * abs(fd), (g[1], fd)
+    assert g[0] == 0 and g[2] == 0
+
+    rate = 0.005
+    for _ in range(40):
+        m.adjust.dispatch(thread_count=1, params=params.at(1), grads=grads.at(1), rate=rate, count=1)
+        m.learn.dispatch(thread_count=n, w=params.at(1), g=grads.at(1), inputs=inputs, count=n)
+    best = 3 * x.astype(np.float64).sum() / (x.astype(np.float64) ** 2).sum()  # least squares
+    w = params.to_numpy().astype(np.float64)
+    assert abs(w[1] - best) < 4e-3, (w[1], best)
+    assert w[0] == 5 and w[2] == 5
 
 
 def test_the_program_is_built_once_per_module(learn):
@@ -278,6 +372,8 @@ def test_bad_thread_counts_and_non_entry_points(scale, grid):
     for bad in (-1, (1, 2, 3, 4), 2.0, "8", (True,)):
         _error(scale.scale, "thread_count", "thread_count", thread_count=bad, src=d, dst=d, factor=1.0, count=1)
     _error(scale.helper, "not a compute entry point", "helper", thread_count=1, x=1.0)
+    with pytest.raises(CallError, match=r"compute entry point: run it with m.scale.dispatch\(thread_count=..., ...\)"):
+        scale.scale(src=1.0, dst=1.0, factor=1.0, count=1)
     rows = diffc.Tensor.zeros(2, np.int32)
     _error(grid.grid, r"argument 'out' is a pointer/buffer \(memref<\?xi32>\): pass a Tensor or tensor.at\(offset\), "
                       "got int", "out", thread_count=1, out=5, width=1, height=1, x0=0.0, rows=rows)

@@ -77,7 +77,7 @@ class EntryProgram:
 
 def entry_program(module: Module) -> EntryProgram:
     """The module's compute entry points, lowered and built (once per Module)."""
-    cached = getattr(module, "_entry_program", None)
+    cached = module._entry_program
     if cached is None:
         cached = module._entry_program = _build(module)
     return cached
@@ -190,9 +190,21 @@ def _scalar(where: str, t, value, index_dtype: np.dtype, arg: str):
         items = list(value) if isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, str) else None
         if items is None or len(items) != n:
             raise CallError(f"error: {where}: argument '{arg}' is a {t}: pass {n} numbers", arg)
-        scalars = [_scalar(where, t.element_type, v, index_dtype, arg) for v in items]
-        dt = np.result_type(*scalars)
-        return np.array(scalars + [0] * (4 - n if n == 3 else 0), dt)  # a 3-vector is 4 wide in C
+        el = t.element_type
+        scalars = [_scalar(where, el, v, index_dtype, arg) for v in items]
+        pad = [0] * (4 - n if n == 3 else 0)  # a 3-vector is 4 wide in C
+        if isinstance(el, IntegerType | IndexType):
+            # one C element type for all: each value's bits in the signed type of the width
+            if isinstance(el, IndexType):
+                bits = index_dtype.itemsize * 8
+            elif el.width.data == 1:  # an int vector in C, where true is all bits set
+                bits, scalars = 32, [-int(v) for v in scalars]
+            else:
+                bits = el.width.data
+            words = [int(v) & ((1 << bits) - 1) for v in scalars] + pad
+            return np.array(words, np.dtype(f"uint{bits}")).view(np.dtype(f"int{bits}"))
+        dt = np.dtype(np.float64 if isinstance(el, Float64Type) else np.float32)
+        return np.array(scalars + pad, dt)
     if isinstance(value, (bool, np.bool_)) and not (isinstance(t, IntegerType) and t.width.data == 1):
         raise CallError(f"error: {where}: argument '{arg}' is a {t}, got a bool", arg)
     if isinstance(t, (Float16Type, Float32Type, Float64Type)):

@@ -100,6 +100,7 @@ class Module:
         self.path = path
         self._funcs = {op.sym_name.data: op for op in ir.walk() if isinstance(op, func.FuncOp)}
         self._functions: dict[str, Function] = {}
+        self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("__"):
@@ -204,6 +205,14 @@ class Function:
             )
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
+        from diffc.passes.lower_entry_points import is_compute_entry
+
+        if is_compute_entry(self.op):
+            raise CallError(
+                f"error: {self.name}(): @{self.name} is a compute entry point: run it with "
+                f"m.{self.name}.dispatch(thread_count=..., ...)",
+                self.name,
+            )
         n = len(self.params)
         if len(args) > n:
             raise CallError(f"error: {self.name}() takes {n} arguments ({', '.join(self.params)}), got {len(args)}")
