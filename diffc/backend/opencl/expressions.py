@@ -10,6 +10,7 @@ from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseIntOrFPElementsAttr,
+    Float16Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -17,6 +18,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from .atomics import FLOAT_TO_HALF_BITS, HALF_BITS_TO_FLOAT
 from .naming import ctype, float_literal, int_literal, unsigned_ctype
 
 if TYPE_CHECKING:
@@ -96,7 +98,18 @@ def _trunci(fe: FunctionEmitter, op: Operation) -> str:
 
 
 def _bitcast(fe: FunctionEmitter, op: Operation) -> str:
-    return f"as_{ctype(op.results[0].type, fe.options)}({fe.expr(op.operands[0])})"
+    src, dst = op.operands[0].type, op.results[0].type
+    value = fe.expr(op.operands[0])
+    # f16 values are floats in C: their bits come from / go to half with integer arithmetic
+    if isinstance(src, Float16Type) and isinstance(dst, IntegerType):
+        fe.module.half_conversions()
+        return f"({ctype(dst, fe.options)}){FLOAT_TO_HALF_BITS}({value})"
+    if isinstance(src, IntegerType) and isinstance(dst, Float16Type):
+        fe.module.half_conversions()
+        return f"{HALF_BITS_TO_FLOAT}((ushort){value})"
+    if any(isinstance(t, VectorType) and isinstance(t.element_type, Float16Type) for t in (src, dst)):
+        raise fe.error(op, "bitcasts a vector of f16; only scalar f16 <-> i16 bitcasts are supported")
+    return f"as_{ctype(dst, fe.options)}({value})"
 
 
 def constant_literal(fe: FunctionEmitter, op: arith.ConstantOp) -> str:
