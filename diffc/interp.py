@@ -23,12 +23,15 @@ WhileLimitError naming the function and the loop, instead of hanging.
 On top of xDSL's own implementations this module adds the math ops xDSL lacks, arith.divf,
 remf (diffc.rules.arith_ext), minnumf/maxnumf, extf/truncf, int<->float casts, the integer
 ops xDSL lacks (divui, remui, min/max, shrui, ext/trunc, ceildiv), memref.alloca (diff-rev's
-tapes), and numpy-aware versions of the float ops so that vectors work.
+tapes), memref.atomic_rmw (one thread runs, so an atomic is a read-modify-write), arith.bitcast
+between floats and integers of one width, and numpy-aware versions of the float ops so that
+vectors work.
 """
 
 from __future__ import annotations
 
 import math as pymath
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -155,6 +158,29 @@ class RoundingInterpreter(Interpreter):
 
 def _elem(t: Attribute) -> Attribute:
     return t.element_type if isinstance(t, VectorType) else t
+
+
+
+# memref.atomic_rmw kinds (MLIR's numbering) -> new value from (old, value, integer width)
+_ATOMIC_UPDATE: dict[int, Callable[[Any, Any, int], Any]] = {
+    0: lambda old, v, w: old + v,  # addf
+    1: lambda old, v, w: to_signed(old + v, w),  # addi
+    2: lambda old, v, w: v,  # assign
+    3: lambda old, v, w: max(old, v),  # maximumf
+    4: lambda old, v, w: max(to_signed(old, w), to_signed(v, w)),  # maxs
+    5: lambda old, v, w: v if to_unsigned(v, w) > to_unsigned(old, w) else old,  # maxu
+    6: lambda old, v, w: min(old, v),  # minimumf
+    7: lambda old, v, w: min(to_signed(old, w), to_signed(v, w)),  # mins
+    8: lambda old, v, w: v if to_unsigned(v, w) < to_unsigned(old, w) else old,  # minu
+}
+# struct formats of the scalar types arith.bitcast converts between
+_BITS = {"f16": "<e", "f32": "<f", "f64": "<d", "i16": "<h", "i32": "<i", "i64": "<q"}
+
+
+def _bit_format(t: Attribute) -> str:
+    if isinstance(t, IntegerType):
+        return f"i{t.width.data}"
+    return f"f{t.bitwidth}"  # type: ignore[attr-defined]
 
 
 def _is_vec(x: Any) -> bool:
@@ -419,6 +445,23 @@ class DiffcFunctions(InterpreterFunctions):
     def run_alloca(self, interp: Interpreter, op: memref.AllocaOp, args: PythonValues):
         shape = list(op.memref.type.get_shape())
         return (ShapedArray([0] * int(np.prod(shape, dtype=np.int64)), shape),)
+
+    @impl(memref.AtomicRMWOp)
+    def run_atomic_rmw(self, interp: Interpreter, op: memref.AtomicRMWOp, args: PythonValues):
+        value, mem, *idx = args
+        old = mem.load(tuple(idx))
+        kind = op.kind.value.data
+        if kind not in _ATOMIC_UPDATE:
+            raise NotImplementedError(f"memref.atomic_rmw kind {kind} is not interpreted")
+        width = _int_width(interp, op.value.type) if isinstance(op.value.type, IntegerType) else 0
+        mem.store(tuple(idx), _ATOMIC_UPDATE[kind](old, value, width))
+        return (old,)
+
+    @impl(arith.BitcastOp)
+    def run_bitcast(self, interp: Interpreter, op: arith.BitcastOp, args: PythonValues):
+        src, dst = op.input.type, op.result.type
+        raw = struct.pack(_BITS[_bit_format(src)], args[0])
+        return (struct.unpack(_BITS[_bit_format(dst)], raw)[0],)
 
     @impl(scf.WhileOp)
     def run_while(self, interp: Interpreter, op: scf.WhileOp, args: PythonValues):

@@ -3,14 +3,10 @@ call functions in the interpreter, and check located diagnostics."""
 
 from __future__ import annotations
 
-from math import prod
-from typing import Any
 
 import pytest
-from xdsl.dialects import func, memref
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.interpreters.builtin import xtype_for_el_type
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.interpreters.utils.ptr import TypedPtr
 
@@ -19,18 +15,6 @@ from diffc.diagnostics import DiffcError
 from diffc.dialects import diff
 from diffc.frontend import compile_slang
 from diffc.interp import run_function
-
-
-@register_impls
-class StackAllocations(InterpreterFunctions):
-    """memref.alloca (diff-rev's tapes) as a fresh zeroed array, like xDSL's memref.alloc."""
-
-    @impl(memref.AllocaOp)
-    def run_alloca(self, interp: Interpreter, op: memref.AllocaOp, args: PythonValues):
-        t = op.memref.type
-        xtype = xtype_for_el_type(t.get_element_type(), interp.index_bitwidth)
-        shape = list(t.get_shape())
-        return (ShapedArray(TypedPtr[Any].zeros(prod(shape), xtype=xtype), shape),)
 
 
 def front(src: str) -> ModuleOp:
@@ -47,9 +31,9 @@ def lowered(src: str) -> ModuleOp:
     return m
 
 
-def run(src_or_module, name: str, *args, extra=()):
+def run(src_or_module, name: str, *args):
     m = lowered(src_or_module) if isinstance(src_or_module, str) else src_or_module
-    return run_function(m, name, *args, extra=[StackAllocations(), *extra])
+    return run_function(m, name, *args)
 
 
 def funcs(m: ModuleOp) -> dict[str, func.FuncOp]:

@@ -381,3 +381,34 @@ def test_while_over_the_step_limit_names_function_and_loop():
     # a loop that never ends (counting down from -1) stops too
     with pytest.raises(WhileLimitError):
         run_function(COUNTDOWN, "count", -1, max_while_steps=1000)
+
+
+def test_atomic_rmw_kinds_update_memory_and_return_the_old_value():
+    from xdsl.interpreters.shaped_array import ShapedArray
+    from xdsl.interpreters.utils.ptr import TypedPtr
+
+    text = """
+func.func @f(%m: memref<3xi32>, %v: i32) -> (i32, i32, i32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %a = "memref.atomic_rmw"(%v, %m, %c0) <{kind = 5 : i64}> : (i32, memref<3xi32>, index) -> i32
+  %b = "memref.atomic_rmw"(%v, %m, %c1) <{kind = 4 : i64}> : (i32, memref<3xi32>, index) -> i32
+  %c = "memref.atomic_rmw"(%v, %m, %c2) <{kind = 8 : i64}> : (i32, memref<3xi32>, index) -> i32
+  func.return %a, %b, %c : i32, i32, i32
+}"""
+    mem = ShapedArray(TypedPtr.new_int32([3, 3, 3]), [3])
+    # -1 is the largest uint32 but the smallest of the two as a signed int
+    assert run_function(text, "f", mem, -1) == (3, 3, 3)
+    assert [mem.load((i,)) for i in range(3)] == [-1, 3, 3]
+
+
+def test_bitcast_reinterprets_the_bits():
+    text = """
+func.func @f(%x: f32, %h: f16) -> (i32, f32, i16) {
+  %i = arith.bitcast %x : f32 to i32
+  %y = arith.bitcast %i : i32 to f32
+  %j = arith.bitcast %h : f16 to i16
+  func.return %i, %y, %j : i32, f32, i16
+}"""
+    assert run_function(text, "f", 1.0, -2.0) == (0x3F800000, 1.0, -0x4000)

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.dialects import arith, memref
-from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.interpreters.utils.ptr import TypedPtr
 
@@ -22,29 +20,6 @@ MLP = Path(__file__).resolve().parent.parent / "examples" / "mlp" / "mlp.slang"
 # Parameter layout (the one train.py uses): W1 16x4, b1 16, W2 4x16, b2 4, row-major.
 W1, B1, W2, B2 = 0, 64, 80, 144
 N_PARAMS = 148
-
-
-@register_impls
-class AtomicsAndBitcast(InterpreterFunctions):
-    """memref.atomic_rmw and arith.bitcast for xDSL's interpreter (one thread: no races)."""
-
-    @impl(memref.AtomicRMWOp)
-    def run_atomic_rmw(self, interp: Interpreter, op: memref.AtomicRMWOp, args: PythonValues):
-        value, mem, *idx = args
-        old = mem.load(tuple(idx))
-        kind = op.kind.value.data
-        if kind in (0, 1):
-            new = old + value
-        elif kind == 5:  # maxu on i32
-            new = value if (value & 0xFFFFFFFF) > (old & 0xFFFFFFFF) else old
-        else:
-            raise NotImplementedError(f"atomic_rmw kind {kind}")
-        mem.store(tuple(idx), new)
-        return (old,)
-
-    @impl(arith.BitcastOp)
-    def run_bitcast(self, interp: Interpreter, op: arith.BitcastOp, args: PythonValues):
-        return (struct.unpack("<i", struct.pack("<f", args[0]))[0],)
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +80,7 @@ def test_bwd_diff_loss_gradients_match_numpy(lowered, seed):
     p_mem, g_mem = half_array(params), half_array(np.zeros(N_PARAMS))
     loss_mem = ShapedArray(TypedPtr.new_int32([0]), [1])
     inputs = ShapedArray(TypedPtr.new_float64([x, y]), [2])
-    run_function(lowered, "learnGradient", 0, *network_args(p_mem, g_mem), loss_mem, 0, inputs, 0, 1,
-                 extra=[AtomicsAndBitcast()])
+    run_function(lowered, "learnGradient", 0, *network_args(p_mem, g_mem), loss_mem, 0, inputs, 0, 1)
     want_loss, want_grad = reference(params, x, y)
     got_grad = np.array(g_mem.data)
     assert np.abs(want_grad).max() > 0.1  # a sample that exercises the gradient
@@ -119,8 +93,7 @@ def test_thread_past_count_does_nothing(lowered):
     p_mem, g_mem = half_array(np.full(N_PARAMS, 0.25)), half_array(np.zeros(N_PARAMS))
     loss_mem = ShapedArray(TypedPtr.new_int32([0]), [1])
     inputs = ShapedArray(TypedPtr.new_float64([0.5, 0.5]), [2])
-    run_function(lowered, "learnGradient", 1, *network_args(p_mem, g_mem), loss_mem, 0, inputs, 0, 1,
-                 extra=[AtomicsAndBitcast()])
+    run_function(lowered, "learnGradient", 1, *network_args(p_mem, g_mem), loss_mem, 0, inputs, 0, 1)
     assert g_mem.data == [0.0] * N_PARAMS and loss_mem.data == [0]
 
 
