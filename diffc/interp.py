@@ -19,7 +19,8 @@ Values while interpreting:
 
 Float arithmetic follows IEEE (x / 0 = inf, log(-1) = NaN), not Python's exceptions.
 An scf.while that runs more than `max_while_steps` iterations (default MAX_WHILE_STEPS) raises
-WhileLimitError naming the function and the loop, instead of hanging.
+WhileLimitError naming the function and the loop, instead of hanging; one that runs more than
+its `diff.max_iters = N` raises MaxItersError naming the loop and N.
 On top of xDSL's own implementations this module adds the math ops xDSL lacks, arith.divf,
 remf (diffc.rules.arith_ext), minnumf/maxnumf, extf/truncf, int<->float casts, the integer
 ops xDSL lacks (divui, remui, min/max, shrui, ext/trunc, ceildiv), memref.alloca (diff-rev's
@@ -106,24 +107,43 @@ def parse_module(text: str) -> ModuleOp:
 MAX_WHILE_STEPS = 1_000_000
 
 
+def _describe_while(op: scf.WhileOp) -> tuple[str, str]:
+    """(`@function`, `scf.while defining %r at file:line:col`) for messages about a loop."""
+    fn = op.parent_op()
+    while fn is not None and not isinstance(fn, func.FuncOp):
+        fn = fn.parent_op()
+    where = f"@{fn.sym_name.data}" if isinstance(fn, func.FuncOp) else "<module>"
+    loc = op.location
+    at = f" at {loc.filename.data}:{loc.line.data}:{loc.column.data}" if isinstance(loc, FileLineColLoc) else ""
+    names = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
+    return where, f"scf.while{' defining ' + names if names else ''}{at}"
+
+
 class WhileLimitError(RuntimeError):
     """An scf.while ran more iterations than the interpreter allows."""
 
     def __init__(self, op: scf.WhileOp, limit: int):
-        fn = op.parent_op()
-        while fn is not None and not isinstance(fn, func.FuncOp):
-            fn = fn.parent_op()
-        where = f"@{fn.sym_name.data}" if isinstance(fn, func.FuncOp) else "<module>"
-        loc = op.location
-        at = f" at {loc.filename.data}:{loc.line.data}:{loc.column.data}" if isinstance(loc, FileLineColLoc) else ""
-        names = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
-        loop = f"scf.while{' defining ' + names if names else ''}{at}"
+        where, loop = _describe_while(op)
         super().__init__(
             f"in function {where}: {loop} did not finish within {limit} iterations "
             f"(max_while_steps={limit}; pass a larger max_while_steps if it is meant to run longer)"
         )
         self.function = where
         self.limit = limit
+
+
+class MaxItersError(RuntimeError):
+    """An scf.while ran more iterations than its `diff.max_iters` bound declares. Reverse mode
+    tapes that many iterations only: on a device the gradient of such a run is NaN."""
+
+    def __init__(self, op: scf.WhileOp, bound: int):
+        where, loop = _describe_while(op)
+        super().__init__(
+            f"in function {where}: {loop} ran more than its diff.max_iters = {bound} iterations "
+            f"([MaxIters({bound})] in Slang); raise the bound to cover every run of the loop"
+        )
+        self.function = where
+        self.bound = bound
 
 
 def _round_to(x: Any, dtype: type) -> Any:
@@ -466,11 +486,15 @@ class DiffcFunctions(InterpreterFunctions):
     @impl(scf.WhileOp)
     def run_while(self, interp: Interpreter, op: scf.WhileOp, args: PythonValues):
         limit = getattr(interp, "max_while_steps", MAX_WHILE_STEPS)
+        bound = op.attributes.get("diff.max_iters")
+        bound = bound.value.data if isinstance(bound, IntegerAttr) else None
         loop_args = args
-        for _ in range(limit + 1):
+        for step in range(limit + 1):
             cond, *forwarded = interp.run_ssacfg_region(op.before_region, loop_args, "while.before_region")
             if not cond:
                 return tuple(forwarded)
+            if bound is not None and step >= bound:
+                raise MaxItersError(op, bound)
             loop_args = interp.run_ssacfg_region(op.after_region, tuple(forwarded), "while.after_region")
         raise WhileLimitError(op, limit)
 

@@ -11,13 +11,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IndexType, IntegerAttr, VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import diff
 from diffc.passes.rev_support import ITER, LOOP, TRIP, Emitter, adjoint_type, fail, free_varied, i64, where
 
 Ctx = list[tuple[SSAValue, int]]  # (forward iteration number, bound) per enclosing loop
+
+
+def nan_if(flag: SSAValue, v: SSAValue, em: Emitter) -> SSAValue:
+    """`v`, or NaN in every float of it where `flag` (an i1) holds."""
+    t = v.type
+    if isinstance(t, diff.PairType):
+        p = nan_if(flag, em.v(diff.PrimalOp(v)), em)
+        return em.v(diff.MakePairOp(p, nan_if(flag, em.v(diff.DifferentialOp(v)), em)))
+    if isinstance(t, VectorType) and diff.is_float_type(t.element_type):
+        nan = DenseIntOrFPElementsAttr.from_list(t, [float("nan")] * t.element_count())
+        return em.v(arith.SelectOp(flag, em.v(arith.ConstantOp(nan, t)), v))
+    if diff.is_float_type(t):
+        return em.v(arith.SelectOp(flag, em.v(arith.ConstantOp(FloatAttr(float("nan"), t))), v))
+    return v  # integers carry no derivative
 
 
 def const_index(v: SSAValue) -> int | None:
@@ -94,7 +108,7 @@ class LoopReverser:
         idx = IndexType()
         bb = Block(arg_types=[a.type for a in before.args] + [idx])
         eb = Emitter(bb)
-        k = self.counter(eb, bb.args[-1], lid)
+        k = self.counter(eb, bb.args[-1], lid, n)
         ctx2 = ctx + [(k, n)]
         if mode == "fwd":
             self.store_carried(op, bb.args[:-1], eb, ctx2)
@@ -107,7 +121,7 @@ class LoopReverser:
         eb(scf.ConditionOp(v2[cond.condition], *[v2[a] for a in cond.args], bb.args[-1]))
         ab = Block(arg_types=[a.type for a in after.args] + [idx])
         ea = Emitter(ab)
-        ka = self.counter(ea, ab.args[-1], lid)
+        ka = self.counter(ea, ab.args[-1], lid, n)
         v3 = dict(vmap)
         v3.update(zip(after.args, ab.args))
         ops = list(after.ops)
@@ -121,6 +135,7 @@ class LoopReverser:
         new.attributes.update(op.attributes)
         new.attributes[LOOP] = i64(lid)
         new.attributes[TRIP] = i64(n)
+        new.location = op.location  # errors about its diff.max_iters point at the user's loop
         return new
 
     def store_count(self, op: scf.WhileOp, new: Operation, em: Emitter, ctx: Ctx) -> None:
@@ -153,8 +168,11 @@ class LoopReverser:
         return em.v(memref.LoadOp.get(self.tapes[key], self.indices(ctx, em)))
 
     @staticmethod
-    def counter(em: Emitter, cnt: SSAValue, loop: int) -> SSAValue:
-        k_op = arith.AddiOp(cnt, em.index(0))
+    def counter(em: Emitter, cnt: SSAValue, loop: int, n: int) -> SSAValue:
+        """The tape slot of a while loop's iteration `cnt`: past the `n` slots of its
+        diff.max_iters bound every further iteration reuses the last one, so the forward sweep
+        never writes out of bounds (the reverse sweep flags such a run, see rev_while)."""
+        k_op = arith.MinUIOp(cnt, em.index(n - 1))
         k_op.attributes[ITER] = i64(loop)
         return em.v(k_op)
 
@@ -240,7 +258,12 @@ class LoopReverser:
         assert isinstance(cond, scf.ConditionOp)
         X = [j for j, a in enumerate(before.args) if a in self.act]
         free = free_varied([op.before_region, op.after_region], self.act)
-        count = self.load_taped((op, -1), IndexType(), em, ctx)
+        # More iterations than diff.max_iters: the tape kept the first n - 1 only. The reverse
+        # sweep then runs over those (in bounds) and its gradients are NaN, not silently wrong.
+        taped = self.load_taped((op, -1), IndexType(), em, ctx)
+        last_slot = em.index(n - 1)
+        overran = em.v(arith.CmpiOp(taped, last_slot, "ugt"))
+        count = em.v(arith.MinUIOp(taped, last_slot))
         # 1. the last evaluation of the condition region, which produced the results
         ctx_last = ctx + [(count, n)]
         v1 = dict(vmap)
@@ -276,3 +299,6 @@ class LoopReverser:
         self.close_reverse_loop(
             blk, e2, em, (count, lid, n, inits), [before.args[j] for j in X], [op.arguments[j] for j in X], free, adj, adj2
         )
+        for v in dict.fromkeys([*[op.arguments[j] for j in X], *free]):
+            if v in adj:
+                adj[v] = nan_if(overran, adj[v], em)

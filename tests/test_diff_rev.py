@@ -3,6 +3,7 @@ gradients are compared with float64 central finite differences of the primal pro
 The programs here are shared with test_diff_checkpoint.py."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import (
     CANONICAL,
@@ -291,6 +292,51 @@ def test_for_loop(args):
 @pytest.mark.parametrize("args", [[1.3, 0.7], [0.4, 0.9]])
 def test_while_loop(args):
     check(WHILE, args, [1.0], [0, 1], rel=1e-5)
+
+
+def _while_iterations(x: float, y: float) -> int:
+    """How often WHILE's body runs: a <- a * (1 + y) while a < 10, counted in float64 as the
+    interpreter computes."""
+    a, k = x, 0
+    while a < 10.0:
+        a, k = a * y + a, k + 1
+    return k
+
+
+def test_while_loop_at_exactly_max_iters():
+    # The bound is inclusive: 20 iterations of a loop with diff.max_iters = 20 are taped whole.
+    assert _while_iterations(1.55, 0.1) == 20
+    check(WHILE, [1.55, 0.1], [1.0], [0, 1], rel=1e-5)
+
+
+def test_while_loop_beyond_max_iters_names_the_loop():
+    from diffc.interp import MaxItersError
+
+    assert _while_iterations(1.4, 0.1) == 21
+    with pytest.raises(MaxItersError, match=r"@f_bwd: scf.while defining %r ran more than its diff.max_iters = 20"):
+        gradient(WHILE, [1.4, 0.1], [1.0])
+
+
+def test_while_loop_beyond_max_iters_on_device_is_nan_not_out_of_bounds(tmp_path):
+    """On a device nothing stops the loop: the forward sweep keeps its stores inside the tape
+    and the gradient of an overlong run is NaN; the other elements are right."""
+    import diffc
+
+    path = tmp_path / "while.mlir"
+    path.write_text(WHILE.replace("f32", "f64"))
+    m = diffc.load_module(path)
+    xs, ys = np.array([1.3, 1.55, 1.4, 0.001]), np.array([0.7, 0.1, 0.1, 0.01])
+    assert [_while_iterations(*a) for a in zip(xs, ys)] == [4, 20, 21, 926]
+    x = diffc.Tensor.from_numpy(xs).with_grads(zero=True)
+    y = diffc.Tensor.from_numpy(ys).with_grads(zero=True)
+    r = diffc.Tensor.from_numpy(np.zeros(4)).with_grads()
+    r.grad.copy_from_numpy(np.ones(4))
+    m.f.bwds(x=x, y=y, _result=r)
+    gx, gy = x.grad.to_numpy(), y.grad.to_numpy()
+    for i in (0, 1):  # within the bound: finite differences of the float64 primal
+        want = finite_difference(WHILE, [xs[i], ys[i]], [1.0], [0, 1])
+        assert [gx[i], gy[i]] == pytest.approx(want, rel=1e-5), i
+    assert np.isnan(gx[2:]).all() and np.isnan(gy[2:]).all()
 
 
 @pytest.mark.parametrize("args", [[1.3, 0.7], [0.4, 0.9]])
