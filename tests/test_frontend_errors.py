@@ -77,3 +77,40 @@ def test_lowered_arithmetic_matches_source(expr, x, y):
     (got,) = run_function(m, "f", x, y)
     want = eval(expr, {"max": max}, {"x": x, "y": y})
     assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+# Inputs that used to crash the front end (found by tests/test_bad_input_fuzz.py), each now a
+# located error: (source, code, line, col, the caret's text, words of the message).
+FUZZ_FOUND = [
+    ("void main() {\n  int x = 1\u00b2;\n}\n", "E0001", 2, 12, "\u00b2", "unexpected character '\u00b2'"),
+    ("void main() {\n  float \u03bb = 1.0;\n}\n", "E0001", 2, 9, "\u03bb", "unexpected character '\u03bb'"),
+    ("void main() {\n  uint y = 0x;\n}\n", "E0001", 2, 12, "0x", "malformed number '0x' (no hex digits)"),
+    ("void main() {\n  int y = 99999999999999999999;\n}\n", "E0008", 2, 11, "99999999999999999999",
+     "integer literal 99999999999999999999 does not fit in 32 bits"),
+    ("void main() {\n  int y = 1e309;\n}\n", "E0003", 2, 11, "1e309", "the constant inf does not fit in int"),
+    ("void main() {\n  int y = int(1e30);\n}\n", "E0003", 2, 15, "1e30", "does not fit in int"),
+    ("float f(float x) {\n  return x * 1e39;\n}\n", "E0003", 2, 14, "1e39", "does not fit in float"),
+    ("void main() {\n  half h = 70000.0;\n}\n", "E0003", 2, 12, "70000.0", "does not fit in half"),
+    ("float f(float x) {\n  return " + "(" * 80 + "x" + ")" * 80 + ";\n}\n", "E0008", 2, 73, "(",
+     "nested more than 64 levels deep"),
+    ("float f(float x) {\n  return " + "sin(" * 80 + "x" + ")" * 80 + ";\n}\n", "E0008", 2, 262, "sin",
+     "nested more than 64 levels deep"),
+    ("float f(float x) {\n  return " + "- " * 300 + "x;\n}\n", "E0008", 2, 136, "-", "nested more than 64 levels deep"),
+    ("void main() {\n  " + "{" * 100 + "}" * 100 + "\n}\n", "E0008", 2, 66, "{", "nested more than 64 levels deep"),
+]
+
+
+@pytest.mark.parametrize("src,code,line,col,token,words", FUZZ_FOUND)
+def test_fuzz_found_inputs_are_located_errors(src, code, line, col, token, words):
+    with pytest.raises(DiffcError) as info:
+        compile_slang(src, "bad.slang")
+    head, text, caret = str(info.value).splitlines()
+    assert head.startswith(f"bad.slang:{line}:{col}: error[{code}]: ") and words in head, head
+    start = caret.index("^")
+    assert start == 4 + col - 1 and text[start: start + len(token)] == token, str(info.value)
+
+
+def test_nesting_below_the_cap_compiles():
+    depth = 62  # parentheses in a return, inside the function's block: the most the cap allows
+    compile_slang("float f(float x) {\n  return " + "(" * depth + "x" + ")" * depth + ";\n}\n", "ok.slang")
+    compile_slang("float f(float x) {\n  return " + "sin(" * depth + "x" + ")" * depth + ";\n}\n", "ok.slang")

@@ -12,6 +12,8 @@ Error codes (printed as `file:line:col: error[CODE]: message`, the line and a ca
 
 from __future__ import annotations
 
+import sys
+
 from xdsl.dialects.builtin import ModuleOp
 
 from diffc.frontend.errors import FrontendError
@@ -23,6 +25,10 @@ def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
     from diffc.frontend.lower import Lowering
     from diffc.frontend.parser import parse
 
+    # The parser caps nesting (parser.MAX_NESTING); each level is a dozen or so Python frames
+    # of recursive descent, more than the default limit allows at the cap.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 5000))
     try:
         prog = parse(text, filename)
         checker = Checker()
@@ -30,6 +36,8 @@ def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
         return Lowering(checker).module(prog)
     except FrontendError as e:
         raise e.to_diffc_error(text, filename) from None
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 # What the registry's FRONTENDS["slang"] loads: a `(text, filename) -> ModuleOp` callable.

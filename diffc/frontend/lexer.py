@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from diffc.frontend.errors import SYNTAX, FrontendError
+from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
 
 PUNCT = sorted(
     """<<= >>= ++ -- += -= *= /= %= &= |= ^= == != <= >= && || << >> :: ->
@@ -24,8 +24,15 @@ class Token:
     suffix: str = ""  # literal suffix: f, h, l (floats), u (ints)
 
 
+# ASCII only: str.isalpha/isdigit also accept letters and digits of other scripts (and
+# superscripts), which neither Slang nor OpenCL C take in names and numbers.
+DIGITS = frozenset("0123456789")
+IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") | DIGITS
+MAX_INT_LITERAL = 2**32 - 1  # 32-bit int and uint: the only integer types of this front end
+
+
 def _is_ident_start(c: str) -> bool:
-    return c.isalpha() or c == "_"
+    return c in IDENT_CHARS and c not in DIGITS
 
 
 def tokenize(text: str, filename: str) -> list[Token]:
@@ -48,11 +55,11 @@ def tokenize(text: str, filename: str) -> list[Token]:
             i = n if j < 0 else j
         elif _is_ident_start(c):
             j = i
-            while j < n and (text[j].isalnum() or text[j] == "_"):
+            while j < n and text[j] in IDENT_CHARS:
                 j += 1
             toks.append(Token("ident", text[i:j], i, j))
             i = j
-        elif c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
+        elif c in DIGITS or (c == "." and i + 1 < n and text[i + 1] in DIGITS):
             i = _number(text, i, toks)
         elif c == '"':
             j = i + 1
@@ -90,25 +97,27 @@ def _number(text: str, i: int, toks: list[Token]) -> int:
         j = i + 2
         while j < n and text[j] in "0123456789abcdefABCDEF":
             j += 1
+        if j == i + 2:
+            raise FrontendError(SYNTAX, f"malformed number '{text[i:j]}' (no hex digits)", i, j)
         value: object = int(text[i + 2 : j], 16)
         kind = "int"
     else:
-        while j < n and text[j].isdigit():
+        while j < n and text[j] in DIGITS:
             j += 1
         kind = "int"
         if j < n and text[j] == "." and not (j + 1 < n and _is_ident_start(text[j + 1]) and text[j + 1] not in "fFhHlLeE"):
             kind = "float"
             j += 1
-            while j < n and text[j].isdigit():
+            while j < n and text[j] in DIGITS:
                 j += 1
         if j < n and text[j] in "eE":
             k = j + 1
             if k < n and text[k] in "+-":
                 k += 1
-            if k < n and text[k].isdigit():
+            if k < n and text[k] in DIGITS:
                 kind = "float"
                 j = k
-                while j < n and text[j].isdigit():
+                while j < n and text[j] in DIGITS:
                     j += 1
         body = text[i:j]
         value = float(body) if kind == "float" else int(body)
@@ -125,7 +134,10 @@ def _number(text: str, i: int, toks: list[Token]) -> int:
             suffix = "u" if "u" in raw else ""
         else:
             raise FrontendError(SYNTAX, f"unknown literal suffix '{text[j:k]}'", j, k)
-    if k < n and (text[k].isalnum() or text[k] == "_"):
+    if k < n and text[k] in IDENT_CHARS:
         raise FrontendError(SYNTAX, f"malformed number '{text[i:k + 1]}'", i, k + 1)
+    if kind == "int" and value > MAX_INT_LITERAL:  # type: ignore[operator]
+        raise FrontendError(UNSUPPORTED, f"integer literal {text[i:k]} does not fit in 32 bits "
+                            "(64-bit integers are not supported)", i, k)
     toks.append(Token(kind, text[i:k], i, k, value, suffix))
     return k

@@ -14,6 +14,7 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
 from diffc.frontend.checker import SWIZZLE, Local
+from diffc.frontend.errors import TYPE_MISMATCH, FrontendError
 
 CMP_F = {"==": "oeq", "!=": "une", "<": "olt", ">": "ogt", "<=": "ole", ">=": "oge"}
 CMP_S = {"==": "eq", "!=": "ne", "<": "slt", ">": "sgt", "<=": "sle", ">=": "sge"}
@@ -111,10 +112,10 @@ class ExprLowering:
         if isinstance(e, A.InitList):
             return self.init_list(e, t)
         if isinstance(e, A.Num) and T.is_numeric(t):
-            return self.const(e.value, t)
+            return self.const(_fitting(e.value, t, e), t)
         if isinstance(e, A.Unary) and e.op == "-" and isinstance(e.operand, A.Num) and T.is_numeric(t) \
                 and (T.is_floating(t) or not e.operand.is_float):
-            return self.const(-e.operand.value, t)
+            return self.const(_fitting(-e.operand.value, t, e), t)
         return self.convert(self.expr(e), e.ty, t)
 
     def init_list(self, e: A.InitList, t: T.Type) -> list[SSAValue]:
@@ -167,7 +168,7 @@ class ExprLowering:
     # ---- expressions ----
     def expr(self, e: A.Expr) -> list[SSAValue]:
         if isinstance(e, A.Num):
-            return self.const(e.value, e.ty)
+            return self.const(_fitting(e.value, e.ty, e), e.ty)
         if isinstance(e, A.BoolLit):
             return self.const(int(e.value), T.BOOL)
         if isinstance(e, A.Name):
@@ -505,3 +506,19 @@ class ExprLowering:
 
     def math_unary(self, name: str, x: SSAValue) -> SSAValue:
         return self.v(getattr(math, MATH_UNARY[name])(x))
+
+
+_FLOAT_MAX = {"half": 65504.0, "float": 3.4028234663852886e38, "double": 1.7976931348623157e308}
+
+
+def _fitting(value: float | int, t: T.Type, e: A.Expr) -> float | int:
+    """A literal converted to `t` at compile time; one that an integer type cannot hold (an
+    infinite float or a value beyond 32 bits) is an error where it is written."""
+    if T.is_floating(t):
+        top = _FLOAT_MAX.get(getattr(getattr(t, "elem", t), "kind", ""), _FLOAT_MAX["double"])
+        if not abs(value) <= top:
+            raise FrontendError(TYPE_MISMATCH, f"the constant {value} does not fit in {t}", *e.span)
+        return value
+    if value != value or value in (float("inf"), float("-inf")) or not -(2**31) <= int(value) < 2**32:
+        raise FrontendError(TYPE_MISMATCH, f"the constant {value} does not fit in {t}", *e.span)
+    return value

@@ -15,6 +15,7 @@ SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "f
 GENERIC_TYPES = {"DifferentialPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
+MAX_NESTING = 64  # expressions, prefix operators and blocks inside each other
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
 GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
 
@@ -46,6 +47,7 @@ class Parser:
         self.i = 0
         self.type_names: set[str] = set()
         self.generic_structs: set[str] = set()
+        self.depth = 0  # nesting of expressions, prefix operators and blocks (see nested())
 
     # ---- token helpers ----
     @property
@@ -70,6 +72,18 @@ class Parser:
         t = tok or self.tok
         found = "end of file" if t.kind == "eof" else f"'{t.text}'"
         raise FrontendError(SYNTAX, f"{msg}, found {found}", t.start, max(t.end, t.start + 1))
+
+    def nested(self, parse):
+        """Runs `parse` one nesting level deeper: past MAX_NESTING levels the recursive descent
+        (and the checker and lowering after it) would exhaust Python's stack."""
+        if self.depth >= MAX_NESTING:
+            raise FrontendError(UNSUPPORTED, f"nested more than {MAX_NESTING} levels deep", self.tok.start,
+                                max(self.tok.end, self.tok.start + 1))
+        self.depth += 1
+        try:
+            return parse()
+        finally:
+            self.depth -= 1
 
     def expect(self, text: str) -> Token:
         if text == ">" and self.at(">>"):  # split '>>' closing two generic lists
@@ -303,6 +317,9 @@ class Parser:
 
     # ---- statements ----
     def block(self) -> A.Block:
+        return self.nested(self._block)
+
+    def _block(self) -> A.Block:
         start = self.expect("{").start
         stmts = []
         while not self.accept("}"):
@@ -464,6 +481,9 @@ class Parser:
         return self.assignment()
 
     def assignment(self) -> A.Expr:
+        return self.nested(self._assignment)
+
+    def _assignment(self) -> A.Expr:
         start = self.tok.start
         lhs = self.ternary()
         if self.tok.kind == "punct" and self.tok.text in ASSIGN_OPS:
@@ -500,15 +520,15 @@ class Parser:
         if t.kind == "punct" and (t.text in ("-", "+", "!", "~") or (
                 t.text == "*" and (self.peek().kind == "ident" or self.peek().text == "("))):  # `*p`
             self.i += 1
-            e = self.unary()
+            e = self.nested(self.unary)
             return A.Unary(t.text, e, span=self.span_from(t.start))
         if t.kind == "punct" and t.text in ("++", "--"):
             self.i += 1
-            e = self.unary()
+            e = self.nested(self.unary)
             return A.IncDec(t.text, True, e, span=self.span_from(t.start))
         if t.kind == "ident" and t.text == "no_diff":
             self.i += 1
-            e = self.unary()
+            e = self.nested(self.unary)
             if isinstance(e, A.Call):
                 e.no_diff = True
                 e.span = self.span_from(t.start)
@@ -519,7 +539,7 @@ class Parser:
             self.i += 1
             ty = self.type_ref()
             self.expect(")")
-            e = self.unary()
+            e = self.nested(self.unary)
             return A.Cast(ty, e, span=self.span_from(t.start))
         return self.postfix()
 
