@@ -3,6 +3,8 @@ the offending text; and a property test that lowered arithmetic computes what th
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,12 +93,16 @@ FUZZ_FOUND = [
     ("void main() {\n  int y = int(1e30);\n}\n", "E0003", 2, 15, "1e30", "does not fit in int"),
     ("float f(float x) {\n  return x * 1e39;\n}\n", "E0003", 2, 14, "1e39", "does not fit in float"),
     ("void main() {\n  half h = 70000.0;\n}\n", "E0003", 2, 12, "70000.0", "does not fit in half"),
-    ("float f(float x) {\n  return " + "(" * 80 + "x" + ")" * 80 + ";\n}\n", "E0008", 2, 73, "(",
-     "nested more than 64 levels deep"),
-    ("float f(float x) {\n  return " + "sin(" * 80 + "x" + ")" * 80 + ";\n}\n", "E0008", 2, 262, "sin",
-     "nested more than 64 levels deep"),
-    ("float f(float x) {\n  return " + "- " * 300 + "x;\n}\n", "E0008", 2, 136, "-", "nested more than 64 levels deep"),
-    ("void main() {\n  " + "{" * 100 + "}" * 100 + "\n}\n", "E0008", 2, 66, "{", "nested more than 64 levels deep"),
+    ("float f(float x) {\n  return " + "(" * 300 + "x" + ")" * 300 + ";\n}\n", "E0008", 2, 266, "(",
+     "expressions nested more than 256 levels deep"),
+    ("float f(float x) {\n  return " + "sin(" * 300 + "x" + ")" * 300 + ";\n}\n", "E0008", 2, 1034, "sin",
+     "expressions nested more than 256 levels deep"),
+    ("float f(float x) {\n  return " + "- " * 300 + "x;\n}\n", "E0008", 2, 522, "-",
+     "expressions nested more than 256 levels deep"),
+    ("void main() {\n  " + "{" * 200 + "}" * 200 + "\n}\n", "E0008", 2, 131, "{",
+     "statements nested more than 128 levels deep"),
+    ("void main() {\n  float y = 0.0;\n  " + "if (y > 0.0) " * 200 + "y = 1.0;\n}\n", "E0008", 3, 1667, "if",
+     "statements nested more than 128 levels deep"),
 ]
 
 
@@ -110,7 +116,12 @@ def test_fuzz_found_inputs_are_located_errors(src, code, line, col, token, words
     assert start == 4 + col - 1 and text[start: start + len(token)] == token, str(info.value)
 
 
-def test_nesting_below_the_cap_compiles():
-    depth = 62  # parentheses in a return, inside the function's block: the most the cap allows
-    compile_slang("float f(float x) {\n  return " + "(" * depth + "x" + ")" * depth + ";\n}\n", "ok.slang")
-    compile_slang("float f(float x) {\n  return " + "sin(" * depth + "x" + ")" * depth + ";\n}\n", "ok.slang")
+def test_nesting_up_to_the_caps_compiles():
+    """Right under the caps the front end and the whole pipeline still run (no RecursionError)."""
+    from diffc.interp import run_function
+
+    for opener in ("(", "sin(", "(-"):
+        m = compile_slang("float f(float x) {\n  return " + opener * 120 + "x" + ")" * 120 + ";\n}\n", "ok.slang")
+        assert run_function(m, "f", 0.5)[0] == pytest.approx(eval(opener * 120 + "0.5" + ")" * 120, {"sin": math.sin}))
+    text = "float f(float x) {\n  float y = x;\n  " + "if (y > 0.0) { y = y * 2.0; " * 62 + "}" * 62 + "\n  return y;\n}\n"
+    assert run_function(compile_slang(text, "ok.slang"), "f", 0.5)[0] == 0.5 * 2.0**62

@@ -23,12 +23,12 @@ def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
     """Parses, checks and lowers Slang source; raises `DiffcError` with a located message."""
     from diffc.frontend.checker import Checker
     from diffc.frontend.lower import Lowering
-    from diffc.frontend.parser import parse
+    from diffc.frontend.parser import MAX_NESTING, parse
 
     # The parser caps nesting (parser.MAX_NESTING); each level is a dozen or so Python frames
-    # of recursive descent, more than the default limit allows at the cap.
+    # of recursive descent (and a few of checking and lowering), more than the default allows.
     limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 5000))
+    sys.setrecursionlimit(max(limit, 20 * MAX_NESTING + 1000))
     try:
         prog = parse(text, filename)
         checker = Checker()

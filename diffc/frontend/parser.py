@@ -15,7 +15,8 @@ SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "f
 GENERIC_TYPES = {"DifferentialPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
-MAX_NESTING = 64  # expressions, prefix operators and blocks inside each other
+MAX_NESTING = 256  # expressions and prefix operators inside each other
+MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
 GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
 
@@ -47,7 +48,8 @@ class Parser:
         self.i = 0
         self.type_names: set[str] = set()
         self.generic_structs: set[str] = set()
-        self.depth = 0  # nesting of expressions, prefix operators and blocks (see nested())
+        self.depth = 0  # nesting of expressions and prefix operators (see nested())
+        self.stmt_depth = 0  # nesting of statements inside statements
 
     # ---- token helpers ----
     @property
@@ -73,17 +75,26 @@ class Parser:
         found = "end of file" if t.kind == "eof" else f"'{t.text}'"
         raise FrontendError(SYNTAX, f"{msg}, found {found}", t.start, max(t.end, t.start + 1))
 
-    def nested(self, parse):
-        """Runs `parse` one nesting level deeper: past MAX_NESTING levels the recursive descent
-        (and the checker and lowering after it) would exhaust Python's stack."""
-        if self.depth >= MAX_NESTING:
-            raise FrontendError(UNSUPPORTED, f"nested more than {MAX_NESTING} levels deep", self.tok.start,
+    def nested(self, parse, statements: bool = False):
+        """Runs `parse` one nesting level deeper: past the caps the recursive descent (and the
+        checker, lowering and xDSL's region walks after it) would exhaust Python's stack."""
+        cap = MAX_STATEMENT_NESTING if statements else MAX_NESTING
+        depth = self.stmt_depth if statements else self.depth
+        if depth >= cap:
+            what = "statements" if statements else "expressions"
+            raise FrontendError(UNSUPPORTED, f"{what} nested more than {cap} levels deep", self.tok.start,
                                 max(self.tok.end, self.tok.start + 1))
-        self.depth += 1
+        if statements:
+            self.stmt_depth += 1
+        else:
+            self.depth += 1
         try:
             return parse()
         finally:
-            self.depth -= 1
+            if statements:
+                self.stmt_depth -= 1
+            else:
+                self.depth -= 1
 
     def expect(self, text: str) -> Token:
         if text == ">" and self.at(">>"):  # split '>>' closing two generic lists
@@ -317,9 +328,6 @@ class Parser:
 
     # ---- statements ----
     def block(self) -> A.Block:
-        return self.nested(self._block)
-
-    def _block(self) -> A.Block:
         start = self.expect("{").start
         stmts = []
         while not self.accept("}"):
@@ -348,6 +356,9 @@ class Parser:
         return nxt.kind == "ident" or (nxt.text == "<" and (t.text in GENERIC_TYPES or t.text in self.generic_structs))
 
     def stmt(self) -> A.Stmt:
+        return self.nested(self._stmt, statements=True)
+
+    def _stmt(self) -> A.Stmt:
         start = self.tok.start
         attrs = self.attributes()
         t = self.tok
