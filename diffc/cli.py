@@ -4,6 +4,8 @@
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
     diffc demo | version
 
+`--device` overrides DIFFC_DEVICE (gpu|cpu|auto, default auto).
+
 `run` allocates every buffer a Slang test annotation declares, binds it to the global buffer of
 that name, dispatches [numthreads] x groups work-items and prints every `out` buffer as Slang's
 test runner does (`type: float`, then one value per line). A file without a compute entry point
@@ -19,10 +21,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from diffc.diagnostics import DiffcError
+from diffc.diagnostics import DiffcError, read_source
 
 PIPELINE = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
 PRINT_ENTRIES = ("printMain", "main")
+MAX_GROUPS = 2**31 - 1  # per dimension: OpenCL's sizes are size_t, pyopencl's casts fail far above
 
 
 def _frontend(path: str):
@@ -31,7 +34,7 @@ def _frontend(path: str):
     p = Path(path)
     if not p.is_file():
         raise DiffcError(f"error: no such file '{path}'")
-    text = p.read_text()
+    text = read_source(p)
     return parse_source(text, str(p)), text
 
 
@@ -121,8 +124,8 @@ def _groups(text: str) -> tuple[int, int, int]:
         vals = [int(x) for x in text.split(",")]
     except ValueError:
         vals = []
-    if not 1 <= len(vals) <= 3 or any(v < 1 for v in vals):
-        raise DiffcError(f"error: --groups must be 1 to 3 positive integers like 4,1,1; got '{text}'")
+    if not 1 <= len(vals) <= 3 or any(not 1 <= v <= MAX_GROUPS for v in vals):
+        raise DiffcError(f"error: --groups must be 1 to 3 integers from 1 to {MAX_GROUPS} like 4,1,1; got '{text}'")
     return tuple((vals + [1, 1])[:3])  # type: ignore[return-value]
 
 
@@ -130,7 +133,8 @@ def cmd_run(args) -> int:
     from diffc.cli_run import parse_test_inputs
 
     groups = _groups(args.groups)
-    os.environ["DIFFC_DEVICE"] = args.device
+    if args.device is not None:  # else DIFFC_DEVICE from the environment, or auto
+        os.environ["DIFFC_DEVICE"] = args.device
     low, name, threads, text = lowered(args.file, args.entry)
     buffers = parse_test_inputs(text, args.file)
     from diffc.cli_run import run_kernel
@@ -157,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="emit for this device's atomics (default: portable cmpxchg atomics)")
     r = sub.add_parser("run", help="compile and run an entry point, print its out buffers")
     r.add_argument("file")
-    r.add_argument("--device", choices=("cpu", "gpu", "auto"), default="auto")
+    r.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
+                   help="the OpenCL device (default: $DIFFC_DEVICE, else auto)")
     r.add_argument("--entry", default=None)
     r.add_argument("--groups", default="1,1,1", help="work-groups X,Y,Z (default 1,1,1)")
     args = parser.parse_args(argv)
@@ -181,6 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DiffcError as e:
         sys.stdout.flush()
         print(str(e), file=sys.stderr)
+        return 1
+    except RecursionError:
+        if os.environ.get("DIFFC_TRACEBACK"):
+            raise
+        sys.stdout.flush()
+        print(f"error: {getattr(args, 'file', 'diffc')}: the program is nested too deeply for diffc (Python's recursion limit)",
+              file=sys.stderr)
         return 1
     except Exception as e:  # xDSL's VerifyException / PassFailedException and the like
         from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException

@@ -173,6 +173,14 @@ def _parameter_location(fn, param: str, source: str | None, filename: str) -> So
     return None
 
 
+def _numthreads_location(source: str | None, filename: str) -> SourceLocation | None:
+    """Where the file writes `[numthreads(...)]` (the first one), if it does."""
+    from diffc.diagnostics import line_col
+
+    m = re.search(r"numthreads\s*\(", source or "")
+    return SourceLocation(filename, *line_col(source, m.start())) if m and source else None
+
+
 def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], filename: str, source: str | None = None):
     """Builds the lowered module, binds buffers, runs [threads x groups] work-items; returns
     [(TestBuffer, values)] for the `out` buffers, in declaration order. `source` (the file's
@@ -225,8 +233,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         args.append(mem)
         arrays.append((b, arr, mem))
     options = options_for_device(dev.cl_device)
-    source = emit_opencl(module, options)
-    program = build_program(source, tuple(build_options(options)))
+    program = build_program(emit_opencl(module, options), tuple(build_options(options)))
     kernels = [k for k in program.all_kernels()]
     if len(kernels) != 1:
         raise DiffcError(f"error: expected one kernel for '{entry}', the program has {len(kernels)}")
@@ -235,9 +242,18 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         kern.set_args(*args)
     local = tuple(threads)
     global_size = tuple(t * g for t, g in zip(threads, groups))
+    if int(np.prod(local)) > dev.max_work_group_size:
+        message = (f"[numthreads{local}] is {int(np.prod(local))} work-items per group; the device "
+                   f"'{dev.name}' runs at most {dev.max_work_group_size}")
+        where = _numthreads_location(source, filename)
+        raise DiffcError(format_diagnostic(where, message, "run-launch", source) if where else f"error: {filename}: {message}")
     sys.stdout.flush()
-    cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
-    dev.queue.finish()
+    try:
+        cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
+        dev.queue.finish()
+    except cl.Error as e:
+        raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
+                         f"in groups of {local}: {e}") from None
     _flush_c_stdout()
     used = {b.name for b, _, _ in arrays}
     for b in buffers:

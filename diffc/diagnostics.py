@@ -59,3 +59,23 @@ class DiffcError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """The text of a source file; bytes that are not UTF-8 are an error at the first of them."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        good = data[: e.start].decode("utf-8")
+        line, col = line_col(good, len(good))
+        raise DiffcError(format_diagnostic(
+            SourceLocation(filename, line, col), f"the file is not UTF-8 text (byte 0x{data[e.start]:02x})",
+            source=data.decode("utf-8", "replace"),
+        )) from None
+
+
+def read_source(path) -> str:
+    """`decode_source` of the file at `path`."""
+    from pathlib import Path
+
+    return decode_source(Path(path).read_bytes(), str(path))

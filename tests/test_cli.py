@@ -211,3 +211,53 @@ def test_error_scalar_parameter_is_located(tmp_path):
     assert lines[1].strip().startswith("%src: memref<?xf32>") and lines[2].strip() == "^"
     col = int(lines[0].split(":")[2])
     assert lines[1][4 + col - 1:].startswith("%count")  # the caret's column is the parameter's
+
+
+def test_error_unknown_device_env_is_one_line(kernel_file):
+    # DIFFC_DEVICE is honoured by `diffc run` (no --device given) and a bad one is one line.
+    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", str(kernel_file)], capture_output=True, text=True,
+                       env={**os.environ, "DIFFC_DEVICE": "tpu"}, timeout=300)
+    _assert_clean_error(r, "DIFFC_DEVICE must be one of gpu, cpu, auto; got 'tpu'")
+    assert r.stderr.strip().count("\n") == 0, r.stderr
+
+
+def _in_process(argv, capsys) -> tuple[int, str]:
+    from diffc import cli
+
+    rc = cli.main(argv)
+    return rc, capsys.readouterr().err
+
+
+def test_error_groups_too_large(kernel_file, capsys):
+    # 1e20 groups used to reach pyopencl and fail inside it with std::bad_cast.
+    rc, err = _in_process(["run", str(kernel_file), "--groups", "99999999999999999999"], capsys)
+    assert rc == 1 and "--groups must be 1 to 3 integers from 1 to 2147483647" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("numthreads,col,message", [
+    ("-1, 1, 1", 13, "error[E0003]: [numthreads] takes one to three positive integer constants"),
+    ("0, 1, 1", 13, "error[E0003]: [numthreads] takes one to three positive integer constants"),
+    ("2.5", 13, "error[E0003]: [numthreads] takes one to three positive integer constants"),
+    ("1, 1, 1, 1", 22, "error[E0003]: [numthreads] takes one to three positive integer constants"),
+    ("100000, 1, 1", 2, "error[run-launch]: [numthreads(100000, 1, 1)] is 100000 work-items per group"),
+])
+def test_error_bad_numthreads_is_located(tmp_path, capsys, monkeypatch, numthreads, col, message):
+    # -1 was dropped silently (a group of 1), 0 failed in the OpenCL compiler, 100000 in
+    # clEnqueueNDRangeKernel with a pyopencl traceback.
+    monkeypatch.setenv("DIFFC_DEVICE", "cpu")
+    f = tmp_path / "nt.slang"
+    f.write_text(KERNEL.replace("[numthreads(4, 1, 1)]", f"[numthreads({numthreads})]"))
+    rc, err = _in_process(["run", str(f)], capsys)
+    assert rc == 1 and err.startswith(f"{f}:10:{col}: {message}") and "Traceback" not in err, err
+    assert err.splitlines()[1].strip() == f"[numthreads({numthreads})]"
+
+
+def test_error_file_not_utf8(tmp_path, capsys):
+    import diffc
+
+    f = tmp_path / "bin.slang"
+    f.write_bytes(b"float f(float x) {\n  return x;\xff\xfe\n}\n")
+    rc, err = _in_process(["compile", str(f), "--emit", "mlir"], capsys)
+    assert rc == 1 and err.startswith(f"{f}:2:12: error: the file is not UTF-8 text (byte 0xff)"), err
+    with pytest.raises(DiffcError, match=r"bin.slang:2:12: error: the file is not UTF-8 text"):
+        diffc.load_module(f)

@@ -212,3 +212,27 @@ def test_in_process_main_returns_one_on_bad_input(tmp_path: Path, capsys: pytest
     assert err.startswith(f"{src}:1:1: error: 'func.func' @f: diff.prefer")
     src.write_text(GOOD)
     assert main([str(src)]) == 0
+
+
+def test_non_utf8_input_is_located(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from diffc.tools.diffc_opt import main
+
+    src = tmp_path / "bin.mlir"
+    src.write_bytes(b"func.func @f() {\n  func.return\xc3\x28\n}\n")
+    out = tmp_path / "out.mlir"
+    assert main([str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{src}:2:14: error: the file is not UTF-8 text (byte 0xc3)"), err
+    assert not out.exists()
+
+
+def test_too_deep_nesting_is_an_error_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    from diffc.tools.diffc_opt import main
+
+    depth = 400
+    body = "".join("  " * k + f"scf.if %c {{\n" for k in range(depth)) + "".join("  " * k + "}\n" for k in reversed(range(depth)))
+    src = tmp_path / "deep.mlir"
+    src.write_text(f"func.func @f(%c: i1) {{\n{body}  func.return\n}}\n")
+    assert main([str(src)]) == 1
+    err = capsys.readouterr().err
+    assert err == "error: the input is nested too deeply for diffc-opt (Python's recursion limit)\n"

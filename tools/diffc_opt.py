@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import (
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from diffc import registry
-from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, line_col
+from diffc.diagnostics import DiffcError, SourceLocation, decode_source, format_diagnostic, line_col, read_source
 from diffc.dialects.diff import verify_op_facts
 
 
@@ -260,10 +260,10 @@ class DiffcOptMain(xDSLOptMain):
         super().register_all_frontends()
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
-            text = io.read().decode("utf-8")
             name = self.get_input_name()
+            text = decode_source(io.read(), name)
             if self.args.input_file is not None:  # the whole file, for every split chunk
-                self.sources.setdefault(name, Path(self.args.input_file).read_text())
+                self.sources.setdefault(name, read_source(self.args.input_file))
             else:
                 self.sources.setdefault(name, text)
             return LocatingParser(self.ctx, text, name, self._chunk_offset).parse_module(
@@ -275,8 +275,8 @@ class DiffcOptMain(xDSLOptMain):
         for ext, factory in registry.FRONTENDS.items():
 
             def parse_other(io: IO[bytes], factory=factory) -> ModuleOp:
-                text = io.read().decode("utf-8")
                 name = self.get_input_name()
+                text = decode_source(io.read(), name)
                 self.sources.setdefault(name, text)
                 return factory()(text, name)
 
@@ -392,6 +392,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(str(e) if str(e).startswith(("error", "/")) or ": error" in str(e) else f"error: {e}", file=sys.stderr)
     except ArgSpecParseError as e:
         print(f"error: {e}", file=sys.stderr)
+    except RecursionError:
+        if os.environ.get("DIFFC_TRACEBACK"):
+            raise
+        print("error: the input is nested too deeply for diffc-opt (Python's recursion limit)", file=sys.stderr)
     except Exception as e:  # an unknown pass, a bad option value, a failing plugin
         if os.environ.get("DIFFC_TRACEBACK"):
             raise

@@ -19,7 +19,7 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, walk
-from diffc.frontend.errors import UNSUPPORTED
+from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
 
@@ -123,8 +123,12 @@ class Lowering(ExprLowering, CallLowering):
         if "shader" in at and at["shader"].args and isinstance(at["shader"].args[0], A.Str):
             op.attributes["diffc.shader"] = StringAttr(at["shader"].args[0].value)
         if "numthreads" in at:
-            dims = [int(a.value) for a in at["numthreads"].args if isinstance(a, A.Num)]
-            op.attributes["diffc.numthreads"] = DenseArrayBase.from_list(i64, dims)
+            args = at["numthreads"].args
+            for a in args[3:] or [a for a in args if not (isinstance(a, A.Num) and not a.is_float and a.value >= 1)]:
+                raise err(TYPE_MISMATCH, "[numthreads] takes one to three positive integer constants", a)
+            if not args:
+                raise err(TYPE_MISMATCH, "[numthreads] takes one to three positive integer constants", at["numthreads"])
+            op.attributes["diffc.numthreads"] = DenseArrayBase.from_list(i64, [int(a.value) for a in args])
         return op
 
     def define_func(self, f: FuncInfo) -> None:

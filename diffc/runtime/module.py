@@ -20,6 +20,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerType, ModuleOp
 
+from diffc.diagnostics import read_source
 from diffc.dialects import diff
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
@@ -85,7 +86,7 @@ def load_module(path: str | os.PathLike) -> Module:
     p = Path(path)
     if not p.is_file():
         raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
-    return Module(parse_source(p.read_text(), str(p)), str(p))
+    return Module(parse_source(read_source(p), str(p)), str(p))
 
 
 def load_module_from_string(text: str, filename: str = "<string>.mlir") -> Module:
