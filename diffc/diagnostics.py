@@ -42,10 +42,10 @@ def format_diagnostic(
     head = f"{loc}: {kind}: {message}" if loc else f"{kind}: {message}"
     if loc is None or source is None:
         return head
-    lines = source.splitlines()
+    lines = source.split("\n")  # as line_col counts: splitlines() also splits at \v, \f, \x1c...
     if not 1 <= loc.line <= len(lines):
         return head
-    text = lines[loc.line - 1]
+    text = lines[loc.line - 1].removesuffix("\r")
     caret = " " * (loc.col - 1) + "^" * max(1, min(length, len(text) - loc.col + 1))
     return f"{head}\n    {text}\n    {caret}"
 

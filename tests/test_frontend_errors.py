@@ -125,3 +125,15 @@ def test_nesting_up_to_the_caps_compiles():
         assert run_function(m, "f", 0.5)[0] == pytest.approx(eval(opener * 120 + "0.5" + ")" * 120, {"sin": math.sin}))
     text = "float f(float x) {\n  float y = x;\n  " + "if (y > 0.0) { y = y * 2.0; " * 62 + "}" * 62 + "\n  return y;\n}\n"
     assert run_function(compile_slang(text, "ok.slang"), "f", 0.5)[0] == 0.5 * 2.0**62
+
+
+def test_control_characters_keep_lines_and_columns():
+    # \v and \f are C white space; the diagnostic's line is the one line_col counted (str.splitlines
+    # would also split at \v and \x1c and show the wrong line); a control character is named by
+    # its code point.
+    src = "void main() {\n  float\v x = 1.0;\f\n  int y = 1 \x1c;\n}\n"
+    with pytest.raises(DiffcError) as info:
+        compile_slang(src, "bad.slang")
+    head, text, caret = str(info.value).split("\n")
+    assert head == "bad.slang:3:13: error[E0001]: unexpected character U+001C"
+    assert text == "      int y = 1 \x1c;" and caret == "    " + " " * 12 + "^"

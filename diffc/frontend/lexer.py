@@ -40,7 +40,7 @@ def tokenize(text: str, filename: str) -> list[Token]:
     i, n = 0, len(text)
     while i < n:
         c = text[i]
-        if c in " \t\r\n":
+        if c in " \t\r\n\f\v":  # C's white space
             i += 1
         elif text.startswith("//", i):
             j = text.find("\n", i)
@@ -85,7 +85,8 @@ def tokenize(text: str, filename: str) -> list[Token]:
                     i += len(p)
                     break
             else:
-                raise FrontendError(SYNTAX, f"unexpected character '{c}'", i, i + 1)
+                shown = f"'{c}'" if c.isprintable() else f"U+{ord(c):04X}"
+                raise FrontendError(SYNTAX, f"unexpected character {shown}", i, i + 1)
     toks.append(Token("eof", "", n, n))
     return toks
 
