@@ -122,7 +122,8 @@ def _dtype(element) -> tuple[np.dtype, str]:
     raise DiffcError(f"error: buffers of element type {element} are not supported by diffc run")
 
 
-def _array(b: TestBuffer, dtype: np.dtype) -> np.ndarray:
+def _array(b: TestBuffer, dtype: np.dtype, max_bytes: int | None = None) -> np.ndarray:
+    """The buffer's initial contents; `max_bytes`: the most one device buffer may hold."""
     try:
         if dtype.kind == "f":
             values = [float(x) for x in b.data]
@@ -131,6 +132,15 @@ def _array(b: TestBuffer, dtype: np.dtype) -> np.ndarray:
     except ValueError as e:
         raise _error(b.where, b.line, f"TEST_INPUT: bad element in data for '{b.name}' ({e})") from None
     n = max(len(values), b.count or 0, 1)
+    if max_bytes is not None and n * dtype.itemsize > max_bytes:
+        raise _error(b.where, b.line, f"TEST_INPUT: '{b.name}' has {n} elements ({n * dtype.itemsize} bytes); "
+                                      f"the device allocates at most {max_bytes} bytes per buffer")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        bad = next((v for v in values if not info.min <= v <= info.max), None)
+        if bad is not None:
+            raise _error(b.where, b.line, f"TEST_INPUT: element {bad} of '{b.name}' does not fit in its "
+                                          f"{dtype.name} elements")
     arr = np.zeros(n, dtype)
     arr[: len(values)] = values
     return arr
@@ -228,7 +238,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
                 f"(add e.g. //TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))"
             )
         dtype, b.type_name = _dtype(t.element_type)
-        arr = _array(b, dtype)
+        arr = _array(b, dtype, int(dev.cl_device.max_mem_alloc_size))
         mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
         args.append(mem)
         arrays.append((b, arr, mem))
@@ -266,7 +276,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
             continue
         hit = next(((arr, mem) for bb, arr, mem in arrays if bb is b), None)
         if hit is None:
-            out.append((b, _array(b, np.dtype(np.float32))))
+            out.append((b, _array(b, np.dtype(np.float32), int(dev.cl_device.max_mem_alloc_size))))
             continue
         arr, mem = hit
         cl.enqueue_copy(dev.queue, arr, mem)

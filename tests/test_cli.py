@@ -261,3 +261,31 @@ def test_error_file_not_utf8(tmp_path, capsys):
     assert rc == 1 and err.startswith(f"{f}:2:12: error: the file is not UTF-8 text (byte 0xff)"), err
     with pytest.raises(DiffcError, match=r"bin.slang:2:12: error: the file is not UTF-8 text"):
         diffc.load_module(f)
+
+
+@pytest.mark.parametrize("line,annotation,message", [
+    # used to allocate 373 GiB on the host (MemoryError) before anything was checked
+    (1, "//TEST_INPUT: set outp = out ubuffer(count=99999999999, stride=4)",
+     "TEST_INPUT: 'outp' has 99999999999 elements (399999999996 bytes); the device allocates at most"),
+    # used to be numpy's OverflowError
+    (3, "//TEST_INPUT: set n = out ubuffer(data=[2147483648], stride=4)",
+     "TEST_INPUT: element 2147483648 of 'n' does not fit in its int32 elements"),
+    # a declared but unused buffer is printed with its data: the same limit holds
+    (5, "//TEST_INPUT: set spare = out ubuffer(count=99999999999, stride=4)",
+     "TEST_INPUT: 'spare' has 99999999999 elements"),
+])
+def test_error_test_input_sizes_and_values(tmp_path, capsys, monkeypatch, line, annotation, message):
+    monkeypatch.setenv("DIFFC_DEVICE", "cpu")
+    lines = [
+        "//TEST_INPUT: set outp = out ubuffer(data=[1], stride=4)", "RWStructuredBuffer<float> outp;",
+        "//TEST_INPUT: set n = out ubuffer(data=[7], stride=4)", "RWStructuredBuffer<int> n;",
+        "//TEST_INPUT: set spare = out ubuffer(data=[0], stride=4)",
+        '[shader("compute")]', "[numthreads(1, 1, 1)]",
+        "void computeMain(uint3 tid : SV_DispatchThreadID) { outp[tid.x] = outp[tid.x] * 2.0; n[0] = n[0] + 1; }",
+    ]
+    lines[line - 1] = annotation
+    f = tmp_path / "ti.slang"
+    f.write_text("\n".join(lines) + "\n")
+    rc, err = _in_process(["run", str(f)], capsys)
+    assert rc == 1 and err.startswith(f"{f}:{line}:1: error[test-input]: {message}"), err
+    assert "Traceback" not in err and capsys.readouterr().out == ""

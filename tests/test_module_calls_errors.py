@@ -102,3 +102,13 @@ def test_load_module_errors(tmp_path):
     bad.write_text("")
     with pytest.raises(RuntimeDiffcError, match="unknown extension"):
         diffc.load_module(bad)
+
+
+def test_result_that_is_an_array_is_a_call_error(tmp_path):
+    # `_result=np.array([])` used to reach `result in ("tensor", "numpy")`: numpy's ValueError
+    # about the truth value of an empty array.
+    f = tmp_path / "p.mlir"
+    f.write_text("func.func @sq(%x: f32) -> f32 {\n  %r = arith.mulf %x, %x : f32\n  func.return %r : f32\n}\n")
+    m = diffc.load_module(f)
+    with pytest.raises(CallError, match=r"'_result' must be \"tensor\", \"numpy\" or a Tensor, got array"):
+        m.sq(x=np.ones(3, np.float32), _result=np.array([], np.float16))

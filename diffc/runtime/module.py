@@ -305,7 +305,7 @@ class Function:
                 f"error: {self.name}(): '_result' is a {out.dtype.name} Tensor, the function returns {self.result_dtype.name}",
                 "_result",
             )
-        if not (out is not None or result in ("tensor", "numpy")):
+        if not (out is not None or (isinstance(result, str) and result in ("tensor", "numpy"))):
             raise CallError(f"error: {self.name}(): '_result' must be \"tensor\", \"numpy\" or a Tensor, got {result!r}", "_result")
         tensors, scalars = self._classify(values)
         shape = self._out_shape(tensors, out)
@@ -335,7 +335,7 @@ class Function:
             kernel = self._kernels[spec] = self._compile(spec)
         if size:
             self._launch(kernel, spec, values, tensors, scalars, out, shape, size)
-        if result == "numpy":
+        if isinstance(result, str) and result == "numpy":
             return out.to_numpy() if mode == "call" else (out.to_numpy(), out.grad.to_numpy())
         return out
 
