@@ -289,3 +289,24 @@ def test_error_test_input_sizes_and_values(tmp_path, capsys, monkeypatch, line, 
     rc, err = _in_process(["run", str(f)], capsys)
     assert rc == 1 and err.startswith(f"{f}:{line}:1: error[test-input]: {message}"), err
     assert "Traceback" not in err and capsys.readouterr().out == ""
+
+
+def test_error_opencl_build_shows_log_and_the_line_it_names(tmp_path, monkeypatch, capsys):
+    from diffc import cli
+    from diffc.runtime import program
+
+    f = tmp_path / "p.slang"
+    f.write_text('void main() { printf("%f\\n", 1.0); }\n')
+    real = program.build_program
+    monkeypatch.setattr(program, "build_program",
+                        lambda src, opts=(): real(src.replace("printf(", "printf(undeclared_name + "), opts))
+    monkeypatch.setenv("DIFFC_DEVICE", "cpu")
+    monkeypatch.setenv("DIFFC_CACHE_DIR", "off")
+    assert cli.main(["run", str(f)]) == 1
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert lines[0] == "error[opencl-build]: the OpenCL compiler rejected a generated program", err
+    assert any("undeclared_name" in ln and "error" in ln for ln in lines[1:lines.index("generated source:")]), err
+    marked = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith(">") and "printf(undeclared_name" in ln)
+    assert lines[marked + 1].index("^") == lines[marked].index("undeclared_name"), err  # the caret under it
+    assert "Traceback" not in err
