@@ -112,3 +112,32 @@ def test_result_that_is_an_array_is_a_call_error(tmp_path):
     m = diffc.load_module(f)
     with pytest.raises(CallError, match=r"'_result' must be \"tensor\", \"numpy\" or a Tensor, got array"):
         m.sq(x=np.ones(3, np.float32), _result=np.array([], np.float16))
+
+
+COUNT = """
+func.func @count(%n: i32, %x: f32) -> f32 {
+  %f = arith.sitofp %n : i32 to f32
+  %r = arith.mulf %f, %x : f32
+  func.return %r : f32
+}
+"""
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    # numpy's OverflowError from np.int32(2**70) before
+    ({"n": 2**70, "x": 1.0}, "argument 'n' = 1180591620717411303424 does not fit in int32"),
+    ({"n": np.int64(2**40), "x": 1.0}, "argument 'n' = 1099511627776 does not fit in int32"),
+    # these were converted silently: complex lost its imaginary part, floats were truncated
+    ({"n": np.ones(3, np.complex64), "x": 1.0}, "argument 'n' has dtype complex64; calls take bool, integer or float data"),
+    ({"n": np.ones(3), "x": 1.0}, "argument 'n' is a float64 array, parameter is int32"),
+    ({"n": np.array(2.5), "x": 1.0}, "argument 'n' is a float, parameter is int32"),
+    ({"n": 3, "x": np.array(["a"])}, "argument 'x' has dtype <U1; calls take bool, integer or float data"),
+])
+def test_wrong_kind_of_number_is_a_call_error(tmp_path, kwargs, message):
+    f = tmp_path / "count.mlir"
+    f.write_text(COUNT)
+    m = diffc.load_module(f)
+    with pytest.raises(CallError) as e:
+        m.count(**kwargs, _result="numpy")
+    assert message in str(e.value)
+    assert m.count(n=np.array([1, 2], np.int32), x=2.0, _result="numpy").tolist() == [2.0, 4.0]

@@ -244,7 +244,13 @@ class Function:
                     "which calls over tensors cannot pass",
                     name,
                 )
+            if isinstance(v, np.ndarray | np.generic) and v.dtype.kind not in "biuf":
+                raise CallError(f"error: {self.name}(): argument '{name}' has dtype {v.dtype}; calls take bool, "
+                                f"integer or float data ({want.name} expected)", name)
             if isinstance(v, np.ndarray) and v.ndim > 0:
+                if want.kind in "iu" and v.dtype.kind == "f":
+                    raise CallError(f"error: {self.name}(): argument '{name}' is a {v.dtype} array, parameter is "
+                                    f"{want.name}", name)
                 v = Tensor.from_numpy(v.astype(want, copy=False))
             if isinstance(v, Tensor):
                 if v.dtype != want:
@@ -255,8 +261,11 @@ class Function:
                     )
                 tensors.append((i, v))
             elif isinstance(v, (bool, int, float, np.number, np.ndarray)):
-                if want.kind in "iu" and isinstance(v, (float, np.floating)):
+                if want.kind in "iu" and (isinstance(v, (float, np.floating)) or getattr(v, "dtype", None) is not None
+                                          and v.dtype.kind == "f"):
                     raise CallError(f"error: {self.name}(): argument '{name}' is a float, parameter is {want.name}", name)
+                if want.kind in "iu" and not np.iinfo(want).min <= int(v) <= np.iinfo(want).max:
+                    raise CallError(f"error: {self.name}(): argument '{name}' = {int(v)} does not fit in {want.name}", name)
                 scalars[i] = want.type(v)
             else:
                 raise CallError(
