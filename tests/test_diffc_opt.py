@@ -236,3 +236,18 @@ def test_too_deep_nesting_is_an_error_not_a_traceback(tmp_path: Path, capsys: py
     assert main([str(src)]) == 1
     err = capsys.readouterr().err
     assert err == "error: the input is nested too deeply for diffc-opt (Python's recursion limit)\n"
+
+
+def test_unlocated_module_failure_names_the_module():
+    # A module built in memory (no locations) whose symbol table is broken: the message used to
+    # crash while printing the module without its region.
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.utils.exceptions import VerifyException
+
+    from diffc.tools.diffc_opt import verify_located
+
+    module = ModuleOp([func.FuncOp("f", ((), ())), func.FuncOp("f", ((), ()))])
+    with pytest.raises(VerifyException) as e:
+        verify_located(module, {})
+    assert str(e.value).startswith("error: 'builtin.module' op") and str(e.value).endswith("in: builtin.module")

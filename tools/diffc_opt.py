@@ -120,7 +120,10 @@ def _located_message(op: Operation, message: str, sources: dict[str, str]) -> st
 
 def _short(op: Operation) -> str:
     out = StringIO()
-    Printer(stream=out).print_op(op.clone_without_regions() if op.regions else op)
+    try:
+        Printer(stream=out).print_op(op.clone_without_regions() if op.regions else op)
+    except Exception:  # some ops (builtin.module) cannot print without their region
+        return op.name
     return out.getvalue().splitlines()[0]
 
 

@@ -12,7 +12,7 @@ from diffc.frontend import types as T
 from diffc.frontend.builtins import BUILTINS, SPECIAL
 from diffc.frontend.errors import (
     ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
-    UNSUPPORTED, FrontendError,
+    REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
 from diffc.frontend.parser import SCALAR_ALIASES
@@ -127,6 +127,13 @@ class Checker:
             ty = T.Array(ty, n)
         return ty
 
+    def _type_arg(self, t: A.TypeRef, arg) -> T.Type:
+        """A type argument of `t` (the parser keeps names it does not know as types as str, and
+        numbers as int: either is an error here, at `t`)."""
+        if not isinstance(arg, A.TypeRef):
+            raise err(UNDEFINED, f"'{arg}' is not a type (in the arguments of {t.name})", t)
+        return self.resolve(arg)
+
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:
             raise err(UNSUPPORTED, "pointers to pointers are not supported", t)
@@ -159,19 +166,20 @@ class Checker:
         if m:
             return T.Vector(T.Scalar(m.group(1)), int(m.group(2))) if m.group(2) != "1" else T.Scalar(m.group(1))
         if n == "vector" and len(t.args) == 2:
-            e = self.resolve(t.args[0])
-            assert isinstance(e, T.Scalar)
+            e = self._type_arg(t, t.args[0])
+            if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:
+                raise err(TYPE_MISMATCH, "vector<T, N> needs a scalar type T and a constant N from 1 to 4", t)
             return T.Vector(e, t.args[1])
         if n == "DifferentialPair" and len(t.args) == 1:
-            inner = self.resolve(t.args[0])
+            inner = self._type_arg(t, t.args[0])
             if not T.is_differentiable(inner):
                 raise err(TYPE_MISMATCH, f"DifferentialPair needs a differentiable type, got {inner}", t)
             return T.Pair(inner)
         if n in ("RWStructuredBuffer", "StructuredBuffer") and len(t.args) == 1:
             a = t.args[0]
-            if isinstance(a, A.TypeRef) and a.name == "Atomic":
-                return T.Buffer(self.resolve(a.args[0]), True)
-            return T.Buffer(self.resolve(a))
+            if isinstance(a, A.TypeRef) and a.name == "Atomic" and len(a.args) == 1:
+                return T.Buffer(self._type_arg(t, a.args[0]), True)
+            return T.Buffer(self._type_arg(t, a))
         if n in self.structs:
             return self.structs[n]
         if n in self.typedefs:
@@ -202,6 +210,8 @@ class Checker:
             elif isinstance(d, A.Typedef):
                 self.typedefs[d.name] = self.resolve(d.type)
             elif isinstance(d, A.Global):
+                if d.name in self.scopes[0]:
+                    raise err(REDEFINED, f"a second global named '{d.name}'", d)
                 ty = self.resolve(d.type)
                 if "static" in d.mods and "const" in d.mods and d.init is not None and T.is_numeric(ty):
                     self.expect_type(d.init, ty)
@@ -211,6 +221,10 @@ class Checker:
                 if d.init is not None:
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
+                first = self.funcs.get(d.name)
+                if first is not None and first.decl is not None and first.decl.body is not None and d.body is not None:
+                    raise err(UNSUPPORTED, f"a second function named '{d.name}' (overloading is not supported)",
+                              d.name_span)
                 if d.generic_params:
                     self.func_templates[d.name] = d
                 else:

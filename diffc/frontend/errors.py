@@ -14,6 +14,7 @@ ARG_COUNT = "E0005"  # a call with the wrong number of arguments
 NOT_DIFFERENTIABLE = "E0006"  # derivative-carrying value into a non-differentiable function
 UNBOUNDED_LOOP = "E0007"  # a loop without a bound in a backward-differentiable function
 UNSUPPORTED = "E0008"  # valid Slang that this front end does not handle
+REDEFINED = "E0009"  # a second global of one name
 
 
 class FrontendError(Exception):
