@@ -251,3 +251,17 @@ def test_unlocated_module_failure_names_the_module():
     with pytest.raises(VerifyException) as e:
         verify_located(module, {})
     assert str(e.value).startswith("error: 'builtin.module' op") and str(e.value).endswith("in: builtin.module")
+
+
+def test_plugin_that_exits_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    # A plugin file that is really a script calling sys.exit(3) used to end diffc-opt with
+    # status 3 and no message.
+    from diffc.tools.diffc_opt import main
+
+    plugin = tmp_path / "script.py"
+    plugin.write_text("import sys\nsys.exit(3)\n")
+    src = tmp_path / "ok.mlir"
+    src.write_text(GOOD)
+    assert main([str(src), f"--load-pass-plugin={plugin}", "-p", "cse"]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: --load-pass-plugin: loading '{plugin}' failed: it called sys.exit(3)\n"

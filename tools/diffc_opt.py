@@ -212,6 +212,8 @@ def load_pass_plugin(path: str) -> list[type[ModulePass]]:
         spec.loader.exec_module(module)
     except Exception as e:  # the plugin's own bug: say where, not a traceback
         raise DiffcError(f"error: --load-pass-plugin: loading '{path}' failed: {type(e).__name__}: {e}") from None
+    except SystemExit as e:  # a script, not a plugin: its exit would end diffc-opt without a word
+        raise DiffcError(f"error: --load-pass-plugin: loading '{path}' failed: it called sys.exit({e.code!r})") from None
     passes = [
         obj
         for obj in vars(module).values()
