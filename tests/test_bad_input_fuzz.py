@@ -149,7 +149,10 @@ def test_diffc_compile_mutated_slang(tmp_path, capsys, text, emit):
     ["-p", "lower-entry-points"], ["-t", "opencl"],
 ]))
 @FUZZ
-def test_diffc_opt_mutated_ir(tmp_path, capsys, text, pipeline):
+def test_diffc_opt_mutated_ir(tmp_path, capsys, monkeypatch, text, pipeline):
+    # diffc-opt prints any unexpected exception as `error: ...`; DIFFC_TRACEBACK lets those
+    # escape here, so that a crash is not mistaken for a diagnostic.
+    monkeypatch.setenv("DIFFC_TRACEBACK", "1")
     f = _write(tmp_path, "fuzz.mlir", text)
     out = tmp_path / "out.mlir"
     out.unlink(missing_ok=True)  # tmp_path is shared by the examples of one test
@@ -169,7 +172,8 @@ PASS_NAMES = ["diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonica
     max_size=6).map("".join),
     mlir=st.booleans())
 @FUZZ
-def test_diffc_opt_mutated_pipeline(tmp_path, capsys, spec, mlir):
+def test_diffc_opt_mutated_pipeline(tmp_path, capsys, monkeypatch, spec, mlir):
+    monkeypatch.setenv("DIFFC_TRACEBACK", "1")
     f = ROOT / "tests/filecheck/passes/diff_rev_while.mlir"
     args = ["--pass-pipeline", f"builtin.module({spec})"] if mlir else ["-p", spec]
     rc, err = _in_process(diffc_opt.main, [str(f), *args], capsys)
@@ -184,6 +188,17 @@ def test_load_module_mutated_slang(tmp_path, text):
     f = _write(tmp_path, "fuzz.slang", text)
     try:
         diffc.load_module(f)
+    except DiffcError as e:
+        assert LOCATED.search(str(e)), str(e)
+
+
+@given(text=mutated(MLIR))
+@settings(FUZZ, max_examples=60 * SCALE)
+def test_load_module_mutated_ir(text):
+    from diffc.runtime.module import load_module_from_string
+
+    try:
+        load_module_from_string(text, "fuzz.mlir")
     except DiffcError as e:
         assert LOCATED.search(str(e)), str(e)
 

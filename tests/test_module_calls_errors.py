@@ -141,3 +141,19 @@ def test_wrong_kind_of_number_is_a_call_error(tmp_path, kwargs, message):
         m.count(**kwargs, _result="numpy")
     assert message in str(e.value)
     assert m.count(n=np.array([1, 2], np.int32), x=2.0, _result="numpy").tolist() == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("func.func @f(%x: f32) -> f32 {\n  %y = arith.mulf %x, %x f32\n  func.return %y : f32\n}\n",
+     "bad.mlir:2:26: error: Expected ':'"),
+    ("func.func @f(%x: f32) -> f64 {\n  %y = arith.mulf %x, %x : f32\n  func.return %y : f32\n}\n",
+     "bad.mlir:3:3: error: 'func.return' op Expected arguments to have the same types"),
+])
+def test_load_module_of_bad_ir_raises_the_runtime_error(tmp_path, text, message):
+    # xDSL's ParseError / VerifyException escaped from load_module (and `diffc compile x.mlir`
+    # printed a traceback for the ParseError).
+    f = tmp_path / "bad.mlir"
+    f.write_text(text)
+    with pytest.raises(RuntimeDiffcError) as e:
+        diffc.load_module(f)
+    assert str(e.value).startswith(f"{tmp_path}/{message}"), str(e.value)

@@ -49,7 +49,11 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as e:  # an op whose constructor checks its operand types
+            line_end = self._text.find("\n", start)
+            self.raise_error(str(e), start, min(self.pos, len(self._text) if line_end < 0 else line_end))
         if isinstance(op.location, UnknownLoc):
             line, col = line_col(self._text, start)
             op.location = FileLineColLoc(
@@ -106,6 +110,11 @@ def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None 
             message = str(cause).removeprefix("Operation does not verify: ")
             if after is not None:
                 message += f" (in the IR left by pass '{after}')"
+            raise VerifyException(_located_message(op, message, sources)) from None
+        except Exception as e:  # a verifier that crashes on malformed IR
+            if os.environ.get("DIFFC_TRACEBACK"):
+                raise
+            message = f"cannot be verified ({type(e).__name__}: {e})"
             raise VerifyException(_located_message(op, message, sources)) from None
 
 
@@ -363,7 +372,7 @@ class DiffcOptMain(xDSLOptMain):
             if not (self.args.verify_diagnostics or self.args.parsing_diagnostics):
                 raise
             e.span = dataclasses.replace(e.span, line_offset=start_offset)
-            print(_parse_error_message(e))
+            print(parse_error_message(e))
             return None
 
     # -- output ------------------------------------------------------------------------------
@@ -379,7 +388,7 @@ class DiffcOptMain(xDSLOptMain):
             Path(self.args.output_file).write_text(output.getvalue())
 
 
-def _parse_error_message(e: ParseError) -> str:
+def parse_error_message(e: ParseError) -> str:
     loc = e.span.get_location()
     context = e.span.print_with_context("").splitlines()[1:]
     text = "\n".join("  " + line for line in context if line.strip())
@@ -392,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         DiffcOptMain(args=argv).run()
         return 0
     except ParseError as e:
-        print(_parse_error_message(e), file=sys.stderr)
+        print(parse_error_message(e), file=sys.stderr)
     except (DiagnosticException, DiffcError) as e:
         print(str(e) if str(e).startswith(("error", "/")) or ": error" in str(e) else f"error: {e}", file=sys.stderr)
     except ArgSpecParseError as e:

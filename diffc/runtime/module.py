@@ -66,18 +66,26 @@ def _context():
 def parse_source(text: str, filename: str) -> ModuleOp:
     """IR text (.mlir) or, through `diffc.registry.FRONTENDS`, another language."""
     from diffc import registry
-    from diffc.tools.diffc_opt import LocatingParser, verify_located
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    from diffc.tools.diffc_opt import LocatingParser, parse_error_message, verify_located
 
     ext = Path(filename).suffix.lstrip(".")
     registry.load_installed_plugins()
     if ext in registry.FRONTENDS:
         module = registry.FRONTENDS[ext]()(text, filename)
     elif ext in ("mlir", ""):
-        module = LocatingParser(_context(), text, filename).parse_module()
+        try:
+            module = LocatingParser(_context(), text, filename).parse_module()
+        except ParseError as e:  # xDSL's own type: the runtime's, with the located message
+            raise RuntimeDiffcError(parse_error_message(e)) from None
     else:
         known = ", ".join(sorted({"mlir", *registry.FRONTENDS}))
         raise RuntimeDiffcError(f"error: cannot load '{filename}': unknown extension '.{ext}' (known: {known})")
-    verify_located(module, {filename: text})
+    try:
+        verify_located(module, {filename: text})
+    except VerifyException as e:
+        raise RuntimeDiffcError(str(e)) from None
     return module
 
 
