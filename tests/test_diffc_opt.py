@@ -314,3 +314,15 @@ def test_verifier_crash_on_malformed_ir_is_an_error(tmp_path: Path, capsys, monk
     assert main([str(src)]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.startswith("error: ") and "cannot be verified" in err, err
+
+
+def test_use_before_definition_is_located_in_the_opencl_target(tmp_path: Path, capsys):
+    # xDSL does not check dominance: the OpenCL emitter met %m before its definition and
+    # failed with a KeyError on the value.
+    from diffc.tools.diffc_opt import main
+
+    src = tmp_path / "order.mlir"
+    src.write_text("func.func @f(%x: f32) -> f32 {\n  %n = arith.mulf %m, %x : f32\n"
+                   "  %m = arith.mulf %x, %x : f32\n  func.return %n : f32\n}\n")
+    assert main([str(src), "-t", "opencl"]) == 1
+    assert capsys.readouterr().err == f"{src}:3:3: error: 'arith.mulf' defines %m after an op that uses it\n"

@@ -47,7 +47,12 @@ class FunctionEmitter:
         return OpenCLEmitError.at(op, message)
 
     def expr(self, value: SSAValue) -> str:
-        return self.values[value]
+        try:
+            return self.values[value]
+        except KeyError:  # IR that uses a value above its definition (xDSL does not check dominance)
+            owner = value.owner if isinstance(value.owner, Operation) else self.fn
+            name = f"%{value.name_hint}" if value.name_hint else "its result"
+            raise self.error(owner, f"defines {name} after an op that uses it") from None
 
     def ctype(self, t: Attribute, op: Operation) -> str:
         try:
