@@ -18,7 +18,7 @@ from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.ir import BlockArgument, Operation, OpResult
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
@@ -116,6 +116,45 @@ def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None 
                 raise
             message = f"cannot be verified ({type(e).__name__}: {e})"
             raise VerifyException(_located_message(op, message, sources)) from None
+    problem = _dominance_problem(module)
+    if problem is not None:
+        op, message = problem
+        if after is not None:
+            message += f" (in the IR left by pass '{after}')"
+        raise VerifyException(_located_message(op, message, sources))
+
+
+def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
+    """The first op inside a function that uses a value not defined above it in its block or an
+    enclosing one (xDSL's verifier does not check this, and every pass assumes it). Values
+    flowing between blocks of one region (CFG dominance) are not checked."""
+    position: dict[Operation, int] = {}
+    for op in module.walk():
+        for region in op.regions:
+            for block in region.blocks:
+                for k, o in enumerate(block.ops):
+                    position[o] = k
+    for op in module.walk():
+        if isinstance(op.parent_op(), ModuleOp) or op.parent_op() is None:
+            continue  # the module body is a graph region: any order
+        for v in op.operands:
+            name = f"%{v.name_hint}" if v.name_hint else "a value"
+            if isinstance(v, OpResult):
+                block, at = v.op.parent_block(), position.get(v.op, -1)
+            elif isinstance(v, BlockArgument):
+                block, at = v.block, -1
+            else:
+                return op, f"uses {name}, which is never defined"
+            cur: Operation | None = op
+            while cur is not None and cur.parent_block() is not block:
+                if block is not None and cur.parent_region() is block.parent:
+                    break  # another block of the defining region: not checked
+                cur = cur.parent_op()
+            if cur is None:
+                return op, f"uses {name} outside the region that defines it"
+            if cur.parent_block() is block and position.get(cur, -1) <= at:
+                return op, f"uses {name} before its definition"
+    return None
 
 
 def _located_message(op: Operation, message: str, sources: dict[str, str]) -> str:
