@@ -355,3 +355,16 @@ def test_use_outside_the_defining_region_is_located():
     assert str(e.value).splitlines()[0] == (
         "scope.mlir:5:3: error: 'arith.addf' op uses %m outside the region that defines it "
         "(in the IR left by pass 'some-pass')")
+
+
+def test_module_level_use_of_a_function_value_is_located(tmp_path: Path, capsys):
+    # xDSL's parser resolves a module-level forward reference to a value a function defines
+    # later; diff-lower then failed with IndexError on it.
+    from diffc.tools.diffc_opt import main
+
+    src = tmp_path / "leak.mlir"
+    src.write_text("%n = arith.addf %m, %m : f32\nfunc.func @f(%x: f32) -> f32 {\n"
+                   "  %m = arith.mulf %x, %x : f32\n  func.return %m : f32\n}\n")
+    assert main([str(src), "-p", "diff-lower"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{src}:1:1: error: 'arith.addf' op uses %m outside the region that defines it")

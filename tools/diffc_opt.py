@@ -125,9 +125,10 @@ def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None 
 
 
 def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
-    """The first op inside a function that uses a value not defined above it in its block or an
-    enclosing one (xDSL's verifier does not check this, and every pass assumes it). Values
-    flowing between blocks of one region (CFG dominance) are not checked."""
+    """The first op that uses a value not defined above it in its block or an enclosing one
+    (xDSL's verifier does not check this, and every pass assumes it). In the module body, a
+    graph region, only the enclosing is checked; values flowing between blocks of one region
+    (CFG dominance) are not checked."""
     position: dict[Operation, int] = {}
     for op in module.walk():
         for region in op.regions:
@@ -135,8 +136,7 @@ def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
                 for k, o in enumerate(block.ops):
                     position[o] = k
     for op in module.walk():
-        if isinstance(op.parent_op(), ModuleOp) or op.parent_op() is None:
-            continue  # the module body is a graph region: any order
+        graph = isinstance(op.parent_op(), ModuleOp)  # the module body is a graph region: any order
         for v in op.operands:
             name = f"%{v.name_hint}" if v.name_hint else "a value"
             if isinstance(v, OpResult):
@@ -152,7 +152,7 @@ def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
                 cur = cur.parent_op()
             if cur is None:
                 return op, f"uses {name} outside the region that defines it"
-            if cur.parent_block() is block and position.get(cur, -1) <= at:
+            if cur.parent_block() is block and position.get(cur, -1) <= at and not graph:
                 return op, f"uses {name} before its definition"
     return None
 
