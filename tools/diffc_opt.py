@@ -101,6 +101,12 @@ def op_location(op: Operation) -> SourceLocation | None:
 def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None = None) -> None:
     """Verifies op by op so that a failure names the op and where it was written; `after`
     names the pass that produced the IR, if any."""
+    problem = _dominance_problem(module)  # first: some verifiers crash on values used out of scope
+    if problem is not None:
+        op, message = problem
+        if after is not None:
+            message += f" (in the IR left by pass '{after}')"
+        raise VerifyException(_located_message(op, message, sources))
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
@@ -116,12 +122,6 @@ def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None 
                 raise
             message = f"cannot be verified ({type(e).__name__}: {e})"
             raise VerifyException(_located_message(op, message, sources)) from None
-    problem = _dominance_problem(module)
-    if problem is not None:
-        op, message = problem
-        if after is not None:
-            message += f" (in the IR left by pass '{after}')"
-        raise VerifyException(_located_message(op, message, sources))
 
 
 def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
