@@ -72,3 +72,16 @@ def test_bad_shapes_and_dtypes():
         diffc.Tensor.from_numpy(np.zeros(3, np.int8))
     with pytest.raises(CallError, match="negative"):
         diffc.Tensor.zeros((-1,))
+
+
+@pytest.mark.parametrize("make,message", [
+    # each used to fail inside numpy or pyopencl: TypeError, ValueError, LogicError
+    (lambda: diffc.Tensor((3,), "nonsense"), "'nonsense' is not a dtype"),
+    (lambda: diffc.Tensor("abc"), "a Tensor shape is an int or a sequence of ints, got 'abc'"),
+    (lambda: diffc.Tensor((2, 3.0)), "a Tensor shape is an int or a sequence of ints, got (2, 3.0)"),
+    (lambda: diffc.Tensor((2**40,)), "a Tensor of shape (1099511627776,) and dtype float32 needs 4398046511104 bytes"),
+])
+def test_bad_tensor_construction_is_a_call_error(make, message):
+    with pytest.raises(CallError) as e:
+        make()
+    assert message in str(e.value)

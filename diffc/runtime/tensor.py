@@ -29,7 +29,10 @@ _DTYPES = {
 
 
 def _check_dtype(dtype) -> np.dtype:
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise CallError(f"error: {dtype!r} is not a dtype") from None
     if dt not in _DTYPES:
         names = ", ".join(sorted(d.name for d in _DTYPES))
         raise CallError(f"error: Tensor dtype {dt.name} is not supported (supported: {names})")
@@ -41,7 +44,13 @@ def _check_dtype(dtype) -> np.dtype:
 def _shape_of(shape) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
-    out = tuple(int(s) for s in shape)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        dims = None
+    if dims is None or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in dims):
+        raise CallError(f"error: a Tensor shape is an int or a sequence of ints, got {shape!r}")
+    out = tuple(int(s) for s in dims)
     if any(s < 0 for s in out):
         raise CallError(f"error: a Tensor shape cannot have negative sizes, got {out}")
     return out
@@ -59,6 +68,9 @@ class Tensor:
         self._dtype = _check_dtype(dtype)
         self._size = int(np.prod(self._shape, dtype=np.int64))
         nbytes = max(self._size, 1) * self._dtype.itemsize  # OpenCL has no empty buffers
+        if _buffer is None and nbytes > device().cl_device.max_mem_alloc_size:
+            raise CallError(f"error: a Tensor of shape {self._shape} and dtype {self._dtype.name} needs {nbytes} bytes; "
+                            f"the device allocates at most {device().cl_device.max_mem_alloc_size} per buffer")
         self.buffer = _buffer if _buffer is not None else cl.Buffer(device().context, cl.mem_flags.READ_WRITE, nbytes)
         self.grad: Tensor | None = None
 
