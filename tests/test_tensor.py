@@ -85,3 +85,20 @@ def test_bad_tensor_construction_is_a_call_error(make, message):
     with pytest.raises(CallError) as e:
         make()
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize("call,message", [
+    # numpy's ValueError / AttributeError before, or complex data silently made real
+    (lambda t: t.copy_from_numpy(np.array(["a", "b", "c"])), "copy_from_numpy: data of dtype <U1"),
+    (lambda t: t.copy_from_numpy(np.ones(3, np.complex64)), "copy_from_numpy: data of dtype complex64"),
+    (lambda t: t.fill("x"), "fill: data of dtype <U1"),
+    (lambda t: t.with_grads("x"), "with_grads: grad must be a Tensor, got str"),
+    (lambda t: diffc.Tensor.from_numpy([[1, 2], [3]]), "Tensor.from_numpy: cannot make an array of list"),
+    (lambda t: diffc.Tensor((2,), np.int32).fill(2**40), "fill: 1099511627776 does not fit in int32"),
+])
+def test_bad_tensor_data_is_a_call_error(call, message):
+    t = diffc.Tensor((3,))
+    with pytest.raises(CallError) as e:
+        call(t)
+    assert message in str(e.value)
+    assert t.fill(2.5).to_numpy().tolist() == [2.5, 2.5, 2.5]

@@ -56,6 +56,17 @@ def _shape_of(shape) -> tuple[int, ...]:
     return out
 
 
+def _numbers(a, what: str) -> np.ndarray:
+    """`a` as a numpy array of bool, integer or float data; anything else is a CallError."""
+    try:
+        arr = np.asarray(a)
+    except ValueError as e:  # ragged nested lists
+        raise CallError(f"error: {what}: cannot make an array of {type(a).__name__} ({e})") from None
+    if arr.dtype.kind not in "biuf":
+        raise CallError(f"error: {what}: data of dtype {arr.dtype} (bool, integer or float data expected)")
+    return arr
+
+
 class Tensor:
     """Device memory of a fixed shape and dtype (C order). `.grad` is another Tensor or None."""
 
@@ -88,7 +99,7 @@ class Tensor:
 
     @classmethod
     def from_numpy(cls, a) -> Tensor:
-        a = np.asarray(a)
+        a = _numbers(a, "Tensor.from_numpy")
         t = cls(a.shape, a.dtype)
         t.copy_from_numpy(a)
         return t
@@ -130,7 +141,7 @@ class Tensor:
         """Overwrites the contents with `a` (same shape; converted to this tensor's dtype)."""
         import pyopencl as cl
 
-        a = np.asarray(a)
+        a = _numbers(a, "copy_from_numpy")
         if a.shape != self._shape:
             if a.size == self._size and a.ndim <= 1 and len(self._shape) <= 1:
                 a = a.reshape(self._shape)
@@ -157,7 +168,10 @@ class Tensor:
         import pyopencl as cl
 
         if self._size:
-            pattern = np.array([value], self._dtype)
+            pattern = _numbers([value], "fill")
+            if self._dtype.kind in "iu" and not np.iinfo(self._dtype).min <= pattern[0] <= np.iinfo(self._dtype).max:
+                raise CallError(f"error: fill: {value!r} does not fit in {self._dtype.name}")
+            pattern = pattern.astype(self._dtype)
             cl.enqueue_fill_buffer(device().queue, self.buffer, pattern, 0, self.nbytes)
         return self
 
@@ -180,6 +194,8 @@ class Tensor:
         """Attaches `.grad` (a new Tensor of the same shape and dtype, zeroed when `zero`) and
         returns this tensor. A tensor that already has a grad keeps it (zeroed when `zero`)."""
         if grad is not None:
+            if not isinstance(grad, Tensor):
+                raise CallError(f"error: with_grads: grad must be a Tensor, got {type(grad).__name__}")
             if grad.shape != self._shape or grad.dtype != self._dtype:
                 raise CallError(f"error: with_grads: grad {grad!r} does not match {self!r}")
             self.grad = grad
