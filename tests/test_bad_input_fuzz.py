@@ -327,3 +327,22 @@ def test_api_wrong_arguments_raise_diffc_errors(api_module, fn, mode, args, kwar
             getattr(f, "__call__" if mode == "call" else mode)(*args, _result=result, **kwargs)
     except DiffcError:
         pass
+
+
+@given(shape=st.one_of(st.integers(-2, 5), st.lists(st.one_of(st.integers(-1, 4), st.floats(0, 3), st.text(max_size=1)),
+                                                       max_size=3), st.text(max_size=2), st.none()),
+       dtype=st.sampled_from([np.float32, np.float64, np.int32, np.int8, np.complex64, "nonsense", None, "float16"]),
+       method=st.sampled_from(["fill", "copy_from_numpy", "with_grads", "at", "from_numpy"]), value=VALUES)
+@settings(FUZZ, max_examples=100 * SCALE)
+def test_tensor_api_wrong_arguments_raise_diffc_errors(shape, dtype, method, value):
+    import diffc
+
+    os.environ.setdefault("DIFFC_DEVICE", "cpu")
+    try:
+        if method == "from_numpy":
+            diffc.Tensor.from_numpy(value)
+            return
+        t = diffc.Tensor(shape, dtype) if dtype is not None else diffc.Tensor(shape)
+        getattr(t, method)(value)
+    except DiffcError:
+        pass

@@ -95,6 +95,7 @@ def test_bad_tensor_construction_is_a_call_error(make, message):
     (lambda t: t.with_grads("x"), "with_grads: grad must be a Tensor, got str"),
     (lambda t: diffc.Tensor.from_numpy([[1, 2], [3]]), "Tensor.from_numpy: cannot make an array of list"),
     (lambda t: diffc.Tensor((2,), np.int32).fill(2**40), "fill: 1099511627776 does not fit in int32"),
+    (lambda t: t.fill([]), "fill takes one number, got []"),  # clEnqueueFillBuffer's INVALID_VALUE before
 ])
 def test_bad_tensor_data_is_a_call_error(call, message):
     t = diffc.Tensor((3,))

@@ -168,7 +168,9 @@ class Tensor:
         import pyopencl as cl
 
         if self._size:
-            pattern = _numbers([value], "fill")
+            pattern = _numbers(value, "fill").reshape(-1)
+            if pattern.size != 1:
+                raise CallError(f"error: fill takes one number, got {value!r}")
             if self._dtype.kind in "iu" and not np.iinfo(self._dtype).min <= pattern[0] <= np.iinfo(self._dtype).max:
                 raise CallError(f"error: fill: {value!r} does not fit in {self._dtype.name}")
             pattern = pattern.astype(self._dtype)
