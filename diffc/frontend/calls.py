@@ -61,6 +61,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                 c.expect_type(e.args[1], T.differential(p))
             e.kind = "diffPair"
             return T.Pair(p)
+        if name == "diffPtrPair":
+            _count(e, "diffPtrPair", 2)
+            p = c.expr(e.args[0])
+            if not T.is_ptr_differentiable(p):
+                raise err(TYPE_MISMATCH, f"diffPtrPair needs an IDifferentiablePtrType value, got {p}", e.args[0])
+            return _constructor(c, e, T.PtrPair(p))
         if name == "detach":
             _count(e, "detach", 1)
             e.kind = "detach"
@@ -283,6 +289,11 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
             total += at.n if isinstance(at, T.Vector) else 1
         if not (total == t.n or (len(e.args) == 1 and total == 1)):
             raise err(ARG_COUNT, f"{t} constructor needs {t.n} components, got {total}", e)
+        return t
+    if isinstance(t, T.PtrPair):  # DifferentialPtrPair<T>(primal, differential)
+        _count(e, t.name(), 2)
+        c.expect_type(e.args[0], t.elem)
+        c.expect_type(e.args[1], T.differential(t.elem))
         return t
     if isinstance(t, T.Struct):
         if len(e.args) != len(t.fields):

@@ -82,6 +82,9 @@ def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInf
         new: list[PInfo] = []
         diff_ret = T.is_differentiable(ret) and not ret_nd
         for p in params:
+            if T.is_ptr_differentiable(p.ty):  # both modes: the pointer pair, read and written through
+                new.append(PInfo(p.name, T.PtrPair(p.ty), "in", True))
+                continue
             d = T.is_differentiable(p.ty) and not p.no_diff
             if mode == "fwd":
                 new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff))
@@ -148,7 +151,7 @@ class Checker:
             return self.instantiate_struct(n, t)
         if n.endswith(".Differential"):
             base = self._resolve_base(A.TypeRef(n[: -len(".Differential")], t.args, span=t.span))
-            if not T.is_differentiable(base):
+            if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)):
                 raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
             return T.differential(base)
         if n == "void":
@@ -167,6 +170,11 @@ class Checker:
             if not T.is_differentiable(inner):
                 raise err(TYPE_MISMATCH, f"DifferentialPair needs a differentiable type, got {inner}", t)
             return T.Pair(inner)
+        if n == "DifferentialPtrPair" and len(t.args) == 1:
+            inner = self.resolve(t.args[0])
+            if not T.is_ptr_differentiable(inner):
+                raise err(TYPE_MISMATCH, f"DifferentialPtrPair needs an IDifferentiablePtrType struct, got {inner}", t)
+            return T.PtrPair(inner)
         if n in ("RWStructuredBuffer", "StructuredBuffer") and len(t.args) == 1:
             a = t.args[0]
             if isinstance(a, A.TypeRef) and a.name == "Atomic":
@@ -296,6 +304,8 @@ class Checker:
         self.alias_scopes.append(s.aliases)
         for a in d.aliases:
             s.aliases[a.name] = self.resolve(a.type)
+        if "IDifferentiablePtrType" in d.bases:
+            s.ptr_differential = self.ptr_differential(d, s)
         for f in d.fields:
             ty = self.resolve(f.type)
             if "static" in f.mods:
@@ -317,6 +327,22 @@ class Checker:
             self.link_derivatives(f, s)
         self.restore(saved)
         return s
+
+    def ptr_differential(self, d: A.Struct, s: T.Struct) -> T.Struct:
+        """The `typealias Differential` an IDifferentiablePtrType struct must name: a struct that
+        is IDifferentiablePtrType and its own Differential (Slang's rule)."""
+        if s.differentiable:
+            raise err(TYPE_MISMATCH, f"'{s.sname}' cannot be both IDifferentiable and IDifferentiablePtrType", d)
+        alias = next((a for a in d.aliases if a.name == "Differential"), None)
+        if alias is None:
+            raise err(UNDEFINED, f"IDifferentiablePtrType '{s.sname}' needs 'typealias Differential = ...;'", d)
+        dt = s.aliases["Differential"]
+        if dt is s:
+            return s
+        if not (isinstance(dt, T.Struct) and dt.ptr_differential is dt):
+            raise err(TYPE_MISMATCH, f"the Differential of IDifferentiablePtrType '{s.sname}' must be an "
+                      f"IDifferentiablePtrType struct that is its own Differential, got {dt}", alias)
+        return dt
 
     def instantiate_struct(self, name: str, t: A.TypeRef) -> T.Struct:
         d = self.struct_templates[name]
@@ -460,10 +486,12 @@ class Checker:
             items = [t for _, t, _ in want.fields]
         elif isinstance(want, T.Vector):
             items = [want.elem] * want.n
-        elif isinstance(want, T.Pair):
+        elif isinstance(want, T.Pair | T.PtrPair):
             items = [want.elem, T.differential(want.elem)]
         else:
             items = [want]
+        if isinstance(want, T.PtrPair) and len(e.items) != 2:
+            raise err(ARG_COUNT, f"{want} needs a primal and a differential, got {len(e.items)} initializers", e)
         if len(e.items) > len(items):
             raise err(ARG_COUNT, f"too many initializers for {want}: expected {len(items)}, got {len(e.items)}", e)
         for it, t in zip(e.items, items):
@@ -616,7 +644,7 @@ class Checker:
             raise err(UNKNOWN_MEMBER, f"type {t.elem} has no member '{e.name}'", e.name_span)
         if e.arrow:
             raise err(TYPE_MISMATCH, f"'->' needs a pointer, got {t}", e.base)
-        if isinstance(t, T.Pair):
+        if isinstance(t, T.Pair | T.PtrPair):
             if e.name in ("p", "primal", "getPrimal"):
                 return t.elem
             if e.name in ("d", "differential", "getDifferential"):

@@ -12,7 +12,7 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
 # Fixed-width spellings of the scalars (Slang's stdint-style names).
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
-GENERIC_TYPES = {"DifferentialPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector"}
+GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
