@@ -280,7 +280,16 @@ class Checker:
         self.scopes.append({})
         f.locals = [self.declare(p.name, p.ty, p.name != "this" or p.direction != "in") for p in f.params]
         assert d.body is not None
+        for i, p in enumerate(f.params):
+            if T.is_ptr_differentiable(p.ty) and p.direction != "in" and f.differentiable:
+                where = d.params[i - (len(f.params) - len(d.params))] if p.name != "this" else d.name_span
+                raise err(UNSUPPORTED, f"IDifferentiablePtrType parameter '{p.name}' of differentiable '{f.name}' "
+                          "must be an input: derivatives go through its pointers", where)
         self.stmt(d.body)
+        if f.body_differentiated:
+            from diffc.frontend.ptr_types import check_raw_pointer_writes
+
+            check_raw_pointer_writes(f, d.body)
         self.scopes.pop()
         if f.owner is not None:
             self.alias_scopes.pop()

@@ -103,7 +103,7 @@ class CallLowering:
         f, twin = self.lowering
         if twin:
             return True
-        if e.no_diff or not f.body_differentiated:
+        if e.no_diff or not f.body_differentiated or has_ptr_twin(f):  # f's primal: never differentiated
             return False
         arg = next(a for a, p in zip(e.args, callee.params) if T.is_ptr_differentiable(p.ty))
         raise err(UNSUPPORTED, f"'{f.name}' is differentiable but has no IDifferentiablePtrType parameter, so "
