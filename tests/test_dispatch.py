@@ -429,3 +429,20 @@ func.func @bad(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %m: memref<?x
     d = diffc.Tensor.zeros(4)
     with pytest.raises(RuntimeDiffcError, match=r"k.mlir: lowering the compute entry points failed: .*@bad: 'memref.atomic_rmw' ori"):
         m.scale.dispatch(thread_count=1, src=d, dst=d, factor=1.0, count=1)
+
+
+def test_slang_array_parameters_keep_their_element_names(tmp_path):
+    """The front end names array leaves `w_0`, `w_1`, ...; they must reach dispatch intact."""
+    src = tmp_path / "arr.slang"
+    src.write_text("""
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void weigh(uint tid : SV_DispatchThreadID, uniform float w[2], uniform float* out)
+{
+    out[tid] = w[0] * tid + w[1];
+}
+""")
+    m = diffc.load_module(src)
+    out = diffc.Tensor.zeros(4)
+    m.weigh.dispatch(thread_count=4, w=[2.0, 0.5], out=out)
+    np.testing.assert_array_equal(out.to_numpy(), [0.5, 2.5, 4.5, 6.5])

@@ -6,6 +6,7 @@ guard the statements after them and end loops (`scf.while`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref, scf
@@ -127,12 +128,28 @@ class Lowering(ExprLowering, CallLowering):
             op.attributes["diffc.numthreads"] = DenseArrayBase.from_list(i64, dims)
         return op
 
+    @staticmethod
+    def keep_entry_param_names(op: func.FuncOp, names: list[str]) -> None:
+        """xDSL drops a `_<digits>` tail from value names (`w_0` becomes `%w`), so an entry
+        point's parameter named so (array elements) also carries its name as `diffc.name`, which
+        kernels and dispatch read. `names`: the parameters' leaf names, in order."""
+        args = op.body.blocks[0].args
+        old = op.arg_attrs.data if op.arg_attrs else [DictionaryAttr({})] * len(args)
+        attrs = []
+        for name, d in zip(names, old):
+            entries = dict(d.data)
+            if re.search(r"_\d+$", name):
+                entries["diffc.name"] = StringAttr(name)
+            attrs.append(DictionaryAttr(entries))
+        op.arg_attrs = ArrayAttr(attrs)
+
     def define_func(self, f: FuncInfo) -> None:
         op = self.func_ops[f.name]
         self.block = op.body.blocks[0]
         self.bindings = {}
         args = list(self.block.args)
         pair_params = []
+        names: list[str] = []
         for p, loc in zip(f.params, f.locals):
             if f.bwd_of and isinstance(p.ty, T.Pair) and p.direction == "inout":
                 n = T.leaf_count(p.ty.elem)
@@ -145,8 +162,11 @@ class Lowering(ExprLowering, CallLowering):
                 vals = args[:n]
             for arg, name in zip(args[:n], T.leaf_names(p.ty, p.name)):
                 arg.name_hint = name  # parameter names survive into the IR, the C and the Python API
+                names.append(name)
             args = args[n:]
             self.bindings[id(loc)] = Binding(p.ty, list(vals))
+        if "diffc.shader" in op.attributes:
+            self.keep_entry_param_names(op, names)
         body = f.decl.body  # type: ignore[union-attr]
         stmts = body.stmts
         self.use_ret_flag = any(isinstance(n, A.Return) for n in walk(stmts[:-1])) or any(
