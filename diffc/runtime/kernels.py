@@ -283,9 +283,14 @@ def build_kernel(
         for i, a in enumerate(spec.args):
             if a.kind == "s" or not a.grad or i not in per_lane_grads[0]:
                 continue
-            g = assemble([pg[i] for pg in per_lane_grads], ptypes[i])
+            # Add lane by lane, then assemble: assembling the gradients into a vector first and
+            # adding vectors made PoCL's work-group vectorizer emit code twice as slow.
             old = vb.op(VLoadOp(arg[("grad", i)], gid, VectorType(ptypes[i], [w])))
-            vb.op(VStoreOp(vb.op(arith.AddfOp(old, g)), arg[("grad", i)], gid))
+            sums = [
+                vb.op(arith.AddfOp(vb.op(vector.ExtractOp(old, [lane], ptypes[i])), pg[i]))
+                for lane, pg in enumerate(per_lane_grads)
+            ]
+            vb.op(VStoreOp(assemble(sums, ptypes[i]), arg[("grad", i)], gid))
     vec_block.add_op(scf.YieldOp())
 
     tail_block = Block()
