@@ -173,10 +173,12 @@ def build_kernel(
         if bcast:
             rem = e
             coords: list[SSAValue] = [e] * spec.rank
-            for d in reversed(range(spec.rank)):
+            for d in reversed(range(1, spec.rank)):
                 size = arg[("shape", d)]
                 coords[d] = eb.op(arith.RemUIOp(rem, size))
                 rem = eb.op(arith.DivUIOp(rem, size))
+            if spec.rank:
+                coords[0] = rem  # e < n: what is left is already below shape[0] (no division)
             for i in bcast:
                 acc = None
                 for d in range(spec.rank):
