@@ -36,6 +36,13 @@ def vectorize(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=[False, True], ids=["strided", "blocked"], autouse=True)
+def blocked(request, monkeypatch):
+    """Both walks of the reduce form, whatever the device would choose."""
+    monkeypatch.setattr(runtime_module, "_reduce_blocked", lambda: request.param)
+    return request.param
+
+
 def tensor(a, grad=True):
     t = diffc.Tensor.from_numpy(np.asarray(a, np.float32))
     return t.with_grads(zero=True) if grad else t
@@ -122,11 +129,12 @@ def test_reverse_agrees_with_forward_mode(m, n):
     assert abs(a.grad.to_numpy()[0] - forward) <= tol
 
 
-def test_reduce_kernel_is_used_and_sums_in_local_memory(m):
+def test_reduce_kernel_is_used_and_sums_in_local_memory(m, blocked):
     a = tensor([2.0])
     run_bwds(m, a, 8, -1, np.ones(300, np.float32), np.ones(300, np.float32))
     sources = [src for spec, src in m.polynomial.sources.items() if spec.mode == "bwds" and spec.reduces]
     assert sources and all("__local" in s and "barrier(" in s for s in sources)
+    assert any(spec.reduces and spec.blocked == blocked for spec in m.polynomial.sources)
 
 
 def test_broadcast_periods():

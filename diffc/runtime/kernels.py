@@ -19,13 +19,15 @@ Two forms: scalar (one element per work-item, `if e < n`) and vector (no "b" arg
 elements per work-item with kernel.vload/vstore, then a scalar tail loop in the last work-item).
 
 A bwds kernel whose broadcast arguments take gradients (`KernelSpec.group` > 0) reduces them
-instead of adding each element's contribution atomically: each work-item walks the elements
-`e = global_id, global_id + global_size, ...`, summing in a register while the target index
-stays the same (an atomic add flushes the sum when it changes), then the work-group combines
-its work-items' sums in local memory (a tree: equal targets merge, different ones are flushed
-atomically), and one atomic add per target and work-group remains. With a global size that is
-a multiple of the broadcast's period (see `broadcast_period`), a broadcast scalar costs one
-atomic per work-group.
+instead of adding each element's contribution atomically: each work-item walks its elements,
+summing in a register while the target index stays the same (an atomic add flushes the sum when
+it changes), then the work-group combines its work-items' sums in local memory (a tree: equal
+targets merge, different ones are flushed atomically), and one atomic add per target and
+work-group remains. The walk is `e = global_id, global_id + global_size, ...` on GPUs (coalesced;
+with a global size that is a multiple of the broadcast's period, see `broadcast_period`, every
+element of a work-item has the same target), or a contiguous block of elements per work-item
+(`KernelSpec.blocked`: CPU runtimes such as PoCL run a group's work-items one after another, and
+a strided walk would touch a new cache line at every element).
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class KernelSpec:
     rank: int  # the output rank when some argument is "b", else 0
     vectorized: bool
     group: int = 0  # bwds with broadcast gradients: the work-group size of the reduce form
+    blocked: bool = False  # the reduce form's work-items walk contiguous blocks (CPUs), not strides
 
     @property
     def reduces(self) -> bool:
@@ -404,7 +407,15 @@ def _reduce_form(b: _Emitter, spec: KernelSpec, arg: dict, ptypes: list, scalar_
 
     scalar_body(lb, body.args[0], take)
     body.add_op(scf.YieldOp(*[v for i in reduced for v in fresh[i]]))
-    loop = b.op(scf.ForOp(gid, arg[("n",)], stride, inits, Region(body)))
+    n = arg[("n",)]
+    if spec.blocked:  # elements [gid * block, min(gid * block + block, n)), block = ceil(n / size)
+        one = b.index(1)
+        block = b.op(arith.DivUIOp(b.op(arith.AddiOp(n, b.op(arith.SubiOp(stride, one)))), stride))
+        start = b.op(arith.MuliOp(gid, block))
+        stop = b.op(arith.MinUIOp(b.op(arith.AddiOp(start, block)), n))
+        loop = b.op(scf.ForOp(start, stop, one, inits, Region(body)))
+    else:
+        loop = b.op(scf.ForOp(gid, n, stride, inits, Region(body)))
     results = loop.results
 
     # Each work-item's (sum, key) into local memory, then a tree over the work-group.

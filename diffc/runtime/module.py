@@ -312,7 +312,8 @@ class Function:
         vectorized = VECTORIZE and not bcast
         # broadcast gradients are summed per work-group (kernels.py, the reduce form)
         group = _reduce_group_size() if mode == "bwds" and any(specs[i].grad for i in bcast) else 0
-        spec = KernelSpec(self.name, mode, tuple(specs), len(shape) if bcast else 0, vectorized, group)
+        blocked = group > 0 and _reduce_blocked()
+        spec = KernelSpec(self.name, mode, tuple(specs), len(shape) if bcast else 0, vectorized, group, blocked)
         kernel = self._kernels.get(spec)
         if kernel is None:
             kernel = self._kernels[spec] = self._compile(spec)
@@ -356,7 +357,8 @@ class Function:
                 for i, s in enumerate(spec.args)
                 if s.kind == "b" and s.grad
             ]
-            global_size = _reduce_groups(size, wg, math.lcm(*periods), dev.compute_units) * wg
+            period = 1 if spec.blocked else math.lcm(*periods)  # blocks need no alignment
+            global_size = _reduce_groups(size, wg, period, dev.compute_units) * wg
         # Kernels keep their arguments: set only those that changed since the last launch.
         last = self._last_args.get(spec)
         if last is None or len(last) != len(args):
@@ -397,6 +399,11 @@ def _reduce_group_size() -> int:
     """The reduce form's work-group size: WORK_GROUP, or the largest power of two the device takes."""
     wg = min(WORK_GROUP, device().max_work_group_size)
     return 1 << (wg.bit_length() - 1)
+
+
+def _reduce_blocked() -> bool:
+    """Whether the reduce form walks contiguous blocks (CPU devices) rather than strides (GPUs)."""
+    return device().kind != "gpu"
 
 
 def _reduce_groups(size: int, wg: int, period: int, compute_units: int) -> int:
