@@ -6,8 +6,9 @@ existing `_result`, with a fresh result tensor (from the buffer pool, and with t
 all elements), plus PyTorch eager and torch.compile on the same kind of device when torch is
 importable, the device time of each kernel (OpenCL profiling events), and the Python overhead
 per call with tiny tensors. The rows are measured round-robin (run k of every row, then run
-k + 1), so a machine whose load changes during the benchmark skews them alike; each row's
-minimum over the runs is what the ratios use. Prints one table.
+k + 1), so a machine whose load changes during the benchmark skews them alike (torch's rows
+run round-robin among themselves afterwards); each row's minimum over the runs is what the
+ratios use. Prints one table.
 
     python bench/bench_polynomial.py                 # 2^26 floats
     python bench/bench_polynomial.py --log2 22 --runs 5 --no-torch   # small, for the CPU (PoCL)
@@ -177,9 +178,11 @@ def main(argv=None) -> None:
         Row("  device time: bwds kernel", 16.0 * n, device_timed(bwd)),
         Row("  device time: broadcast bwds kernel", 16.0 * n, device_timed(bwd_broadcast)),
     ]
-    if not args.no_torch:
-        rows.extend(torch_rows(n, xs))
     round_robin(rows, args.runs)
+    if not args.no_torch:  # apart: switching between torch's and OpenCL's contexts costs time
+        torch_part = torch_rows(n, xs)
+        round_robin(torch_part, args.runs)
+        rows.extend(torch_part)
 
     # correctness of what was timed
     check = m.polynomial(a=2, b=8, c=-1, x=x, _result="numpy")
