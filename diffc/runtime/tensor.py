@@ -15,6 +15,7 @@ alive. `DIFFC_BUFFER_POOL=0` turns the pool off; `DIFFC_BUFFER_POOL_MB` bounds i
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 
@@ -171,7 +172,7 @@ class Tensor:
     def __init__(self, shape, dtype=np.float32, *, _buffer=None, _storage=None):
         self._shape = _shape_of(shape)
         self._dtype = _check_dtype(dtype)
-        self._size = int(np.prod(self._shape, dtype=np.int64))
+        self._size = math.prod(self._shape)  # (np.prod costs more than the rest of __init__)
         if _buffer is not None:  # memory someone else owns
             self._storage = _storage
             self.buffer = _buffer
