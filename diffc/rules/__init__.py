@@ -177,7 +177,7 @@ def _load_builtin_rules() -> None:
     global _builtin_rules_loaded
     if not _builtin_rules_loaded:
         _builtin_rules_loaded = True
-        from diffc.rules import arith_rules, math_rules  # noqa: F401  (they register themselves)
+        from diffc.rules import arith_rules, math_rules, vector_rules  # noqa: F401  (they register themselves)
 
 
 def lookup_rule(op: Operation | type[Operation]) -> Rule | None:
