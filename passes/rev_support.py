@@ -238,7 +238,7 @@ class Activity:
                     f"{where(op)}: '{op.name}' has no derivative rule but receives a derivative-carrying value",
                 )
             return
-        if rule.partials is None:
+        if not rule.differentiable:  # hook-only rules (vector ops) have no partials
             return
         for r in op.results:
             self._mark(r)
