@@ -18,7 +18,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, walk
+from diffc.frontend.checker import Checker, FuncInfo, Local, constant_trip, err, for_shape, walk
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
@@ -213,10 +213,12 @@ class Lowering(ExprLowering, CallLowering):
             if self.use_ret_flag:
                 self.bindings["$ret"].values = self.const(1, T.BOOL)
         elif isinstance(s, A.Break | A.Continue):
-            if not self.loops:
-                raise err(UNSUPPORTED, "'break' outside a loop or at an unsupported place in a switch", s)
-            key = self.loops[-1].brk if isinstance(s, A.Break) else self.loops[-1].cont
-            assert key is not None
+            key = None
+            if self.loops:
+                key = self.loops[-1].brk if isinstance(s, A.Break) else self.loops[-1].cont
+            if key is None:
+                word = "break" if isinstance(s, A.Break) else "continue"
+                raise err(UNSUPPORTED, f"'{word}' outside a loop" + (" or switch" if word == "break" else ""), s)
             self.bindings[key].values = self.const(1, T.BOOL)
         elif isinstance(s, A.If):
             (c,) = self.lower_as(s.cond, T.BOOL)
@@ -232,34 +234,49 @@ class Lowering(ExprLowering, CallLowering):
             raise err(UNSUPPORTED, f"unsupported statement {type(s).__name__}", s)
 
     def switch(self, s: A.Switch) -> None:
+        """A chain of ifs, one per case, in source order (default last). A case runs its body
+        and, when that body does not end in break or return, falls through into the following
+        bodies, as in C; a `break` elsewhere in a case sets a flag that guards what follows."""
         (x,) = self.expr(s.value)
-        cases = []
-        default = None
-        for i, case in enumerate(s.cases):
-            body = list(case.body)
-            if body and isinstance(body[-1], A.Break):
-                body.pop()
-            elif i + 1 < len(s.cases) and not (body and isinstance(body[-1], A.Return)):
-                raise err(UNSUPPORTED, "fall-through between switch cases is not supported", case)
-            if any(isinstance(n, A.Break) for n in walk(body)):
-                raise err(UNSUPPORTED, "'break' inside a switch case must be its last statement", case)
-            if case.values is None:
-                default = body
-            else:
-                cases.append((case.values, body))
+        bodies = [list(c.body) for c in s.cases]
+        runs: list[list[A.Stmt]] = []
+        for k in range(len(bodies)):
+            run: list[A.Stmt] = []
+            for body in bodies[k:]:
+                run += body
+                if body and isinstance(body[-1], A.Break | A.Return):
+                    break
+            if run and isinstance(run[-1], A.Break):
+                run = run[:-1]
+            runs.append(run)
+        inner_break = any(isinstance(j, A.Break) for r in runs for j in _own_jumps(r))
+        enclosing = self.loops[-1] if self.loops else None
+        self.counter += 1
+        ctx = LoopCtx(f"$brk{self.counter}" if inner_break else None, enclosing.cont if enclosing else None)
+        cases = [(c.values, run) for c, run in zip(s.cases, runs) if c.values is not None]
+        default = next((run for c, run in zip(s.cases, runs) if c.values is None), None)
+
+        def lower_run(run: list[A.Stmt]) -> None:
+            if ctx.brk:
+                self.bindings[ctx.brk] = Binding(T.BOOL, self.const(0, T.BOOL))
+            self.loops.append(ctx)
+            self.stmts(run)
+            self.loops.pop()
+            if ctx.brk:
+                del self.bindings[ctx.brk]
 
         def chain(k: int) -> None:
             if k == len(cases):
                 if default is not None:
-                    self.stmts(default)
+                    lower_run(default)
                 return
-            values, body = cases[k]
+            values, run = cases[k]
             hit = None
             for v in values:
                 (cv,) = self.lower_as(v, s.value.ty)
                 h = self.v(arith.CmpiOp(x, cv, "eq"))
                 hit = h if hit is None else self.v(arith.OrIOp(hit, h))
-            self.region_if(hit, lambda: self.stmts(body), lambda: chain(k + 1))
+            self.region_if(hit, lambda: lower_run(run), lambda: chain(k + 1))
 
         chain(0)
 
@@ -354,7 +371,7 @@ class Lowering(ExprLowering, CallLowering):
             if s.init is not None:
                 self.stmt(s.init)
             cond = s.cond or A.BoolLit(True, span=s.span, ty=T.BOOL)
-            self.while_loop(cond, s.body, s.step, s.attrs, False, s)
+            self.while_loop(cond, s.body, s.step, s.attrs, False, s, bound=_trip_count(s))
             return
         var, lb_e, ub_e, step, inclusive = shape
         it = T.Scalar(s.init.type.name)  # type: ignore[union-attr]
@@ -381,7 +398,10 @@ class Lowering(ExprLowering, CallLowering):
         self.loop_attrs(op, s.attrs)
         self.assign_results(keys, list(op.results))
 
-    def while_loop(self, cond: A.Expr, body: A.Stmt, step, attrs, do_while: bool, s: A.Stmt) -> None:
+    def while_loop(self, cond: A.Expr, body: A.Stmt, step, attrs, do_while: bool, s: A.Stmt,
+                   bound: int | None = None) -> None:
+        """`bound`: the trip count of a constant-bounds `for` lowered as a while (it exits early);
+        reverse mode needs it as diff.max_iters when [MaxIters] does not give one."""
         ctx = self.loop_ctx(body)
         keys = self.carried(cond, body, step) + [k for k in (ctx.brk,) if k]
         init = self.flat(keys)
@@ -411,6 +431,8 @@ class Lowering(ExprLowering, CallLowering):
         self.restore(snap)
         op = self.emit(scf.WhileOp(init, types, Region(before_blk), Region(after_blk)))
         self.loop_attrs(op, attrs)
+        if bound is not None and diff.MAX_ITERS not in op.attributes:
+            op.attributes[diff.MAX_ITERS] = IntegerAttr(bound, 64)
         self.assign_results(keys, list(op.results))
 
     def loop_attrs(self, op, attrs: list[A.Attr]) -> None:
@@ -419,6 +441,15 @@ class Lowering(ExprLowering, CallLowering):
                 op.attributes[diff.MAX_ITERS] = IntegerAttr(int(a.args[0].value), 64)
             if a.name == "ForceUnroll":
                 op.attributes["diffc.unroll"] = UnitAttr()
+
+
+def _trip_count(s: A.For) -> int | None:
+    """Iterations of `for (int i = A; i < B; i += C)` with constant A, B."""
+    trip = constant_trip(s)
+    if trip is None:
+        return None
+    _, lb, ub, step, inclusive = trip
+    return max(0, -(-(ub + int(inclusive) - lb) // step))
 
 
 def _same(a: list[SSAValue], b: list[SSAValue]) -> bool:
