@@ -27,7 +27,7 @@ def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
         prog = parse(text, filename)
         checker = Checker()
         checker.check_program(prog)
-        return Lowering(checker).module(prog)
+        return Lowering(checker, text, filename).module(prog)
     except FrontendError as e:
         raise e.to_diffc_error(text, filename) from None
 

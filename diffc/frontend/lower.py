@@ -6,18 +6,20 @@ guard the statements after them and end loops (`scf.while`)."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr, DenseArrayBase, DictionaryAttr, FunctionType, IntegerAttr, IntegerType, ModuleOp,
-    StringAttr, SymbolRefAttr, UnitAttr, i64, DYNAMIC_INDEX,
+    StringAttr, SymbolRefAttr, UnitAttr, i64, DYNAMIC_INDEX, FileLineColLoc, IntAttr,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
+from diffc.frontend.derivative_checks import check_module
 from diffc.frontend.checker import Checker, FuncInfo, Local, constant_trip, err, for_shape, walk
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
@@ -39,8 +41,14 @@ class LoopCtx:
 
 
 class Lowering(ExprLowering, CallLowering):
-    def __init__(self, checker: Checker):
+    def __init__(self, checker: Checker, text: str = "", filename: str = "<input>"):
         self.c = checker
+        self.text, self.filename = text, filename
+        # The statement / expression being lowered, innermost last: each op it emits gets its
+        # file:line:col (so pass errors are located) and is remembered in `spans`, for the
+        # located checks of derivative_checks.py.
+        self.at: list[A.Node] = []
+        self.spans: dict[Operation, A.Node] = {}
         self.funcs = checker.funcs
         self.func_ops: dict[str, func.FuncOp] = {}
         self.extra_funcs: list[func.FuncOp] = []
@@ -48,6 +56,27 @@ class Lowering(ExprLowering, CallLowering):
         self.loops: list[LoopCtx] = []
         self.use_ret_flag = False
         self.counter = 0
+
+    def emit(self, op: Operation) -> Operation:
+        if self.at:
+            node = self.at[-1]
+            self.spans[op] = node
+            line, col = self.line_col(node.span[0])
+            op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
+        return super().emit(op)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        if not hasattr(self, "_line_starts"):
+            self._line_starts = [0] + [i + 1 for i, ch in enumerate(self.text) if ch == "\n"]
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+    def expr(self, e: A.Expr) -> list[SSAValue]:
+        self.at.append(e)
+        try:
+            return super().expr(e)
+        finally:
+            self.at.pop()
 
     def binding(self, sym: Local) -> Binding:
         return self.bindings[id(sym)]
@@ -70,7 +99,9 @@ class Lowering(ExprLowering, CallLowering):
         for f in infos:
             self.define_func(f)
             ops.append(self.func_ops[f.name])
-        return ModuleOp(ops + self.extra_funcs)
+        module = ModuleOp(ops + self.extra_funcs)
+        check_module(module, self.spans)
+        return module
 
     def declare_func(self, f: FuncInfo) -> func.FuncOp:
         arg_types: list[Attribute] = []
@@ -196,6 +227,13 @@ class Lowering(ExprLowering, CallLowering):
         return self.v(arith.XOrIOp(acc, self.const(1, T.BOOL)[0]))
 
     def stmt(self, s: A.Stmt) -> None:
+        self.at.append(s)
+        try:
+            self.lower_stmt(s)
+        finally:
+            self.at.pop()
+
+    def lower_stmt(self, s: A.Stmt) -> None:
         if isinstance(s, A.Block):
             self.stmts(s.stmts)
         elif isinstance(s, A.DeclGroup):
@@ -396,6 +434,10 @@ class Lowering(ExprLowering, CallLowering):
         self.restore(before)
         op = self.emit(scf.ForOp(lb, ub, st, init, blk))
         self.loop_attrs(op, s.attrs)
+        trip = _trip_count(s)
+        if inclusive and trip is not None and diff.MAX_ITERS not in op.attributes:
+            # `i <= B` gives ub = B + 1, which is not a constant before canonicalization
+            op.attributes[diff.MAX_ITERS] = IntegerAttr(trip, 64)
         self.assign_results(keys, list(op.results))
 
     def while_loop(self, cond: A.Expr, body: A.Stmt, step, attrs, do_while: bool, s: A.Stmt,
