@@ -11,17 +11,37 @@ scalars, numpy arrays for vectors, ints for integer parameters.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
+from xdsl.interpreters.printf import PrintfFunctions
+from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.ir import Block, Region
 
 from diffc.dialects import diff
 from diffc.frontend import compile_slang
-from diffc.interp import make_context, run_function
+from diffc import interp
+from diffc.interp import make_context
 from diffc.runtime.module import PIPELINE
 
 FD_STEP = 1e-6
+
+
+@register_impls
+class AllocaFunctions(InterpreterFunctions):
+    """memref.alloca (diff-rev's tapes), which diffc.interp does not run itself."""
+
+    @impl(memref.AllocaOp)
+    def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args):
+        shape = list(op.memref.type.get_shape())
+        return (ShapedArray([0] * math.prod(shape), shape),)
+
+
+def run_function(module: ModuleOp, name: str, *args):
+    return interp.run_function(module, name, *args, extra=[AllocaFunctions(), PrintfFunctions()])
 
 
 def run_pipeline(module: ModuleOp) -> None:
