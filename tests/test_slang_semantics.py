@@ -382,3 +382,260 @@ def test_ops_carry_the_source_position_of_their_expression():
     loc = sin_op.location
     assert isinstance(loc, FileLineColLoc)
     assert (loc.filename.data, loc.line.data, loc.column.data) == ("loc.slang", 3, 16)
+
+
+# -- the rest of the language -----------------------------------------------------------------------
+
+
+def _check_program(src: str, ref, argsets, fname: str = "f"):
+    """Values against `ref(*args)` (a tuple for several results), derivatives against finite
+    differences and each other."""
+    c = Compiled(src, fname)
+    for args in argsets:
+        got = c.primal(args)
+        want = ref(*args)
+        want = list(want) if isinstance(want, tuple) else [want]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+        c.check_derivatives(args)
+    return c
+
+
+def _arrays_ref(x, k):
+    a = [x, x * x, 1.0, -x]
+    a[k] = sum(v * (i + 1) for i, v in enumerate(a))
+    return a[k] * a[0] + a[1]
+
+
+F32_TENTH = float(np.float32(0.1))  # `0.1` in a float context is the float32 constant
+
+
+@pytest.mark.parametrize("name,src,ref,argsets", [
+    ("ternary_and_logical",
+     "[Differentiable] float f(float x, float y) { bool c = x > 0.0 && !(y < -0.5 || y > 0.5); "
+     "return c ? x * y : (x > y ? x - y : y * y); }",
+     lambda x, y: x * y if (x > 0 and not (y < -0.5 or y > 0.5)) else (x - y if x > y else y * y),
+     [[0.3, 0.2], [0.3, 0.7], [-0.4, 0.1], [-0.1, -0.6]]),
+    ("compound_assignment_and_increments",
+     "[Differentiable] float f(float x) { float y = x; y += x; y *= x; y -= 0.5; y /= (x + 2.0); "
+     "int i = 0; i++; ++i; i--; i += 3; i -= 1; i *= 2; y *= float(i); return y; }",
+     lambda x: ((2 * x) * x - 0.5) / (x + 2.0) * 6.0, [[0.4], [1.3]]),  # i: 1 2 1 4 3 6
+    ("casts_and_scalar_types",
+     "[Differentiable] float f(float x, int k) { double d = double(x) * 2.0; half h = half(0.5); uint u = uint(k + 4) + 2u; "
+     "return float(d) * float(h) * float(u) + (float)k * x + float(int(2.7)); }",
+     lambda x, k: 2 * x * 0.5 * (k + 6) + k * x + 2.0, [[0.4, 3], [1.25, -1]]),
+    ("literal_suffixes",
+     "[Differentiable] float f(float x) { return x * 1.5f + 2.0h * x * x + 0.25 + float(3) * x; }",
+     lambda x: 1.5 * x + 2 * x * x + 0.25 + 3 * x, [[0.7]]),
+    ("typedef_let_var_swizzles",
+     "typedef float3 V; [Differentiable] float f(V v) { let a = v * 2.0; var b = a.yzx; b.x += 1.0; return dot(a, b); }",
+     lambda v: (2 * v) @ (2 * v[[1, 2, 0]] + np.array([1.0, 0, 0])), [[np.array([0.1, 0.2, 0.3])]]),
+    ("arrays_with_initializer_lists",
+     "[Differentiable] float f(float x, int k) { float a[4] = {x, x * x, 1.0, -x}; float s = 0.0; "
+     "for (int i = 0; i < 4; i++) { s += a[i] * float(i + 1); } a[k] = s; return a[k] * a[0] + a[1]; }",
+     lambda x, k: _arrays_ref(x, k), [[0.7, 1], [0.7, 3], [-0.4, 0]]),
+    ("two_dimensional_array",
+     "[Differentiable] float f(float x) { float m[2][2] = {{x, 1.0}, {2.0, x * x}}; m[1][0] = m[0][0] * m[1][1]; "
+     "return m[0][0] + m[0][1] + m[1][0] + m[1][1]; }",
+     lambda x: x + 1 + x**3 + x * x, [[0.6]]),
+    ("while_with_continue_and_break",
+     "[Differentiable] float f(float x) { float y = x; int i = 0; [MaxIters(8)] while (i < 6) { i++; "
+     "if (i == 2) continue; if (i == 5) break; y = y * x + 0.1; } return y; }",
+     lambda x: ((x * x + F32_TENTH) * x + F32_TENTH) * x + F32_TENTH, [[0.8], [1.1]]),
+    ("nested_loops_with_break",
+     "[Differentiable] float f(float x) { float s = 0.0; for (int i = 0; i < 3; i++) { for (int j = 0; j < 3; j++) { "
+     "if (j > i) break; s += x * float(i + j) + sin(s); } } return s; }",
+     None, [[0.5], [1.5]]),
+    ("do_while_with_max_iters",
+     "[Differentiable] float f(float x) { float y = x; int n = 0; [MaxIters(5)] do { y = y * y + 0.5; n++; } while (n < 3); return y; }",
+     lambda x: ((x * x + 0.5) ** 2 + 0.5) ** 2 + 0.5, [[0.5], [-0.9]]),
+    ("for_with_runtime_bound_and_max_iters",
+     "[Differentiable] float f(float x, int n) { float y = 1.0; [MaxIters(6)] for (int i = 0; i < n; i++) { y = y * x + 1.0; } return y; }",
+     lambda x, n: sum(x**i for i in range(n + 1)), [[0.7, 0], [0.7, 3], [1.2, 6]]),
+])
+def test_language_feature(name, src, ref, argsets):
+    if ref is None:  # the reference is the program itself, run with Python semantics
+        def ref(x):
+            s = 0.0
+            for i in range(3):
+                for j in range(3):
+                    if j > i:
+                        break
+                    s += x * (i + j) + math.sin(s)
+            return s
+    _check_program(src, ref, argsets)
+
+
+def test_out_and_inout_parameters():
+    src = "[Differentiable] void f(float x, inout float z, out float y) { y = x * z; z = z * z + x; }"
+    c = _check_program(src, lambda x, z: (z * z + x, x * z), [[0.6, 0.8], [-1.1, 0.3]])
+    # Slang: bwd_diff(f)(x, z, dy): the out parameter's derivative is an input, inout z takes its .d in
+    (gx, gz) = c.bwd([0.6, 0.8], [2.0, 3.0])  # adjoints of (z_out, y)
+    assert (gx, gz) == pytest.approx((2.0 * 1.0 + 3.0 * 0.8, 2.0 * 2 * 0.8 + 3.0 * 0.6))
+
+
+INOUT_SLANG = """
+[Differentiable] void f(float x, out float y, inout float z) { y = x * z; z = z * z + x; }
+[Differentiable] float g(float x) { float y; float z = x; f(x, y, z); return y + z; }
+float dg_fwd(float x) { return fwd_diff(g)(diffPair(x, 1.0)).d; }
+float dg_bwd(float x) { var p = diffPair(x, 0.0); bwd_diff(g)(p, 1.0); return p.d; }
+float2 df_bwd(float x, float z, float dy, float dz) {
+    var xp = diffPair(x, 0.0);
+    var zp = diffPair(z, dz);
+    bwd_diff(f)(xp, dy, zp);
+    return float2(xp.d, zp.d);
+}
+"""
+
+
+def test_out_inout_through_fwd_diff_and_bwd_diff_calls_in_slang():
+    from slang_harness import run_function, run_pipeline
+
+    m = compile_slang(INOUT_SLANG)
+    run_pipeline(m)
+    x = 0.6
+    assert run_function(m, "dg_fwd", x) == pytest.approx((4 * x + 1,))  # g = 2x^2 + x
+    assert run_function(m, "dg_bwd", x) == pytest.approx((4 * x + 1,))
+    # bwd_diff overwrites x.d with dy*z + dz; z.d (in: dz for the new z) becomes dy*x + dz*2z
+    (g,) = run_function(m, "df_bwd", 0.6, 0.8, 2.0, 3.0)
+    np.testing.assert_allclose(g, [2.0 * 0.8 + 3.0, 2.0 * 0.6 + 3.0 * 1.6])
+
+
+STRUCTS = """
+struct P : IDifferentiable { float3 pos; float w; no_diff float tag; };
+[Differentiable] P advance(P p, float s) { P q = p; q.pos = p.pos * s + p.w; q.w = p.w * p.tag; q.tag = p.tag + 1.0; return q; }
+[Differentiable] float f(P p, float s) { P q = advance(advance(p, s), s); return dot(q.pos, q.pos) + q.w * q.tag; }
+"""
+
+
+def test_struct_with_a_no_diff_field():
+    def ref(pos, w, tag, s):
+        for _ in range(2):
+            pos, w, tag = pos * s + w, w * tag, tag + 1.0
+        return pos @ pos + w * tag
+
+    c = _check_program(STRUCTS, ref, [[np.array([0.1, 0.2, 0.3]), 0.5, 2.0, 0.7]])
+    assert c.diff_args == [0, 1, 3]  # pos, w, s: the no_diff tag carries no derivative
+
+
+def test_dzero_and_dadd_of_a_struct_differential():
+    from slang_harness import run_function, run_pipeline
+
+    src = STRUCTS + """
+float4 sums(float3 a, float b) {
+    P.Differential z = P.dzero();
+    P.Differential d;
+    d.pos = a; d.w = b;
+    P.Differential e = P.dadd(d, P.dadd(d, z));
+    return float4(e.pos, e.w + z.w + z.pos.y);
+}
+"""
+    m = compile_slang(src)
+    run_pipeline(m)
+    (out,) = run_function(m, "sums", np.array([0.5, -1.0, 2.0]), 0.25)
+    np.testing.assert_allclose(out, [1.0, -2.0, 4.0, 0.5])
+
+
+def test_no_diff_parameter_call_and_detach_drop_derivatives():
+    src = """float g(float x) { return x * x; }
+[Differentiable] float f(float x, no_diff float y) { return x * no_diff g(x) + detach(x) * x + x * y; }"""
+    c = Compiled(src, "f")
+    assert c.diff_args == [0]
+    x, y = 0.5, 0.3
+    (val,) = c.primal([x, y])
+    assert val == pytest.approx(x**3 + x * x + x * y)
+    # g(x) and detach(x) are constants to the derivative: d/dx = g(x) + x + y
+    _, (t,) = c.fwd([x, y], [1.0])
+    (gx,) = c.bwd([x, y], [1.0])
+    assert t == pytest.approx(x * x + x + y) and gx == pytest.approx(t)
+
+
+def test_fwd_diff_of_fwd_diff_is_the_second_derivative():
+    from slang_harness import run_function, run_pipeline
+
+    src = """[Differentiable] float f(float x) { return sin(x) * x * x; }
+float2 second(float x) {
+    let h = fwd_diff(fwd_diff(f))(diffPair(diffPair(x, 1.0), diffPair(1.0, 0.0)));
+    return float2(h.p.d, h.d.d);
+}"""
+    m = compile_slang(src)
+    run_pipeline(m)
+    for x in (0.9, -1.7):
+        (out,) = run_function(m, "second", x)
+        d1 = 2 * x * math.sin(x) + x * x * math.cos(x)
+        d2 = 2 * math.sin(x) + 4 * x * math.cos(x) - x * x * math.sin(x)
+        np.testing.assert_allclose(out, [d1, d2], rtol=1e-12)
+
+
+def test_bwd_diff_of_a_function_that_uses_fwd_diff():
+    src = """[Differentiable] float f(float x, float y) { return exp(x * y) + x * x; }
+[Differentiable] float dfdx(float x, float y) { return fwd_diff(f)(diffPair(x, 1.0), diffPair(y, 0.0)).d; }"""
+    # dfdx = y e^{xy} + 2x: reverse mode of it is the mixed second derivatives
+    c = _check_program(src, lambda x, y: y * math.exp(x * y) + 2 * x, [[0.4, 0.7], [-0.3, 1.2]], fname="dfdx")
+    x, y = 0.4, 0.7
+    gx, gy = c.bwd([x, y], [1.0])
+    assert gx == pytest.approx(y * y * math.exp(x * y) + 2)
+    assert gy == pytest.approx(math.exp(x * y) * (1 + x * y))
+
+
+@pytest.mark.parametrize("attr", ["[PreferRecompute]", "[PreferCheckpoint]", ""])
+def test_prefer_recompute_and_checkpoint_keep_the_derivatives(attr):
+    src = f"""{attr} [Differentiable] float a(float x) {{ return exp(x) * x; }}
+[Differentiable] {attr} float f(float x) {{
+    float y = x;
+    for (int i = 0; i < 3; i++) {{ y = y * 0.5 + a(y) * 0.25; }}
+    return sin(y) * a(x);
+}}"""
+
+    def ref(x):
+        y = x
+        for _ in range(3):
+            y = y * 0.5 + math.exp(y) * y * 0.25
+        return math.sin(y) * math.exp(x) * x
+
+    _check_program(src, ref, [[0.3], [-0.8]])
+
+
+def test_force_unroll_and_max_iters_keep_values_and_derivatives():
+    src = """[Differentiable] float f(float x) {
+    float y = x;
+    [ForceUnroll] for (int i = 0; i < 3; i++) { y = y * x + 0.5; }
+    [MaxIters(10)] while (y < 4.0) { y = y * 1.5 + x; }
+    return y;
+}"""
+
+    def ref(x):
+        y = x
+        for _ in range(3):
+            y = y * x + 0.5
+        while y < 4.0:
+            y = y * 1.5 + x
+        return y
+
+    _check_program(src, ref, [[0.9], [1.4], [2.0]])
+
+
+def test_differential_pair_parameters_and_custom_derivatives():
+    src = """
+float sq(float x) { return x * x; }
+[ForwardDerivativeOf(sq)] DifferentialPair<float> sq_fwd(DifferentialPair<float> x) { return diffPair(x.p * x.p, 2.0 * x.p * x.d); }
+[BackwardDerivativeOf(sq)] void sq_bwd(inout DifferentialPair<float> x, float d) { x = diffPair(x.p, 2.0 * x.p * d); }
+[Differentiable] float f(float x, float y) { return sq(x) * y + sq(y); }
+"""
+    _check_program(src, lambda x, y: x * x * y + y * y, [[0.6, -1.2]])
+
+
+def test_wrong_custom_derivative_is_used_as_given():
+    """The passes must call the user's derivative, not derive their own: a deliberately wrong
+    derivative (3x instead of 2x) shows up in both modes."""
+    src = """
+float sq(float x) { return x * x; }
+[ForwardDerivativeOf(sq)] DifferentialPair<float> sq_fwd(DifferentialPair<float> x) { return diffPair(x.p * x.p, 3.0 * x.p * x.d); }
+[BackwardDerivativeOf(sq)] void sq_bwd(inout DifferentialPair<float> x, float d) { x = diffPair(x.p, 3.0 * x.p * d); }
+[Differentiable] float f(float x) { return sq(x) + x; }
+"""
+    c = Compiled(src, "f")
+    _, (t,) = c.fwd([0.5], [1.0])
+    (g,) = c.bwd([0.5], [1.0])
+    assert t == pytest.approx(2.5) and g == pytest.approx(2.5)
