@@ -287,14 +287,15 @@ class Lowering(ExprLowering, CallLowering):
             if run and isinstance(run[-1], A.Break):
                 run = run[:-1]
             runs.append(run)
-        inner_break = any(isinstance(j, A.Break) for r in runs for j in _own_jumps(r))
         enclosing = self.loops[-1] if self.loops else None
-        self.counter += 1
-        ctx = LoopCtx(f"$brk{self.counter}" if inner_break else None, enclosing.cont if enclosing else None)
         cases = [(c.values, run) for c, run in zip(s.cases, runs) if c.values is not None]
         default = next((run for c, run in zip(s.cases, runs) if c.values is None), None)
 
         def lower_run(run: list[A.Stmt]) -> None:
+            # `continue` inside the switch belongs to the enclosing loop
+            inner_break = any(isinstance(j, A.Break) for j in _own_jumps(run))
+            self.counter += 1
+            ctx = LoopCtx(f"$brk{self.counter}" if inner_break else None, enclosing.cont if enclosing else None)
             if ctx.brk:
                 self.bindings[ctx.brk] = Binding(T.BOOL, self.const(0, T.BOOL))
             self.loops.append(ctx)
