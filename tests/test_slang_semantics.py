@@ -726,3 +726,149 @@ def test_refused_programs_fail_located_through_diffc_run(tmp_path, src, where, c
         assert r.stderr.startswith(f"{f}{where} error[{code}]"), r.stderr
         assert "<unknown location>" not in r.stderr and "Traceback" not in r.stderr
         assert r.stdout == ""
+
+
+# -- loop bounds the front end works out ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("header,counter", [
+    ("for (int i = 3; i > 0; i--)", [3, 2, 1]),
+    ("for (int i = 3; i >= 0; --i)", [3, 2, 1, 0]),
+    ("for (int i = 0; i < 8; i = i + 3)", [0, 3, 6]),
+    ("for (int i = 10; i > -3; i -= 4)", [10, 6, 2, -2]),
+    ("for (int i = 0; i != 6; i += 2)", [0, 2, 4]),
+    ("for (uint i = 3u; i > 0u; i--)", [3, 2, 1]),
+    ("for (int i = -2; i <= 2; i++)", [-2, -1, 0, 1, 2]),
+])
+def test_constant_for_loops_of_any_direction_and_step_are_reversible(header, counter):
+    src = f"[Differentiable] float f(float x) {{ float y = x; {header} {{ y = y * x + float(i) * 0.25; }} return y; }}"
+
+    def ref(x):
+        y = x
+        for i in counter:
+            y = y * x + i * 0.25
+        return y
+
+    _check_program(src, ref, [[0.7], [-1.2]])
+
+
+@pytest.mark.parametrize("header", [
+    "for (int i = 0; i < 4; i--)",  # moves away from its bound
+    "for (int i = 0; i != 5; i += 2)",  # steps over it
+    "for (uint i = 3u; i >= 0u; i--)",  # wraps around
+])
+def test_for_loops_that_never_end_need_max_iters(header):
+    msg = _error(f"[Differentiable] float f(float x) {{ float y = x; {header} {{ y = y * x; }} return y; }}")
+    assert "error[E0007]: 'for' loop in backward-differentiable function 'f' has no bound" in msg
+
+
+# -- more of the language ------------------------------------------------------------------------
+
+V3 = np.array([0.3, -0.5, 0.8])
+V4 = np.array([0.1, 0.2, 0.3, 0.4])
+
+
+def _swizzle_compound_ref(v, x):
+    v = v.copy()
+    v[:2] += x
+    v[2:] *= v[[1, 0]]
+    v[3] += 1.0
+    v[0] = -v[0]
+    return v
+
+
+def _vector_loop_ref(v, x):
+    acc = np.zeros(3)
+    for i in range(3):
+        acc = acc * x + v * i
+        acc[1] = max(acc[1], acc[0])
+    return acc
+
+
+def _early_while_ref(x):
+    y, i = x, 0
+    while True:
+        if y > 3.0:
+            return y * 2.0
+        y = y * 1.5 + x
+        i += 1
+        if i > 8:
+            return y
+
+
+def _nested_calls_ref(x):
+    def g(x):
+        y = x
+        for _ in range(3):
+            if y > 2.0:
+                return y
+            y *= 1.5
+        return -y
+
+    return g(x) + g(x + 1.0)
+
+
+@pytest.mark.parametrize("name,src,ref,argsets", [
+    ("backward_differentiable_attribute", "[BackwardDifferentiable] float f(float x) { return x * exp(x); }",
+     lambda x: x * math.exp(x), [[0.3]]),
+    ("double_precision", "[Differentiable] double f(double x, double y) { return x * y + sin(x); }",
+     lambda x, y: x * y + math.sin(x), [[0.3, 0.4]]),
+    ("half_precision", "[Differentiable] half f(half x) { return x * x + x; }", lambda x: x * x + x, [[0.5]]),
+    ("vector_ternary", "[Differentiable] float3 f(float3 a, float3 b, float x) { return x > 0.0 ? a * x : b * b; }",
+     lambda a, b, x: a * x if x > 0 else b * b, [[V3, V3[::-1].copy(), 0.4], [V3, V3[::-1].copy(), -0.4]]),
+    ("swizzle_compound_assignment",
+     "[Differentiable] float4 f(float4 v, float x) { v.xy += x; v.zw *= v.yx; v.w++; v.x = -v.x; return v; }",
+     _swizzle_compound_ref, [[V4, 0.7]]),
+    ("float_increment", "[Differentiable] float f(float x) { float y = x; y++; y *= y; --y; return y; }",
+     lambda x: (x + 1) ** 2 - 1, [[0.3]]),
+    ("vector_carried_through_a_loop",
+     "[Differentiable] float3 f(float3 v, float x) { float3 acc = float3(0.0); for (int i = 0; i < 3; i++) "
+     "{ acc = acc * x + v * float(i); acc.y = max(acc.y, acc.x); } return acc; }",
+     _vector_loop_ref, [[V3, 0.6], [-V3, 1.3]]),
+    ("array_of_vectors",
+     "[Differentiable] float f(float3 v) { float3 a[2] = {v, v.zyx}; a[1].x = a[0].y * 2.0; return dot(a[0], a[1]); }",
+     lambda v: v @ np.array([2 * v[1], v[1], v[0]]), [[V3]]),
+    ("struct_with_an_array_field",
+     "struct S : IDifferentiable { float a[2]; float3 v; }; "
+     "[Differentiable] float f(S s) { s.a[1] = s.a[0] * s.v.z; return s.a[1] + dot(s.v, s.v) * s.a[0]; }",
+     lambda a0, a1, v: a0 * v[2] + (v @ v) * a0, [[0.3, 0.4, V3]]),
+    ("vector_out_parameters",
+     "[Differentiable] void f(float3 v, out float3 o, out float l) { o = normalize(v); l = length(v); }",
+     lambda v: (v / np.linalg.norm(v), np.linalg.norm(v)), [[V3]]),
+    ("early_return_in_callee_inside_a_loop",
+     "[Differentiable] float g(float x) { float y = x; for (int i = 0; i < 3; i++) { if (y > 2.0) return y; y = y * 1.5; } return -y; } "
+     "[Differentiable] float f(float x) { float s = 0.0; for (int j = 0; j < 2; j++) { s += g(x + float(j)); } return s; }",
+     _nested_calls_ref, [[0.5], [0.9], [1.6]]),
+    ("return_from_an_infinite_loop_with_max_iters",
+     "[Differentiable] float f(float x) { float y = x; int i = 0; [MaxIters(10)] while (true) { if (y > 3.0) return y * 2.0; "
+     "y = y * 1.5 + x; i++; if (i > 8) break; } return y; }",
+     _early_while_ref, [[0.5], [0.05], [3.5]]),
+    ("differentiable_struct_built_and_passed",
+     "struct P : IDifferentiable { float a; float b; }; [Differentiable] float h(P p) { return p.a * p.b; } "
+     "[Differentiable] float f(float x, float y) { P p; p.a = x; p.b = y; return h(p) + x; }",
+     lambda x, y: x * y + x, [[0.3, 0.7]]),
+    ("unsigned_loop_counter",
+     "[Differentiable] float f(float x) { float y = 0.0; for (uint i = 0u; i < 4u; i++) { y += x * float(i); } return y; }",
+     lambda x: 6 * x, [[0.3]]),
+    ("vector_builtins_with_scalar_arguments",
+     "[Differentiable] float3 f(float3 v, float lo) { return clamp(v, lo, 0.5) + lerp(v, v.yzx, 0.3) + pow(abs(v), 1.5); }",
+     lambda v, lo: np.clip(v, lo, 0.5) + v + (v[[1, 2, 0]] - v) * float(np.float32(0.3)) + np.abs(v) ** 1.5, [[V3, -0.2]]),
+    ("int_to_float_promotion",
+     "[Differentiable] float f(float x, int n) { return x * n + n / 2 + x / 2; }", lambda x, n: x * n + n // 2 + x / 2,
+     [[0.3, 5]]),
+    ("two_argument_builtins_on_float2",
+     "[Differentiable] float2 f(float2 y, float2 x) { return atan2(y, x) + fmod(y * 3.0, x + 2.0); }",
+     lambda y, x: np.arctan2(y, x) + np.fmod(y * 3.0, x + 2.0), [[np.array([0.3, -0.4]), np.array([0.8, 1.1])]]),
+])
+def test_more_language_features(name, src, ref, argsets):
+    _check_program(src, ref, argsets)
+
+
+def test_no_diff_return_drops_the_derivative():
+    src = "[Differentiable] no_diff float g(float x) { return x * x; } [Differentiable] float f(float x) { return g(x) * x + x; }"
+    c = Compiled(src, "f")
+    (val,) = c.primal([0.5])
+    assert val == pytest.approx(1.0 / 8 + 0.5)
+    _, (t,) = c.fwd([0.5], [1.0])
+    (g,) = c.bwd([0.5], [1.0])
+    assert t == pytest.approx(0.25 + 1.0) and g == pytest.approx(t)  # g(x) is a constant

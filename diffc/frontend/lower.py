@@ -20,7 +20,7 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.derivative_checks import check_module
-from diffc.frontend.checker import Checker, FuncInfo, Local, constant_trip, err, for_shape, walk
+from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, trip_count, walk
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
@@ -410,7 +410,7 @@ class Lowering(ExprLowering, CallLowering):
             if s.init is not None:
                 self.stmt(s.init)
             cond = s.cond or A.BoolLit(True, span=s.span, ty=T.BOOL)
-            self.while_loop(cond, s.body, s.step, s.attrs, False, s, bound=_trip_count(s))
+            self.while_loop(cond, s.body, s.step, s.attrs, False, s, bound=trip_count(s))
             return
         var, lb_e, ub_e, step, inclusive = shape
         it = T.Scalar(s.init.type.name)  # type: ignore[union-attr]
@@ -435,7 +435,7 @@ class Lowering(ExprLowering, CallLowering):
         self.restore(before)
         op = self.emit(scf.ForOp(lb, ub, st, init, blk))
         self.loop_attrs(op, s.attrs)
-        trip = _trip_count(s)
+        trip = trip_count(s)
         if inclusive and trip is not None and diff.MAX_ITERS not in op.attributes:
             # `i <= B` gives ub = B + 1, which is not a constant before canonicalization
             op.attributes[diff.MAX_ITERS] = IntegerAttr(trip, 64)
@@ -484,15 +484,6 @@ class Lowering(ExprLowering, CallLowering):
                 op.attributes[diff.MAX_ITERS] = IntegerAttr(int(a.args[0].value), 64)
             if a.name == "ForceUnroll":
                 op.attributes["diffc.unroll"] = UnitAttr()
-
-
-def _trip_count(s: A.For) -> int | None:
-    """Iterations of `for (int i = A; i < B; i += C)` with constant A, B."""
-    trip = constant_trip(s)
-    if trip is None:
-        return None
-    _, lb, ub, step, inclusive = trip
-    return max(0, -(-(ub + int(inclusive) - lb) // step))
 
 
 def _same(a: list[SSAValue], b: list[SSAValue]) -> bool:
