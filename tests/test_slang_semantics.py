@@ -145,6 +145,24 @@ def test_geometric_builtin_on_scalars(name, arity, ref):
         c.check_derivatives(args)
 
 
+def _check_program(src: str, ref, argsets, fname: str = "f"):
+    """Values against `ref(*args)` (a tuple for several results), derivatives against finite
+    differences and each other."""
+    c = Compiled(src, fname)
+    for args in argsets:
+        got = c.primal(args)
+        want = ref(*args)
+        want = list(want) if isinstance(want, tuple) else [want]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
+        c.check_derivatives(args)
+    return c
+
+
+F32_TENTH = float(np.float32(0.1))  # `0.1` in a float context is the float32 constant
+
+
 # -- switch ---------------------------------------------------------------------------------------
 
 SWITCH_FALL_THROUGH = """
@@ -230,6 +248,85 @@ def test_switch_inside_a_loop_with_continue_and_fall_through():
         (val,) = c.primal([x])
         assert val == pytest.approx(ref(x), rel=1e-12)
         c.check_derivatives([x])
+
+
+def _nested_switch_ref(x, a, b):
+    y = x
+    if a == 0:
+        if b == 0:
+            y *= x
+        if b in (0, 1):
+            y += 1.0
+        else:
+            y = -y
+        y *= 2.0
+    if a in (0, 1):
+        y += x
+    return y
+
+
+def _case_loop_ref(x, a):
+    y = x
+    if a == 0:
+        for i in range(5):
+            if i == 2:
+                break
+            y *= x
+    if a in (0, 1):
+        y += x
+    return y
+
+
+def _while_switch_ref(x):
+    y, i = x, 0
+    while i < 6:
+        i += 1
+        if i == 2:
+            continue
+        if i == 3:
+            y *= x
+        elif i == 5 and y > 0.2:
+            pass
+        else:
+            if i == 5:
+                y += 1.0
+            y += F32_TENTH
+        y *= 1.25
+    return y
+
+
+def _return_in_fall_through_ref(x, k):
+    y = x
+    if k == 0:
+        y *= 3.0
+    if k in (0, 1):
+        if x > 0.4:
+            return y * x
+        y += 1.0
+    if k in (0, 1, 2):
+        y *= x
+    return y + 1.0
+
+
+@pytest.mark.parametrize("src,ref,argsets", [
+    ("[Differentiable] float f(float x, int a, int b) { float y = x; switch (a) { case 0: switch (b) { case 0: y *= x; "
+     "case 1: y += 1.0; break; default: y = -y; } y *= 2.0; case 1: y += x; break; default: break; } return y; }",
+     _nested_switch_ref, [[0.5, a, b] for a in range(3) for b in range(3)]),
+    ("[Differentiable] float f(float x, int a) { float y = x; switch (a) { case 0: for (int i = 0; i < 5; i++) "
+     "{ if (i == 2) break; y *= x; } case 1: y += x; break; } return y; }",
+     _case_loop_ref, [[0.5, 0], [0.5, 1], [0.5, 2]]),
+    ("[Differentiable] float f(float x) { float y = x; int i = 0; [MaxIters(6)] while (i < 6) { i++; switch (i) { "
+     "case 2: continue; case 3: y *= x; break; case 5: if (y > 0.2) break; y += 1.0; default: y += 0.1; } y *= 1.25; } "
+     "return y; }",
+     _while_switch_ref, [[0.5], [0.9], [0.1]]),
+    ("[Differentiable] float f(float x, uint k) { switch (k) { case 0u: return x; case 1u: return x * x; default: return -x; } }",
+     lambda x, k: [x, x * x][k] if k < 2 else -x, [[0.5, 0], [0.5, 1], [0.5, 7]]),
+    ("[Differentiable] float f(float x, int k) { float y = x; switch (k) { case 0: y *= 3.0; case 1: if (x > 0.4) "
+     "return y * x; y += 1.0; case 2: y *= x; } return y + 1.0; }",
+     _return_in_fall_through_ref, [[0.5, 0], [0.3, 0], [0.5, 1], [0.3, 1], [0.5, 2], [0.5, 5]]),
+])
+def test_switch_nesting_loops_and_returns(src, ref, argsets):
+    _check_program(src, ref, argsets)
 
 
 # -- early exits from loops -------------------------------------------------------------------------
@@ -387,28 +484,10 @@ def test_ops_carry_the_source_position_of_their_expression():
 # -- the rest of the language -----------------------------------------------------------------------
 
 
-def _check_program(src: str, ref, argsets, fname: str = "f"):
-    """Values against `ref(*args)` (a tuple for several results), derivatives against finite
-    differences and each other."""
-    c = Compiled(src, fname)
-    for args in argsets:
-        got = c.primal(args)
-        want = ref(*args)
-        want = list(want) if isinstance(want, tuple) else [want]
-        assert len(got) == len(want)
-        for g, w in zip(got, want):
-            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-15)
-        c.check_derivatives(args)
-    return c
-
-
 def _arrays_ref(x, k):
     a = [x, x * x, 1.0, -x]
     a[k] = sum(v * (i + 1) for i, v in enumerate(a))
     return a[k] * a[0] + a[1]
-
-
-F32_TENTH = float(np.float32(0.1))  # `0.1` in a float context is the float32 constant
 
 
 @pytest.mark.parametrize("name,src,ref,argsets", [
