@@ -462,6 +462,24 @@ void main() { buf[1] = f(2.0); }
     compile_slang(src)
 
 
+def test_builtin_without_a_derivative_rule_is_named_at_its_call_site(monkeypatch):
+    """Every builtin has a rule today; one without (here: the rule of math.sin removed) must be
+    refused where it is called, by name, instead of by diff-fwd without a location."""
+    from xdsl.dialects import math as mathd
+
+    from diffc import rules
+
+    rules.lookup_rule(mathd.SinOp)  # load the builtin rules before removing one
+    monkeypatch.delitem(rules.RULES, mathd.SinOp)
+    src = "[Differentiable] float f(float x) {\n    float y = x * 2.0;\n    return sin(y) + cos(x);\n}\n" \
+          "float g(float x) { return fwd_diff(f)(diffPair(x, 1.0)).d; }\n"
+    msg = _error(src)
+    assert msg.startswith("prog.slang:3:12: error[E0006]: builtin 'sin' receives a derivative-carrying value in 'f'")
+    assert msg.splitlines()[2] == "               ^^^^^^"
+    # no derivative asked for: nothing to refuse
+    compile_slang(src.split("float g")[0])
+
+
 def test_printf_inside_a_differentiated_function_drops_the_derivative():
     src = '[Differentiable] float f(float x) { printf("%f\\n", x * x); return sin(x) * x; }'
     c = Compiled(src, "f")
