@@ -480,6 +480,18 @@ def test_builtin_without_a_derivative_rule_is_named_at_its_call_site(monkeypatch
     compile_slang(src.split("float g")[0])
 
 
+def test_a_function_defined_twice_is_refused_located():
+    msg = _error("[Differentiable] float g(float x) { return x * 2.0; }\n"
+                 "[Differentiable] float g(float2 x) { return x.x * x.y; }\n")
+    assert msg.startswith("prog.slang:2:24: error[E0008]: function 'g' is defined twice (overloading is not supported)")
+
+
+def test_a_declaration_before_the_definition_is_not_a_second_definition():
+    src = ("[Differentiable] float g(float x);\n[Differentiable] float f(float x) { return g(x) * 3.0; }\n"
+           "[Differentiable] float g(float x) { return x * x; }\n")
+    _check_program(src, lambda x: 3 * x * x, [[2.0], [-0.5]])
+
+
 def test_printf_inside_a_differentiated_function_drops_the_derivative():
     src = '[Differentiable] float f(float x) { printf("%f\\n", x * x); return sin(x) * x; }'
     c = Compiled(src, "f")

@@ -170,6 +170,10 @@ class Checker:
                 if d.init is not None:
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
+                prev = self.funcs.get(d.name)
+                if prev is not None and prev.decl is not None and prev.decl.body is not None and d.body is not None:
+                    raise err(UNSUPPORTED, f"function '{d.name}' is defined twice (overloading is not supported)",
+                              d.name_span)
                 self.funcs[d.name] = self.func_info(d)
         for f in self.funcs.values():  # custom-derivative links, both directions
             for key, attr in f.attrs.items():
