@@ -981,3 +981,52 @@ def test_no_diff_return_drops_the_derivative():
     _, (t,) = c.fwd([0.5], [1.0])
     (g,) = c.bwd([0.5], [1.0])
     assert t == pytest.approx(0.25 + 1.0) and g == pytest.approx(t)  # g(x) is a constant
+
+
+HIGHER_ORDER = """
+[Differentiable] float f(float3 v) { float3 w = v.zxy * v.x; return dot(w, normalize(v)) + length(v.xy); }
+[Differentiable] float loopy(float x) { float y = x; for (int i = 0; i < 3; i++) { if (y > 2.0) break; y = y * x + sin(y); } return y; }
+[Differentiable] float df(float3 v, float3 dir) { return fwd_diff(f)(diffPair(v, dir)).d; }
+float hvp_fwd(float3 v, float3 a, float3 b) { return fwd_diff(fwd_diff(f))(diffPair(diffPair(v, a), diffPair(b, float3(0.0)))).d.d; }
+float3 hvp_bwd(float3 v, float3 a) { var vp = diffPair(v); var ap = diffPair(a); bwd_diff(df)(vp, ap, 1.0); return vp.d; }
+float3 hvp_bwd_of_fwd(float3 v, float3 a) { var p = diffPair(diffPair(v, a)); bwd_diff(fwd_diff(f))(p, diffPair(0.0, 1.0)); return p.d.p; }
+float2 loopy_second(float x) {
+    let h = fwd_diff(fwd_diff(loopy))(diffPair(diffPair(x, 1.0), diffPair(1.0, 0.0)));
+    var p = diffPair(x);
+    bwd_diff(loopy)(p, 1.0);
+    return float2(h.d.d, p.d);
+}
+"""
+
+
+def test_second_derivatives_through_swizzles_and_loops_in_every_mode_combination():
+    from slang_harness import run_function, run_pipeline
+
+    m = compile_slang(HIGHER_ORDER)
+    run_pipeline(m)
+
+    def f(v):
+        return run_function(m, "f", v)[0]
+
+    h = 1e-4
+    v = np.array([0.3, -0.5, 0.8])
+    e = np.eye(3)
+    hess = np.array([[(f(v + h * e[i] + h * e[j]) - f(v + h * e[i] - h * e[j]) - f(v - h * e[i] + h * e[j])
+                       + f(v - h * e[i] - h * e[j])) / (4 * h * h) for j in range(3)] for i in range(3)])
+    a, b = np.array([1.0, 0.2, -0.3]), np.array([0.4, 0.1, 0.5])
+    (fwd_fwd,) = run_function(m, "hvp_fwd", v, a, b)
+    assert fwd_fwd == pytest.approx(b @ hess @ a, rel=1e-6)
+    (bwd_of_user,) = run_function(m, "hvp_bwd", v, a)
+    (bwd_of_fwd,) = run_function(m, "hvp_bwd_of_fwd", v, a)
+    np.testing.assert_allclose(bwd_of_user, hess @ a, rtol=1e-6)
+    np.testing.assert_allclose(bwd_of_fwd, bwd_of_user, rtol=1e-12)
+    assert b @ bwd_of_user == pytest.approx(fwd_fwd, rel=1e-12)
+
+    def loopy(x):
+        return run_function(m, "loopy", x)[0]
+
+    for x in (0.5, 1.1):
+        (got,) = run_function(m, "loopy_second", x)
+        second = (loopy(x + h) - 2 * loopy(x) + loopy(x - h)) / (h * h)
+        first = (loopy(x + 1e-6) - loopy(x - 1e-6)) / 2e-6
+        np.testing.assert_allclose(got, [second, first], rtol=1e-5)
