@@ -18,6 +18,12 @@ Ops (all ids are `index` values):
   kernel.atomic_add %v, %mem[%i] : memref<?xf32>
                                 atomically adds %v to mem[i] (f32 or i32 elements, global or
                                 local memory); no result
+  %old = kernel.atomic_rmw maxu %v, %mem[%i] : memref<?xi32>
+                                atomically mem[i] = KIND(mem[i], v); the result is the old
+                                value. KIND: addf (f16 or f32 elements), addi, maxs, maxu, mins,
+                                minu (i32 elements; s/u say how the bits compare). An f16
+                                element is half storage: the add runs a compare-and-swap loop on
+                                the 32-bit word that holds it (no cl_khr_fp16 needed).
   %v = kernel.vload %mem[%i] : memref<?xf32> -> vector<4xf32>
   kernel.vstore %v, %mem[%i] : vector<4xf32>, memref<?xf32>
                                 vector load/store of N contiguous elements. The index counts
@@ -42,6 +48,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     MemRefType,
+    StringAttr,
     UnitAttr,
     VectorType,
     i32,
@@ -202,6 +209,87 @@ class AtomicAddOp(IRDLOperation):
             raise VerifyException(f"'{self.name}' needs global or local (3) memory, got memory space {space}")
 
 
+# MLIR's arith::AtomicRMWKind numbers (memref.atomic_rmw's `kind`) of the kinds kernels support.
+ATOMIC_RMW_KINDS = {0: "addf", 1: "addi", 4: "maxs", 5: "maxu", 7: "mins", 8: "minu"}
+ATOMIC_RMW_KIND_NUMBERS = {name: n for n, name in ATOMIC_RMW_KINDS.items()}
+_FLOAT_KINDS = ("addf",)
+
+
+@irdl_op_definition
+class AtomicRMWOp(IRDLOperation):
+    """`%old = kernel.atomic_rmw maxu %v, %mem[%i] : memref<?xi32>`: mem[i] = maxu(mem[i], v),
+    atomically; %old is mem[i] before."""
+
+    name = "kernel.atomic_rmw"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    kind = prop_def(StringAttr)
+    value = operand_def(T)
+    memref = operand_def(MemRefType.constr(T))
+    indices = var_operand_def(IndexType())
+    result = result_def(T)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+
+    def __init__(
+        self,
+        kind: str,
+        value: SSAValue | Operation,
+        memref: SSAValue | Operation,
+        indices: Sequence[SSAValue | Operation],
+    ):
+        v = SSAValue.get(value)
+        super().__init__(
+            operands=[v, memref, indices], result_types=[v.type], properties={"kind": StringAttr(kind)}
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        kind = parser.parse_identifier()
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        mem = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, MemRefType):
+            parser.raise_error(f"'kernel.atomic_rmw' needs a memref type, got {t}")
+        value = parser.resolve_operand(value, t.element_type)
+        mem = parser.resolve_operand(mem, t)
+        indices = [parser.resolve_operand(i, IndexType()) for i in indices]
+        op = cls(kind, value, mem, indices)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer):
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_operand(self.value)
+        printer.print_string(", ")
+        printer.print_operand(self.memref)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.memref.type)
+
+    def verify_(self) -> None:
+        t = _check_indices(self, self.memref, self.indices)
+        el = t.element_type
+        kind = self.kind.data
+        if kind not in ATOMIC_RMW_KIND_NUMBERS:
+            raise VerifyException(
+                f"'{self.name}' kind must be one of {', '.join(ATOMIC_RMW_KIND_NUMBERS)}, got {kind}"
+            )
+        if kind in _FLOAT_KINDS:
+            if not isinstance(el, Float16Type | Float32Type):
+                raise VerifyException(f"'{self.name}' {kind} supports f16 and f32 elements, got {el}")
+        elif el != i32:
+            raise VerifyException(f"'{self.name}' {kind} supports i32 elements, got {el}")
+        space = memory_space(t)
+        if space not in (None, LOCAL_MEMORY_SPACE):
+            raise VerifyException(f"'{self.name}' needs global or local (3) memory, got memory space {space}")
+
+
 def _check_vector(op: Operation, memref: SSAValue, indices: Sequence[SSAValue], vec: Attribute) -> None:
     t = memref.type
     assert isinstance(t, MemRefType)
@@ -289,6 +377,7 @@ Kernel = Dialect(
         NumGroupsOp,
         BarrierOp,
         AtomicAddOp,
+        AtomicRMWOp,
         VLoadOp,
         VStoreOp,
         LocalAllocOp,

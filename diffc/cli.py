@@ -135,7 +135,7 @@ def cmd_run(args) -> int:
     buffers = parse_test_inputs(text, args.file)
     from diffc.cli_run import run_kernel
 
-    outputs = run_kernel(low, name, threads, groups, buffers, args.file)
+    outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
     for buf, values in outputs:
         print(f"type: {buf.type_name}")
         for v in values:

@@ -7,6 +7,10 @@ Annotations (one per line, anywhere in the file):
 
 `data` lists the initial elements (spaces or commas between them); `count=N` pads with zeros
 (or sets the size of a buffer without data). `out` marks buffers printed after the run.
+
+A buffer binds to the entry point's global buffer of that name, or to a pointer parameter of
+that name (whose offset is then 0). Scalar parameters have no annotation here: they are a
+located error (dispatch such entry points from Python: `m.entry.dispatch(...)`).
 """
 
 from __future__ import annotations
@@ -142,9 +146,37 @@ def _flush_c_stdout() -> None:
         pass
 
 
-def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], filename: str):
+def _parameter_location(fn, param: str, source: str | None, filename: str) -> SourceLocation | None:
+    """Where the entry point declares `param` (a flattened leaf `a_b_c` is found as `a_b_c`,
+    `a_b` or `a`), else where the entry point is; None when neither can be found."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    from diffc.diagnostics import line_col
+
+    loc = fn.location
+    start = 0
+    if source is not None and isinstance(loc, FileLineColLoc):
+        start = sum(len(ln) + 1 for ln in source.splitlines()[: loc.line.data - 1])
+    if source is None:
+        return SourceLocation(filename, loc.line.data, loc.column.data) if isinstance(loc, FileLineColLoc) else None
+    name = fn.sym_name.data
+    parts = param.split("_")
+    for m in re.finditer(rf"\b{re.escape(name)}\s*\(", source[start:]):
+        open_at = start + m.end()
+        close_at = source.find(")", open_at)
+        params = source[open_at: close_at if close_at >= 0 else len(source)]
+        for k in range(len(parts), 0, -1):
+            hit = re.search(rf"%?\b{re.escape('_'.join(parts[:k]))}\b", params)
+            if hit:
+                return SourceLocation(filename, *line_col(source, open_at + hit.start()))
+        return SourceLocation(filename, *line_col(source, start + m.start()))
+    return None
+
+
+def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], filename: str, source: str | None = None):
     """Builds the lowered module, binds buffers, runs [threads x groups] work-items; returns
-    [(TestBuffer, values)] for the `out` buffers, in declaration order."""
+    [(TestBuffer, values)] for the `out` buffers, in declaration order. `source` (the file's
+    text) lets errors about parameters point at them."""
     import sys
 
     import pyopencl as cl
@@ -160,12 +192,27 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     args: list = []
     arrays: list[tuple[TestBuffer, np.ndarray, object]] = []
     dev = device()
-    for arg in fn.body.block.args:
+    from xdsl.dialects.builtin import IndexType
+
+    from diffc.runtime.dispatch import OFFSET_SUFFIX
+
+    params = list(fn.body.block.args)
+    for k, arg in enumerate(params):
         t = arg.type
         name = arg.name_hint or "?"
+        prev = params[k - 1] if k else None
+        if isinstance(t, IndexType) and prev is not None and isinstance(prev.type, MemRefType) and (
+            name == f"{prev.name_hint}{OFFSET_SUFFIX}"
+        ):
+            args.append(np.int64(0))  # the offset of a pointer bound to a whole buffer
+            continue
         if not isinstance(t, MemRefType):
-            raise DiffcError(f"error: {filename}: entry point '{entry}' has a parameter '{name}' of type {t}; "
-                             "diffc run binds only buffers")
+            where = _parameter_location(fn, name, source, filename)
+            message = (f"entry point '{entry}' has a parameter '{name}' of type {t}, which //TEST_INPUT cannot "
+                       f"supply (diffc run binds buffers only); run it from Python with m.{entry}.dispatch(...)")
+            if where is None:
+                raise DiffcError(f"error[run-parameter]: {filename}: {message}")
+            raise DiffcError(format_diagnostic(where, message, "run-parameter", source))
         b = by_name.get(name)
         if b is None:
             raise DiffcError(

@@ -4,9 +4,13 @@
     (y,) = run_function(module, "f", 1.5, [1.0, 2.0])
 
 Values while interpreting:
-  * floats (any width: f16/f32/f64) are Python floats computed in float64: no rounding to the
-    narrower type, so arith.truncf / extf are identities on the value. This makes the
-    interpreter a float64-exact reference for finite-difference tests.
+  * floats (any width: f16/f32/f64) are Python floats computed in float64: by default no
+    rounding to the narrower type, so arith.truncf / extf are identities on the value. This
+    makes the interpreter a float64-exact reference for finite-difference tests. With
+    `float_rounding=True` every f32 / f16 value (arguments and each op's results, vectors
+    elementwise) is rounded to its width, as a device computing in that width would: the
+    basic operations then match OpenCL's float bit for bit (the float64 result of +, -, *, /
+    and sqrt rounds correctly to float32); math functions within the device's ulp error.
   * integers, index and i1 are Python ints / bools, as in xDSL.
   * vector<... x float> values are float64 numpy arrays of the vector's shape; arith and math
     ops work elementwise on them; `dense<...>` constants (splat or not) become arrays; results
@@ -14,10 +18,12 @@ Values while interpreting:
   * memrefs are xDSL's ShapedArray (memref.alloc/load/store/get_global as in xDSL).
 
 Float arithmetic follows IEEE (x / 0 = inf, log(-1) = NaN), not Python's exceptions.
+An scf.while that runs more than `max_while_steps` iterations (default MAX_WHILE_STEPS) raises
+WhileLimitError naming the function and the loop, instead of hanging.
 On top of xDSL's own implementations this module adds the math ops xDSL lacks, arith.divf,
 remf (diffc.rules.arith_ext), minnumf/maxnumf, extf/truncf, int<->float casts, the integer
-ops xDSL lacks (divui, remui, min/max, shrui, ext/trunc, ceildiv), and numpy-aware versions of
-the float ops so that vectors work.
+ops xDSL lacks (divui, remui, min/max, shrui, ext/trunc, ceildiv), memref.alloca (diff-rev's
+tapes), and numpy-aware versions of the float ops so that vectors work.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
     DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    FileLineColLoc,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -43,6 +52,7 @@ from xdsl.dialects.builtin import (
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
+    OpImplResult,
     PythonValues,
     impl,
     register_impls,
@@ -53,6 +63,7 @@ from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.math import MathFunctions
 from xdsl.interpreters.memref import MemRefFunctions
 from xdsl.interpreters.scf import ScfFunctions
+from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.utils.comparisons import to_signed, to_unsigned
@@ -88,6 +99,62 @@ def parse_module(text: str) -> ModuleOp:
 
 # ---------------------------------------------------------------------------------------------
 # Value helpers
+
+MAX_WHILE_STEPS = 1_000_000
+
+
+class WhileLimitError(RuntimeError):
+    """An scf.while ran more iterations than the interpreter allows."""
+
+    def __init__(self, op: scf.WhileOp, limit: int):
+        fn = op.parent_op()
+        while fn is not None and not isinstance(fn, func.FuncOp):
+            fn = fn.parent_op()
+        where = f"@{fn.sym_name.data}" if isinstance(fn, func.FuncOp) else "<module>"
+        loc = op.location
+        at = f" at {loc.filename.data}:{loc.line.data}:{loc.column.data}" if isinstance(loc, FileLineColLoc) else ""
+        names = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
+        loop = f"scf.while{' defining ' + names if names else ''}{at}"
+        super().__init__(
+            f"in function {where}: {loop} did not finish within {limit} iterations "
+            f"(max_while_steps={limit}; pass a larger max_while_steps if it is meant to run longer)"
+        )
+        self.function = where
+        self.limit = limit
+
+
+def _round_to(x: Any, dtype: type) -> Any:
+    if _is_vec(x):
+        return x.astype(dtype).astype(np.float64)
+    return float(dtype(x))
+
+
+_ROUNDING: dict[type, type] = {Float32Type: np.float32, Float16Type: np.float16}
+
+
+def _round_value(x: Any, t: Attribute) -> Any:
+    """`x` rounded to the width of float type `t` (or of its vector elements); else `x`."""
+    elem = t.element_type if isinstance(t, VectorType) else t
+    dtype = _ROUNDING.get(type(elem))
+    if dtype is None or not isinstance(x, float | np.ndarray | np.floating):
+        return x
+    with np.errstate(all="ignore"):
+        return _round_to(x, dtype)
+
+
+class RoundingInterpreter(Interpreter):
+    """Rounds each f32 / f16 result to its width after every op."""
+
+    def _run_op(self, op: Operation, inputs: PythonValues) -> OpImplResult:
+        result = super()._run_op(op, inputs)
+        if not any(type(_elem(r.type)) in _ROUNDING for r in op.results):
+            return result
+        values = tuple(_round_value(v, r.type) for v, r in zip(result.values, op.results, strict=True))
+        return OpImplResult(values, result.terminator_value)
+
+
+def _elem(t: Attribute) -> Attribute:
+    return t.element_type if isinstance(t, VectorType) else t
 
 
 def _is_vec(x: Any) -> bool:
@@ -347,6 +414,23 @@ class DiffcFunctions(InterpreterFunctions):
     def run_trunci(self, interp: Interpreter, op: arith.TruncIOp, args: PythonValues):
         return (to_signed(int(args[0]), _int_width(interp, op.result.type)),)
 
+    # --- memory and loops --------------------------------------------------------------------
+    @impl(memref.AllocaOp)
+    def run_alloca(self, interp: Interpreter, op: memref.AllocaOp, args: PythonValues):
+        shape = list(op.memref.type.get_shape())
+        return (ShapedArray([0] * int(np.prod(shape, dtype=np.int64)), shape),)
+
+    @impl(scf.WhileOp)
+    def run_while(self, interp: Interpreter, op: scf.WhileOp, args: PythonValues):
+        limit = getattr(interp, "max_while_steps", MAX_WHILE_STEPS)
+        loop_args = args
+        for _ in range(limit + 1):
+            cond, *forwarded = interp.run_ssacfg_region(op.before_region, loop_args, "while.before_region")
+            if not cond:
+                return tuple(forwarded)
+            loop_args = interp.run_ssacfg_region(op.after_region, tuple(forwarded), "while.after_region")
+        raise WhileLimitError(op, limit)
+
     # --- math ------------------------------------------------------------------------------
     @impl(math.FmaOp)
     def run_fma(self, interp: Interpreter, op: math.FmaOp, args: PythonValues):
@@ -412,10 +496,19 @@ DiffcFunctions = register_impls(DiffcFunctions)
 # Running
 
 
-def make_interpreter(module: ModuleOp, extra: Sequence[InterpreterFunctions] = ()) -> Interpreter:
+def make_interpreter(
+    module: ModuleOp,
+    extra: Sequence[InterpreterFunctions] = (),
+    *,
+    float_rounding: bool = False,
+    max_while_steps: int = MAX_WHILE_STEPS,
+) -> Interpreter:
     """An interpreter over `module` with xDSL's func/arith/math/scf/memref/builtin functions,
-    completed by diffc's, then `extra` (for plugin ops) on top."""
-    interp = Interpreter(module)
+    completed by diffc's, then `extra` (for plugin ops) on top. `float_rounding`: round f32 /
+    f16 values to their width after each op; `max_while_steps`: iterations an scf.while may
+    run before WhileLimitError."""
+    interp = RoundingInterpreter(module) if float_rounding else Interpreter(module)
+    interp.max_while_steps = max_while_steps  # type: ignore[attr-defined]
     for fns in (FuncFunctions(), ArithFunctions(), MathFunctions(), ScfFunctions(), MemRefFunctions(), BuiltinFunctions()):
         interp.register_implementations(fns)
     interp.register_implementations(DiffcFunctions(), override=True)
@@ -437,17 +530,25 @@ def _to_value(arg: Any, t: Attribute) -> Any:
 
 
 def run_function(
-    module: ModuleOp | str, name: str, *args: Any, extra: Sequence[InterpreterFunctions] = ()
+    module: ModuleOp | str,
+    name: str,
+    *args: Any,
+    extra: Sequence[InterpreterFunctions] = (),
+    float_rounding: bool = False,
+    max_while_steps: int = MAX_WHILE_STEPS,
 ) -> tuple[Any, ...]:
     """Calls function `name` of `module` (a module or IR text) with `args`; returns its results
-    as a tuple (floats as Python floats, vectors as numpy arrays)."""
+    as a tuple (floats as Python floats, vectors as numpy arrays). `float_rounding` and
+    `max_while_steps` as in make_interpreter (rounding also applies to the arguments)."""
     if isinstance(module, str):
         module = parse_module(module)
-    interp = make_interpreter(module, extra)
+    interp = make_interpreter(module, extra, float_rounding=float_rounding, max_while_steps=max_while_steps)
     fn = interp.get_op_for_symbol(name)
     assert isinstance(fn, func.FuncOp), f"@{name} is not a func.func"
     types = fn.function_type.inputs.data
     if len(types) != len(args):
         raise TypeError(f"@{name} takes {len(types)} arguments, got {len(args)}")
     values = tuple(_to_value(a, t) for a, t in zip(args, types, strict=True))
+    if float_rounding:
+        values = tuple(_round_value(v, t) for v, t in zip(values, types, strict=True))
     return tuple(_out(r) for r in interp.call_op(name, values))

@@ -16,6 +16,8 @@ from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe
 
+from diffc.rules.arith_ext import extend_arith_dialect
+
 
 def _lazy(module: str, name: str) -> Callable[[], Any]:
     def load() -> Any:
@@ -47,6 +49,10 @@ TARGETS: dict[str, Callable[[], Any]] = {
 FRONTENDS: dict[str, Callable[[], Any]] = {
     "slang": _lazy("diffc.frontend", "parse_slang"),
 }
+
+# Ops of MLIR's arith that xDSL lacks (arith.remf): xdsl-opt imports this module through the
+# universe entry point before it parses anything, so adding them here reaches it too.
+extend_arith_dialect()
 
 # The universe stock `xdsl-opt` discovers through the `xdsl.universe` entry point.
 DIFFC_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)

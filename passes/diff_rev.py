@@ -10,7 +10,8 @@ Body of `@f_bwd`:
   1. forward sweep: the primal computation of `f`. Loops store their carried values per
      iteration into `memref.alloca` tapes (`memref<N1 x ... x Nk x T>`, one dimension per
      enclosing loop, sized by the constant trip count or `diff.max_iters`; an `scf.while` also
-     counts its iterations in an extra carried index and stores the count).
+     counts its iterations in an extra carried index and stores the count). A carried
+     `!diff.pair` is stored as its two halves, in a tape each.
   2. reverse sweep: adjoints in reverse op order, built from the derivative rules
      (`diffc.rules.emit_vjp`: one rule per op serves both modes). Values defined at the top
      level of `f` are used directly (they are "stored" as SSA values). Inside a region, the
@@ -41,7 +42,8 @@ Without diff-checkpoint the marks are harmless; diff-checkpoint removes them.
 
 Errors (PassFailedException, `in function @f: ...`): bwd_diff of a function that is not
 `diff.differentiable`, a derivative-carrying value passed to a non-differentiable function or to
-an op without a rule, a loop without a bound (no constant trip count, no `diff.max_iters`).
+an op without a rule, a loop without a bound (no constant trip count, no `diff.max_iters`), a
+function body of several blocks (cf branches: reverse mode needs structured control flow).
 """
 
 from __future__ import annotations
@@ -116,14 +118,20 @@ class _FuncReverser(LoopReverser):
     fn: func.FuncOp
     new_name: str
     allocas: list[Operation] = field(default_factory=list)
-    tapes: dict[tuple[Operation, int], SSAValue] = field(default_factory=dict)
+    # (loop, carried index or -1 for a while's count, then "primal"/"differential" per pair level)
+    tapes: dict[tuple, SSAValue] = field(default_factory=dict)
     ids: dict[Operation, int] = field(default_factory=dict)
     loop_ids: dict[Operation, int] = field(default_factory=dict)
 
     def __post_init__(self):
         self.name = self.fn.sym_name.data
         if len(self.fn.body.blocks) != 1:
-            raise fail(self.name, "reverse mode needs a function body of one block (structured control flow)")
+            raise fail(
+                self.name,
+                f"{where(self.fn)}: reverse mode needs a function body of one block; this one has "
+                f"{len(self.fn.body.blocks)} (unstructured cf branches): write the control flow with "
+                f"scf.if / scf.for / scf.while",
+            )
         self.act = Activity(self.fn, self.gen.symbols)
 
     # ---- the function ------------------------------------------------------------------------
@@ -171,7 +179,7 @@ class _FuncReverser(LoopReverser):
             return
         adj[v] = em.add(adj[v], contrib) if v in adj else contrib
 
-    def tape(self, key: tuple[Operation, int], t: Attribute, dims: list[int], why: str) -> SSAValue:
+    def tape(self, key: tuple, t: Attribute, dims: list[int], why: str) -> SSAValue:
         if key not in self.tapes:
             if not storable(t):
                 raise fail(self.name, f"{where(key[0])}: cannot store a loop-carried value of type {t}")

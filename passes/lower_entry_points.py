@@ -6,13 +6,20 @@ Runs on plain IR (after the canonical pipeline `diff-fwd,...,diff-lower,canonica
   becomes a trailing memref parameter of that function, named after the buffer, in the order the
   buffers are declared; calls pass the caller's parameter along; `memref.get_global` goes away,
   and so do the `memref.global` ops (OpenCL has no program-scope buffers).
-* `memref.atomic_rmw addf` (Slang's `+=` on an `Atomic<float>` element) whose result is unused
-  becomes `kernel.atomic_add`.
+* `memref.atomic_rmw` (Slang's `+=` on an `Atomic<T>` element, Interlocked*, Atomic<T>
+  methods): an addf on f32 or addi on i32 whose result is unused becomes `kernel.atomic_add`
+  (devices have fast float adds for it); every other supported kind (addf on f16 or f32, addi,
+  maxs, maxu, mins, minu on i32) becomes `kernel.atomic_rmw`, which returns the old value.
 * The entry points get `kernel.entry` and `kernel.reqd_work_group_size` from
   `diffc.numthreads`. An argument with `diffc.semantic` becomes work-item queries:
   SV_DispatchThreadID -> kernel.global_id, SV_GroupThreadID -> kernel.local_id,
   SV_GroupID -> kernel.group_id (a `uint3` is read one component at a time through
   `vector.extract`; a scalar `uint` is dimension 0).
+
+A kernel's parameters, in order: the entry point's own parameters without the thread-id ones
+(a Slang pointer is a `memref<?xE>` and an `index` offset; scalars and vectors by value; each
+keeps its name hint, which the runtime binds arguments by), then the buffers it uses in the
+order they are declared. A parameter named like one of those buffers is an error.
 
 Which functions are entry points: every `diffc.shader = "compute"` function, or with
 `entry=NAME` only that one. `entry` may also name a function without parameters or results
@@ -35,9 +42,14 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    AnyFloat,
+    Float16Type,
+    Float32Type,
+    MemRefType,
     ModuleOp,
     StringAttr,
     VectorType,
+    i32,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -54,7 +66,9 @@ _QUERIES = {
     "SV_GroupThreadID": kernel.LocalIdOp,
     "SV_GroupID": kernel.GroupIdOp,
 }
-_ADDF = 0  # arith.AtomicRMWKindAttr value of addf
+# MLIR's AtomicRMWKind numbers of the kinds this pass does not lower, for the error message.
+_OTHER_KINDS = {2: "assign", 3: "maximumf", 6: "minimumf", 9: "mulf", 10: "muli", 11: "ori", 12: "andi",
+                13: "maxnumf", 14: "minnumf"}
 
 
 def numthreads(fn: func.FuncOp) -> tuple[int, int, int]:
@@ -104,15 +118,17 @@ class LowerEntryPointsPass(ModulePass):
             entries = [f for f in funcs.values() if is_compute_entry(f)]
 
         uses = _buffer_uses(funcs)
+        threaded: dict[str, list[str]] = {}
         for name, fn in funcs.items():
             if uses[name] and fn.body.blocks:
-                _thread_buffers(fn, sorted(uses[name], key=order.__getitem__), types, funcs, uses, order)
+                threaded[name] = sorted(uses[name], key=order.__getitem__)
+                _thread_buffers(fn, threaded[name], types, funcs, uses, order)
         for g in globals_:
             Rewriter.erase_op(g)
         for fn in funcs.values():
             _atomics(fn)
         for fn in entries:
-            _make_kernel(fn)
+            _make_kernel(fn, threaded.get(fn.sym_name.data, []))
 
 
 def _buffer_uses(funcs: dict[str, func.FuncOp]) -> dict[str, set[str]]:
@@ -169,16 +185,50 @@ def _thread_buffers(fn, buffers, types, funcs, uses, order) -> None:
 
 def _atomics(fn: func.FuncOp) -> None:
     for inner in list(fn.walk()):
-        if isinstance(inner, memref.AtomicRMWOp):
-            kind = inner.kind.value.data if isinstance(inner.kind, IntegerAttr) else None
-            if kind != _ADDF:
-                raise _fail(fn, f"'memref.atomic_rmw' of kind {kind}: only addf (0) is lowered")
-            if inner.result.uses:
-                raise _fail(fn, "'memref.atomic_rmw' whose old value is used; kernel.atomic_add returns nothing")
-            Rewriter.replace_op(inner, kernel.AtomicAddOp(inner.value, inner.memref, list(inner.indices)), [None])
+        if not isinstance(inner, memref.AtomicRMWOp):
+            continue
+        number = inner.kind.value.data
+        kind = kernel.ATOMIC_RMW_KINDS.get(number)
+        if kind is None:
+            name = _OTHER_KINDS.get(number, f"number {number}")
+            raise _fail(fn, f"'memref.atomic_rmw' {name} is not supported (supported: "
+                            f"{', '.join(kernel.ATOMIC_RMW_KINDS.values())})")
+        t = inner.memref.type
+        assert isinstance(t, MemRefType)
+        el = t.element_type
+        floats = kind == "addf"
+        if floats and not isinstance(el, Float16Type | Float32Type):
+            raise _fail(fn, f"'memref.atomic_rmw' addf on {el} elements: only f16 and f32 are supported")
+        if not floats and el != i32:
+            raise _fail(fn, f"'memref.atomic_rmw' {kind} on {el} elements: only i32 is supported")
+        if kind in ("addf", "addi") and not inner.result.uses and not isinstance(el, Float16Type):
+            new: Operation = kernel.AtomicAddOp(inner.value, inner.memref, list(inner.indices))
+            Rewriter.replace_op(inner, new, [None])
+        else:
+            new = kernel.AtomicRMWOp(kind, inner.value, inner.memref, list(inner.indices))
+            new.result.name_hint = inner.result.name_hint
+            Rewriter.replace_op(inner, new)
 
 
-def _make_kernel(fn: func.FuncOp) -> None:
+def _check_kernel_param(fn: func.FuncOp, arg: SSAValue, buffers: set[str]) -> None:
+    """A parameter the host can pass: a buffer (global memref), a scalar or a vector."""
+    t = arg.type
+    name = arg.name_hint or f"#{arg.index}"  # type: ignore[attr-defined]
+    if isinstance(t, MemRefType):
+        if kernel.memory_space(t) is not None:
+            raise _fail(fn, f"parameter '{name}' is a memref in memory space {kernel.memory_space(t)}; "
+                            "an entry point takes global buffers only")
+    elif isinstance(t, VectorType):
+        if not isinstance(t.element_type, AnyFloat | IntegerType):
+            raise _fail(fn, f"parameter '{name}' has type {t}, which a kernel cannot take")
+    elif not isinstance(t, AnyFloat | IntegerType | IndexType):
+        raise _fail(fn, f"parameter '{name}' has type {t}, which a kernel cannot take")
+    if arg.name_hint in buffers:
+        raise _fail(fn, f"parameter '{name}' has the name of the buffer @{name} it uses; rename one of them")
+
+
+def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
+    """`buffers`: the names of the trailing buffer parameters _thread_buffers added."""
     if fn.function_type.outputs.data:
         raise _fail(fn, "an entry point must return void")
     if not fn.body.blocks:
@@ -191,6 +241,8 @@ def _make_kernel(fn: func.FuncOp) -> None:
         if sem is None:
             if not is_compute_entry(fn):
                 raise _fail(fn, "a non-shader entry point must have no parameters")
+            if i < len(block.args) - len(buffers):
+                _check_kernel_param(fn, arg, set(buffers))
             keep.append(i)
             continue
         assert isinstance(sem, StringAttr)
@@ -234,6 +286,6 @@ def _replace_semantic(fn: func.FuncOp, arg: SSAValue, query: type) -> None:
             Rewriter.replace_op(user, [], [comps[d]])
     elif isinstance(t, IntegerType | IndexType):
         if arg.uses:
-            arg.replace_by(_query(start, query, 0, t))
+            arg.replace_all_uses_with(_query(start, query, 0, t))
     else:
         raise _fail(fn, f"a thread id of type {t} is not supported")

@@ -1,13 +1,18 @@
 """The loops of diff-rev: the forward clones of scf.for / scf.while that store their carried
 values per iteration (and count the iterations of a while), and the reverse loops that run the
 iterations backwards. A mixin of diff-rev's function reverser (passes/diff_rev.py), which
-provides forward(), reverse(), accumulate(), tape(), indices() and the activity `act`."""
+provides forward(), reverse(), accumulate(), tape(), indices() and the activity `act`.
+
+A carried `!diff.pair` (primal code that itself runs forward mode inside a loop, differentiated
+again in reverse) is taped as its halves, one tape each, and rebuilt with diff.make_pair."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import diff
 from diffc.passes.rev_support import ITER, LOOP, TRIP, Emitter, adjoint_type, fail, free_varied, i64, where
@@ -70,9 +75,7 @@ class LoopReverser:
         k = self.iter_number(e2, blk.args[0], lb, st, lid)
         ctx2 = ctx + [(k, n)]
         if mode == "fwd":
-            for j, a in enumerate(blk.args[1:]):
-                t = self.tape((op, j), a.type, [b for _, b in ctx2], "loop-carried value of " + op.name)
-                e2(memref.StoreOp.get(a, t, self.indices(ctx2, e2)))
+            self.store_carried(op, blk.args[1:], e2, ctx2)
         v2 = dict(vmap)
         v2.update(zip(body.args, blk.args))
         ops = list(body.ops)
@@ -94,9 +97,7 @@ class LoopReverser:
         k = self.counter(eb, bb.args[-1], lid)
         ctx2 = ctx + [(k, n)]
         if mode == "fwd":
-            for j, a in enumerate(bb.args[:-1]):
-                t = self.tape((op, j), a.type, [b for _, b in ctx2], "loop-carried value of " + op.name)
-                eb(memref.StoreOp.get(a, t, self.indices(ctx2, eb)))
+            self.store_carried(op, bb.args[:-1], eb, ctx2)
         v2 = dict(vmap)
         v2.update(zip(before.args, bb.args))
         ops = list(before.ops)
@@ -123,8 +124,33 @@ class LoopReverser:
         return new
 
     def store_count(self, op: scf.WhileOp, new: Operation, em: Emitter, ctx: Ctx) -> None:
-        t = self.tape((op, -1), IndexType(), [b for _, b in ctx], "iteration count of scf.while")
-        em(memref.StoreOp.get(new.results[-1], t, self.indices(ctx, em)))
+        self.store_taped((op, -1), new.results[-1], em, ctx, "iteration count of scf.while")
+
+    # ---- tapes: the forward sweep stores, the reverse sweep loads the same slot ------------------
+
+    def store_carried(self, op: Operation, values: Sequence[SSAValue], em: Emitter, ctx: Ctx) -> None:
+        for j, v in enumerate(values):
+            self.store_taped((op, j), v, em, ctx, "loop-carried value of " + op.name)
+
+    def load_carried(self, op: Operation, args: Sequence[SSAValue], vmap: dict, em: Emitter, ctx: Ctx) -> None:
+        """Maps each carried block argument of `op` to its value reloaded from the tape."""
+        for j, a in enumerate(args):
+            vmap[a] = self.load_taped((op, j), a.type, em, ctx)
+
+    def store_taped(self, key: tuple, v: SSAValue, em: Emitter, ctx: Ctx, why: str) -> None:
+        if isinstance(v.type, diff.PairType):
+            self.store_taped(key + ("primal",), em.v(diff.PrimalOp(v)), em, ctx, why + " (primal half)")
+            self.store_taped(key + ("differential",), em.v(diff.DifferentialOp(v)), em, ctx, why + " (derivative half)")
+            return
+        t = self.tape(key, v.type, [b for _, b in ctx], why)
+        em(memref.StoreOp.get(v, t, self.indices(ctx, em)))
+
+    def load_taped(self, key: tuple, t: Attribute, em: Emitter, ctx: Ctx) -> SSAValue:
+        if isinstance(t, diff.PairType):
+            p = self.load_taped(key + ("primal",), t.element_type, em, ctx)
+            d = self.load_taped(key + ("differential",), diff.differential_type(t.element_type), em, ctx)
+            return em.v(diff.MakePairOp(p, d))
+        return em.v(memref.LoadOp.get(self.tapes[key], self.indices(ctx, em)))
 
     @staticmethod
     def counter(em: Emitter, cnt: SSAValue, loop: int) -> SSAValue:
@@ -141,6 +167,30 @@ class LoopReverser:
         k_op = e2(arith.SubiOp(last, blk.args[0]))
         k_op.attributes[ITER] = i64(lid)
         return blk, k_op.results[0], e2
+
+    def close_reverse_loop(
+        self,
+        blk: Block,
+        e2: Emitter,
+        em: Emitter,
+        loop: tuple[SSAValue, int, int, list[SSAValue]],
+        carried: list[SSAValue],
+        inputs: list[SSAValue],
+        free: list[SSAValue],
+        adj: dict,
+        adj2: dict,
+    ) -> None:
+        """Ends the reverse loop's body (yields the adjoints of the `carried` block arguments and
+        of the `free` values), emits the loop (`loop`: count, id, bound, inits) and accumulates its
+        results into the adjoints of the forward loop's `inputs` and of `free`."""
+        count, lid, n, inits = loop
+        outs = [adj2[a] if a in adj2 else e2.zero(adjoint_type(a.type)) for a in carried]
+        e2(scf.YieldOp(*outs, *[adj2[v] for v in free]))
+        rfor = em(scf.ForOp(em.index(0), count, em.index(1), inits, blk))
+        rfor.attributes[LOOP] = i64(lid)
+        rfor.attributes[TRIP] = i64(n)
+        for x, r in zip([*inputs, *free], rfor.results, strict=True):
+            self.accumulate(adj, x, r, em)
 
     def rev_for(self, op: scf.ForOp, adj: dict, vmap: dict, em: Emitter, ctx: Ctx) -> None:
         n = self.loop_bound(op)
@@ -171,22 +221,15 @@ class LoopReverser:
         iv = e2.v(arith.AddiOp(lb, e2.v(arith.MuliOp(kk, st))))
         v2 = dict(vmap)
         v2[body.args[0]] = iv
-        for j, a in enumerate(carried):
-            v2[a] = e2.v(memref.LoadOp.get(self.tapes[(op, j)], self.indices(ctx2, e2)))
+        self.load_carried(op, carried, v2, e2, ctx2)
         self.forward(ops[:-1], v2, e2, ctx2, "rec", nested=True)
         adj2: dict[SSAValue, SSAValue] = dict(zip(free, blk.args[1 + len(J) :]))
         for pos, j in enumerate(J):
             self.accumulate(adj2, y.operands[j], blk.args[1 + pos], e2)
         self.reverse(ops[:-1], adj2, v2, e2, ctx2)
-        outs = [adj2[carried[j]] if carried[j] in adj2 else e2.zero(adjoint_type(carried[j].type)) for j in J]
-        e2(scf.YieldOp(*outs, *[adj2[v] for v in free]))
-        rfor = em(scf.ForOp(em.index(0), count, em.index(1), inits, blk))
-        rfor.attributes[LOOP] = i64(lid)
-        rfor.attributes[TRIP] = i64(n)
-        for pos, j in enumerate(J):
-            self.accumulate(adj, op.iter_args[j], rfor.results[pos], em)
-        for v, r in zip(free, rfor.results[len(J) :]):
-            self.accumulate(adj, v, r, em)
+        self.close_reverse_loop(
+            blk, e2, em, (count, lid, n, inits), [carried[j] for j in J], [op.iter_args[j] for j in J], free, adj, adj2
+        )
 
     def rev_while(self, op: scf.WhileOp, adj: dict, vmap: dict, em: Emitter, ctx: Ctx) -> None:
         n = self.loop_bound(op) + 1
@@ -197,12 +240,11 @@ class LoopReverser:
         assert isinstance(cond, scf.ConditionOp)
         X = [j for j, a in enumerate(before.args) if a in self.act]
         free = free_varied([op.before_region, op.after_region], self.act)
-        count = em.v(memref.LoadOp.get(self.tapes[(op, -1)], self.indices(ctx, em)))
+        count = self.load_taped((op, -1), IndexType(), em, ctx)
         # 1. the last evaluation of the condition region, which produced the results
         ctx_last = ctx + [(count, n)]
         v1 = dict(vmap)
-        for j, a in enumerate(before.args):
-            v1[a] = em.v(memref.LoadOp.get(self.tapes[(op, j)], self.indices(ctx_last, em)))
+        self.load_carried(op, before.args, v1, em, ctx_last)
         self.forward(bops[:-1], v1, em, ctx_last, "rec", nested=True)
         adj1: dict[SSAValue, SSAValue] = {}
         for r, c in zip(op.results, cond.args):
@@ -218,8 +260,7 @@ class LoopReverser:
         blk, k, e2 = self.reverse_loop(count, lid, inits, em)
         ctx2 = ctx + [(k, n)]
         v2 = dict(vmap)
-        for j, a in enumerate(before.args):
-            v2[a] = e2.v(memref.LoadOp.get(self.tapes[(op, j)], self.indices(ctx2, e2)))
+        self.load_carried(op, before.args, v2, e2, ctx2)
         self.forward(bops[:-1], v2, e2, ctx2, "rec", nested=True)
         for a, c in zip(after.args, cond.args):
             v2[a] = v2[c]
@@ -232,12 +273,6 @@ class LoopReverser:
             if a in adj2:
                 self.accumulate(adj2, c, adj2[a], e2)
         self.reverse(bops[:-1], adj2, v2, e2, ctx2)
-        outs = [adj2[before.args[j]] if before.args[j] in adj2 else e2.zero(adjoint_type(before.args[j].type)) for j in X]
-        e2(scf.YieldOp(*outs, *[adj2[v] for v in free]))
-        rfor = em(scf.ForOp(em.index(0), count, em.index(1), inits, blk))
-        rfor.attributes[LOOP] = i64(lid)
-        rfor.attributes[TRIP] = i64(n)
-        for pos, j in enumerate(X):
-            self.accumulate(adj, op.arguments[j], rfor.results[pos], em)
-        for v, r in zip(free, rfor.results[len(X) :]):
-            self.accumulate(adj, v, r, em)
+        self.close_reverse_loop(
+            blk, e2, em, (count, lid, n, inits), [before.args[j] for j in X], [op.arguments[j] for j in X], free, adj, adj2
+        )

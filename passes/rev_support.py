@@ -150,6 +150,21 @@ class Activity:
         for op in block.ops:
             self._op(op)
 
+    def _reaches_custom_bwd(self, f: func.FuncOp, seen: set) -> bool:
+        """Whether f has a custom backward derivative or its differentiated body calls one (a
+        network's eval calling layers that accumulate their gradients into buffers)."""
+        if diff.custom_derivative(f, diff.BWD_DERIVATIVE):
+            return True
+        if f in seen or diff.DIFFERENTIABLE not in f.attributes:
+            return False
+        seen.add(f)
+        for op in f.walk():
+            if isinstance(op, func.CallOp):
+                callee = self.symbols.get(op.callee.root_reference.data)
+                if isinstance(callee, func.FuncOp) and self._reaches_custom_bwd(callee, seen):
+                    return True
+        return False
+
     def _op(self, op: Operation) -> None:
         if isinstance(op, diff.DetachOp | scf.YieldOp | scf.ConditionOp | func.ReturnOp):
             return
@@ -200,7 +215,7 @@ class Activity:
             # accumulates into a gradient buffer), so its results carry derivatives even when
             # no argument does: the reverse sweep must call it.
             callee = self.symbols.get(op.callee.root_reference.data)
-            if isinstance(callee, func.FuncOp) and diff.custom_derivative(callee, diff.BWD_DERIVATIVE):
+            if isinstance(callee, func.FuncOp) and self._reaches_custom_bwd(callee, set()):
                 for i, r in enumerate(op.results):
                     if diff.result_is_differentiable(callee, i):
                         self._mark(r)
@@ -238,7 +253,7 @@ class Activity:
                     f"{where(op)}: '{op.name}' has no derivative rule but receives a derivative-carrying value",
                 )
             return
-        if not rule.differentiable:  # hook-only rules (vector ops) have no partials
+        if not rule.differentiable:  # hooks alone (jvp/vjp) make a rule differentiable too
             return
         for r in op.results:
             self._mark(r)

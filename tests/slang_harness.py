@@ -11,51 +11,35 @@ scalars, numpy arrays for vectors, ints for integer parameters.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from xdsl.dialects import func, memref
+from conftest import assert_no_diff, available_passes
+from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp
-from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
 from xdsl.interpreters.printf import PrintfFunctions
-from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.ir import Block, Region
 
+from diffc import interp
 from diffc.dialects import diff
 from diffc.frontend import compile_slang
-from diffc import interp
 from diffc.interp import make_context
 from diffc.runtime.module import PIPELINE
 
 FD_STEP = 1e-6
 
 
-@register_impls
-class AllocaFunctions(InterpreterFunctions):
-    """memref.alloca (diff-rev's tapes), which diffc.interp does not run itself."""
-
-    @impl(memref.AllocaOp)
-    def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args):
-        shape = list(op.memref.type.get_shape())
-        return (ShapedArray([0] * math.prod(shape), shape),)
-
-
 def run_function(module: ModuleOp, name: str, *args):
-    return interp.run_function(module, name, *args, extra=[AllocaFunctions(), PrintfFunctions()])
+    """diffc.interp, with printf (a debug print inside a differentiated function is allowed)."""
+    return interp.run_function(module, name, *args, extra=[PrintfFunctions()])
 
 
 def run_pipeline(module: ModuleOp) -> None:
-    from xdsl.transforms import get_all_passes
-
-    from diffc import registry
-
-    available = {**get_all_passes(), **registry.PASSES}
+    """The canonical pipeline (diffc.runtime.module.PIPELINE) in place; nothing of diff left."""
     ctx = make_context()
+    passes = available_passes()
     for name in PIPELINE:
-        available[name]()().apply(ctx, module)
+        passes[name]()().apply(ctx, module)
     module.verify()
-    left = sorted({op.name for op in module.walk() if op.name.startswith("diff.")})
-    assert not left, f"diff ops left after the pipeline: {left}"
+    assert_no_diff(module)
 
 
 def _wrapper(name: str, sig: FunctionType, op_type, callee: str) -> func.FuncOp:

@@ -174,3 +174,40 @@ def test_error_opencl_build(tmp_path, monkeypatch, capsys):
 def test_version():
     r = diffc("version")
     assert r.returncode == 0 and r.stdout.strip()
+
+
+POINTER_KERNEL = """\
+//TEST_INPUT: set src = ubuffer(data=[1.5 2.5 3.5 4.5], stride=4)
+//TEST_INPUT: set dst = out ubuffer(data=[0 0 0 0], stride=4)
+func.func @twice(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"},
+                 %src: memref<?xf32>, %src_off: index, %dst: memref<?xf32>, %dst_off: index)
+    attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
+  %i = arith.index_cast %tid : i32 to index
+  %a = arith.addi %src_off, %i : index
+  %v = memref.load %src[%a] : memref<?xf32>
+  %r = arith.addf %v, %v : f32
+  %b = arith.addi %dst_off, %i : index
+  memref.store %r, %dst[%b] : memref<?xf32>
+  func.return
+}
+"""
+
+
+def test_run_binds_pointer_parameters_by_name(tmp_path):
+    f = tmp_path / "ptr.mlir"
+    f.write_text(POINTER_KERNEL)
+    r = diffc("run", str(f))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["type: float", "3.000000", "5.000000", "7.000000", "9.000000"]
+
+
+def test_error_scalar_parameter_is_located(tmp_path):
+    f = tmp_path / "scalar.mlir"
+    f.write_text(POINTER_KERNEL.replace("%dst_off: index)", "%dst_off: index, %count: i32)"))
+    r = diffc("run", str(f))
+    _assert_clean_error(r, f"{f}:4:", "error[run-parameter]: entry point 'twice' has a parameter 'count' of type i32",
+                        "m.twice.dispatch(...)")
+    lines = r.stderr.splitlines()
+    assert lines[1].strip().startswith("%src: memref<?xf32>") and lines[2].strip() == "^"
+    col = int(lines[0].split(":")[2])
+    assert lines[1][4 + col - 1:].startswith("%count")  # the caret's column is the parameter's

@@ -8,17 +8,8 @@ import io
 import re
 
 import pytest
-from test_diff_rev import (
-    CALL,
-    CALLS_NESTED,
-    IF_IN_LOOP,
-    NESTED,
-    WHILE_IN_FOR,
-    finite_difference,
-    gradient,
-    run_pipeline,
-    with_bwd_main,
-)
+from conftest import finite_difference, gradient, run_pipeline, with_bwd_main
+from test_diff_rev import CALL, CALLS_NESTED, IF_IN_LOOP, NESTED, WHILE_IN_FOR
 
 CALL_IN_NESTED_LOOPS = """
 func.func @g(%a: f32) -> f32 attributes {diff.differentiable} {

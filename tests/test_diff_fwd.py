@@ -4,46 +4,22 @@ finite differences of first derivatives)."""
 
 from __future__ import annotations
 
-import io
 import math
 
 import pytest
+from conftest import CANONICAL, central, run_pipeline
+from conftest import lower_reparsed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.printer import Printer
-from xdsl.transforms.canonicalize import CanonicalizePass
-from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.utils.exceptions import PassFailedException
 
-from diffc.interp import make_context, parse_module, run_function
-from diffc.passes.diff_fwd import DiffFwdPass
-from diffc.passes.diff_lower import DiffLowerPass
-
-H = 1e-6
+from diffc.interp import run_function
 
 
 def lower(src: str) -> ModuleOp:
-    """diff-fwd, diff-lower, canonicalize, cse; printed and parsed back (the text is the
-    contract between stages)."""
-    ctx = make_context()
-    module = parse_module(src)
-    for p in (DiffFwdPass(), DiffLowerPass(), CanonicalizePass(), CommonSubexpressionElimination()):
-        p.apply(ctx, module)
-    module.verify()
-    import io
-
-    out = io.StringIO()
-    Printer(stream=out).print_op(module)
-    text = out.getvalue()
-    assert "!diff." not in text and "= diff." not in text
-    return parse_module(text)
-
-
-def central(f, x: list[float], v: list[float]) -> float:
-    plus = f([a + H * d for a, d in zip(x, v)])
-    minus = f([a - H * d for a, d in zip(x, v)])
-    return (plus - minus) / (2 * H)
+    """diff-fwd, diff-lower, canonicalize, cse; printed and parsed back."""
+    return lower_reparsed(src, "diff-fwd,diff-lower,canonicalize,cse")
 
 
 def close(a: float, b: float, rel: float = 1e-5) -> bool:
@@ -380,10 +356,8 @@ def test_vector_tangents():
 
 
 def expect_failure(src: str, *needles: str):
-    ctx = make_context()
-    module = parse_module(src)
     with pytest.raises(PassFailedException) as e:
-        DiffFwdPass().apply(ctx, module)
+        run_pipeline(src, "diff-fwd")
     for n in needles:
         assert n in str(e.value)
 
@@ -511,25 +485,10 @@ func.func @grad_d0(%x: f32, %y: f32, %u: f32) -> (f32, f32) {
 """
 
 
-def lower_canonical(src: str) -> ModuleOp:
-    from xdsl.passes import PassPipeline
-
-    from diffc.registry import PASSES
-
-    ctx = make_context()
-    module = parse_module(src)
-    passes = [PASSES[n]()() for n in ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower")]
-    PassPipeline(tuple(passes + [CanonicalizePass(), CommonSubexpressionElimination()])).apply(ctx, module)
-    module.verify()
-    out = io.StringIO()
-    Printer(stream=out).print_op(module)
-    return parse_module(out.getvalue())
-
-
 @pytest.mark.parametrize("x,y,v,u", [(0.4, 0.9, (1.0, -0.5), (0.3, 2.0)), (-1.1, 0.2, (0.7, 1.3), (-1.0, 0.5))])
 def test_dot_product_forward_vs_reverse(x, y, v, u):
     pytest.importorskip("diffc.passes.diff_rev")
-    m = lower_canonical(FWD_REV)
+    m = lower_reparsed(FWD_REV, CANONICAL)
     _, t0, _, t1 = run_function(m, "jv", x, v[0], y, v[1])
     gx, gy = run_function(m, "vj", x, y, u[0], u[1])
     assert close(u[0] * t0 + u[1] * t1, gx * v[0] + gy * v[1], rel=1e-9)
@@ -537,7 +496,7 @@ def test_dot_product_forward_vs_reverse(x, y, v, u):
 
 def test_bwd_of_fwd_against_finite_differences():
     pytest.importorskip("diffc.passes.diff_rev")
-    m = lower_canonical(FWD_REV)
+    m = lower_reparsed(FWD_REV, CANONICAL)
     x, y = 0.6, -0.4
     d0 = lambda xs: run_function(m, "d0", *xs)[0]  # noqa: E731
     gx, gy = run_function(m, "grad_d0", x, y, 1.0)

@@ -3,26 +3,21 @@ or op left, valid IR that prints and parses back) and by running it in diffc.int
 
 from __future__ import annotations
 
-import io
 import math
 
 import pytest
+from conftest import print_module, run_pipeline
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import PassFailedException
 
 from diffc.dialects.diff import Diff
-from diffc.interp import make_context, parse_module, run_function
-from diffc.passes.diff_lower import DiffLowerPass, flat_types
+from diffc.interp import parse_module, run_function
+from diffc.passes.diff_lower import flat_types
 
 
 def lower(src: str) -> tuple[ModuleOp, str]:
-    module = parse_module(src)
-    DiffLowerPass().apply(make_context(), module)
-    module.verify()
-    out = io.StringIO()
-    Printer(stream=out).print_op(module)
-    text = out.getvalue()
+    module = run_pipeline(src, "diff-lower")
+    text = print_module(module)
     diff_ops = {op.name for op in Diff.operations}
     for op in module.walk():
         assert op.name not in diff_ops, op.name
@@ -192,8 +187,7 @@ func.func @sq_d(%p: !diff.pair<f32>) -> !diff.pair<f32> {
 
 
 def test_fwd_diff_left_is_an_error():
-    module = parse_module(
-        """
+    src = """
 func.func @f(%x: f32) -> f32 attributes {diff.differentiable} {
   func.return %x : f32
 }
@@ -201,9 +195,8 @@ func.func @main(%x: !diff.pair<f32>) -> !diff.pair<f32> {
   %r = diff.fwd_diff @f(%x) : (!diff.pair<f32>) -> !diff.pair<f32>
   func.return %r : !diff.pair<f32>
 }"""
-    )
     with pytest.raises(PassFailedException, match=r"in function @main: 'diff.fwd_diff'"):
-        DiffLowerPass().apply(make_context(), module)
+        run_pipeline(src, "diff-lower")
 
 
 def test_math_unchanged_by_lowering():

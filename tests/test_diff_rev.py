@@ -1,106 +1,23 @@
 """Numeric tests of diff-rev: each program goes through the canonical pipeline, then diffc.interp;
 gradients are compared with float64 central finite differences of the primal program.
-The helpers here are shared with test_diff_checkpoint.py."""
+The programs here are shared with test_diff_checkpoint.py."""
 from __future__ import annotations
 
-
-
-from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter, InterpreterFunctions, impl, register_impls
-from xdsl.interpreters.shaped_array import ShapedArray
-from xdsl.passes import PassPipeline
-from xdsl.transforms import get_all_passes
-
-from diffc import interp
-from diffc.dialects import diff
-from diffc.registry import PASSES
-
-CANONICAL = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
-
-
-@register_impls
-class AllocaFunctions(InterpreterFunctions):
-    """memref.alloca, in case the interpreter lacks it (like memref.alloc)."""
-
-    @impl(memref.AllocaOp)
-    def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args):
-        shape = op.memref.type.get_shape()
-        size = 1
-        for d in shape:
-            size *= d
-        return (ShapedArray([0] * size, list(shape)),)
-
-
-def passes() -> dict:
-    available = dict(get_all_passes())
-    available.update(PASSES)
-    return available
-
-
-def run_pipeline(text: str, pipeline: str) -> ModuleOp:
-    module = interp.parse_module(text)
-    PassPipeline.parse_spec(passes(), pipeline).apply(interp.make_context(), module)
-    module.verify()
-    return module
-
-
-def with_bwd_main(text: str, fname: str = "f") -> str:
-    """Appends `@main(primals..., douts...) -> grads` calling diff.bwd_diff @fname."""
-    module = interp.parse_module(text)
-    fn = next(o for o in module.walk() if isinstance(o, func.FuncOp) and o.sym_name.data == fname)
-    sig = diff.bwd_signature(fn)
-    ins = ", ".join(f"%a{i}: {t}" for i, t in enumerate(sig.inputs.data))
-    args = ", ".join(f"%a{i}" for i in range(len(sig.inputs.data)))
-    tin = ", ".join(str(t) for t in sig.inputs.data)
-    tout = ", ".join(str(t) for t in sig.outputs.data)
-    n = len(sig.outputs.data)
-    res = f"%r:{n}" if n > 1 else "%r"
-    rets = ", ".join(f"%r#{i}" for i in range(n)) if n > 1 else "%r"
-    main = (
-        f"func.func @main({ins}) -> ({tout}) {{\n"
-        f"  {res} = diff.bwd_diff @{fname}({args}) : ({tin}) -> ({tout})\n"
-        f"  func.return {rets} : {tout}\n}}\n"
-    )
-    body = text.strip()
-    if body.startswith("builtin.module"):
-        body = body[body.index("{") + 1 : body.rindex("}")]
-    return body + "\n" + main
-
-
-def assert_no_diff(module: ModuleOp) -> None:
-    for op in module.walk():
-        assert not op.name.startswith("diff."), f"{op.name} left in\n{module}"
-        for v in (*op.operands, *op.results):
-            assert "!diff." not in str(v.type), f"{v.type} left in\n{module}"
-
-
-def run(module: ModuleOp | str, name: str, *args):
-    return interp.run_function(module, name, *args, extra=[AllocaFunctions()])
-
-
-def gradient(text: str, args, douts, fname: str = "f", pipeline: str = CANONICAL):
-    module = run_pipeline(with_bwd_main(text, fname), pipeline)
-    assert_no_diff(module)
-    return run(module, "main", *args, *douts)
-
-
-def finite_difference(text: str, args, douts, diff_args, fname: str = "f", h: float = 1e-6):
-    """sum_j dout_j * d f_j / d args[i] for each i in diff_args, by central differences in
-    float64 on the primal function (interpreted before any pass)."""
-    module = interp.parse_module(text)
-    grads = []
-    for i in diff_args:
-        plus = list(args)
-        minus = list(args)
-        plus[i] += h
-        minus[i] -= h
-        fp = run(module, fname, *plus)
-        fm = run(module, fname, *minus)
-        grads.append(sum(d * (a - b) / (2 * h) for d, a, b in zip(douts, fp, fm)))
-    return grads
-
 import pytest
+from conftest import (
+    CANONICAL,
+    assert_no_diff,
+    central,
+    finite_difference,
+    function_named,
+    gradient,
+    run,
+    run_pipeline,
+    with_bwd_main,
+    with_fwd_main,
+)
+
+from diffc.dialects import diff
 
 IF = """
 func.func @f(%x: f32, %y: f32) -> f32 attributes {diff.differentiable} {
@@ -449,39 +366,6 @@ def test_vectors_through_a_taped_loop():
     assert gy == pytest.approx(np.cos(x * y) * x**4, rel=1e-12)
 
 
-def with_fwd_main(text: str, fname: str = "f") -> str:
-    """Appends `@main_fwd(primals..., tangents of the differentiable params...)` returning the
-    tangents of the differentiable results, through diff.fwd_diff @fname."""
-    module = interp.parse_module(text)
-    fn = next(o for o in module.walk() if isinstance(o, func.FuncOp) and o.sym_name.data == fname)
-    ins = fn.function_type.inputs.data
-    outs = fn.function_type.outputs.data
-    dins = [i for i in range(len(ins)) if diff.arg_is_differentiable(fn, i)]
-    douts = [i for i in range(len(outs)) if diff.result_is_differentiable(fn, i)]
-    sig = diff.fwd_signature(fn)
-    params = [f"%x{i}: {t}" for i, t in enumerate(ins)] + [f"%v{i}: {ins[i]}" for i in dins]
-    lines = [f"func.func @main_fwd({', '.join(params)}) -> ({', '.join(str(outs[i]) for i in douts)}) {{"]
-    args = []
-    for i, t in enumerate(ins):
-        if i in dins:
-            lines.append(f"  %p{i} = diff.make_pair %x{i}, %v{i} : {t}")
-            args.append(f"%p{i}")
-        else:
-            args.append(f"%x{i}")
-    tin = ", ".join(str(t) for t in sig.inputs.data)
-    tout = ", ".join(str(t) for t in sig.outputs.data)
-    n = len(outs)
-    lines.append(f"  %r{':' + str(n) if n > 1 else ''} = diff.fwd_diff @{fname}({', '.join(args)}) : ({tin}) -> ({tout})")
-    rets = []
-    for i in douts:
-        r = f"%r#{i}" if n > 1 else "%r"
-        lines.append(f"  %d{i} = diff.differential {r} : {sig.outputs.data[i]}")
-        rets.append(f"%d{i}")
-    lines.append(f"  func.return {', '.join(rets)} : {', '.join(str(outs[i]) for i in douts)}")
-    lines.append("}")
-    return with_bwd_main(text, fname) + "\n".join(lines) + "\n"
-
-
 DOT_CASES = [
     ("MATH", MATH, [0.3, 0.2]),
     ("IF", IF, [1.3, 0.7]),
@@ -502,7 +386,7 @@ def test_dot_product_forward_vs_reverse(name, src, args):
     """<u, J v> (diff-fwd) == <J^T u, v> (diff-rev), through the canonical pipeline."""
     module = run_pipeline(with_fwd_main(src), CANONICAL)
     assert_no_diff(module)
-    fn = next(o for o in interp.parse_module(src).walk() if isinstance(o, func.FuncOp) and o.sym_name.data == "f")
+    fn = function_named(src, "f")
     n_din = sum(diff.arg_is_differentiable(fn, i) for i in range(len(fn.function_type.inputs.data)))
     n_dout = sum(diff.result_is_differentiable(fn, i) for i in range(len(fn.function_type.outputs.data)))
     v = [0.3 - 0.7 * k for k in range(n_din)]
@@ -598,3 +482,103 @@ def test_random_programs_against_finite_differences_and_forward_mode(src, xs, u)
     lhs = sum(a * b for a, b in zip(u, jv))
     rhs = sum(a * b for a, b in zip(grads, v))
     assert lhs == pytest.approx(rhs, rel=1e-9, abs=1e-11), src
+
+
+# ---- loops that carry !diff.pair (forward mode inside a loop, then reverse over it) -------------
+
+H_FWD = """
+func.func @h(%a: f64, %y: f64) -> f64 attributes {diff.differentiable} {
+  %m = arith.mulf %a, %y : f64
+  %s = math.sin %m : f64
+  %t = arith.addf %s, %a : f64
+  func.return %t : f64
+}
+"""
+PAIR_FOR = H_FWD + """
+func.func @f(%x: f64, %y: f64) -> f64 attributes {diff.differentiable} {
+  %one = arith.constant 1.0 : f64
+  %zero = arith.constant 0.0 : f64
+  %px = diff.make_pair %x, %one : f64
+  %py = diff.make_pair %y, %zero : f64
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 3 : index
+  %st = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %px) -> (!diff.pair<f64>) {
+    %q = diff.fwd_diff @h(%acc, %py) : (!diff.pair<f64>, !diff.pair<f64>) -> !diff.pair<f64>
+    scf.yield %q : !diff.pair<f64>
+  }
+  %p = diff.primal %r : !diff.pair<f64>
+  %d = diff.differential %r : !diff.pair<f64>
+  %o = arith.mulf %p, %d : f64
+  func.return %o : f64
+}
+"""
+PAIR_WHILE = H_FWD + """
+func.func @f(%x: f64, %y: f64) -> f64 attributes {diff.differentiable} {
+  %one = arith.constant 1.0 : f64
+  %zero = arith.constant 0.0 : f64
+  %lim = arith.constant 3.0 : f64
+  %px = diff.make_pair %x, %one : f64
+  %py = diff.make_pair %y, %zero : f64
+  %r = scf.while (%a = %px) : (!diff.pair<f64>) -> !diff.pair<f64> {
+    %p = diff.primal %a : !diff.pair<f64>
+    %c = arith.cmpf olt, %p, %lim : f64
+    scf.condition(%c) %a : !diff.pair<f64>
+  } do {
+  ^bb0(%b: !diff.pair<f64>):
+    %q = diff.fwd_diff @h(%b, %py) : (!diff.pair<f64>, !diff.pair<f64>) -> !diff.pair<f64>
+    scf.yield %q : !diff.pair<f64>
+  } attributes {diff.max_iters = 30 : i64}
+  %d = diff.differential %r : !diff.pair<f64>
+  func.return %d : f64
+}
+"""
+
+
+# bwd_diff(fwd_diff(loop)): diff-fwd splits the carried pairs of @inner_fwd's loop into two
+# carried values, so diff-rev meets plain floats there.
+BWD_OF_FWD_FOR = """
+func.func @inner(%x: f64, %y: f64) -> f64 attributes {diff.differentiable} {
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 4 : index
+  %st = arith.constant 1 : index
+  %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %x) -> (f64) {
+    %a = arith.mulf %acc, %y : f64
+    %s = math.sin %a : f64
+    %t = arith.addf %s, %acc : f64
+    scf.yield %t : f64
+  }
+  func.return %r : f64
+}
+func.func @f(%x: f64, %y: f64) -> f64 attributes {diff.differentiable} {
+  %one = arith.constant 1.0 : f64
+  %half = arith.constant 0.5 : f64
+  %px = diff.make_pair %x, %one : f64
+  %py = diff.make_pair %y, %half : f64
+  %r = diff.fwd_diff @inner(%px, %py) : (!diff.pair<f64>, !diff.pair<f64>) -> !diff.pair<f64>
+  %d = diff.differential %r : !diff.pair<f64>
+  func.return %d : f64
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "src,args",
+    [
+        (PAIR_FOR, [0.7, 1.3]),
+        (PAIR_FOR, [-0.4, 0.6]),
+        (PAIR_WHILE, [0.9, 0.8]),
+        (PAIR_WHILE, [1.4, 0.3]),
+        (BWD_OF_FWD_FOR, [0.7, 1.3]),
+        (BWD_OF_FWD_FOR, [-0.2, 0.9]),
+    ],
+    ids=["pair-for", "pair-for-negative", "pair-while", "pair-while-short", "bwd-of-fwd-for", "bwd-of-fwd-for-negative"],
+)
+def test_reverse_over_forward_with_loops_against_finite_differences(src, args):
+    module = run_pipeline(with_bwd_main(src), CANONICAL)
+    assert_no_diff(module)
+    got = run(module, "main", *args, 1.0)
+    # the primal @f holds diff ops itself: differentiate its lowered copy numerically
+    f = lambda xs: run(module, "f", *xs)[0]  # noqa: E731
+    want = [central(f, args, [1.0 if j == i else 0.0 for j in range(len(args))]) for i in range(len(args))]
+    assert got == pytest.approx(want, rel=1e-6, abs=1e-7)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_opt
 
 INPUTS = Path(__file__).parent / "filecheck" / "Inputs"
 
@@ -33,20 +34,6 @@ VERIFY = GOOD.replace("-> (f32, f32)\n  func", "-> (f32, f64)\n  func", 1).repla
 BAD_TYPE = "func.func @f(%p: !diff.pair<i32>) {\n  func.return\n}\n"
 UNDEFINED = "func.func @f() {\n  %z = diff.add %a, %a : f32\n  func.return\n}\n"
 FACTS = 'func.func @f(%x: f32) -> f32 attributes {diff.prefer = "never"}\n'
-
-
-def run_opt(args: list[str], stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("DIFFC_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "diffc.tools.diffc_opt", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
 
 
 def assert_clean_failure(r: subprocess.CompletedProcess) -> None:

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from diffc.interp import parse_module, run_function
+import diffc
+from diffc.interp import WhileLimitError, parse_module, run_function
+from diffc.runtime.module import load_module_from_string
 
 UNARY = {
     "exp": (pymath.exp, 0.7),
@@ -272,3 +274,110 @@ def test_argument_checks():
         run_function(_unary_module("exp"), "f", 1.0, 2.0)
     with pytest.raises(ValueError):
         run_function(_unary_module("exp", "vector<3xf64>"), "f", [1.0, 2.0])
+
+
+# ---- opt-in f32 / f16 rounding -----------------------------------------------------------------
+
+ROUNDING = """
+func.func @f(%x: f32, %y: f32, %z: f32) -> (f32, f32) {
+  %tenth = arith.constant 0.1 : f32
+  %a = arith.addf %x, %y : f32
+  %b = arith.mulf %a, %z : f32
+  %d = arith.subf %x, %y : f32
+  %c = arith.mulf %b, %d : f32
+  %q = arith.divf %c, %tenth : f32
+  func.return %c, %q : f32, f32
+}
+func.func @h(%x: f16, %y: f16) -> f16 {
+  %a = arith.addf %x, %y : f16
+  func.return %a : f16
+}
+func.func @w(%x: f64, %y: f64) -> f64 {
+  %a = arith.addf %x, %y : f64
+  func.return %a : f64
+}
+func.func @v(%x: vector<4xf32>, %y: vector<4xf32>) -> vector<4xf32> {
+  %a = arith.mulf %x, %y : vector<4xf32>
+  func.return %a : vector<4xf32>
+}
+"""
+
+
+def _float32_reference(x: float, y: float, z: float) -> tuple[float, float]:
+    f = np.float32
+    c = ((f(x) + f(y)) * f(z)) * (f(x) - f(y))
+    return float(c), float(c / f(0.1))
+
+
+def test_float_rounding_matches_float32_arithmetic():
+    m = parse_module(ROUNDING)
+    rng = np.random.default_rng(7)
+    differs = 0
+    for x, y, z in rng.uniform(-3, 3, size=(50, 3)):
+        got = run_function(m, "f", x, y, z, float_rounding=True)
+        assert got == _float32_reference(x, y, z)  # exactly
+        differs += run_function(m, "f", x, y, z) != got
+    assert differs > 40  # the default stays float64: the rounding is what makes them agree
+
+
+def test_float_rounding_f16_vectors_and_f64():
+    m = parse_module(ROUNDING)
+    (h,) = run_function(m, "h", 0.1, 0.2, float_rounding=True)
+    assert h == float(np.float16(0.1) + np.float16(0.2))
+    assert run_function(m, "h", 0.1, 0.2) == (0.1 + 0.2,)
+    assert run_function(m, "w", 0.1, 0.2, float_rounding=True) == (0.1 + 0.2,)  # f64 is untouched
+    x, y = [0.1, 1 / 3, 2.0, -7.7], [0.3, 3.0, 1e-3, 1.1]
+    (v,) = run_function(m, "v", x, y, float_rounding=True)
+    np.testing.assert_array_equal(v, np.float32(x) * np.float32(y))
+
+
+def test_float_rounding_agrees_with_opencl_float32():
+    """+, - and * are correctly rounded in OpenCL C: the device's float32 results and the
+    rounding interpreter's agree bit for bit (no mul feeds an add, so no fma contraction)."""
+    src = ROUNDING.split("func.func @h")[0].replace("(f32, f32)", "f32").replace(
+        "func.return %c, %q : f32, f32", "func.return %c : f32"
+    ).replace("  %q = arith.divf %c, %tenth : f32\n", "")
+    device = load_module_from_string(src, "rounding.mlir")
+    rng = np.random.default_rng(11)
+    xs, ys, zs = rng.uniform(-3, 3, size=(3, 64)).astype(np.float32)
+    got = device.f(*(diffc.Tensor.from_numpy(a) for a in (xs, ys, zs)), _result="numpy")
+    m = parse_module(src)
+    want = [run_function(m, "f", float(x), float(y), float(z), float_rounding=True)[0] for x, y, z in zip(xs, ys, zs)]
+    np.testing.assert_array_equal(got, np.array(want, dtype=np.float32))
+    # rounding only the float64 result at the end would not do: some elements tell them apart
+    once = [run_function(m, "f", float(x), float(y), float(z))[0] for x, y, z in zip(xs, ys, zs)]
+    assert np.count_nonzero(got != np.array(once, dtype=np.float32)) > 3
+
+
+# ---- scf.while step limit ----------------------------------------------------------------------
+
+COUNTDOWN = """
+func.func @count(%n: i64) -> i64 {
+  %zero = arith.constant 0 : i64
+  %one = arith.constant 1 : i64
+  %left = scf.while (%i = %n) : (i64) -> i64 {
+    %c = arith.cmpi ne, %i, %zero : i64
+    scf.condition(%c) %i : i64
+  } do {
+  ^bb0(%j: i64):
+    %k = arith.subi %j, %one : i64
+    scf.yield %k : i64
+  }
+  func.return %left : i64
+}
+"""
+
+
+def test_while_within_the_step_limit_runs():
+    assert run_function(COUNTDOWN, "count", 50, max_while_steps=50) == (0,)
+    assert run_function(COUNTDOWN, "count", 20_000) == (0,)  # the default limit is large
+
+
+def test_while_over_the_step_limit_names_function_and_loop():
+    with pytest.raises(WhileLimitError) as e:
+        run_function(COUNTDOWN, "count", 51, max_while_steps=50)
+    msg = str(e.value)
+    assert "in function @count" in msg and "scf.while defining %left" in msg and "50 iterations" in msg
+    # a loop that never ends (counting down from -1) stops too
+    with pytest.raises(WhileLimitError):
+        run_function(COUNTDOWN, "count", -1, max_while_steps=1000)

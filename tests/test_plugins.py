@@ -4,13 +4,11 @@ PYTHONPATH of a diffc-opt subprocess)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import run_opt
 
 from diffc.diagnostics import DiffcError
 from diffc.tools.diffc_opt import load_pass_plugin, pipeline_from_mlir_syntax
@@ -79,21 +77,6 @@ def write_distribution(root: Path, dist: str, module: str, source: str, target: 
     (info / "entry_points.txt").write_text(f"[diffc.plugins]\n{dist} = {module}:{target}\n")
 
 
-def run_opt(args: list[str], pythonpath: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if pythonpath is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.pop("DIFFC_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "diffc.tools.diffc_opt", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-
-
 IR = """
 func.func @f(%x: f32) -> f32 {
   %y = "fake.cube"(%x) : (f32) -> f32
@@ -109,7 +92,7 @@ def test_entry_point_plugin_adds_pass_dialect_and_rule(tmp_path: Path):
     write_distribution(tmp_path, "fakeplug", "fakeplug_mod", PLUGIN_MODULE, "register")
     src = tmp_path / "in.mlir"
     src.write_text(IR)
-    r = run_opt([str(src), "--pass-pipeline=builtin.module(fake-count-functions{label=funcs})"], tmp_path)
+    r = run_opt([str(src), "--pass-pipeline=builtin.module(fake-count-functions{label=funcs})"], pythonpath=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "fake.funcs = 2 : i64" in r.stdout
     assert "fake.has_rule" in r.stdout
@@ -131,7 +114,7 @@ def test_without_the_distribution_neither_pass_nor_dialect_exist(tmp_path: Path)
 
 def test_broken_entry_point_plugin_is_named(tmp_path: Path):
     write_distribution(tmp_path, "brokenplug", "brokenplug_mod", BROKEN_MODULE, "register")
-    r = run_opt(["-p", "cse"], tmp_path, stdin="func.func @f() {\n  func.return\n}\n")
+    r = run_opt(["-p", "cse"], pythonpath=tmp_path, stdin="func.func @f() {\n  func.return\n}\n")
     assert r.returncode == 1
     assert "plugin 'brokenplug' (brokenplug_mod:register, entry point group diffc.plugins) failed to load" in r.stderr
     assert "RuntimeError: cannot register on purpose" in r.stderr
@@ -140,7 +123,7 @@ def test_broken_entry_point_plugin_is_named(tmp_path: Path):
 
 def test_entry_point_naming_a_missing_object(tmp_path: Path):
     write_distribution(tmp_path, "typoplug", "typoplug_mod", PLUGIN_MODULE, "regsiter")
-    r = run_opt(["-p", "cse"], tmp_path, stdin="func.func @f() {\n  func.return\n}\n")
+    r = run_opt(["-p", "cse"], pythonpath=tmp_path, stdin="func.func @f() {\n  func.return\n}\n")
     assert r.returncode == 1
     assert "plugin 'typoplug'" in r.stderr and "AttributeError" in r.stderr
     assert "Traceback" not in r.stderr

@@ -45,11 +45,30 @@ def test_int_and_float64():
         assert d.to_numpy()[1] == 1e-300
 
 
+def test_float16_storage_round_trips():
+    a = np.array([1.5, -0.0, 65504, 2.0**-24, np.inf], np.float16)
+    h = diffc.Tensor.from_numpy(a)
+    assert h.dtype == np.float16 and h.nbytes == 10
+    np.testing.assert_array_equal(h.to_numpy().view(np.uint16), a.view(np.uint16))
+    np.testing.assert_array_equal(diffc.Tensor.zeros(3, np.float16).fill(0.25).to_numpy(), [0.25] * 3)
+
+
+def test_pointers_into_tensors():
+    t = diffc.Tensor.zeros(6)
+    p = t.at(4)
+    assert p.tensor is t and p.offset == 4 and "at(4)" in repr(p)
+    assert t.at(6).offset == 6  # one past the end, as in C
+    with pytest.raises(CallError, match="outside"):
+        t.at(7)
+    with pytest.raises(CallError, match="integer"):
+        t.at(1.5)
+
+
 def test_bad_shapes_and_dtypes():
     t = diffc.Tensor.zeros((2, 2))
     with pytest.raises(CallError, match="shape"):
         t.copy_from_numpy(np.zeros(5, np.float32))
-    with pytest.raises(CallError, match="float16"):
-        diffc.Tensor.from_numpy(np.zeros(3, np.float16))
+    with pytest.raises(CallError, match="int8"):
+        diffc.Tensor.from_numpy(np.zeros(3, np.int8))
     with pytest.raises(CallError, match="negative"):
         diffc.Tensor.zeros((-1,))

@@ -17,8 +17,9 @@ class Node:
 @dataclass
 class TypeRef(Node):
     name: str
-    args: list[Any] = field(default_factory=list)  # TypeRef or int
-    dims: list[int] = field(default_factory=list)  # array sizes, outermost first
+    args: list[Any] = field(default_factory=list)  # TypeRef, int, or str (a generic int parameter)
+    dims: list[Any] = field(default_factory=list)  # array sizes (int or generic parameter name), outermost first
+    pointer: int = 0  # how many `*` follow the type
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Str(Expr):
 class Name(Expr):
     id: str
     sym: Any = field(default=None, repr=False)
+    targs: list[Any] = field(default_factory=list)  # explicit generic arguments: `f<4>(...)`, `bit_cast<uint>(x)`
 
 
 @dataclass
@@ -106,6 +108,7 @@ class Member(Expr):
     base: Expr
     name: str
     name_span: Span = (0, 0)
+    arrow: bool = False  # `p->name` (`.` works on pointers too, as in Slang)
 
 
 @dataclass
@@ -236,6 +239,8 @@ class Func(Node):
     params: list[Param]
     body: Block | None
     name_span: Span = (0, 0)
+    generic_params: list[str] = field(default_factory=list)  # `<int N, int M>`
+    mods: set[str] = field(default_factory=set)  # static, public, ...
 
 
 @dataclass
@@ -243,6 +248,7 @@ class Field(Node):
     mods: set[str]
     type: TypeRef
     name: str
+    init: Expr | None = None  # `static const T x = value;`
 
 
 @dataclass
@@ -251,6 +257,8 @@ class Struct(Node):
     bases: list[str]
     fields: list[Field]
     methods: list[Func] = field(default_factory=list)
+    generic_params: list[str] = field(default_factory=list)
+    aliases: list[Typedef] = field(default_factory=list)  # `typealias X = T;` inside the struct
 
 
 @dataclass

@@ -53,4 +53,31 @@ MATH_UNARY = {
     "round": "RoundOp",
 }
 
+# Wave intrinsics. diffc runs waves of one lane (as Slang's CPU target does): a reduction over
+# the wave is its one value, and the lane is always the first.
+WAVE_IDENTITY = {"WaveActiveMax", "WaveActiveMin", "WaveActiveSum", "WaveActiveProduct", "WaveReadLaneFirst"}
+# name -> (result type, value); types imported lazily below to keep this table plain
+WAVE_CONSTANT: dict[str, tuple] = {}
+
+# Methods of `Atomic<T>` (through a pointer or a buffer element) -> MLIR atomic_rmw kinds
+# (AtomicRMWKind values) by element kind: float, signed int, unsigned int.
+ATOMIC_KINDS: dict[str, tuple[int, int, int]] = {
+    "add": (0, 1, 1),  # addf, addi
+    "max": (3, 4, 5),  # maximumf, maxs, maxu
+    "min": (6, 7, 8),  # minimumf, mins, minu
+}
+
 SPECIAL = {"diffPair", "detach", "printf", "fwd_diff", "bwd_diff", "__fwd_diff", "__bwd_diff"}
+
+
+def _wave_constants() -> None:
+    from diffc.frontend import types as T
+
+    WAVE_CONSTANT.update({
+        "WaveIsFirstLane": (T.BOOL, 1),
+        "WaveGetLaneCount": (T.UINT, 1),
+        "WaveGetLaneIndex": (T.UINT, 0),
+    })
+
+
+_wave_constants()

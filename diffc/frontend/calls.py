@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.builtins import BUILTINS
-from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED
+from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT
+from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker import derivative_signature, err
 
 if TYPE_CHECKING:
@@ -26,6 +26,20 @@ def _count(e: A.Call, what: str, want: int | tuple[int, int]) -> None:
 
 def check_call(c: Checker, e: A.Call) -> T.Type:
     callee = e.callee
+    if isinstance(callee, A.Name) and c.lookup(callee.id) is None:
+        owner = c.func.owner if c.func is not None else None
+        if owner is not None and callee.id in owner.methods:  # a sibling method: `eval(x)` is `this.eval(x)`
+            fi = c.funcs[owner.methods[callee.id]]
+            this = None if fi.is_static else A.Name("this", span=callee.span)
+            _bind_method(e, fi, this)
+            callee = e.callee
+        elif callee.id in c.func_templates:
+            callee.id = c.instantiate_func(callee.id, callee, e.args)
+    if isinstance(callee, A.Member):
+        bound = _method_callee(c, e, callee)
+        if bound is not None:
+            return bound
+        callee = e.callee
     if isinstance(callee, A.Name) and c.lookup(callee.id) is None and callee.id not in c.funcs:
         name = callee.id
         if name in DERIV:
@@ -62,6 +76,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return T.VOID
         if name in BUILTINS:
             return _builtin(c, e, name)
+        if name in WAVE_IDENTITY or name in WAVE_CONSTANT:
+            return _wave(c, e, name)
+        if name == "bit_cast":
+            return _bit_cast(c, e, callee)
+        if name == "InterlockedAddF16Emulated":
+            return _interlocked_add(c, e, name)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
     if isinstance(callee, A.TypeExpr):
         return _constructor(c, e, c.resolve(callee.type))
@@ -95,7 +115,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             if not T.convertible(got, p.ty):
                 raise err(TYPE_MISMATCH, f"{what} expects {p.ty} for parameter '{p.name}', got {got}", a)
     caller = c.func
-    if (not f.mode and caller is not None and caller.differentiable and not fi.differentiable
+    if (not f.mode and caller is not None and caller.body_differentiated and not fi.differentiable
             and not e.no_diff and not (caller.bwd_of or caller.fwd_of)):
         for a, p in zip(e.args, params):
             if p.direction != "out" and T.is_differentiable(p.ty) and not p.no_diff and _active(a):
@@ -105,6 +125,107 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     e.kind = "call"
     e.target = (f.func, f.mode, params)
     return ret
+
+
+def _bind_method(e: A.Call, fi, this: A.Expr | None) -> None:
+    """Rewrites a method call into a call of the method's function, `this` first."""
+    e.callee = A.Name(fi.name, span=e.callee.span)
+    if this is not None:
+        e.args = [this] + list(e.args)
+
+
+def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
+    """`obj.m(...)`, `ptr->m(...)`, `S::m(...)`, `S<4>::m(...)`, and the atomic operations
+    `p.max(v)` / `buf[i].add(v)`: binds the call (returning None so the caller checks it as a
+    call of a function) or checks an atomic operation (returning its type)."""
+    if isinstance(callee.base, A.TypeExpr):
+        if callee.name in ("dzero", "dadd"):
+            return None
+        st = c.resolve(callee.base.type)
+        if not (isinstance(st, T.Struct) and callee.name in st.methods):
+            raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
+        fi = c.funcs[st.methods[callee.name]]
+        if not fi.is_static:
+            raise err(TYPE_MISMATCH, f"'{callee.name}' is not static: call it on a value", callee.name_span)
+        _bind_method(e, fi, None)
+        return None
+    bt = c.expr(callee.base)
+    if isinstance(bt, T.Pointer) and bt.atomic or (
+            isinstance(callee.base, A.Index) and isinstance(callee.base.base.ty, T.Buffer) and callee.base.base.ty.atomic):
+        return _atomic_method(c, e, callee, bt)
+    st = bt.elem if isinstance(bt, T.Pointer) else bt
+    if isinstance(st, T.Struct) and callee.name in st.methods:
+        fi = c.funcs[st.methods[callee.name]]
+        this = None
+        if not fi.is_static:
+            this = callee.base
+            if isinstance(bt, T.Pointer):
+                this = A.Unary("*", callee.base, span=callee.base.span)
+                c.expr(this)
+        _bind_method(e, fi, this)
+        return None
+    if isinstance(bt, T.Struct | T.Pointer):
+        raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
+    return None
+
+
+def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Type:
+    elem = bt.elem if isinstance(bt, T.Pointer) else bt
+    if callee.name not in ATOMIC_KINDS:
+        raise err(UNKNOWN_MEMBER, f"Atomic<{elem}> has no method '{callee.name}' (supported: "
+                  f"{', '.join(sorted(ATOMIC_KINDS))})", callee.name_span)
+    if not isinstance(elem, T.Scalar) or elem.kind == "bool":
+        raise err(UNSUPPORTED, f"atomic operations on {elem} are not supported", callee)
+    _count(e, callee.name, 1)
+    c.expect_type(e.args[0], elem)
+    e.kind = "atomic_method"
+    e.target = (callee.name, elem)
+    return elem
+
+
+def _interlocked_add(c: Checker, e: A.Call, name: str) -> T.Type:
+    """`InterlockedAddF16Emulated(ptr, value, out original)`: an atomic add of a half in memory."""
+    _count(e, name, 3)
+    pt = c.expr(e.args[0])
+    if not (isinstance(pt, T.Pointer) and not pt.by_value and pt.elem == T.HALF):
+        raise err(TYPE_MISMATCH, f"{name} needs a half*, got {pt}", e.args[0])
+    c.expect_type(e.args[1], T.HALF)
+    got = c.lvalue(e.args[2])
+    if got != T.HALF:
+        raise err(TYPE_MISMATCH, f"{name} needs a half variable for the original value, got {got}", e.args[2])
+    e.kind = "interlocked_add"
+    return T.VOID
+
+
+def _wave(c: Checker, e: A.Call, name: str) -> T.Type:
+    """Wave intrinsics over waves of one lane (as Slang's CPU target runs them)."""
+    e.kind = "wave"
+    e.target = name
+    if name in WAVE_CONSTANT:
+        _count(e, name, 0)
+        return WAVE_CONSTANT[name][0]
+    _count(e, name, 1)
+    t = c.expr(e.args[0])
+    if not T.is_numeric(t):
+        raise err(TYPE_MISMATCH, f"{name} needs a number, got {t}", e.args[0])
+    return t
+
+
+def _bit_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
+    _count(e, "bit_cast", 1)
+    if len(callee.targs) != 1 or not isinstance(callee.targs[0], A.TypeRef):
+        raise err(ARG_COUNT, "bit_cast needs one type argument: bit_cast<T>(value)", callee)
+    dst = c.resolve(callee.targs[0])
+    src = c.expr(e.args[0])
+    if not (isinstance(src, T.Scalar) and isinstance(dst, T.Scalar)) or _bits(src) != _bits(dst):
+        raise err(TYPE_MISMATCH, f"bit_cast from {src} to {dst}: both must be scalars of the same size", e)
+    e.kind = "bitcast"
+    e.target = dst
+    return dst
+
+
+def _bits(t: T.Scalar) -> int:
+    return {"half": 16, "float": 32, "int": 32, "uint": 32, "double": 64, "bool": 1}[t.kind]
 
 
 def _active(a: A.Expr) -> bool:

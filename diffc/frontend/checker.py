@@ -14,6 +14,8 @@ from diffc.frontend.errors import (
     ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     UNSUPPORTED, FrontendError,
 )
+from diffc.frontend.generics import infer, instance_name, substitute
+from diffc.frontend.parser import SCALAR_ALIASES
 
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 SWIZZLE = {"x": 0, "y": 1, "z": 2, "w": 3, "r": 0, "g": 1, "b": 2, "a": 3}
@@ -26,6 +28,7 @@ class PInfo:
     ty: T.Type
     direction: str  # in, out, inout
     no_diff: bool = False
+    semantic: str | None = None  # `: SV_DispatchThreadID`
 
 
 @dataclass
@@ -41,10 +44,17 @@ class FuncInfo:
     bwd_of: str | None = None  # this function is the custom backward derivative of bwd_of
     fwd_of: str | None = None
     locals: list = field(default_factory=list)
+    owner: T.Struct | None = None  # the struct of a method (its first parameter is `this` unless static)
+    is_static: bool = False
 
     @property
     def differentiable(self) -> bool:
         return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom)
+
+    @property
+    def body_differentiated(self) -> bool:
+        """Whether derivatives are generated from the body (not only given as custom ones)."""
+        return bool(DIFF_ATTRS & set(self.attrs))
 
     @property
     def backward(self) -> bool:
@@ -57,6 +67,7 @@ class Local:
     ty: T.Type
     mutable: bool
     is_global: bool = False
+    value: A.Expr | None = None  # a `static const` with its value: lowered where it is used
 
 
 def err(code: str, msg: str, node: A.Node | tuple[int, int]):
@@ -98,16 +109,43 @@ class Checker:
         self.funcs: dict[str, FuncInfo] = {}
         self.scopes: list[dict[str, Local]] = [{}]
         self.func: FuncInfo | None = None
+        self.struct_templates: dict[str, A.Struct] = {}
+        self.func_templates: dict[str, A.Func] = {}
+        self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
+        self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
+        self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
 
     # ---- types ----
     def resolve(self, t: A.TypeRef) -> T.Type:
-        ty = self._resolve_base(t)
+        if t.pointer:
+            ty = self._pointer(t)
+        else:
+            ty = self._resolve_base(t)
         for n in reversed(t.dims):
+            if not isinstance(n, int):
+                raise err(UNDEFINED, f"array size '{n}' is not a compile-time int", t)
             ty = T.Array(ty, n)
         return ty
 
+    def _pointer(self, t: A.TypeRef) -> T.Pointer:
+        if t.pointer > 1:
+            raise err(UNSUPPORTED, "pointers to pointers are not supported", t)
+        if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
+            p = T.Pointer(self.resolve(t.args[0]), True)
+        else:
+            p = T.Pointer(self._resolve_base(A.TypeRef(t.name, t.args, span=t.span)))
+        if not p.by_value and T.pointee_scalar(p.elem) is None:
+            raise err(UNSUPPORTED, f"pointer to {p.elem}: a pointee must be laid out as scalars of one type "
+                      "(a struct may hold pointers only as a whole, passed by value)", t)
+        return p
+
     def _resolve_base(self, t: A.TypeRef) -> T.Type:
-        n = t.name
+        n = SCALAR_ALIASES.get(t.name, t.name)
+        for scope in reversed(self.alias_scopes):
+            if n in scope:
+                return scope[n]
+        if n in self.struct_templates:
+            return self.instantiate_struct(n, t)
         if n.endswith(".Differential"):
             base = self._resolve_base(A.TypeRef(n[: -len(".Differential")], t.args, span=t.span))
             if not T.is_differentiable(base):
@@ -154,18 +192,21 @@ class Checker:
 
     # ---- program ----
     def check_program(self, prog: A.Program) -> None:
+        top: list[FuncInfo] = []
         for d in prog.decls:
             if isinstance(d, A.Struct):
-                s = T.Struct(d.name, differentiable="IDifferentiable" in d.bases)
-                self.structs[d.name] = s
-                s.fields = [(f.name, self.resolve(f.type), "no_diff" in f.mods) for f in d.fields]
-                s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
-                if d.methods:
-                    raise err(UNSUPPORTED, "methods in structs are not supported", d.methods[0].name_span)
+                if d.generic_params:
+                    self.struct_templates[d.name] = d
+                else:
+                    self.declare_struct(d, d.name)
             elif isinstance(d, A.Typedef):
                 self.typedefs[d.name] = self.resolve(d.type)
             elif isinstance(d, A.Global):
                 ty = self.resolve(d.type)
+                if "static" in d.mods and "const" in d.mods and d.init is not None and T.is_numeric(ty):
+                    self.expect_type(d.init, ty)
+                    self.scopes[0][d.name] = Local(d.name, ty, False, value=d.init)
+                    continue
                 self.declare(d.name, ty, isinstance(ty, T.Buffer) or "static" in d.mods and "const" not in d.mods, True)
                 if d.init is not None:
                     self.expect_type(d.init, ty)
@@ -174,52 +215,157 @@ class Checker:
                 if prev is not None and prev.decl is not None and prev.decl.body is not None and d.body is not None:
                     raise err(UNSUPPORTED, f"function '{d.name}' is defined twice (overloading is not supported)",
                               d.name_span)
-                self.funcs[d.name] = self.func_info(d)
-        for f in self.funcs.values():  # custom-derivative links, both directions
-            for key, attr in f.attrs.items():
-                if key in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
-                    target = self.attr_func(attr)
-                    if key == "ForwardDerivative":
-                        f.fwd_custom = target
-                    elif key == "BackwardDerivative":
-                        f.bwd_custom = target
-                    elif key == "ForwardDerivativeOf":
-                        self.funcs[target].fwd_custom, f.fwd_of = f.name, target
-                    else:
-                        self.funcs[target].bwd_custom, f.bwd_of = f.name, target
-        for f in list(self.funcs.values()):
-            if f.bwd_custom:
-                self.funcs[f.bwd_custom].bwd_of = f.name
-            if f.fwd_custom:
-                self.funcs[f.fwd_custom].fwd_of = f.name
-        for d in prog.decls:
-            if isinstance(d, A.Func) and d.body is not None:
-                self.check_func(self.funcs[d.name], d)
+                if d.generic_params:
+                    self.func_templates[d.name] = d
+                else:
+                    top.append(self.add_func(self.func_info(d)))
+        for f in top:
+            self.link_derivatives(f, None)
+        while self.pending:
+            f = self.pending.pop(0)
+            self.check_func(f, f.decl)  # type: ignore[arg-type]
 
-    def attr_func(self, attr: A.Attr) -> str:
+    def add_func(self, f: FuncInfo) -> FuncInfo:
+        self.funcs[f.name] = f
+        if f.decl is not None and f.decl.body is not None:
+            self.func_order.append(f)
+            self.pending.append(f)
+        return f
+
+    def link_derivatives(self, f: FuncInfo, owner: T.Struct | None) -> None:
+        """Custom-derivative links, both directions; a method's attribute names a sibling method."""
+        for key, attr in f.attrs.items():
+            if key not in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
+                continue
+            target = self.attr_func(attr, owner)
+            if key == "ForwardDerivative":
+                f.fwd_custom, self.funcs[target].fwd_of = target, f.name
+            elif key == "BackwardDerivative":
+                f.bwd_custom, self.funcs[target].bwd_of = target, f.name
+            elif key == "ForwardDerivativeOf":
+                self.funcs[target].fwd_custom, f.fwd_of = f.name, target
+            else:
+                self.funcs[target].bwd_custom, f.bwd_of = f.name, target
+
+    def attr_func(self, attr: A.Attr, owner: T.Struct | None = None) -> str:
         if len(attr.args) != 1 or not isinstance(attr.args[0], A.Name):
             raise err(ARG_COUNT, f"[{attr.name}] takes one function name", attr)
         name = attr.args[0].id
+        if owner is not None and name in owner.methods:
+            return owner.methods[name]
         if name not in self.funcs:
             raise err(UNDEFINED, f"undefined function '{name}' in [{attr.name}]", attr.args[0])
         return name
 
-    def func_info(self, d: A.Func) -> FuncInfo:
+    def func_info(self, d: A.Func, owner: T.Struct | None = None, name: str | None = None) -> FuncInfo:
         params = []
+        is_static = "static" in d.mods
+        if owner is not None and not is_static:
+            mutating = any(a.name == "mutating" for a in d.attrs)
+            params.append(PInfo("this", owner, "inout" if mutating else "in", not owner.differentiable))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
-            params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods))
-        return FuncInfo(d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
-                        {a.name: a for a in d.attrs})
+            params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
+        return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
+                        {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 
     def check_func(self, f: FuncInfo, d: A.Func) -> None:
         self.func = f
+        if f.owner is not None:
+            self.alias_scopes.append(f.owner.aliases)
         self.scopes.append({})
-        f.locals = [self.declare(p.name, p.ty, True) for p in f.params]
+        f.locals = [self.declare(p.name, p.ty, p.name != "this" or p.direction != "in") for p in f.params]
         assert d.body is not None
         self.stmt(d.body)
         self.scopes.pop()
+        if f.owner is not None:
+            self.alias_scopes.pop()
         self.func = None
+
+    # ---- structs, methods and generic instances ----
+    def outside_functions(self):
+        """Saves the checker's position in a function body so a declaration (a struct or function
+        instance met while checking one) is checked at the top level; `restore` undoes it."""
+        saved = (self.scopes, self.func, self.alias_scopes)
+        self.scopes, self.func, self.alias_scopes = [self.scopes[0]], None, []
+        return saved
+
+    def restore(self, saved) -> None:
+        self.scopes, self.func, self.alias_scopes = saved
+
+    def declare_struct(self, d: A.Struct, name: str, template=None) -> T.Struct:
+        s = T.Struct(name, differentiable="IDifferentiable" in d.bases, template=template)
+        self.structs[name] = s
+        saved = self.outside_functions()
+        self.alias_scopes.append(s.aliases)
+        for a in d.aliases:
+            s.aliases[a.name] = self.resolve(a.type)
+        for f in d.fields:
+            ty = self.resolve(f.type)
+            if "static" in f.mods:
+                if "const" not in f.mods or f.init is None or not T.is_numeric(ty):
+                    raise err(UNSUPPORTED, "a static field must be a 'static const' number with a value", f)
+                self.expect_type(f.init, ty)
+                s.statics[f.name] = Local(f.name, ty, False, value=f.init)
+            elif f.init is not None:
+                raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
+            else:
+                s.fields.append((f.name, ty, "no_diff" in f.mods))
+        s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
+        for m in d.methods:
+            if m.generic_params:
+                raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)
+            s.methods[m.name] = f"{name}_{m.name}"
+        infos = [self.add_func(self.func_info(m, s, s.methods[m.name])) for m in d.methods]
+        for f in infos:
+            self.link_derivatives(f, s)
+        self.restore(saved)
+        return s
+
+    def instantiate_struct(self, name: str, t: A.TypeRef) -> T.Struct:
+        d = self.struct_templates[name]
+        if len(t.args) != len(d.generic_params):
+            raise err(ARG_COUNT, f"'{name}' takes {len(d.generic_params)} generic arguments, got {len(t.args)}", t)
+        for a in t.args:
+            if not isinstance(a, int):
+                raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int", t)
+        values = tuple(t.args)
+        iname = instance_name(name, values)
+        if iname not in self.structs:
+            inst = substitute(d, dict(zip(d.generic_params, values)))
+            inst.generic_params = []
+            self.declare_struct(inst, iname, (name, values))
+        return self.structs[iname]
+
+    def instantiate_func(self, name: str, callee: A.Name, args: list[A.Expr]) -> str:
+        """The instance of generic function `name` a call needs: explicit arguments first, the rest
+        inferred from the argument types."""
+        d = self.func_templates[name]
+        params = d.generic_params
+        if len(callee.targs) > len(params):
+            raise err(ARG_COUNT, f"'{name}' takes {len(params)} generic arguments, got {len(callee.targs)}", callee)
+        env: dict[str, int] = {}
+        for p, a in zip(params, callee.targs):
+            if not isinstance(a, int):
+                raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int", callee)
+            env[p] = a
+        for pd, a in zip(d.params, args):
+            if not isinstance(a, A.InitList):
+                infer(pd.type, self.expr(a), params, env)
+        missing = [p for p in params if p not in env]
+        if missing:
+            raise err(TYPE_MISMATCH, f"cannot infer generic parameter '{missing[0]}' of '{name}' from the "
+                      f"arguments: give it explicitly ({name}<...>(...))", callee)
+        values = tuple(env[p] for p in params)
+        iname = instance_name(name, values)
+        if iname not in self.funcs:
+            inst = substitute(d, env)
+            inst.generic_params, inst.name = [], iname
+            saved = self.outside_functions()
+            f = self.add_func(self.func_info(inst))
+            self.link_derivatives(f, None)
+            self.restore(saved)
+        return iname
 
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:
@@ -345,9 +491,24 @@ class Checker:
             if loc is not None:
                 e.sym = loc
                 return loc.ty
+            owner = self.func.owner if self.func is not None else None
+            if owner is not None:
+                if e.id in owner.statics:
+                    e.sym = owner.statics[e.id]
+                    return e.sym.ty
+                if owner.field(e.id) is not None and not self.func.is_static:  # type: ignore[union-attr]
+                    _as_this_member(e)
+                    return self._expr(e)
+                if e.id in owner.methods:
+                    return T.FuncRef(owner.methods[e.id])
             if e.id in self.funcs:
                 return T.FuncRef(e.id)
             raise err(UNDEFINED, f"undefined name '{e.id}'", e)
+        if isinstance(e, A.Unary) and e.op == "*":
+            t = self.expr(e.operand)
+            if not isinstance(t, T.Pointer):
+                raise err(TYPE_MISMATCH, f"'*' needs a pointer, got {t}", e.operand)
+            return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
             if e.op == "!":
@@ -401,6 +562,8 @@ class Checker:
 
     def binary(self, e: A.Binary) -> T.Type:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
+        if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
+            return self.pointer_arith(e, a, b)
         if e.op in ("&&", "||"):
             for x, t in ((e.lhs, a), (e.rhs, b)):
                 if not T.convertible(t, T.BOOL):
@@ -415,11 +578,28 @@ class Checker:
             raise err(TYPE_MISMATCH, f"operator '{e.op}' needs integers, got {a} and {b}", e)
         return c
 
+    def pointer_arith(self, e: A.Binary, a: T.Type, b: T.Type) -> T.Type:
+        """`p + i`, `i + p`, `p - i`: a pointer moved by i elements."""
+        p, i = (a, b) if isinstance(a, T.Pointer) else (b, a)
+        ok = e.op == "+" or (e.op == "-" and p is a)
+        if not (ok and isinstance(i, T.Scalar) and i.kind in ("int", "uint")):
+            raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {a} and {b}", e)
+        if p.by_value:  # type: ignore[union-attr]
+            raise err(UNSUPPORTED, f"arithmetic on {p}: a pointer to a struct that holds pointers is passed "
+                      "by value, so only '->', '(*p).f' and 'p[0]' work on it", e)
+        return p
+
     def lvalue(self, e: A.Expr) -> T.Type:
-        base = e
-        while isinstance(base, A.Member | A.Index):
-            base = base.base
         t = self.expr(e)
+        base = e
+        while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
+            inner = base.operand if isinstance(base, A.Unary) else base.base
+            if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer
+                if inner.ty.by_value:
+                    raise err(UNSUPPORTED, f"cannot write through {inner.ty}: a pointer to a struct that holds "
+                              "pointers is passed by value", e)
+                return t
+            base = inner
         if isinstance(base, A.Name) and isinstance(base.sym, Local):
             if not base.sym.mutable:
                 raise err(TYPE_MISMATCH, f"cannot assign to '{base.id}': it is a 'let' or const", e)
@@ -428,8 +608,18 @@ class Checker:
 
     def member(self, e: A.Member) -> T.Type:
         if isinstance(e.base, A.TypeExpr):
+            st = self.resolve(e.base.type)
+            if isinstance(st, T.Struct) and e.name in st.statics:  # `Optimizer::learningRate`
+                e.static = st.statics[e.name]  # type: ignore[attr-defined]
+                return e.static.ty  # type: ignore[attr-defined]
             raise err(UNKNOWN_MEMBER, f"'{e.base.type.name}.{e.name}' must be called", e)
         t = self.expr(e.base)
+        if isinstance(t, T.Pointer):
+            if isinstance(t.elem, T.Struct) and t.elem.field(e.name) is not None:
+                return t.elem.field(e.name)[1]  # type: ignore[index]
+            raise err(UNKNOWN_MEMBER, f"type {t.elem} has no member '{e.name}'", e.name_span)
+        if e.arrow:
+            raise err(TYPE_MISMATCH, f"'->' needs a pointer, got {t}", e.base)
         if isinstance(t, T.Pair):
             if e.name in ("p", "primal", "getPrimal"):
                 return t.elem
@@ -455,9 +645,22 @@ class Checker:
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
         if isinstance(t, T.Array | T.Buffer):
             return t.elem
+        if isinstance(t, T.Pointer):
+            if t.by_value and not (isinstance(e.index, A.Num) and e.index.value == 0):
+                raise err(UNSUPPORTED, f"indexing {t} with anything but 0: a pointer to a struct that holds "
+                          "pointers is passed by value, so only '->', '(*p).f' and 'p[0]' work on it", e.index)
+            return t.elem
         if isinstance(t, T.Vector):
             return t.elem
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
+
+
+def _as_this_member(e: A.Name) -> None:
+    """Turns a bare field name inside a method into `this.name`, in place (the parent keeps its
+    reference to this node)."""
+    name, span = e.id, e.span
+    e.__class__ = A.Member  # type: ignore[assignment]
+    e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
 
 
 def constant_trip(s: A.For) -> tuple[str, int, int, int, bool] | None:

@@ -86,6 +86,8 @@ class Lowering(ExprLowering, CallLowering):
         ops = []
         for d in prog.decls:
             if isinstance(d, A.Global):
+                if self.c.scopes[0][d.name].value is not None:
+                    continue  # a `static const`: its value is lowered where it is used
                 t = self.c.scopes[0][d.name].ty
                 if not isinstance(t, T.Buffer):
                     raise err(UNSUPPORTED, "only RWStructuredBuffer globals are supported", d)
@@ -93,7 +95,7 @@ class Lowering(ExprLowering, CallLowering):
                 if t.atomic:
                     g.attributes["diffc.atomic"] = UnitAttr()
                 ops.append(g)
-        infos = [self.funcs[d.name] for d in prog.decls if isinstance(d, A.Func) and d.body is not None]
+        infos = self.c.func_order  # functions, methods and generic instances
         for f in infos:
             self.func_ops[f.name] = self.declare_func(f)
         for f in infos:
@@ -126,8 +128,8 @@ class Lowering(ExprLowering, CallLowering):
                     add(arg_types, arg_attrs, p.ty, p.no_diff)
         else:
             add(res_types, res_attrs, f.ret, f.ret_no_diff)
-            for p, d in zip(f.params, f.decl.params):  # type: ignore[union-attr]
-                extra = {"diffc.semantic": StringAttr(d.semantic)} if d.semantic else None
+            for p in f.params:
+                extra = {"diffc.semantic": StringAttr(p.semantic)} if p.semantic else None
                 if p.direction != "out":
                     add(arg_types, arg_attrs, p.ty, p.no_diff, extra)
             for p in f.params:

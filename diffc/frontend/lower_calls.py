@@ -3,14 +3,14 @@ Slang's write-back of `.d`), diffPair, detach, intrinsics, constructors, dzero/d
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, math, vector
-from xdsl.dialects.builtin import FloatAttr, FunctionType, UnitAttr
+from xdsl.dialects import arith, func, math, memref, vector
+from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.builtins import MATH_UNARY
+from diffc.frontend.builtins import ATOMIC_KINDS, MATH_UNARY, WAVE_CONSTANT
 from diffc.frontend.checker import derivative_signature, err
 from diffc.frontend.errors import UNSUPPORTED
 
@@ -40,6 +40,21 @@ class CallLowering:
             return [self.v(arith.AddfOp(x, y)) for x, y in zip(a, b)]
         if k == "call":
             return self.user_call(e)
+        if k == "atomic_method":
+            return self.atomic_method(e)
+        if k == "interlocked_add":
+            buf, off = self.expr(e.args[0])
+            (x,) = self.lower_as(e.args[1], T.HALF)
+            self.store(e.args[2], [self.atomic_rmw(0, x, buf, off)])  # addf
+            return []
+        if k == "wave":
+            if e.target in WAVE_CONSTANT:
+                ty, value = WAVE_CONSTANT[e.target]
+                return self.const(value, ty)
+            return self.lower_as(e.args[0], e.ty)
+        if k == "bitcast":
+            (x,) = self.expr(e.args[0])
+            return [self.v(arith.BitcastOp(x, T.ir_scalar(e.target)))]
         raise err(UNSUPPORTED, "a function used as a value must be called", e)
 
     # ---- user functions and their derivatives ----
@@ -128,6 +143,26 @@ class CallLowering:
         self.func_ops[name] = op
         self.extra_funcs.append(op)
         return name
+
+    # ---- atomics ----
+    def atomic_rmw(self, kind: int, x: SSAValue, buf: SSAValue, idx: SSAValue) -> SSAValue:
+        op = memref.AtomicRMWOp.build(operands=[x, buf, [idx]], result_types=[x.type],
+                                      properties={"kind": IntegerAttr(kind, 64)})
+        return self.v(op)
+
+    def atomic_method(self, e: A.Call) -> list[SSAValue]:
+        """`p.max(v)` on an `Atomic<T>*`, `buf[i].add(v)` on a buffer of atomics: the old value."""
+        name, elem = e.target
+        base = e.callee.base
+        if isinstance(base.ty, T.Pointer):
+            buf, idx = self.expr(base)
+        else:
+            (buf,) = self.expr(base.base)
+            idx = self.index_value(base.index)
+        (x,) = self.lower_as(e.args[0], elem)
+        kinds = ATOMIC_KINDS[name]
+        kind = kinds[0] if T.is_float_scalar(elem) else kinds[2] if elem == T.UINT else kinds[1]
+        return [self.atomic_rmw(kind, x, buf, idx)]
 
     # ---- constructors ----
     def ctor(self, e: A.Call) -> list[SSAValue]:

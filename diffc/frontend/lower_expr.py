@@ -55,6 +55,8 @@ class ExprLowering:
         if isinstance(t, T.Pair):
             return [self.v(diff.MakePairOp(x, self.zero_of(x.type))) if isinstance(x.type, diff.PairType)
                     or carries else x for x, carries in zip(self.const(value, t.elem), [c for _, c in T.leaves(t.elem)])]
+        if isinstance(t, T.Void):
+            return []
         raise TypeError(t)
 
     def zero_of(self, ir) -> SSAValue:
@@ -170,6 +172,8 @@ class ExprLowering:
             return self.const(int(e.value), T.BOOL)
         if isinstance(e, A.Name):
             return self.read_name(e)
+        if isinstance(e, A.Unary) and e.op == "*":
+            return self.deref(e.operand, None, e.ty)
         if isinstance(e, A.Unary):
             (x,) = self.expr(e.operand)
             if e.op == "+":
@@ -207,6 +211,8 @@ class ExprLowering:
     def read_name(self, e: A.Name) -> list[SSAValue]:
         sym = e.sym
         assert isinstance(sym, Local)
+        if sym.value is not None:  # a `static const`
+            return self.lower_as(sym.value, sym.ty)
         if sym.is_global:
             t = sym.ty
             assert isinstance(t, T.Buffer)
@@ -222,6 +228,8 @@ class ExprLowering:
         return [self.v(cls(a[0], b[0]))]
 
     def binary(self, e: A.Binary) -> list[SSAValue]:
+        if isinstance(e.ty, T.Pointer):
+            return self.pointer_arith(e)
         if e.op in ("&&", "||"):  # both sides are evaluated: conditions have no side effects here
             (a,) = self.lower_as(e.lhs, T.BOOL)
             (b,) = self.lower_as(e.rhs, T.BOOL)
@@ -272,10 +280,94 @@ class ExprLowering:
         (i,) = self.expr(e)
         return self.v(arith.IndexCastOp(i, IndexType()))
 
+    # ---- pointers: (memref of scalars, index offset in scalars) ----
+    def index_const(self, k: int) -> SSAValue:
+        return self.v(arith.ConstantOp(IntegerAttr(k, IndexType())))
+
+    def offset_by(self, off: SSAValue, k: int) -> SSAValue:
+        return off if k == 0 else self.v(arith.AddiOp(off, self.index_const(k)))
+
+    def load_mem(self, buf: SSAValue, off: SSAValue, t: T.Type) -> list[SSAValue]:
+        """The leaves of a value of type t stored as consecutive scalars at buf[off...]."""
+        if isinstance(t, T.Scalar):
+            return [self.v(memref.LoadOp.get(buf, [off]))]
+        if isinstance(t, T.Vector):
+            return self.build_vector([self.load_mem(buf, self.offset_by(off, k), t.elem)[0] for k in range(t.n)], t)
+        out: list[SSAValue] = []
+        for k, ft in self.mem_parts(t):
+            out += self.load_mem(buf, self.offset_by(off, k), ft)
+        return out
+
+    def store_mem(self, buf: SSAValue, off: SSAValue, t: T.Type, vals: list[SSAValue]) -> None:
+        if isinstance(t, T.Scalar):
+            self.emit(memref.StoreOp.get(vals[0], buf, [off]))
+            return
+        if isinstance(t, T.Vector):
+            el = T.ir_scalar(t.elem)
+            for k in range(t.n):
+                comp = self.v(vector.ExtractOp(vals[0], [k], el))
+                self.emit(memref.StoreOp.get(comp, buf, [self.offset_by(off, k)]))
+            return
+        for k, ft in self.mem_parts(t):
+            n = T.leaf_count(ft)
+            self.store_mem(buf, self.offset_by(off, k), ft, vals[:n])
+            vals = vals[n:]
+
+    @staticmethod
+    def mem_parts(t: T.Type) -> list[tuple[int, T.Type]]:
+        """(scalar offset, type) of each element of an array or field of a struct."""
+        if isinstance(t, T.Array):
+            size = len(T.scalar_leaves(t.elem) or [])
+            return [(i * size, t.elem) for i in range(t.n)]
+        assert isinstance(t, T.Struct)
+        out, k = [], 0
+        for _, ft, _ in t.fields:
+            out.append((k, ft))
+            k += len(T.scalar_leaves(ft) or [])
+        return out
+
+    def pointer_at(self, p: A.Expr, index: A.Expr | None) -> tuple[SSAValue, SSAValue]:
+        """The memref and offset of `p[index]` (of `*p` when index is None)."""
+        buf, off = self.expr(p)
+        if index is not None:
+            size = len(T.scalar_leaves(p.ty.elem) or [])  # type: ignore[union-attr]
+            i = self.index_value(index)
+            if size != 1:
+                i = self.v(arith.MuliOp(i, self.index_const(size)))
+            off = self.v(arith.AddiOp(off, i))
+        return buf, off
+
+    def deref(self, p: A.Expr, index: A.Expr | None, t: T.Type) -> list[SSAValue]:
+        if p.ty.by_value:  # type: ignore[union-attr]
+            return self.expr(p)  # the struct itself (the checker allows only p[0])
+        buf, off = self.pointer_at(p, index)
+        return self.load_mem(buf, off, t)
+
+    def pointer_arith(self, e: A.Binary) -> list[SSAValue]:
+        p, i = (e.lhs, e.rhs) if isinstance(e.lhs.ty, T.Pointer) else (e.rhs, e.lhs)
+        if e.op == "-":
+            i = A.Unary("-", i, span=i.span, ty=i.ty)
+        return list(self.pointer_at(p, i))
+
+    def pointer_field(self, e: A.Member) -> tuple[SSAValue, SSAValue, T.Type]:
+        t = e.base.ty
+        assert isinstance(t, T.Pointer) and isinstance(t.elem, T.Struct)
+        i, ft, _ = t.elem.field(e.name)  # type: ignore[misc]
+        buf, off = self.expr(e.base)
+        return buf, self.offset_by(off, self.mem_parts(t.elem)[i][0]), ft
+
     # ---- members and indexing ----
     def member(self, e: A.Member) -> list[SSAValue]:
-        base = self.expr(e.base)
+        static = getattr(e, "static", None)
+        if static is not None:  # a struct's `static const`
+            return self.lower_as(static.value, static.ty)
         t = e.base.ty
+        if isinstance(t, T.Pointer) and not t.by_value:
+            buf, off, ft = self.pointer_field(e)
+            return self.load_mem(buf, off, ft)
+        if isinstance(t, T.Pointer):
+            t = t.elem
+        base = self.expr(e.base)
         if isinstance(t, T.Pair):
             ps, ds = self.pair_parts(base, t.elem)
             return ps if e.name in ("p", "primal", "getPrimal") else ds
@@ -292,6 +384,8 @@ class ExprLowering:
 
     def index(self, e: A.Index) -> list[SSAValue]:
         t = e.base.ty
+        if isinstance(t, T.Pointer):
+            return self.deref(e.base, e.index, e.ty)
         if isinstance(t, T.Buffer):
             (buf,) = self.expr(e.base)
             return [self.v(memref.LoadOp.get(buf, [self.index_value(e.index)]))]
@@ -321,6 +415,18 @@ class ExprLowering:
         """Writes `vals` into an lvalue, rebuilding the enclosing aggregate value."""
         if isinstance(target, A.Name):
             self.binding(target.sym).values = list(vals)  # type: ignore[attr-defined]
+            return
+        if isinstance(target, A.Unary) and target.op == "*":
+            buf, off = self.pointer_at(target.operand, None)
+            self.store_mem(buf, off, target.ty, vals)
+            return
+        if isinstance(target, A.Member) and isinstance(target.base.ty, T.Pointer):
+            buf, off, ft = self.pointer_field(target)
+            self.store_mem(buf, off, ft, vals)
+            return
+        if isinstance(target, A.Index) and isinstance(target.base.ty, T.Pointer):
+            buf, off = self.pointer_at(target.base, target.index)
+            self.store_mem(buf, off, target.ty, vals)
             return
         if isinstance(target, A.Member):
             t = target.base.ty

@@ -5,14 +5,18 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend.errors import SYNTAX, UNDEFINED, FrontendError
+from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
+# Fixed-width spellings of the scalars (Slang's stdint-style names).
+SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
+                  "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
-GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"}
+VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
+GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
 
 KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
             "default", "no_diff", "true", "false", "let", "var", "const"}
@@ -32,7 +36,7 @@ ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 
 
 def is_builtin_type_name(name: str) -> bool:
-    return name in SCALARS or name in GENERIC_TYPES or bool(_VEC.match(name))
+    return name in SCALARS or name in SCALAR_ALIASES or name in GENERIC_TYPES or bool(_VEC.match(name))
 
 
 class Parser:
@@ -41,6 +45,7 @@ class Parser:
         self.toks = tokenize(text, filename)
         self.i = 0
         self.type_names: set[str] = set()
+        self.generic_structs: set[str] = set()
 
     # ---- token helpers ----
     @property
@@ -140,18 +145,38 @@ class Parser:
         while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"}:
             mods.add(self.tok.text)
             self.i += 1
-        t = self.type_ref()
+        if self.at("struct"):
+            return self.struct()
+        t = self.array_dims(self.type_ref())
         name = self.ident("a name")
-        if self.at("("):
+        if self.at("(") or self.at("<"):
             return self.function(attrs, mods, t, name, start)
         init = self.expr() if self.accept("=") else None
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
 
+    def generic_params(self) -> list[str]:
+        """`<int N, int M>` after a struct or function name: int value parameters only."""
+        names = []
+        if self.accept("<"):
+            while True:
+                kind = self.ident("'int'")
+                if kind.text not in ("int", "uint"):
+                    raise FrontendError(UNSUPPORTED, "only 'int' generic value parameters are supported",
+                                        kind.start, kind.end)
+                names.append(self.ident("a generic parameter name").text)
+                if not self.accept(","):
+                    break
+            self.expect(">")
+        return names
+
     def struct(self) -> A.Struct:
         start = self.expect("struct").start
         name = self.ident("a struct name")
         self.type_names.add(name.text)
+        gparams = self.generic_params()
+        if gparams:
+            self.generic_structs.add(name.text)
         bases = []
         if self.accept(":"):
             bases.append(self.ident("an interface name").text)
@@ -160,29 +185,42 @@ class Parser:
         self.expect("{")
         fields: list[A.Field] = []
         methods: list[A.Func] = []
+        aliases: list[A.Typedef] = []
         while not self.accept("}"):
             fstart = self.tok.start
+            if self.tok.kind == "eof":
+                self.error("expected '}'")
             attrs = self.attributes()
             mods = set()
             while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
                 mods.add(self.tok.text)
                 self.i += 1
-            t = self.type_ref()
+            if self.accept("typealias"):
+                aname = self.ident("a type name")
+                self.expect("=")
+                at = self.array_dims(self.type_ref())
+                self.expect(";")
+                self.type_names.add(aname.text)
+                aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))
+                continue
+            t = self.array_dims(self.type_ref())
             fname = self.ident("a field name")
-            if self.at("("):
+            if self.at("(") or self.at("<"):
                 methods.append(self.function(attrs, mods, t, fname, fstart))
                 continue
             while True:
                 ft = self.array_dims(t)
-                fields.append(A.Field(mods, ft, fname.text, span=self.span_from(fstart)))
+                init = self.assignment() if self.accept("=") else None
+                fields.append(A.Field(mods, ft, fname.text, init, span=self.span_from(fstart)))
                 if not self.accept(","):
                     break
                 fname = self.ident("a field name")
             self.expect(";")
         self.accept(";")
-        return A.Struct(name.text, bases, fields, methods, span=self.span_from(start))
+        return A.Struct(name.text, bases, fields, methods, gparams, aliases, span=self.span_from(start))
 
     def function(self, attrs, ret_mods, ret, name: Token, start: int) -> A.Func:
+        gparams = self.generic_params()
         self.expect("(")
         params: list[A.Param] = []
         if not self.at(")"):
@@ -192,7 +230,7 @@ class Parser:
                 while self.tok.kind == "ident" and self.tok.text in PARAM_MODS:
                     mods.add(self.tok.text)
                     self.i += 1
-                pt = self.type_ref()
+                pt = self.array_dims(self.type_ref())
                 pname = self.ident("a parameter name")
                 pt = self.array_dims(pt)
                 semantic = self.ident("a semantic").text if self.accept(":") else None
@@ -204,7 +242,8 @@ class Parser:
             self.ident("a semantic")
         body = None if self.accept(";") else self.block()
         return A.Func(attrs, ret_mods, ret, name.text, params, body,
-                      span=self.span_from(start), name_span=(name.start, name.end))
+                      span=self.span_from(start), name_span=(name.start, name.end),
+                      generic_params=gparams, mods=set(ret_mods))
 
     # ---- types ----
     def type_ref(self) -> A.TypeRef:
@@ -215,36 +254,52 @@ class Parser:
             raise FrontendError(UNDEFINED, f"unknown type '{t.text}'", t.start, t.end)
         self.i += 1
         args: list = []
-        if self.at("<") and t.text in GENERIC_TYPES:
-            self.i += 1
-            while True:
-                if self.tok.kind == "int":
-                    args.append(self.tok.value)
-                    self.i += 1
-                else:
-                    args.append(self.type_ref())
-                if not self.accept(","):
-                    break
-            self.expect(">")
+        if self.at("<") and (t.text in GENERIC_TYPES or t.text in self.generic_structs):
+            args = self.generic_args()
         name = t.text
         while self.at(".") and self.peek().text == "Differential":
             self.i += 2
             name += ".Differential"
-        return A.TypeRef(name, args, span=self.span_from(t.start))
+        pointer = 0
+        while self.at("*") and (self.peek().kind == "ident" or self.peek().text in (")", ",", ">", "*", ">>")):
+            self.i += 1
+            pointer += 1
+        return A.TypeRef(name, args, pointer=pointer, span=self.span_from(t.start))
+
+    def generic_args(self) -> list:
+        """`<4, T, N>`: ints, types, and names of generic int parameters (kept as str)."""
+        self.expect("<")
+        args: list = []
+        while True:
+            if self.tok.kind == "int":
+                args.append(self.tok.value)
+                self.i += 1
+            elif self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
+                args.append(self.tok.text)
+                self.i += 1
+            else:
+                args.append(self.type_ref())
+            if not self.accept(","):
+                break
+        self.expect(">")
+        return args
 
     def array_dims(self, t: A.TypeRef) -> A.TypeRef:
         dims = []
         while self.at("["):
             self.i += 1
             n = self.tok
-            if n.kind != "int":
+            if n.kind == "ident" and not self.is_type_name(n.text):
+                dims.append(n.text)  # a generic int parameter, substituted when instantiated
+            elif n.kind == "int":
+                dims.append(n.value)
+            else:
                 self.error("expected a constant array size")
             self.i += 1
             self.expect("]")
-            dims.append(n.value)
         if not dims:
             return t
-        return A.TypeRef(t.name, t.args, t.dims + dims, span=self.span_from(t.span[0]))
+        return A.TypeRef(t.name, t.args, t.dims + dims, t.pointer, span=self.span_from(t.span[0]))
 
     # ---- statements ----
     def block(self) -> A.Block:
@@ -260,7 +315,7 @@ class Parser:
         t = self.tok
         if t.kind != "ident":
             return False
-        if t.text in ("let", "var", "const"):
+        if t.text in ("let", "var", "const", "static"):
             return True
         nxt = self.peek()
         if not self.is_type_name(t.text):  # `Foo x`: a declaration with an unknown type
@@ -268,7 +323,12 @@ class Parser:
 
         if nxt.text == "." and self.peek(2).text == "Differential":
             return self.peek(3).kind == "ident"
-        return nxt.kind == "ident" or (nxt.text == "<" and t.text in GENERIC_TYPES)
+        if nxt.text == "*":  # `float* p`
+            k = 1
+            while self.peek(k).text == "*":
+                k += 1
+            return self.peek(k).kind == "ident"
+        return nxt.kind == "ident" or (nxt.text == "<" and (t.text in GENERIC_TYPES or t.text in self.generic_structs))
 
     def stmt(self) -> A.Stmt:
         start = self.tok.start
@@ -362,6 +422,7 @@ class Parser:
         if self.starts_decl():
             kind = "typed"
             is_const = False
+            self.accept("static")
             if self.at("const"):
                 self.i += 1
                 is_const = True
@@ -436,7 +497,8 @@ class Parser:
 
     def unary(self) -> A.Expr:
         t = self.tok
-        if t.kind == "punct" and t.text in ("-", "+", "!", "~"):
+        if t.kind == "punct" and (t.text in ("-", "+", "!", "~") or (
+                t.text == "*" and (self.peek().kind == "ident" or self.peek().text == "("))):  # `*p`
             self.i += 1
             e = self.unary()
             return A.Unary(t.text, e, span=self.span_from(t.start))
@@ -484,9 +546,13 @@ class Parser:
                         args.append(self.assignment())
                 self.expect(")")
                 e = A.Call(e, args, span=self.span_from(start))
-            elif self.accept("."):
+            elif self.at(".") or self.at("->") or (self.at("::") and isinstance(e, A.TypeExpr)):
+                arrow = self.tok.text == "->"
+                self.i += 1
                 name = self.ident("a member name")
-                e = A.Member(e, name.text, (name.start, name.end), span=self.span_from(start))
+                e = A.Member(e, name.text, (name.start, name.end), arrow, span=self.span_from(start))
+            elif self.at("<") and isinstance(e, A.Name) and not e.targs and self._generic_call_args(e):
+                pass
             elif self.accept("["):
                 idx = self.expr()
                 self.expect("]")
@@ -497,6 +563,21 @@ class Parser:
                 e = A.IncDec(op, False, e, span=self.span_from(start))
             else:
                 return e
+
+    def _generic_call_args(self, e: A.Name) -> bool:
+        """`f<4, N>(...)`, `bit_cast<uint>(x)`: explicit generic arguments when a call follows;
+        otherwise `<` is a comparison and nothing is consumed."""
+        save = self.i
+        try:
+            args = self.generic_args()
+        except FrontendError:
+            self.i = save
+            return False
+        if not self.at("("):
+            self.i = save
+            return False
+        e.targs = args
+        return True
 
     def primary(self) -> A.Expr:
         t = self.tok

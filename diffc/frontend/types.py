@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    IndexType,
     IntegerType,
     MemRefType,
     VectorType,
@@ -60,6 +61,10 @@ class Struct(Type):
     fields: list[tuple[str, Type, bool]] = field(default_factory=list)  # name, type, no_diff
     differentiable: bool = False
     diff_struct: Struct | None = None  # the synthesized Differential
+    methods: dict[str, str] = field(default_factory=dict)  # method name -> its function's name
+    statics: dict[str, object] = field(default_factory=dict)  # `static const` field -> checker Local
+    aliases: dict[str, Type] = field(default_factory=dict)  # `typealias` inside the struct
+    template: tuple[str, tuple[int, ...]] | None = None  # generic struct and arguments it instantiates
 
     def name(self) -> str:
         return self.sname
@@ -77,6 +82,24 @@ class Pair(Type):
 
     def name(self) -> str:
         return f"DifferentialPair<{self.elem}>"
+
+
+@dataclass(frozen=True)
+class Pointer(Type):
+    """`T*`: a memref of T's scalar element type and an index offset counted in those scalars.
+    A pointer to a struct that holds pointers (which cannot live in device memory) is that struct
+    passed by value: its leaves are the struct's."""
+
+    elem: Type
+    atomic: bool = False  # `Atomic<T>*`
+
+    def name(self) -> str:
+        inner = f"Atomic<{self.elem}>" if self.atomic else str(self.elem)
+        return f"{inner}*"
+
+    @property
+    def by_value(self) -> bool:
+        return holds_pointer(self.elem)
 
 
 @dataclass(frozen=True)
@@ -174,6 +197,45 @@ def make_differential_struct(s: Struct) -> Struct:
     return d
 
 
+def holds_pointer(t: Type) -> bool:
+    if isinstance(t, Pointer):
+        return True
+    if isinstance(t, Array):
+        return holds_pointer(t.elem)
+    if isinstance(t, Struct):
+        return any(holds_pointer(ft) for _, ft, _ in t.fields)
+    return False
+
+
+def scalar_leaves(t: Type) -> list[Scalar] | None:
+    """The scalars a value of t is laid out as in memory (vectors and structs as consecutive
+    scalars), or None when t has no such layout (pointers, buffers)."""
+    if isinstance(t, Scalar):
+        return [t]
+    if isinstance(t, Vector):
+        return [t.elem] * t.n
+    if isinstance(t, Array):
+        inner = scalar_leaves(t.elem)
+        return None if inner is None else inner * t.n
+    if isinstance(t, Struct):
+        out: list[Scalar] = []
+        for _, ft, _ in t.fields:
+            inner = scalar_leaves(ft)
+            if inner is None:
+                return None
+            out += inner
+        return out
+    return None
+
+
+def pointee_scalar(t: Type) -> Scalar | None:
+    """The one scalar element type a pointer to t addresses memory in, or None if t mixes several."""
+    ss = scalar_leaves(t)
+    if not ss or any(x != ss[0] for x in ss):
+        return None
+    return ss[0]
+
+
 def ir_scalar(s: Scalar) -> Attribute:
     return {
         "float": Float32Type(),
@@ -193,6 +255,8 @@ def leaf_names(t: Type, base: str) -> list[str]:
         return [n for fname, ft, _ in t.fields for n in leaf_names(ft, f"{base}_{fname}")]
     if isinstance(t, Pair):
         return leaf_names(t.elem, base)
+    if isinstance(t, Pointer):
+        return leaf_names(t.elem, base) if t.by_value else [base, f"{base}_off"]
     return [base]
 
 
@@ -214,6 +278,12 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
     if isinstance(t, Buffer):
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
         return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
+    if isinstance(t, Pointer):
+        if t.by_value:
+            return [(ir, False) for ir, _ in leaves(t.elem)]
+        e = pointee_scalar(t.elem)
+        assert e is not None, f"pointer to {t.elem}"
+        return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IndexType(), False)]
     if isinstance(t, Void):
         return []
     raise TypeError(f"no IR for {t}")
@@ -263,4 +333,14 @@ def convertible(src: Type, dst: Type) -> bool:
         return True  # truncation, as HLSL allows (with a warning)
     if isinstance(src, Array) and isinstance(dst, Array):
         return src.n == dst.n and convertible(src.elem, dst.elem)
+    if isinstance(src, Struct) and isinstance(dst, Struct):
+        return same_layout_differential(src, dst)
     return False
+
+
+def same_layout_differential(a: Struct, b: Struct) -> bool:
+    """A struct and its synthesized Differential convert into each other when they have the same
+    fields (Slang makes such a Differential the struct itself)."""
+    if not (a.diff_struct is b or b.diff_struct is a):
+        return False
+    return [(n, t) for n, t, _ in a.fields] == [(n, t) for n, t, _ in b.fields]

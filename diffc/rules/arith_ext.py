@@ -1,5 +1,7 @@
 """Ops of MLIR's arith dialect that xDSL 0.74 lacks, defined here so rules and the interpreter
-can cover them. Load them into a parsing context with `load_into(ctx)`.
+can cover them. `extend_arith_dialect()` adds them to xDSL's `arith` dialect (diffc.registry
+calls it on import, which is how both diffc-opt and stock xdsl-opt, through the universe entry
+point, come to parse them); `load_into(ctx)` loads them into one context.
 
 * `arith.remf`: floating-point remainder, C's fmod (the result has the sign of the dividend).
 """
@@ -47,6 +49,18 @@ class RemFOp(IRDLOperation):
 
 
 EXTRA_OPS: tuple[type[Operation], ...] = (RemFOp,)
+
+
+def extend_arith_dialect() -> None:
+    """Adds the extra ops to xDSL's `Arith` dialect object, so that any context that loads
+    `arith` afterwards knows them. A universe can only add whole dialects, not ops to one that
+    xDSL already registers, hence this. An op xDSL itself defines (a later version) is kept."""
+    from xdsl.dialects.arith import Arith
+
+    known = {op.name for op in Arith.operations}
+    for op in EXTRA_OPS:
+        if op.name not in known:
+            Arith._operations.append(op)
 
 
 def load_into(ctx: Context) -> None:

@@ -4,6 +4,7 @@
     y = m.polynomial(a=2, b=8, c=-1, x=x, _result="tensor")     # element-wise, one kernel
     m.polynomial.bwds(a=2, b=8, c=-1, x=x, _result=y)           # x.grad += df/dx * y.grad
     t = m.polynomial.fwds(a=2, b=8, c=-1, x=x)                  # t.grad: tangent from x.grad
+    m.learnGradient.dispatch(thread_count=n, network={...}, count=n)  # a compute entry point
 
 Arguments broadcast as numpy arrays do; Python numbers are kernel scalar arguments. Each
 distinct (mode, argument kinds, rank) gets its own generated kernel, built once (see kernels.py
@@ -99,6 +100,7 @@ class Module:
         self.path = path
         self._funcs = {op.sym_name.data: op for op in ir.walk() if isinstance(op, func.FuncOp)}
         self._functions: dict[str, Function] = {}
+        self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("__"):
@@ -183,6 +185,15 @@ class Function:
             out.with_grads()
         return self._run("fwds", values, _result, out)
 
+    def dispatch(self, thread_count, **kwargs):
+        """Runs this compute entry point over `thread_count` threads (an int or (x, y, z),
+        rounded up to whole [numthreads] groups); arguments by parameter name, see dispatch.py.
+        Returns the launch's OpenCL event (None when there are no threads)."""
+        from diffc.runtime.dispatch import dispatch
+
+        self.last_event = dispatch(self, thread_count, kwargs)
+        return self.last_event
+
     # -- binding ------------------------------------------------------------------------
 
     def _need_differentiable(self, what: str) -> None:
@@ -194,6 +205,14 @@ class Function:
             )
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
+        from diffc.passes.lower_entry_points import is_compute_entry
+
+        if is_compute_entry(self.op):
+            raise CallError(
+                f"error: {self.name}(): @{self.name} is a compute entry point: run it with "
+                f"m.{self.name}.dispatch(thread_count=..., ...)",
+                self.name,
+            )
         n = len(self.params)
         if len(args) > n:
             raise CallError(f"error: {self.name}() takes {n} arguments ({', '.join(self.params)}), got {len(args)}")

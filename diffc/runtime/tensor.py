@@ -4,7 +4,11 @@
     x.grad.copy_from_numpy(np.ones(4, np.float32))
     x.to_numpy()
 
-float32 everywhere; float64 where the device has fp64; int32/uint32/int64 for index data.
+float32 everywhere; float64 where the device has fp64; int32/uint32/int64 for index data;
+float16 as storage (kernels read and write it with vload_half / vstore_half).
+
+A pointer into a tensor, for a pointer parameter of a compute entry point, is `t.at(offset)`
+(`t` itself is `t.at(0)`); the offset counts elements.
 """
 
 from __future__ import annotations
@@ -14,7 +18,14 @@ import numpy as np
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError
 
-_DTYPES = {np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.int64)}
+_DTYPES = {
+    np.dtype(np.float16),
+    np.dtype(np.float32),
+    np.dtype(np.float64),
+    np.dtype(np.int32),
+    np.dtype(np.uint32),
+    np.dtype(np.int64),
+}
 
 
 def _check_dtype(dtype) -> np.dtype:
@@ -66,8 +77,6 @@ class Tensor:
     @classmethod
     def from_numpy(cls, a) -> Tensor:
         a = np.asarray(a)
-        if a.dtype == np.float16:
-            raise CallError("error: float16 tensors are not supported; convert to float32")
         t = cls(a.shape, a.dtype)
         t.copy_from_numpy(a)
         return t
@@ -171,7 +180,30 @@ class Tensor:
             self.grad.fill(0)
         return self
 
+    # -- pointers ------------------------------------------------------------------------
+
+    def at(self, offset: int) -> TensorPointer:
+        """A pointer to element `offset` (in elements, flat C order), for a pointer parameter."""
+        return TensorPointer(self, offset)
+
     def detach(self) -> Tensor:
         """The same storage without the grad."""
         t = Tensor(self._shape, self._dtype, _buffer=self.buffer)
         return t
+
+
+class TensorPointer:
+    """`tensor.at(offset)`: where a pointer argument of a compute entry point points."""
+
+    __slots__ = ("tensor", "offset")
+
+    def __init__(self, tensor: Tensor, offset: int):
+        if not isinstance(offset, (int, np.integer)) or isinstance(offset, bool):
+            raise CallError(f"error: Tensor.at: the offset must be an integer, got {type(offset).__name__}")
+        if not 0 <= int(offset) <= tensor.size:
+            raise CallError(f"error: Tensor.at({int(offset)}): the offset is outside {tensor!r} (0 to {tensor.size})")
+        self.tensor = tensor
+        self.offset = int(offset)
+
+    def __repr__(self) -> str:
+        return f"{self.tensor!r}.at({self.offset})"

@@ -10,6 +10,7 @@ from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseIntOrFPElementsAttr,
+    Float16Type,
     FloatAttr,
     IntegerAttr,
     IntegerType,
@@ -17,6 +18,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 
+from .atomics import FLOAT_TO_HALF_BITS, HALF_BITS_TO_FLOAT
 from .naming import ctype, float_literal, int_literal, unsigned_ctype
 
 if TYPE_CHECKING:
@@ -34,24 +36,25 @@ def _call(name: str) -> Handler:
     return lambda fe, op: f"{name}({', '.join(fe.expr(v) for v in op.operands)})"
 
 
-def _unsigned_binary(symbol: str) -> Handler:
+def _integer(template: str) -> Handler:
+    """A binary integer op as `template`, which sees {t} (the result's C type), {a} and {b}
+    (the operands) and {ua} and {ub} (the operands cast to the unsigned type of the result)."""
+
     def emit(fe: FunctionEmitter, op: Operation) -> str:
         t = op.results[0].type
         u = unsigned_ctype(t, fe.options)
         a, b = (fe.expr(v) for v in op.operands)
-        return f"({ctype(t, fe.options)})(({u}){a} {symbol} ({u}){b})"
+        return template.format(t=ctype(t, fe.options), a=a, b=b, ua=f"({u}){a}", ub=f"({u}){b}")
 
     return emit
+
+
+def _unsigned_binary(symbol: str) -> Handler:
+    return _integer(f"({{t}})({{ua}} {symbol} {{ub}})")
 
 
 def _unsigned_call(name: str) -> Handler:
-    def emit(fe: FunctionEmitter, op: Operation) -> str:
-        t = op.results[0].type
-        u = unsigned_ctype(t, fe.options)
-        a, b = (fe.expr(v) for v in op.operands)
-        return f"({ctype(t, fe.options)}){name}(({u}){a}, ({u}){b})"
-
-    return emit
+    return _integer(f"({{t}}){name}({{ua}}, {{ub}})")
 
 
 def _cast(to: Attribute, value: str, fe: FunctionEmitter) -> str:
@@ -95,7 +98,18 @@ def _trunci(fe: FunctionEmitter, op: Operation) -> str:
 
 
 def _bitcast(fe: FunctionEmitter, op: Operation) -> str:
-    return f"as_{ctype(op.results[0].type, fe.options)}({fe.expr(op.operands[0])})"
+    src, dst = op.operands[0].type, op.results[0].type
+    value = fe.expr(op.operands[0])
+    # f16 values are floats in C: their bits come from / go to half with integer arithmetic
+    if isinstance(src, Float16Type) and isinstance(dst, IntegerType):
+        fe.module.half_conversions()
+        return f"({ctype(dst, fe.options)}){FLOAT_TO_HALF_BITS}({value})"
+    if isinstance(src, IntegerType) and isinstance(dst, Float16Type):
+        fe.module.half_conversions()
+        return f"{HALF_BITS_TO_FLOAT}((ushort){value})"
+    if any(isinstance(t, VectorType) and isinstance(t.element_type, Float16Type) for t in (src, dst)):
+        raise fe.error(op, "bitcasts a vector of f16; only scalar f16 <-> i16 bitcasts are supported")
+    return f"as_{ctype(dst, fe.options)}({value})"
 
 
 def constant_literal(fe: FunctionEmitter, op: arith.ConstantOp) -> str:
@@ -151,21 +165,12 @@ def _cmpi(fe: FunctionEmitter, op: arith.CmpiOp) -> str:
     return f"{a} {_CMPI[pred]} {b}"
 
 
-def _ceildivsi(fe: FunctionEmitter, op: Operation) -> str:
-    a, b = (fe.expr(v) for v in op.operands)
-    return f"{a} / {b} + ({a} % {b} != 0 && ({a} % {b} > 0) == ({b} > 0))"
-
-
-def _floordivsi(fe: FunctionEmitter, op: Operation) -> str:
-    a, b = (fe.expr(v) for v in op.operands)
-    return f"{a} / {b} - ({a} % {b} != 0 && ({a} % {b} < 0) != ({b} < 0))"
-
-
-def _ceildivui(fe: FunctionEmitter, op: Operation) -> str:
-    t = op.results[0].type
-    u = unsigned_ctype(t, fe.options)
-    a, b = (f"({u}){fe.expr(v)}" for v in op.operands)
-    return f"({ctype(t, fe.options)})({a} / {b} + ({a} % {b} != 0))"
+# C's / truncates: add or subtract one where the remainder is non-zero and the exact quotient
+# lies on the other side.
+_ceildivsi = _integer("{a} / {b} + ({a} % {b} != 0 && ({a} % {b} > 0) == ({b} > 0))")
+_floordivsi = _integer("{a} / {b} - ({a} % {b} != 0 && ({a} % {b} < 0) != ({b} < 0))")
+_ceildivui = _integer("({t})({ua} / {ub} + ({ua} % {ub} != 0))")
+_shrui = _integer("({t})({ua} >> {b})")
 
 
 def _absi(fe: FunctionEmitter, op: Operation) -> str:
@@ -183,15 +188,9 @@ def _fpowi(fe: FunctionEmitter, op: Operation) -> str:
     return f"pown({a}, (int){b})"
 
 
-def _shrui(fe: FunctionEmitter, op: Operation) -> str:
-    t = op.results[0].type
-    a, b = (fe.expr(v) for v in op.operands)
-    return f"({ctype(t, fe.options)})(({unsigned_ctype(t, fe.options)}){a} >> {b})"
-
-
 _ARITH: dict[type[Operation], Handler] = {
     arith.AddfOp: _binary("+"), arith.SubfOp: _binary("-"), arith.MulfOp: _binary("*"),
-    arith.DivfOp: _binary("/"), 
+    arith.DivfOp: _binary("/"),
     arith.NegfOp: lambda fe, op: f"-{fe.expr(op.operands[0])}",
     arith.MaximumfOp: _call("fmax"), arith.MinimumfOp: _call("fmin"),
     arith.MaxnumfOp: _call("fmax"), arith.MinnumfOp: _call("fmin"),

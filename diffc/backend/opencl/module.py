@@ -9,6 +9,7 @@ from xdsl.ir import Attribute, Operation
 
 from diffc.dialects.kernel import REQD_WORK_GROUP_SIZE, is_kernel
 
+from . import atomics
 from .naming import Namer, ctype, uses_double
 from .options import EmitOptions, OpenCLEmitError
 from .statements import FunctionEmitter
@@ -50,7 +51,9 @@ class ModuleEmitter:
                 self.names[op.sym_name.data] = namer.fresh(op.sym_name.data, "fn")
             else:
                 raise OpenCLEmitError.at(op, "at module level is not supported by the OpenCL emitter")
-        self.global_names = set(self.names.values()) | {f"{n}_result" for n in self.names.values()}
+        self.global_names = (
+            set(self.names.values()) | {f"{n}_result" for n in self.names.values()} | set(atomics.HELPER_NAMES)
+        )
 
     def note_type(self, t: Attribute) -> None:
         if uses_double(t):
@@ -91,6 +94,18 @@ class ModuleEmitter:
             return name
         name = f"diffc_atomic_add_cmpxchg_{space[2:]}"
         self.helpers.setdefault(name, _CMPXCHG_HELPER.format(name=name, space=space))
+        return name
+
+    def half_conversions(self) -> None:
+        for name, text in atomics.half_conversions().items():
+            self.helpers.setdefault(name, text)
+
+    def fetch_add_helper(self, half: bool, space: str) -> str:
+        """The helper that atomically adds a float to a half (or float) and returns the old value."""
+        if half:
+            self.half_conversions()
+        name, text = (atomics.half_fetch_add if half else atomics.float_fetch_add)(space)
+        self.helpers.setdefault(name, text)
         return name
 
     def signature(self, fn: func.FuncOp) -> str:

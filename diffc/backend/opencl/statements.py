@@ -13,6 +13,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from diffc.dialects import kernel
 from diffc.dialects.kernel import LOCAL_MEMORY_SPACE, is_kernel, memory_space
 
+from . import atomics
 from .expressions import EXPRESSIONS, constant_literal
 from .naming import Namer, address_space, ctype, is_half_storage, pointer_ctype
 from .options import OpenCLEmitError
@@ -314,6 +315,44 @@ class FunctionEmitter:
         helper = self.module.atomic_helper(self.options.atomics, local)
         self.line(f"{helper}({where}, {value});")
 
+    def atomic_rmw(self, op: kernel.AtomicRMWOp) -> None:
+        t = op.memref.type
+        assert isinstance(t, MemRefType)
+        kind = op.kind.data
+        ref, value = self.expr(op.memref), self.expr(op.value)
+        idx = self.index(op, op.memref, op.indices)
+        space = address_space(t)
+        if op.memref in self.arrays and space != "__local":
+            self._private_rmw(op, kind, f"{ref}[{idx}]", value)
+            return
+        if kind == "addf":
+            half = self.half_pointer(op.memref)
+            helper = self.module.fetch_add_helper(half, space)
+            # `p + i`, not `&p[i]`: a half lvalue is not allowed without cl_khr_fp16
+            where = f"{ref} + {_operand(idx)}" if half else f"&{ref}[{idx}]"
+            call = f"{helper}({where}, {value})"
+        elif kind in atomics.UNSIGNED_KINDS:
+            call = f"{atomics.INT_BUILTINS[kind]}((volatile {space} uint*)&{ref}[{idx}], (uint){value})"
+            if op.result.uses:
+                call = f"(int){call}"
+        else:
+            call = f"{atomics.INT_BUILTINS[kind]}(&{ref}[{idx}], {value})"
+        if op.result.uses:
+            self.declare(op.result, call, op)
+        else:
+            self.line(f"{call};")
+
+    def _private_rmw(self, op: kernel.AtomicRMWOp, kind: str, cell: str, value: str) -> None:
+        """Private memory belongs to one work-item: a plain read-modify-write is atomic enough."""
+        old = self.declare(op.result, cell, op)
+        if kind in ("addf", "addi"):
+            new = f"{old} + {value}"
+        else:
+            fn = "max" if kind.startswith("max") else "min"
+            unsigned = kind in atomics.UNSIGNED_KINDS
+            new = f"(int){fn}((uint){old}, (uint){value})" if unsigned else f"{fn}({old}, {value})"
+        self.line(f"{cell} = {new};")
+
     def _vector_access(self, op: Operation, ref: SSAValue, vec: Attribute) -> tuple[str, str, int]:
         assert isinstance(vec, VectorType)
         n = vec.get_shape()[0]
@@ -349,6 +388,11 @@ class FunctionEmitter:
             self.line(f"vstore{n}({value}, {i}, {ref});")
 
 
+def _operand(expr: str) -> str:
+    """`expr` as an operand of `+` (parenthesized unless it is a name or a number)."""
+    return expr if expr.replace("_", "a").isalnum() else f"({expr})"
+
+
 def _ignore(fe: FunctionEmitter, op: Operation) -> None:
     pass
 
@@ -367,6 +411,7 @@ _STATEMENTS = {
     kernel.BarrierOp: FunctionEmitter.barrier,
     kernel.LocalAllocOp: FunctionEmitter.local_alloc,
     kernel.AtomicAddOp: FunctionEmitter.atomic_add,
+    kernel.AtomicRMWOp: FunctionEmitter.atomic_rmw,
     kernel.VLoadOp: FunctionEmitter.vload,
     kernel.VStoreOp: FunctionEmitter.vstore,
     **{t: FunctionEmitter.work_item for t in _ID_BUILTINS},

@@ -1,0 +1,350 @@
+"""Dispatching compute entry points (`[shader("compute")]` functions), SlangPy-style:
+
+    m = diffc.load_module("mlp.slang")
+    m.learnGradient.dispatch(thread_count=N, network={"layer1": {"weights": w1, ...}, ...},
+                             lossBuffer=loss, inputs=xy, count=N)
+
+Arguments bind by the entry point's parameter names (keywords only):
+
+* a pointer parameter (`T*`: a `memref<?xE>` parameter X followed by its `index` offset X_off)
+  takes a Tensor of E's dtype (pointing at element 0) or `tensor.at(offset)`;
+* a struct parameter (flattened by the front end into leaves `<param>_<field>_<subfield>...`)
+  takes a nested dict of field name -> value;
+* a scalar takes a Python number (f16 and f32 scalars travel as float32), a vector a sequence;
+* a global buffer (`RWStructuredBuffer`, a `memref.global`) takes a Tensor under its name;
+* the thread-id parameters (SV_DispatchThreadID, ...) are supplied by the dispatch.
+
+`thread_count` is an int or (x, y, z); each dimension is rounded up to whole work groups of the
+entry point's [numthreads], so kernels guard with `if (tid >= count) return;` as in Slang.
+Every compute entry point of a module is lowered and built once, into one program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    VectorType,
+)
+
+from diffc.runtime.device import device
+from diffc.runtime.errors import CallError, RuntimeDiffcError
+from diffc.runtime.tensor import Tensor, TensorPointer
+
+if TYPE_CHECKING:
+    from diffc.runtime.module import Function, Module
+
+OFFSET_SUFFIX = "_off"
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    name: str
+    type: object
+    kind: str  # "pointer" (memref + offset), "buffer" (memref alone), "offset", "value"
+    is_global: bool = False
+
+
+@dataclass
+class EntryKernel:
+    name: str  # the entry point's symbol
+    c_name: str  # its name in the OpenCL program
+    params: list[KernelParam]
+    thread_ids: dict[str, str]  # parameter name -> semantic
+    numthreads: tuple[int, int, int]
+
+
+@dataclass
+class EntryProgram:
+    source: str
+    program: object
+    kernels: dict[str, EntryKernel]
+    index_dtype: np.dtype
+    cl_kernels: dict[str, object] = field(default_factory=dict)
+
+
+def entry_program(module: Module) -> EntryProgram:
+    """The module's compute entry points, lowered and built (once per Module)."""
+    cached = module._entry_program
+    if cached is None:
+        cached = module._entry_program = _build(module)
+    return cached
+
+
+def _build(module: Module) -> EntryProgram:
+    from xdsl.passes import PassPipeline
+    from xdsl.transforms import get_all_passes
+    from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
+
+    from diffc import registry
+    from diffc.backend.opencl import build_options, options_for_device
+    from diffc.backend.opencl.module import ModuleEmitter
+    from diffc.passes.lower_entry_points import SEMANTIC, LowerEntryPointsPass, is_compute_entry, numthreads
+    from diffc.runtime.module import PIPELINE, _context
+    from diffc.runtime.program import build_program
+
+    entries = {f.sym_name.data: f for f in module.ir.ops if isinstance(f, func.FuncOp) and is_compute_entry(f)}
+    thread_ids = {}
+    for name, f in entries.items():
+        attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
+        args = f.body.blocks[0].args if f.body.blocks else ()
+        ids = {}
+        for i, a in enumerate(attrs):
+            sem = a.data.get(SEMANTIC)
+            if isinstance(sem, StringAttr) and i < len(args):
+                ids[args[i].name_hint or f"arg{i}"] = sem.data
+        thread_ids[name] = ids
+    low: ModuleOp = module.ir.clone()
+    ctx = _context()
+    try:
+        PassPipeline.parse_spec({**get_all_passes(), **registry.PASSES}, ",".join(PIPELINE)).apply(ctx, low)
+        LowerEntryPointsPass().apply(ctx, low)
+        low.verify()
+    except (DiagnosticException, PassFailedException, VerifyException) as e:
+        raise RuntimeDiffcError(f"error: {module.path}: lowering the compute entry points failed: {e}") from None
+    options = options_for_device(device().cl_device)
+    emitter = ModuleEmitter(low, options)
+    source = emitter.emit()
+    program = build_program(source, tuple(build_options(options)))
+    globals_ = {g.sym_name.data for g in module.ir.ops if g.name == "memref.global"}
+    kernels = {}
+    for f in low.ops:
+        if isinstance(f, func.FuncOp) and f.sym_name.data in entries:
+            name = f.sym_name.data
+            kernels[name] = EntryKernel(
+                name, emitter.names[name], _params(f, globals_), thread_ids[name], numthreads(entries[name])
+            )
+    index_dtype = np.dtype(np.int64 if options.index_type == "long" else np.int32)
+    return EntryProgram(source, program, kernels, index_dtype)
+
+
+def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
+    args = kernel.body.blocks[0].args
+    names = [a.name_hint or f"arg{i}" for i, a in enumerate(args)]
+    params = []
+    for i, a in enumerate(args):
+        t = a.type
+        offset_next = (
+            i + 1 < len(args) and isinstance(args[i + 1].type, IndexType) and names[i + 1] == names[i] + OFFSET_SUFFIX
+        )
+        offset_of = (
+            i > 0 and isinstance(t, IndexType) and isinstance(args[i - 1].type, MemRefType)
+            and names[i] == names[i - 1] + OFFSET_SUFFIX
+        )
+        if isinstance(t, MemRefType):
+            kind = "pointer" if offset_next else "buffer"
+        else:
+            kind = "offset" if offset_of else "value"
+        params.append(KernelParam(names[i], t, kind, isinstance(t, MemRefType) and names[i] in globals_))
+    return params
+
+
+# -- binding ------------------------------------------------------------------------------
+
+
+def _flatten(key: str, value, path: str, out: dict[str, tuple[str, object]]) -> None:
+    """A nested dict of struct fields -> {leaf parameter name: (dotted path, value)}."""
+    if isinstance(value, Mapping):
+        for field, inner in value.items():
+            if not isinstance(field, str):
+                raise CallError(f"error: argument '{path}': field names must be strings, got {field!r}", key)
+            _flatten(f"{key}_{field}", inner, f"{path}.{field}", out)
+    else:
+        out[key] = (path, value)
+
+
+def _element_dtypes(element) -> tuple[np.dtype, ...]:
+    if isinstance(element, Float16Type):
+        return (np.dtype(np.float16),)
+    if isinstance(element, Float32Type):
+        return (np.dtype(np.float32),)
+    if isinstance(element, Float64Type):
+        return (np.dtype(np.float64),)
+    if isinstance(element, IndexType):
+        return (np.dtype(np.int64),)
+    if isinstance(element, IntegerType) and element.width.data == 32:
+        return (np.dtype(np.int32), np.dtype(np.uint32))  # signless: the kernel says how to read it
+    if isinstance(element, IntegerType) and element.width.data == 64:
+        return (np.dtype(np.int64),)
+    return ()
+
+
+def _scalar(where: str, t, value, index_dtype: np.dtype, arg: str):
+    """The numpy value a kernel scalar of IR type t is set from."""
+    if isinstance(value, (Tensor, TensorPointer)):
+        raise CallError(f"error: {where}: argument '{arg}' is a {t} value, got a Tensor", arg)
+    if isinstance(t, VectorType):
+        n = t.get_shape()[0]
+        items = list(value) if isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, str) else None
+        if items is None or len(items) != n:
+            raise CallError(f"error: {where}: argument '{arg}' is a {t}: pass {n} numbers", arg)
+        el = t.element_type
+        scalars = [_scalar(where, el, v, index_dtype, arg) for v in items]
+        pad = [0] * (4 - n if n == 3 else 0)  # a 3-vector is 4 wide in C
+        if isinstance(el, IntegerType | IndexType):
+            # one C element type for all: each value's bits in the signed type of the width
+            if isinstance(el, IndexType):
+                bits = index_dtype.itemsize * 8
+            elif el.width.data == 1:  # an int vector in C, where true is all bits set
+                bits, scalars = 32, [-int(v) for v in scalars]
+            else:
+                bits = el.width.data
+            words = [int(v) & ((1 << bits) - 1) for v in scalars] + pad
+            return np.array(words, np.dtype(f"uint{bits}")).view(np.dtype(f"int{bits}"))
+        dt = np.dtype(np.float64 if isinstance(el, Float64Type) else np.float32)
+        return np.array(scalars + pad, dt)
+    if isinstance(value, (bool, np.bool_)) and not (isinstance(t, IntegerType) and t.width.data == 1):
+        raise CallError(f"error: {where}: argument '{arg}' is a {t}, got a bool", arg)
+    if isinstance(t, (Float16Type, Float32Type, Float64Type)):
+        if not isinstance(value, (int, float, np.integer, np.floating)):
+            raise CallError(f"error: {where}: argument '{arg}' is a {t}, got {type(value).__name__}", arg)
+        return np.float64(value) if isinstance(t, Float64Type) else np.float32(value)
+    if isinstance(t, (IntegerType, IndexType)):
+        if not isinstance(value, (int, np.integer, bool, np.bool_)):
+            raise CallError(f"error: {where}: argument '{arg}' is an integer ({t}), got {type(value).__name__}", arg)
+        v = int(value)
+        if isinstance(t, IndexType):
+            dt = index_dtype
+        elif t.width.data == 1:
+            return np.int32(1 if v else 0)  # bool kernel arguments travel as int
+        else:
+            w = t.width.data
+            if not -(1 << (w - 1)) <= v < (1 << w):
+                raise CallError(f"error: {where}: argument '{arg}' = {v} does not fit in {w} bits", arg)
+            dt = np.dtype(f"int{w}") if v < (1 << (w - 1)) else np.dtype(f"uint{w}")
+        info = np.iinfo(dt)
+        if not info.min <= v <= info.max:
+            raise CallError(f"error: {where}: argument '{arg}' = {v} does not fit in {dt.name}", arg)
+        return dt.type(v)
+    raise CallError(f"error: {where}: parameter '{arg}' has type {t}, which dispatch cannot pass", arg)
+
+
+def _pointer(where: str, p: KernelParam, value) -> tuple[Tensor, int]:
+    if isinstance(value, TensorPointer):
+        tensor, offset = value.tensor, value.offset
+    elif isinstance(value, Tensor):
+        tensor, offset = value, 0
+    else:
+        hint = " (copy numpy arrays in with diffc.Tensor.from_numpy)" if isinstance(value, np.ndarray) else ""
+        raise CallError(
+            f"error: {where}: argument '{p.name}' is a pointer/buffer ({p.type}): pass a Tensor or "
+            f"tensor.at(offset), got {type(value).__name__}{hint}",
+            p.name,
+        )
+    if offset and p.kind != "pointer":
+        raise CallError(f"error: {where}: argument '{p.name}' is a buffer without an offset: pass the Tensor itself", p.name)
+    t = p.type
+    assert isinstance(t, MemRefType)
+    want = _element_dtypes(t.element_type)
+    if tensor.dtype not in want:
+        names = " or ".join(d.name for d in want) or str(t.element_type)
+        raise CallError(
+            f"error: {where}: argument '{p.name}' is a {tensor.dtype.name} Tensor, the parameter ({t}) needs {names}",
+            p.name,
+        )
+    static = t.get_shape()
+    if static and all(d >= 0 for d in static) and tensor.size < int(np.prod(static)):
+        raise CallError(f"error: {where}: argument '{p.name}' has {tensor.size} elements, {t} needs {int(np.prod(static))}", p.name)
+    return tensor, offset
+
+
+def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -> list:
+    """The kernel's argument list from the keyword arguments (CallError naming a bad one)."""
+    leaves: dict[str, tuple[str, object]] = {}
+    structs: list[str] = []
+    for key, value in kwargs.items():
+        if key in kernel.thread_ids:
+            raise CallError(f"error: {where}: '{key}' is the thread id ({kernel.thread_ids[key]}); dispatch supplies it", key)
+        if isinstance(value, Mapping):
+            structs.append(key)
+        _flatten(key, value, key, leaves)
+    by_name = {p.name: p for p in kernel.params}
+    for leaf, (path, _) in leaves.items():
+        p = by_name.get(leaf)
+        if p is None or p.kind == "offset":
+            root = path.split(".")[0]
+            fields = [q.name[len(root) + 1:] for q in kernel.params if q.name.startswith(root + "_") and q.kind != "offset"]
+            if "." in path and fields:
+                more = f"; the leaves of '{root}' are: {', '.join(fields)}"
+            else:
+                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset')}"
+            why = " (offsets come with pointers: pass tensor.at(offset))" if p is not None else ""
+            raise CallError(f"error: {where}: unknown argument '{path}'{why}{more}", path)
+    args: list = []
+    for p in kernel.params:
+        if p.kind == "offset":
+            continue  # set with its pointer
+        if p.name not in leaves:
+            root = next((s for s in structs if p.name.startswith(s + "_")), None)
+            what = f"field '{p.name[len(root) + 1:]}' of '{root}' (parameter {p.name})" if root else f"argument '{p.name}'"
+            raise CallError(f"error: {where}: missing {what}", p.name)
+        path, value = leaves[p.name]
+        if p.kind in ("pointer", "buffer"):
+            tensor, offset = _pointer(where, p, value)
+            args.append(tensor.buffer)
+            if p.kind == "pointer":
+                args.append(index_dtype.type(offset))
+        else:
+            args.append(_scalar(where, p.type, value, index_dtype, path))
+    return args
+
+
+def _global_size(where: str, thread_count, numthreads: tuple[int, int, int]) -> tuple[int, int, int]:
+    if isinstance(thread_count, (int, np.integer)) and not isinstance(thread_count, bool):
+        counts = [int(thread_count)]
+    elif isinstance(thread_count, Sequence) and 1 <= len(thread_count) <= 3 and all(
+        isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in thread_count
+    ):
+        counts = [int(c) for c in thread_count]
+    else:
+        raise CallError(f"error: {where}: thread_count must be an int or 1 to 3 ints, got {thread_count!r}", "thread_count")
+    if any(c < 0 for c in counts):
+        raise CallError(f"error: {where}: thread_count cannot be negative, got {thread_count!r}", "thread_count")
+    counts = (counts + [1, 1])[:3]
+    return tuple(-(-c // n) * n for c, n in zip(counts, numthreads))  # type: ignore[return-value]
+
+
+def dispatch(fn: Function, thread_count, kwargs: dict):
+    """Runs the compute entry point `fn` over `thread_count` threads; returns the OpenCL event."""
+    import pyopencl as cl
+
+    from diffc.passes.lower_entry_points import is_compute_entry
+
+    where = f"{fn.name}.dispatch"
+    if not is_compute_entry(fn.op):
+        raise CallError(
+            f"error: {where}: @{fn.name} is not a compute entry point ([shader(\"compute\")], "
+            "diffc.shader = \"compute\"); call it over tensors as m.{fn.name}(...) instead",
+            fn.name,
+        )
+    prog = entry_program(fn.module)
+    kernel = prog.kernels[fn.name]
+    args = bind(where, kernel, kwargs, prog.index_dtype)
+    global_size = _global_size(where, thread_count, kernel.numthreads)
+    dev = device()
+    local = kernel.numthreads
+    if int(np.prod(local)) > dev.max_work_group_size:
+        raise CallError(
+            f"error: {where}: [numthreads{local}] is more than the device's {dev.max_work_group_size} work-items per group",
+            fn.name,
+        )
+    if 0 in global_size:
+        return None
+    k = prog.cl_kernels.get(fn.name)
+    if k is None:
+        k = prog.cl_kernels[fn.name] = cl.Kernel(prog.program, kernel.c_name)
+    if args:
+        k.set_args(*args)
+    return cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
