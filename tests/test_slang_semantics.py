@@ -1078,3 +1078,59 @@ def test_struct_pairs_double_underscore_forms_and_custom_derivative_attributes()
     np.testing.assert_allclose(t, [a * (v @ v) * k + idx, (v @ v) * k + 2 * a * k * v[1]])
     (c,) = run_function(m, "custom", 3.0)
     np.testing.assert_allclose(c, [27.0, 27.0, 27.0])  # d(x^3)/dx at 3, through sq's own derivatives
+
+
+def _do_while_continue_ref(x):
+    y, i = x, 0
+    while True:
+        i += 1
+        if i != 2:  # `continue` in a do-while goes to the condition
+            y = y * x + 0.5
+        if not i < 4:
+            return y
+
+
+def _while_nested_break_ref(x):
+    y, i = x, 0
+    while i < 10:
+        i += 1
+        if y > 1.0:
+            if x > 0.3:
+                break
+            y *= 0.5
+        y += x
+    return y
+
+
+def _endless_for_ref(x):
+    y, i = x, 0
+    while True:
+        i += 1
+        y *= x
+        if i >= 3:
+            return y
+
+
+def _nested_return_ref(x):
+    y = x
+    for _ in range(3):
+        for _ in range(3):
+            y = y * 1.5 + x
+            if y > 4.0:
+                return y - x
+    return y
+
+
+@pytest.mark.parametrize("src,ref,argsets", [
+    ("[Differentiable] float f(float x) { float y = x; int i = 0; [MaxIters(10)] do { i++; if (i == 2) continue; "
+     "y = y * x + 0.5; } while (i < 4); return y; }", _do_while_continue_ref, [[0.5], [-1.1]]),
+    ("[Differentiable] float f(float x) { float y = x; int i = 0; [MaxIters(10)] while (i < 10) { i++; "
+     "if (y > 1.0) { if (x > 0.3) break; y = y * 0.5; } y = y + x; } return y; }",
+     _while_nested_break_ref, [[0.5], [0.23]]),
+    ("[Differentiable] float f(float x) { float y = x; int i = 0; [MaxIters(6)] for (;;) { i++; y = y * x; "
+     "if (i >= 3) break; } return y; }", _endless_for_ref, [[0.5]]),
+    ("[Differentiable] float f(float x) { float y = x; for (int i = 0; i < 3; i++) { for (int j = 0; j < 3; j++) { "
+     "y = y * 1.5 + x; if (y > 4.0) return y - x; } } return y; }", _nested_return_ref, [[0.5], [1.0], [0.1]]),
+])
+def test_continue_break_and_return_inside_loops(src, ref, argsets):
+    _check_program(src, ref, argsets)
