@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.builtins import BUILTINS, SPECIAL
 from diffc.frontend.errors import (
-    ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
+    ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
@@ -661,17 +660,6 @@ def _as_this_member(e: A.Name) -> None:
     name, span = e.id, e.span
     e.__class__ = A.Member  # type: ignore[assignment]
     e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
-
-
-def constant_trip(s: A.For) -> tuple[str, int, int, int, bool] | None:
-    """(var, lb, ub, step, inclusive) when the loop is `for (int i = A; i < B; i++)` with constants."""
-    shape = for_shape(s)
-    if shape is None:
-        return None
-    var, lb, ub, step, incl = shape
-    if isinstance(lb, A.Num) and isinstance(ub, A.Num):
-        return var, int(lb.value), int(ub.value), step, incl
-    return None
 
 
 _COMPARE = {
