@@ -286,6 +286,10 @@ class FuncDiff:
                 f"'{op.name}' has no derivative rule, but its operand #{active[0]} carries a derivative "
                 f"(use diff.detach for a value whose derivative should be dropped)"
             )
+        if not lookup_rule(op).differentiable:  # e.g. printf: no result carries a derivative
+            for old, r in zip(op.results, new.results):
+                self.bind(old, r, None)
+            return
         if len(op.results) != 1:
             raise self.fail(f"'{op.name}': derivative rules handle ops with one result")
         t = emit_jvp(RuleBuilder(InsertPoint.at_end(dst)), new, tans)

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.builtins import BUILTINS, SPECIAL
 from diffc.frontend.errors import (
-    ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
+    ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
@@ -219,6 +218,10 @@ class Checker:
                 if d.init is not None:
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
+                prev = self.funcs.get(d.name)
+                if prev is not None and prev.decl is not None and prev.decl.body is not None and d.body is not None:
+                    raise err(UNSUPPORTED, f"function '{d.name}' is defined twice (overloading is not supported)",
+                              d.name_span)
                 if d.generic_params:
                     self.func_templates[d.name] = d
                 else:
@@ -471,7 +474,7 @@ class Checker:
     def loop_bound(self, s: A.For | A.While) -> None:
         if self.func is None or not self.func.backward:
             return
-        if any(a.name == "MaxIters" for a in s.attrs) or (isinstance(s, A.For) and constant_trip(s) is not None):
+        if any(a.name == "MaxIters" for a in s.attrs) or (isinstance(s, A.For) and trip_count(s) is not None):
             return
         kw = "for" if isinstance(s, A.For) else "do-while" if s.do_while else "while"
         raise err(UNBOUNDED_LOOP,
@@ -696,15 +699,71 @@ def _as_this_member(e: A.Name) -> None:
     e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
 
 
-def constant_trip(s: A.For) -> tuple[str, int, int, int, bool] | None:
-    """(var, lb, ub, step, inclusive) when the loop is `for (int i = A; i < B; i++)` with constants."""
-    shape = for_shape(s)
-    if shape is None:
+_COMPARE = {
+    "<": lambda i, b: i < b, "<=": lambda i, b: i <= b, ">": lambda i, b: i > b,
+    ">=": lambda i, b: i >= b, "!=": lambda i, b: i != b,
+}
+
+
+def trip_count(s: A.For) -> int | None:
+    """The number of iterations of `for (int i = A; i CMP B; STEP)` with constants A and B, a
+    constant step (i++, i--, i += c, i -= c, i = i + c, i = i - c) and no other assignment to i;
+    None when the loop is not of that form or does not end."""
+    init, cond = s.init, s.cond
+    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
+            and init.type.name in ("int", "uint") and not init.type.dims):
         return None
-    var, lb, ub, step, incl = shape
-    if isinstance(lb, A.Num) and isinstance(ub, A.Num):
-        return var, int(lb.value), int(ub.value), step, incl
+    v = init.name
+    if not (isinstance(cond, A.Binary) and cond.op in _COMPARE and isinstance(cond.lhs, A.Name)
+            and cond.lhs.id == v):
+        return None
+    start, bound, delta = _int_constant(init.init), _int_constant(cond.rhs), _step_of(s.step, v)
+    if start is None or bound is None or not delta or _assigns_outside_step(s, v):
+        return None
+    if not _COMPARE[cond.op](start, bound):
+        return 0
+    if cond.op == "!=":
+        n, rem = divmod(bound - start, delta)
+        count = n if rem == 0 and n > 0 else None
+    elif (cond.op in ("<", "<=")) == (delta > 0):
+        last = bound if cond.op in ("<=", ">=") else bound - (1 if delta > 0 else -1)
+        count = (last - start) // delta + 1
+    else:
+        return None  # moves away from the bound
+    if count is not None and init.type.name == "uint" and start + count * delta < 0:
+        return None  # an unsigned counter wraps around instead of ending
+    return count
+
+
+def _int_constant(e: A.Expr | None) -> int | None:
+    if isinstance(e, A.Num) and not e.is_float:
+        return int(e.value)
+    if isinstance(e, A.Unary) and e.op == "-":
+        x = _int_constant(e.operand)
+        return None if x is None else -x
     return None
+
+
+def _step_of(step: A.Expr | None, v: str) -> int | None:
+    """The constant added to v by a for loop's step expression."""
+    def is_v(t):
+        return isinstance(t, A.Name) and t.id == v
+
+    if isinstance(step, A.IncDec) and is_v(step.target):
+        return 1 if step.op == "++" else -1
+    if isinstance(step, A.Assign) and is_v(step.target):
+        if step.op in ("+=", "-="):
+            c = _int_constant(step.value)
+            return None if c is None else (c if step.op == "+=" else -c)
+        val = step.value
+        if step.op == "=" and isinstance(val, A.Binary) and val.op in ("+", "-") and is_v(val.lhs):
+            c = _int_constant(val.rhs)
+            return None if c is None else (c if val.op == "+" else -c)
+    return None
+
+
+def _assigns_outside_step(s: A.For, v: str) -> bool:
+    return assigns_to(s.body, v) or assigns_to(s.cond, v)
 
 
 def for_shape(s: A.For):

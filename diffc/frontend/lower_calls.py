@@ -4,7 +4,7 @@ Slang's write-back of `.d`), diffPair, detach, intrinsics, constructors, dzero/d
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, memref, vector
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, UnitAttr
+from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff
@@ -258,12 +258,12 @@ class CallLowering:
             t = self.minmax("min", self.minmax("max", self.v(arith.DivfOp(num, den)), c(0.0), ct), c(1.0), ct)
             poly = self.v(arith.SubfOp(c(3.0), self.v(arith.MulfOp(c(2.0), t))))
             return [self.v(arith.MulfOp(self.v(arith.MulfOp(t, t)), poly))]
-        if name == "sign":
-            pos = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], c(0.0), "ogt")), xs[0].type))
-            neg = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], c(0.0), "olt")), xs[0].type))
-            return [self.v(arith.SubfOp(pos, neg))]
-        if name == "step":
-            return [self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[1], xs[0], "oge")), xs[0].type))]
+        if name in ("sign", "step") and isinstance(ct, T.Vector):  # xDSL's cmpf is scalar only
+            s = T.ir_scalar(el)
+            lanes = [[self.v(vector.ExtractOp(x, [i], s)) for x in xs] for i in range(ct.n)]
+            return self.build_vector([self.compare_builtin(name, ls) for ls in lanes], ct)
+        if name in ("sign", "step"):
+            return [self.compare_builtin(name, xs)]
         if name == "dot":
             return [self.dot(xs[0], xs[1], ct)]
         if name == "length":
@@ -289,6 +289,16 @@ class CallLowering:
 
             return self.build_vector([m(1, 2), m(2, 0), m(0, 1)], ct)
         raise err(UNSUPPORTED, f"intrinsic '{name}' is not supported", e)
+
+    def compare_builtin(self, name: str, xs: list[SSAValue]) -> SSAValue:
+        """sign(x) or step(edge, x) of scalars: 0/1 from comparisons (zero derivative)."""
+        t = xs[0].type
+        if name == "step":
+            return self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[1], xs[0], "oge")), t))
+        zero = self.v(arith.ConstantOp(FloatAttr(0.0, t)))
+        pos = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], zero, "ogt")), t))
+        neg = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], zero, "olt")), t))
+        return self.v(arith.SubfOp(pos, neg))
 
     def minmax(self, which: str, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
         if T.is_floating(t):
