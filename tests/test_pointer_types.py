@@ -193,6 +193,27 @@ float grad(Scene s, DScene ds, float w)
     assert dtri.data[0] == pytest.approx(3.0)
 
 
+def test_custom_forward_derivative_reads_tangents_through_the_differential():
+    """fwd_diff takes the pointer pair too: a custom [ForwardDerivative] reads the tangent where
+    the Differential's pointers point."""
+    src = SEED + """
+DifferentialPair<float> __fwd_first(DifferentialPtrPair<Scene> p)
+{
+    return diffPair(p.p.meshes[0].triangles[0].v2.y, p.d.meshes[0].triangles[0].v2.y);
+}
+[ForwardDerivative(__fwd_first)]
+float first(Scene s) { return s.meshes[0].triangles[0].v2.y; }
+[Differentiable]
+float scaled(Scene s, float x) { return first(s) * x; }
+float tangent(Scene s, DScene ds, float x, float dx) { return fwd_diff(scaled)(diffPtrPair(s, ds), diffPair(x, dx)).d; }
+"""
+    tris, tangents = triangles(2, seed=9), triangles(2, seed=10)
+    x, dx = 1.75, 0.5
+    (t,) = run(src, "tangent", floats(tris.ravel()), 12, 1, floats(tangents.ravel()), 12, 1, x, dx)
+    # d(first(s) x) = d first * x + first * dx, with d first read from the Differential
+    assert t == pytest.approx(tangents[1, 2, 1] * x + tris[1, 2, 1] * dx, rel=1e-12)
+
+
 # ---- raw pointers are not differentiable ----
 
 
@@ -304,3 +325,26 @@ def test_scene_example_script_prints_value_and_gradient():
     assert "on every thread: True" in lines[0]
     assert "v0.x = 0.750000" in lines[2]
     assert lines[3].endswith("[(1, 0, 0)]")
+
+
+def test_pointer_pair_entry_parameter_binds_as_a_nested_dict(tmp_path):
+    import diffc
+
+    src = SEED + """
+[shader("compute")]
+[numthreads(8, 1, 1)]
+void pairEntry(uint tid : SV_DispatchThreadID, uniform DifferentialPtrPair<Scene> pp, uniform float dOut)
+{
+    bwd_diff(foo)(pp, dOut);
+}
+"""
+    path = tmp_path / "pair.slang"
+    path.write_text(src)
+    m = diffc.load_module(path)
+    tri = diffc.Tensor.from_numpy(triangles(2).astype(np.float32).ravel())
+    dtri = diffc.Tensor.zeros(24, np.float32)
+    m.pairEntry.dispatch(thread_count=8, pp={"p": {"meshes": {"triangles": tri.at(12)}, "count": 1},
+                                             "d": {"meshes": {"triangles": dtri.at(12)}, "count": 1}}, dOut=4.0)
+    want = np.zeros(24, np.float32)
+    want[12] = 4.0
+    np.testing.assert_array_equal(dtri.to_numpy(), want)
