@@ -214,6 +214,24 @@ float tangent(Scene s, DScene ds, float x, float dx) { return fwd_diff(scaled)(d
     assert t == pytest.approx(tangents[1, 2, 1] * x + tris[1, 2, 1] * dx, rel=1e-12)
 
 
+def test_no_diff_pointer_type_parameter_is_plain():
+    src = SEED + """
+[Differentiable]
+float h(no_diff Scene s, float x) { return no_diff foo(s) * x * x; }
+float grad(Scene s, float x)
+{
+    var px = diffPair(x);
+    bwd_diff(h)(s, px, 1.0);
+    return px.d;
+}
+"""
+    m = front(src)
+    assert "h__ptrpair" not in funcs(m)
+    tris = triangles(1, seed=11)
+    (dx,) = run(src, "grad", floats(tris.ravel()), 0, 1, 0.5)
+    assert dx == pytest.approx(2 * 0.5 * (0.5 * tris[0, 0, 0] + 0.5 * tris[0, 1, 0]), rel=1e-12)
+
+
 # ---- raw pointers are not differentiable ----
 
 
@@ -288,7 +306,7 @@ def test_pointer_type_parameter_must_be_an_input():
 
 def test_differential_of_a_local_pointer_value_is_unknown():
     seed_error("[Differentiable]\nfloat g(Mesh* m, float x) { Scene s = { m, 1 }; return foo(s) * x; }\n",
-               "s)", "E0008", "has no IDifferentiablePtrType parameter")
+               "s)", "E0008", "takes no IDifferentiablePtrType parameter")
     seed_error("[Differentiable]\nfloat g(Scene t, float x) { Scene s = { t.meshes, 2 }; return foo(s) * x; }\n",
                "s)", "E0008", "unchanged IDifferentiablePtrType parameters")
     seed_error("[Differentiable]\nfloat g(Scene t, float x) { t.count = 2; return foo(t) * x; }\n",

@@ -74,6 +74,11 @@ def err(code: str, msg: str, node: A.Node | tuple[int, int]):
     return FrontendError(code, msg, span[0], span[1])
 
 
+def ptr_param(p: PInfo) -> bool:
+    """A parameter whose derivative goes through memory: an IDifferentiablePtrType, not no_diff."""
+    return T.is_ptr_differentiable(p.ty) and not p.no_diff
+
+
 def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInfo], T.Type]:
     """Parameters and result of fwd_diff/bwd_diff applied (innermost first) to f."""
     params, ret, ret_nd = list(f.params), f.ret, f.ret_no_diff
@@ -81,7 +86,7 @@ def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInf
         new: list[PInfo] = []
         diff_ret = T.is_differentiable(ret) and not ret_nd
         for p in params:
-            if T.is_ptr_differentiable(p.ty):  # both modes: the pointer pair, read and written through
+            if ptr_param(p):  # both modes: the pointer pair, read and written through
                 new.append(PInfo(p.name, T.PtrPair(p.ty), "in", True))
                 continue
             d = T.is_differentiable(p.ty) and not p.no_diff
@@ -269,7 +274,8 @@ class Checker:
         is_static = "static" in d.mods
         if owner is not None and not is_static:
             mutating = any(a.name == "mutating" for a in d.attrs)
-            params.append(PInfo("this", owner, "inout" if mutating else "in", not owner.differentiable))
+            carries = owner.differentiable or T.is_ptr_differentiable(owner)
+            params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
             params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
@@ -284,7 +290,7 @@ class Checker:
         f.locals = [self.declare(p.name, p.ty, p.name != "this" or p.direction != "in") for p in f.params]
         assert d.body is not None
         for i, p in enumerate(f.params):
-            if T.is_ptr_differentiable(p.ty) and p.direction != "in" and f.differentiable:
+            if ptr_param(p) and p.direction != "in" and f.differentiable:
                 where = d.params[i - (len(f.params) - len(d.params))] if p.name != "this" else d.name_span
                 raise err(UNSUPPORTED, f"IDifferentiablePtrType parameter '{p.name}' of differentiable '{f.name}' "
                           "must be an input: derivatives go through its pointers", where)

@@ -21,7 +21,7 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.derivative_checks import check_module
-from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, trip_count, walk
+from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, ptr_param, trip_count, walk
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
@@ -143,7 +143,7 @@ class Lowering(ExprLowering, CallLowering):
             for p in f.params:
                 extra = {"diffc.semantic": StringAttr(p.semantic)} if p.semantic else None
                 if p.direction != "out":
-                    ty = T.PtrPair(p.ty) if twin and T.is_ptr_differentiable(p.ty) else p.ty
+                    ty = T.PtrPair(p.ty) if twin and ptr_param(p) else p.ty
                     add(arg_types, arg_attrs, ty, p.no_diff, extra)
             for p in f.params:
                 if p.direction != "in":
@@ -198,7 +198,7 @@ class Lowering(ExprLowering, CallLowering):
         pair_params = []
         names: list[str] = []
         for p, loc in zip(f.params, f.locals):
-            if twin and T.is_ptr_differentiable(p.ty):  # the primal's leaves, then its Differential's
+            if twin and ptr_param(p):  # the primal's leaves, then its Differential's
                 n, m = T.leaf_count(p.ty), T.leaf_count(T.differential(p.ty))
                 vals = args[:n]
                 for arg, name in zip(args[n : n + m], T.leaf_names(T.differential(p.ty), f"{p.name}_d")):

@@ -11,7 +11,7 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, MATH_UNARY, WAVE_CONSTANT
-from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.checker import derivative_signature, err, ptr_param
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 
@@ -75,7 +75,7 @@ class CallLowering:
         for a, p in zip(e.args, params):
             if p.direction == "in":
                 operands += self.lower_as(a, p.ty)
-                if twin and not modes and T.is_ptr_differentiable(p.ty):
+                if twin and not modes and ptr_param(p):
                     operands += self.ptr_shadow(a, fi)
             elif p.direction == "inout":
                 operands += self.expr(a)
@@ -105,10 +105,10 @@ class CallLowering:
             return True
         if e.no_diff or not f.body_differentiated or has_ptr_twin(f):  # f's primal: never differentiated
             return False
-        arg = next(a for a, p in zip(e.args, callee.params) if T.is_ptr_differentiable(p.ty))
-        raise err(UNSUPPORTED, f"'{f.name}' is differentiable but has no IDifferentiablePtrType parameter, so "
-                  f"'{callee.name}' cannot get the Differential of this {arg.ty}: pass the value in as a "
-                  "parameter, or call with no_diff", arg)
+        arg = next(a for a, p in zip(e.args, callee.params) if ptr_param(p))
+        raise err(UNSUPPORTED, f"'{f.name}' is differentiable but takes no IDifferentiablePtrType parameter "
+                  f"(other than no_diff ones), so '{callee.name}' cannot get the Differential of this {arg.ty}: "
+                  "pass the value in as such a parameter, or call with no_diff", arg)
 
     def ptr_shadow(self, a: A.Expr, callee) -> list[SSAValue]:
         """The Differential's leaves of an IDifferentiablePtrType argument inside a twin: known for

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.checker import err, walk
+from diffc.frontend.checker import err, ptr_param, walk
 from diffc.frontend.errors import NOT_DIFFERENTIABLE
 
 
 def has_ptr_twin(f) -> bool:
     """Whether FuncInfo f is differentiable and has IDifferentiablePtrType parameters."""
-    return f.differentiable and any(T.is_ptr_differentiable(p.ty) for p in f.params)
+    return f.differentiable and any(ptr_param(p) for p in f.params)
 
 
 def ptr_twin_name(name: str) -> str:
