@@ -366,3 +366,26 @@ void pairEntry(uint tid : SV_DispatchThreadID, uniform DifferentialPtrPair<Scene
     want = np.zeros(24, np.float32)
     want[12] = 4.0
     np.testing.assert_array_equal(dtri.to_numpy(), want)
+
+
+# ---- places in memory are addressed scalar by scalar ----
+
+
+def test_fields_elements_and_components_in_memory():
+    src = """
+struct Cell { float3 pos; float w[2]; };
+void touch(Cell* cells, int i, int k)
+{
+    cells[i].w[k] = cells[0].pos.z + 10.0;   // dynamic element of an array field
+    cells[1].pos.zx = float2(7.0, 8.0);      // a swizzle: two scalars
+    cells->pos[k] = cells[1].w[0];           // dynamic component of a vector
+    (*cells).w[0] = dot(cells[i].pos.xy, float2(1.0, 1.0));
+}
+"""
+    touch = funcs(front(src))["touch"]
+    assert len(ops_named(touch, "memref.store")) == 5  # one per scalar written, nothing rewritten around them
+    mem = floats(range(10))  # cell 0: pos 0 1 2, w 3 4; cell 1: pos 5 6 7, w 8 9
+    run(src, "touch", mem, 0, 1, 1)
+    # w[1] of cell 1 = 2 + 10; cell 1 pos = (8, 6, 7); cell 0 pos[1] = cell 1 w[0] = 8;
+    # cell 0 w[0] = cell 1 pos.x + pos.y = 8 + 6
+    assert mem.data == [0, 8, 2, 14, 4, 8, 6, 7, 8, 12]
