@@ -10,6 +10,7 @@ from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.defaults import fill_defaults, is_default_arg
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
@@ -99,9 +100,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     fi = c.funcs[f.func]
     params, ret = derivative_signature(fi, f.mode)
     what = f"'{f.name()}'"
+    fill_defaults(c, e, params)
     if len(e.args) != len(params):
         raise err(ARG_COUNT, f"{what} expects {len(params)} argument{'s' if len(params) != 1 else ''}, got {len(e.args)}", e)
     for a, p in zip(e.args, params):
+        if is_default_arg(a):
+            continue  # typed with its function (a pair around it when fill_defaults made one)
         if p.direction in ("out", "inout"):
             got = c.lvalue(a)
             if got != p.ty:

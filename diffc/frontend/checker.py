@@ -28,6 +28,7 @@ class PInfo:
     direction: str  # in, out, inout
     no_diff: bool = False
     semantic: str | None = None  # `: SV_DispatchThreadID`
+    default: A.Expr | None = None  # the value a call that omits this argument passes
 
 
 @dataclass
@@ -83,14 +84,14 @@ def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInf
         for p in params:
             d = T.is_differentiable(p.ty) and not p.no_diff
             if mode == "fwd":
-                new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff))
+                new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff, default=p.default))
             elif not d:
                 if p.direction != "out":
-                    new.append(PInfo(p.name, p.ty, "in", True))
+                    new.append(PInfo(p.name, p.ty, "in", True, default=p.default))
             elif p.direction == "out":
                 new.append(PInfo(p.name, T.differential(p.ty), "in"))
             else:
-                new.append(PInfo(p.name, T.Pair(p.ty), "inout"))
+                new.append(PInfo(p.name, T.Pair(p.ty), "inout", default=p.default))
         if mode == "fwd":
             ret = T.Pair(ret) if diff_ret else ret
         else:
@@ -265,6 +266,9 @@ class Checker:
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
             params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
+        from diffc.frontend.defaults import check_defaults
+
+        check_defaults(self, d, params)
         return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 

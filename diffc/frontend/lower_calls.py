@@ -12,6 +12,7 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, MATH_UNARY, WAVE_CONSTANT
 from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.defaults import is_default_arg
 from diffc.frontend.errors import UNSUPPORTED
 
 
@@ -121,7 +122,8 @@ class CallLowering:
         grads = list(op.results)
         for a, ty, ps in writes:  # Slang: the gradient overwrites `.d`
             n = sum(1 for _, c in T.leaves(ty) if c)
-            self.store(a, self.make_pairs(ps, grads[:n], ty))
+            if not is_default_arg(a):  # an omitted argument's gradient goes nowhere
+                self.store(a, self.make_pairs(ps, grads[:n], ty))
             grads = grads[n:]
         return []
 

@@ -234,7 +234,8 @@ class Parser:
                 pname = self.ident("a parameter name")
                 pt = self.array_dims(pt)
                 semantic = self.ident("a semantic").text if self.accept(":") else None
-                params.append(A.Param(mods, pt, pname.text, semantic, span=self.span_from(pstart)))
+                default = self.assignment() if self.accept("=") else None
+                params.append(A.Param(mods, pt, pname.text, semantic, default, span=self.span_from(pstart)))
                 if not self.accept(","):
                     break
         self.expect(")")
