@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT
+from diffc.frontend.matrices import MATRIX_FUNCS, check_ctor as check_matrix_ctor
+from diffc.frontend.matrices import check_call as check_matrix_call
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker import derivative_signature, err
 from diffc.frontend.defaults import fill_defaults, is_default_arg
@@ -75,6 +77,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                     raise err(TYPE_MISMATCH, f"printf cannot print a value of type {t}", a)
             e.kind = "printf"
             return T.VOID
+        if name in MATRIX_FUNCS:
+            return check_matrix_call(c, e, name)
         if name in BUILTINS:
             return _builtin(c, e, name)
         if name in WAVE_IDENTITY or name in WAVE_CONSTANT:
@@ -288,6 +292,8 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
         if not (total == t.n or (len(e.args) == 1 and total == 1)):
             raise err(ARG_COUNT, f"{t} constructor needs {t.n} components, got {total}", e)
         return t
+    if isinstance(t, T.Matrix):
+        return check_matrix_ctor(c, e, t)
     if isinstance(t, T.Struct):
         if len(e.args) != len(t.fields):
             raise err(ARG_COUNT, f"{t} constructor expects {len(t.fields)} arguments, got {len(e.args)}", e)

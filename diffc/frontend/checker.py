@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
+from diffc.frontend import matrices
 from diffc.frontend import types as T
 from diffc.frontend.errors import (
     ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
@@ -158,6 +159,9 @@ class Checker:
         m = _VEC.match(n)
         if m:
             return T.Vector(T.Scalar(m.group(1)), int(m.group(2))) if m.group(2) != "1" else T.Scalar(m.group(1))
+        mat = matrices.resolve(self, n, t)
+        if mat is not None:
+            return mat
         if n == "vector" and len(t.args) == 2:
             e = self.resolve(t.args[0])
             assert isinstance(e, T.Scalar)
@@ -460,6 +464,9 @@ class Checker:
             raise err(TYPE_MISMATCH, f"expected a value of type {want}, got {got}", e)
 
     def init_list(self, e: A.InitList, want: T.Type) -> None:
+        if isinstance(want, T.Matrix):
+            matrices.check_init_list(self, e, want)
+            return
         e.ty = want
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
@@ -514,6 +521,8 @@ class Checker:
             return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
+            if isinstance(t, T.Matrix) and e.op in ("-", "+"):
+                return t
             if e.op == "!":
                 return T.BOOL if not isinstance(t, T.Vector) else T.Vector(T.BOOL, t.n)
             if not T.is_numeric(t):
@@ -534,6 +543,10 @@ class Checker:
             t = self.lvalue(e.target)
             if e.op == "=":
                 self.expect_type(e.value, t)
+            elif isinstance(t, T.Matrix):
+                v = self.expr(e.value)
+                if not matrices.compound_ok(e.op, t, v):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
             else:
                 v = self.expr(e.value)
                 if not (T.is_numeric(t) and T.convertible(v, t)):
@@ -567,6 +580,8 @@ class Checker:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
             return self.pointer_arith(e, a, b)
+        if isinstance(a, T.Matrix) or isinstance(b, T.Matrix):
+            return matrices.check_binary(e, a, b)
         if e.op in ("&&", "||"):
             for x, t in ((e.lhs, a), (e.rhs, b)):
                 if not T.convertible(t, T.BOOL):
@@ -632,6 +647,10 @@ class Checker:
             f = t.field(e.name)
             if f is not None:
                 return f[1]
+        elif isinstance(t, T.Matrix):
+            mt = matrices.member(t, e.name, e.name_span)
+            if mt is not None:
+                return mt
         elif isinstance(t, T.Vector | T.Scalar) and e.name and all(c in SWIZZLE for c in e.name):
             n = t.n if isinstance(t, T.Vector) else 1
             idx = [SWIZZLE[c] for c in e.name]
@@ -655,6 +674,8 @@ class Checker:
             return t.elem
         if isinstance(t, T.Vector):
             return t.elem
+        if isinstance(t, T.Matrix):
+            return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
 
 

@@ -33,7 +33,9 @@ class CallLowering:
         if k == "builtin":
             return self.builtin(e)
         if k == "ctor":
-            return self.ctor(e)
+            return self.matrix_ctor(e, e.target) if isinstance(e.target, T.Matrix) else self.ctor(e)
+        if k == "matrix":
+            return self.matrix_call(e)
         if k == "dzero":
             return self.const(0, e.target)
         if k == "dadd":
