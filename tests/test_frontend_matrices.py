@@ -311,3 +311,44 @@ def test_matrix_and_vector_stay_usable_as_variable_names():
 float f(float* matrix, float vector) { return matrix[1] * vector + float(matrix<float, 1, 2>(1.0, 2.0)._m01); }
 """
     assert run(lowered(src), "f", floats([3.0, 5.0]), 0, 2.0)[0] == 12.0
+
+
+KERNEL = """
+[Differentiable]
+float energy(float3x3 m, float3 p) { float3 q = mul(m, p) + mul(p, transpose(m)); return dot(q, q) + determinant(m); }
+
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void grads(uint3 tid : SV_DispatchThreadID, float3x3* mats, float3* points, float3x3* out, int count)
+{
+    int i = int(tid.x);
+    if (i >= count) return;
+    var dm = diffPair(mats[i]);
+    var dp = diffPair(points[i]);
+    bwd_diff(energy)(dm, dp, 1.0);
+    float3x3 g = dm.d;
+    g[i % 3][(i + 1) % 3] += float(i);   // a runtime row and column
+    out[i] = g;
+}
+"""
+
+
+def test_matrix_gradients_in_a_kernel_on_pocl():
+    pytest.importorskip("pyopencl")
+    import diffc
+    from diffc.runtime.module import load_module_from_string
+
+    n = 6
+    rng = np.random.default_rng(2)
+    mats, points = rng.normal(size=(n, 3, 3)), rng.normal(size=(n, 3))
+    out = diffc.Tensor.zeros(n * 9)
+    m = load_module_from_string(KERNEL, "grads.slang")
+    m.grads.dispatch(thread_count=n, mats=diffc.Tensor.from_numpy(mats.ravel().astype(np.float32)),
+                     points=diffc.Tensor.from_numpy(points.ravel().astype(np.float32)), out=out, count=n)
+    got = out.numpy().reshape(n, 3, 3)
+    for i in range(n):
+        a, p = mats[i], points[i]
+        # energy = |2 M p|^2 + det M: d/dM = 8 (M p) p^T + det(M) M^-T
+        want = 8 * np.outer(a @ p, p) + np.linalg.det(a) * np.linalg.inv(a).T
+        want[i % 3, (i + 1) % 3] += i
+        np.testing.assert_allclose(got[i], want, rtol=1e-4, atol=1e-4)
