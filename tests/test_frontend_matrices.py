@@ -293,6 +293,10 @@ def test_differential_pair_of_a_matrix_in_both_modes():
      1, 35, "operator '*=' cannot combine float2x2 with float2"),
     ("float f(float2x2 a, float2x2 b) { return a == b ? 1.0 : 0.0; }",
      1, 42, "operator '==' is not defined on matrices"),
+    ("float f(float2x2 m) { return !m ? 1.0 : 0.0; }",
+     1, 31, "operator '!' is not defined on matrices, got float2x2"),
+    ("float f(float2x2 m) {\n    return m[2][0];\n}",
+     2, 14, "row 2 is out of range for float2x2 (rows 0 to 1)"),
 ])
 def test_shape_mismatches_are_located(src, line, col, words):
     expect_error(src, "E0003", line, col, words)

@@ -521,7 +521,9 @@ class Checker:
             return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
-            if isinstance(t, T.Matrix) and e.op in ("-", "+"):
+            if isinstance(t, T.Matrix):
+                if e.op not in ("-", "+"):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
                 return t
             if e.op == "!":
                 return T.BOOL if not isinstance(t, T.Vector) else T.Vector(T.BOOL, t.n)
@@ -675,6 +677,7 @@ class Checker:
         if isinstance(t, T.Vector):
             return t.elem
         if isinstance(t, T.Matrix):
+            matrices.check_row_index(t, e.index)
             return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
 

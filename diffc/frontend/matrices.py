@@ -84,6 +84,12 @@ def compound_ok(op: str, t: T.Matrix, v: T.Type) -> bool:
     return op[:-1] in ELEMENTWISE and (isinstance(v, T.Scalar) or same_shape)
 
 
+def check_row_index(t: T.Matrix, index: A.Expr) -> None:
+    """A constant row index must name a row (a runtime one selects among the rows)."""
+    if isinstance(index, A.Num) and not index.is_float and not 0 <= int(index.value) < t.rows:
+        raise _err(TYPE_MISMATCH, f"row {int(index.value)} is out of range for {t} (rows 0 to {t.rows - 1})", index)
+
+
 def member(t: T.Matrix, name: str, node) -> T.Type | None:
     """The type of `m._m01` / `m._12` / `m._m00_m11` (None when `name` is no such member)."""
     cells = member_cells(name)
