@@ -10,17 +10,9 @@ import diffc
 from diffc.runtime import module as runtime_module
 from diffc.runtime.kernels import broadcast_period
 from diffc.runtime.module import _broadcast_strides, _reduce_groups, load_module_from_string
+from conftest import POLYNOMIAL_IR
 
-POLY = """
-func.func @polynomial(%a: f32, %b: f32, %c: f32, %x: f32) -> f32 attributes {diff.differentiable} {
-  %ax = arith.mulf %a, %x : f32
-  %axx = arith.mulf %ax, %x : f32
-  %bx = arith.mulf %b, %x : f32
-  %s = arith.addf %axx, %bx : f32
-  %r = arith.addf %s, %c : f32
-  func.return %r : f32
-}
-"""
+POLY = POLYNOMIAL_IR
 
 SIZES = [1, 255, 256, 257, 10**5 + 3]
 

@@ -6,7 +6,7 @@ Stages: lexer.py (tokens) -> parser.py (ast.py) -> checker.py + calls.py (types,
 Error codes (printed as `file:line:col: error[CODE]: message`, the line and a caret):
   E0001 syntax, E0002 undefined name/type, E0003 type mismatch, E0004 unknown member,
   E0005 wrong argument count, E0006 derivative-carrying value into a non-differentiable
-  function or operation (a buffer write), E0007 loop without a bound in a function that
+  function or operation (a buffer or raw-pointer write), E0007 loop without a bound in a function that
   bwd_diff differentiates, E0008 valid Slang this front end does not support.
 E0006/E0007 on the lowered IR come from derivative_checks.py (what the passes would refuse).
 """

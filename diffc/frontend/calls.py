@@ -64,6 +64,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                 c.expect_type(e.args[1], T.differential(p))
             e.kind = "diffPair"
             return T.Pair(p)
+        if name == "diffPtrPair":
+            _count(e, "diffPtrPair", 2)
+            p = c.expr(e.args[0])
+            if not T.is_ptr_differentiable(p):
+                raise err(TYPE_MISMATCH, f"diffPtrPair needs an IDifferentiablePtrType value, got {p}", e.args[0])
+            return _constructor(c, e, T.PtrPair(p))
         if name == "detach":
             _count(e, "detach", 1)
             e.kind = "detach"
@@ -294,6 +300,11 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
         return t
     if isinstance(t, T.Matrix):
         return check_matrix_ctor(c, e, t)
+    if isinstance(t, T.PtrPair):  # DifferentialPtrPair<T>(primal, differential)
+        _count(e, t.name(), 2)
+        c.expect_type(e.args[0], t.elem)
+        c.expect_type(e.args[1], T.differential(t.elem))
+        return t
     if isinstance(t, T.Struct):
         if len(e.args) != len(t.fields):
             raise err(ARG_COUNT, f"{t} constructor expects {len(t.fields)} arguments, got {len(e.args)}", e)

@@ -76,6 +76,11 @@ def err(code: str, msg: str, node: A.Node | tuple[int, int]):
     return FrontendError(code, msg, span[0], span[1])
 
 
+def ptr_param(p: PInfo) -> bool:
+    """A parameter whose derivative goes through memory: an IDifferentiablePtrType, not no_diff."""
+    return T.is_ptr_differentiable(p.ty) and not p.no_diff
+
+
 def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInfo], T.Type]:
     """Parameters and result of fwd_diff/bwd_diff applied (innermost first) to f."""
     params, ret, ret_nd = list(f.params), f.ret, f.ret_no_diff
@@ -83,6 +88,9 @@ def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInf
         new: list[PInfo] = []
         diff_ret = T.is_differentiable(ret) and not ret_nd
         for p in params:
+            if ptr_param(p):  # both modes: the pointer pair, read and written through
+                new.append(PInfo(p.name, T.PtrPair(p.ty), "in", True))
+                continue
             d = T.is_differentiable(p.ty) and not p.no_diff
             if mode == "fwd":
                 new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff, default=p.default))
@@ -149,7 +157,7 @@ class Checker:
             return self.instantiate_struct(n, t)
         if n.endswith(".Differential"):
             base = self._resolve_base(A.TypeRef(n[: -len(".Differential")], t.args, span=t.span))
-            if not T.is_differentiable(base):
+            if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)):
                 raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
             return T.differential(base)
         if n == "void":
@@ -171,6 +179,11 @@ class Checker:
             if not T.is_differentiable(inner):
                 raise err(TYPE_MISMATCH, f"DifferentialPair needs a differentiable type, got {inner}", t)
             return T.Pair(inner)
+        if n == "DifferentialPtrPair" and len(t.args) == 1:
+            inner = self.resolve(t.args[0])
+            if not T.is_ptr_differentiable(inner):
+                raise err(TYPE_MISMATCH, f"DifferentialPtrPair needs an IDifferentiablePtrType struct, got {inner}", t)
+            return T.PtrPair(inner)
         if n in ("RWStructuredBuffer", "StructuredBuffer") and len(t.args) == 1:
             a = t.args[0]
             if isinstance(a, A.TypeRef) and a.name == "Atomic":
@@ -266,7 +279,8 @@ class Checker:
         is_static = "static" in d.mods
         if owner is not None and not is_static:
             mutating = any(a.name == "mutating" for a in d.attrs)
-            params.append(PInfo("this", owner, "inout" if mutating else "in", not owner.differentiable))
+            carries = owner.differentiable or T.is_ptr_differentiable(owner)
+            params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
             params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
@@ -283,7 +297,16 @@ class Checker:
         self.scopes.append({})
         f.locals = [self.declare(p.name, p.ty, p.name != "this" or p.direction != "in") for p in f.params]
         assert d.body is not None
+        for i, p in enumerate(f.params):
+            if ptr_param(p) and p.direction != "in" and f.differentiable:
+                where = d.params[i - (len(f.params) - len(d.params))] if p.name != "this" else d.name_span
+                raise err(UNSUPPORTED, f"IDifferentiablePtrType parameter '{p.name}' of differentiable '{f.name}' "
+                          "must be an input: derivatives go through its pointers", where)
         self.stmt(d.body)
+        if f.body_differentiated:
+            from diffc.frontend.ptr_types import check_raw_pointer_writes
+
+            check_raw_pointer_writes(f, d.body)
         self.scopes.pop()
         if f.owner is not None:
             self.alias_scopes.pop()
@@ -307,6 +330,8 @@ class Checker:
         self.alias_scopes.append(s.aliases)
         for a in d.aliases:
             s.aliases[a.name] = self.resolve(a.type)
+        if "IDifferentiablePtrType" in d.bases:
+            s.ptr_differential = self.ptr_differential(d, s)
         for f in d.fields:
             ty = self.resolve(f.type)
             if "static" in f.mods:
@@ -328,6 +353,22 @@ class Checker:
             self.link_derivatives(f, s)
         self.restore(saved)
         return s
+
+    def ptr_differential(self, d: A.Struct, s: T.Struct) -> T.Struct:
+        """The `typealias Differential` an IDifferentiablePtrType struct must name: a struct that
+        is IDifferentiablePtrType and its own Differential (Slang's rule)."""
+        if s.differentiable:
+            raise err(TYPE_MISMATCH, f"'{s.sname}' cannot be both IDifferentiable and IDifferentiablePtrType", d)
+        alias = next((a for a in d.aliases if a.name == "Differential"), None)
+        if alias is None:
+            raise err(UNDEFINED, f"IDifferentiablePtrType '{s.sname}' needs 'typealias Differential = ...;'", d)
+        dt = s.aliases["Differential"]
+        if dt is s:
+            return s
+        if not (isinstance(dt, T.Struct) and dt.ptr_differential is dt):
+            raise err(TYPE_MISMATCH, f"the Differential of IDifferentiablePtrType '{s.sname}' must be an "
+                      f"IDifferentiablePtrType struct that is its own Differential, got {dt}", alias)
+        return dt
 
     def instantiate_struct(self, name: str, t: A.TypeRef) -> T.Struct:
         d = self.struct_templates[name]
@@ -474,10 +515,12 @@ class Checker:
             items = [t for _, t, _ in want.fields]
         elif isinstance(want, T.Vector):
             items = [want.elem] * want.n
-        elif isinstance(want, T.Pair):
+        elif isinstance(want, T.Pair | T.PtrPair):
             items = [want.elem, T.differential(want.elem)]
         else:
             items = [want]
+        if isinstance(want, T.PtrPair) and len(e.items) != 2:
+            raise err(ARG_COUNT, f"{want} needs a primal and a differential, got {len(e.items)} initializers", e)
         if len(e.items) > len(items):
             raise err(ARG_COUNT, f"too many initializers for {want}: expected {len(items)}, got {len(e.items)}", e)
         for it, t in zip(e.items, items):
@@ -640,7 +683,7 @@ class Checker:
             raise err(UNKNOWN_MEMBER, f"type {t.elem} has no member '{e.name}'", e.name_span)
         if e.arrow:
             raise err(TYPE_MISMATCH, f"'->' needs a pointer, got {t}", e.base)
-        if isinstance(t, T.Pair):
+        if isinstance(t, T.Pair | T.PtrPair):
             if e.name in ("p", "primal", "getPrimal"):
                 return t.elem
             if e.name in ("d", "differential", "getDifferential"):

@@ -11,7 +11,7 @@ UNDEFINED = "E0002"  # a name that is declared nowhere
 TYPE_MISMATCH = "E0003"  # a value of the wrong type
 UNKNOWN_MEMBER = "E0004"  # a field, swizzle or method the type does not have
 ARG_COUNT = "E0005"  # a call with the wrong number of arguments
-NOT_DIFFERENTIABLE = "E0006"  # derivative-carrying value into a non-differentiable function
+NOT_DIFFERENTIABLE = "E0006"  # derivative-carrying value into a non-differentiable function or raw pointer
 UNBOUNDED_LOOP = "E0007"  # a loop without a bound in a backward-differentiable function
 UNSUPPORTED = "E0008"  # valid Slang that this front end does not handle
 

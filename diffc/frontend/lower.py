@@ -21,11 +21,12 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.derivative_checks import check_module
-from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, trip_count, walk
+from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, ptr_param, trip_count, walk
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
 from diffc.frontend.matrices import MatrixLowering
+from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 
 I1 = IntegerType(1)
 
@@ -58,6 +59,8 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
         self.loops: list[LoopCtx] = []
         self.use_ret_flag = False
         self.counter = 0
+        self.ptr_shadows: dict[int, list[SSAValue]] = {}  # IDifferentiablePtrType parameter -> its Differential
+        self.lowering: tuple[FuncInfo, bool] | None = None  # the function being lowered, and whether as its twin
 
     def emit(self, op: Operation) -> Operation:
         if self.at:
@@ -100,14 +103,22 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
         infos = self.c.func_order  # functions, methods and generic instances
         for f in infos:
             self.func_ops[f.name] = self.declare_func(f)
+            if has_ptr_twin(f):
+                self.func_ops[ptr_twin_name(f.name)] = self.declare_func(f, twin=True)
         for f in infos:
             self.define_func(f)
             ops.append(self.func_ops[f.name])
+            if has_ptr_twin(f):
+                self.define_func(f, twin=True)
+                ops.append(self.func_ops[ptr_twin_name(f.name)])
         module = ModuleOp(ops + self.extra_funcs)
         check_module(module, self.spans)
         return module
 
-    def declare_func(self, f: FuncInfo) -> func.FuncOp:
+    def declare_func(self, f: FuncInfo, twin: bool = False) -> func.FuncOp:
+        """f's IR function; with `twin`, the one its derivatives are taken of when f has
+        IDifferentiablePtrType parameters (each is then its DifferentialPtrPair's leaves, see
+        docs/frontend.md). The primal of such an f carries no diff facts: it is never differentiated."""
         arg_types: list[Attribute] = []
         arg_attrs: list[dict] = []
         res_types: list[Attribute] = []
@@ -133,22 +144,25 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
             for p in f.params:
                 extra = {"diffc.semantic": StringAttr(p.semantic)} if p.semantic else None
                 if p.direction != "out":
-                    add(arg_types, arg_attrs, p.ty, p.no_diff, extra)
+                    ty = T.PtrPair(p.ty) if twin and ptr_param(p) else p.ty
+                    add(arg_types, arg_attrs, ty, p.no_diff, extra)
             for p in f.params:
                 if p.direction != "in":
                     add(res_types, res_attrs, p.ty, p.no_diff)
         dicts = lambda xs: ArrayAttr([DictionaryAttr(x) for x in xs])  # noqa: E731
-        op = func.FuncOp(f.name, FunctionType.from_lists(arg_types, res_types), Region(Block(arg_types=arg_types)),
+        op = func.FuncOp(ptr_twin_name(f.name) if twin else f.name, FunctionType.from_lists(arg_types, res_types),
+                         Region(Block(arg_types=arg_types)),
                          arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
                          res_attrs=dicts(res_attrs) if any(res_attrs) else None)
         at = f.attrs
-        if {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"} & set(at) or (
-                f.fwd_custom or f.bwd_custom):
+        if has_ptr_twin(f) and not twin:
+            at = {k: a for k, a in at.items() if k in ("shader", "numthreads")}
+        elif f.differentiable:
             op.attributes[diff.DIFFERENTIABLE] = UnitAttr()
-        if f.fwd_custom:
-            op.attributes[diff.FWD_DERIVATIVE] = SymbolRefAttr(f.fwd_custom)
-        if f.bwd_custom:
-            op.attributes[diff.BWD_DERIVATIVE] = SymbolRefAttr(f.bwd_custom)
+            if f.fwd_custom:
+                op.attributes[diff.FWD_DERIVATIVE] = SymbolRefAttr(f.fwd_custom)
+            if f.bwd_custom:
+                op.attributes[diff.BWD_DERIVATIVE] = SymbolRefAttr(f.bwd_custom)
         if "PreferRecompute" in at:
             op.attributes[diff.PREFER] = StringAttr("recompute")
         if "PreferCheckpoint" in at:
@@ -175,15 +189,24 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
             attrs.append(DictionaryAttr(entries))
         op.arg_attrs = ArrayAttr(attrs)
 
-    def define_func(self, f: FuncInfo) -> None:
-        op = self.func_ops[f.name]
+    def define_func(self, f: FuncInfo, twin: bool = False) -> None:
+        op = self.func_ops[ptr_twin_name(f.name) if twin else f.name]
         self.block = op.body.blocks[0]
         self.bindings = {}
+        self.ptr_shadows = {}
+        self.lowering = (f, twin)
         args = list(self.block.args)
         pair_params = []
         names: list[str] = []
         for p, loc in zip(f.params, f.locals):
-            if f.bwd_of and isinstance(p.ty, T.Pair) and p.direction == "inout":
+            if twin and ptr_param(p):  # the primal's leaves, then its Differential's
+                n, m = T.leaf_count(p.ty), T.leaf_count(T.differential(p.ty))
+                vals = args[:n]
+                for arg, name in zip(args[n : n + m], T.leaf_names(T.differential(p.ty), f"{p.name}_d")):
+                    arg.name_hint = name
+                self.ptr_shadows[id(loc)] = args[n : n + m]
+                del args[n : n + m]
+            elif f.bwd_of and isinstance(p.ty, T.Pair) and p.direction == "inout":
                 n = T.leaf_count(p.ty.elem)
                 vals = self.make_pairs(args[:n], None, p.ty.elem)
                 pair_params.append(loc)

@@ -131,6 +131,8 @@ class ExprLowering:
         elif isinstance(t, T.Vector):
             return self.build_vector([self.lower_as(x, t.elem)[0] for x in e.items]
                                      + self.const(0, t.elem) * (t.n - len(e.items)), t)
+        elif isinstance(t, T.PtrPair):
+            return self.ptr_pair(e.items, t)
         elif isinstance(t, T.Pair):
             p = self.lower_as(e.items[0], t.elem)
             d = self.lower_as(e.items[1], T.differential(t.elem)) if len(e.items) > 1 else None
@@ -159,6 +161,10 @@ class ExprLowering:
             else:
                 out.append(x)
         return out
+
+    def ptr_pair(self, items: list[A.Expr], t: T.PtrPair) -> list[SSAValue]:
+        """A DifferentialPtrPair's leaves: the primal's, then the differential's."""
+        return self.lower_as(items[0], t.elem) + self.lower_as(items[1], T.differential(t.elem))
 
     def pair_parts(self, vals: list[SSAValue], elem: T.Type) -> tuple[list[SSAValue], list[SSAValue]]:
         ps, ds = [], []
@@ -370,12 +376,45 @@ class ExprLowering:
         buf, off = self.expr(e.base)
         return buf, self.offset_by(off, self.mem_parts(t.elem)[i][0]), ft
 
+    def address(self, e: A.Expr) -> tuple[SSAValue, SSAValue]:
+        """Memref and scalar offset of an lvalue that lives in memory (see `in_memory`), so that
+        `p[i].v0.x` reads or writes one scalar, not the whole struct around it."""
+        if isinstance(e, A.Unary):
+            return self.pointer_at(e.operand, None)
+        assert isinstance(e, A.Member | A.Index)
+        t = e.base.ty
+        if isinstance(t, T.Pointer):
+            if isinstance(e, A.Index):
+                return self.pointer_at(e.base, e.index)
+            buf, off, _ = self.pointer_field(e)
+            return buf, off
+        buf, off = self.address(e.base)
+        if isinstance(e, A.Member) and isinstance(t, T.Struct):
+            i, _, _ = t.field(e.name)  # type: ignore[misc]
+            return buf, self.offset_by(off, self.mem_parts(t)[i][0])
+        if isinstance(e, A.Member):  # one component of a vector
+            return buf, self.offset_by(off, SWIZZLE[e.name])
+        size = len(T.scalar_leaves(e.ty) or [])
+        k = self.const_index(e.index)
+        if k is not None:
+            return buf, self.offset_by(off, k * size)
+        i = self.index_value(e.index)
+        if size != 1:
+            i = self.v(arith.MuliOp(i, self.index_const(size)))
+        return buf, self.v(arith.AddiOp(off, i))
+
     # ---- members and indexing ----
     def member(self, e: A.Member) -> list[SSAValue]:
         static = getattr(e, "static", None)
         if static is not None:  # a struct's `static const`
             return self.lower_as(static.value, static.ty)
+        if in_memory(e):
+            return self.load_mem(*self.address(e), e.ty)
         t = e.base.ty
+        if isinstance(t, T.Vector | T.Scalar) and in_memory(e.base):  # a swizzle of a vector in memory
+            buf, off = self.address(e.base)
+            comps = [self.load_mem(buf, self.offset_by(off, SWIZZLE[ch]), T.elem_of(t))[0] for ch in e.name]
+            return comps if len(comps) == 1 else self.build_vector(comps, e.ty)
         if isinstance(t, T.Pointer) and not t.by_value:
             buf, off, ft = self.pointer_field(e)
             return self.load_mem(buf, off, ft)
@@ -385,6 +424,9 @@ class ExprLowering:
         if isinstance(t, T.Pair):
             ps, ds = self.pair_parts(base, t.elem)
             return ps if e.name in ("p", "primal", "getPrimal") else ds
+        if isinstance(t, T.PtrPair):
+            n = T.leaf_count(t.elem)
+            return base[:n] if e.name in ("p", "primal", "getPrimal") else base[n:]
         if isinstance(t, T.Struct):
             i, _, _ = t.field(e.name)  # type: ignore[misc]
             start, n = T.field_offset(t, i)
@@ -399,6 +441,8 @@ class ExprLowering:
         return comps if len(comps) == 1 else self.build_vector(comps, e.ty)
 
     def index(self, e: A.Index) -> list[SSAValue]:
+        if in_memory(e):
+            return self.load_mem(*self.address(e), e.ty)
         t = e.base.ty
         if isinstance(t, T.Pointer):
             return self.deref(e.base, e.index, e.ty)
@@ -431,8 +475,21 @@ class ExprLowering:
 
     def store(self, target: A.Expr, vals: list[SSAValue]) -> None:
         """Writes `vals` into an lvalue, rebuilding the enclosing aggregate value."""
+        if in_memory(target):
+            buf, off = self.address(target)
+            self.store_mem(buf, off, target.ty, vals)
+            return
+        if (isinstance(target, A.Member) and isinstance(target.base.ty, T.Vector)
+                and in_memory(target.base)):  # a swizzle of a vector in memory: its components
+            buf, off = self.address(target.base)
+            el = T.ir_scalar(target.base.ty.elem)
+            for j, ch in enumerate(target.name):
+                comp = vals[0] if len(target.name) == 1 else self.v(vector.ExtractOp(vals[0], [j], el))
+                self.emit(memref.StoreOp.get(comp, buf, [self.offset_by(off, SWIZZLE[ch])]))
+            return
         if isinstance(target, A.Name):
             self.binding(target.sym).values = list(vals)  # type: ignore[attr-defined]
+            self.ptr_shadows.pop(id(target.sym), None)  # type: ignore[attr-defined]  # no longer the parameter
             return
         if isinstance(target, A.Unary) and target.op == "*":
             buf, off = self.pointer_at(target.operand, None)
@@ -458,6 +515,9 @@ class ExprLowering:
                     new = self.make_pairs(vals, ds, t.elem)
                 else:
                     new = self.make_pairs(ps, vals, t.elem)
+            elif isinstance(t, T.PtrPair):
+                n = T.leaf_count(t.elem)
+                new = vals + base[n:] if target.name in ("p", "primal") else base[:n] + vals
             elif isinstance(t, T.Struct):
                 i, _, _ = t.field(target.name)  # type: ignore[misc]
                 start, n = T.field_offset(t, i)
@@ -528,3 +588,20 @@ class ExprLowering:
 
     def math_unary(self, name: str, x: SSAValue) -> SSAValue:
         return self.v(getattr(math, MATH_UNARY[name])(x))
+
+
+def in_memory(e: A.Expr) -> bool:
+    """Whether e is a place in memory reached through a (non-by-value) pointer: `*p`, `p[i]`,
+    `p->f`, and fields, single vector components and elements of such places."""
+    if isinstance(e, A.Unary) and e.op == "*":
+        return isinstance(e.operand.ty, T.Pointer) and not e.operand.ty.by_value
+    if not isinstance(e, A.Member | A.Index) or getattr(e, "static", None) is not None:
+        return False
+    t = e.base.ty
+    if isinstance(t, T.Pointer):
+        return not t.by_value
+    if isinstance(e, A.Member) and not (isinstance(t, T.Struct) or (isinstance(t, T.Vector) and len(e.name) == 1)):
+        return False
+    if isinstance(e, A.Index) and not isinstance(t, T.Array | T.Vector):
+        return False
+    return in_memory(e.base)

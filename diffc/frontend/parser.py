@@ -12,7 +12,8 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
 # Fixed-width spellings of the scalars (Slang's stdint-style names).
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
-GENERIC_TYPES = {"DifferentialPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector", "matrix"}
+GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
+                 "matrix"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}

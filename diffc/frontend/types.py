@@ -85,6 +85,9 @@ class Struct(Type):
     statics: dict[str, object] = field(default_factory=dict)  # `static const` field -> checker Local
     aliases: dict[str, Type] = field(default_factory=dict)  # `typealias` inside the struct
     template: tuple[str, tuple[int, ...]] | None = None  # generic struct and arguments it instantiates
+    # `: IDifferentiablePtrType`: its `typealias Differential` (a struct that is its own Differential).
+    # Such a value carries no SSA derivative; derivatives are written through the Differential's pointers.
+    ptr_differential: Struct | None = None
 
     def name(self) -> str:
         return self.sname
@@ -102,6 +105,17 @@ class Pair(Type):
 
     def name(self) -> str:
         return f"DifferentialPair<{self.elem}>"
+
+
+@dataclass(frozen=True)
+class PtrPair(Type):
+    """`DifferentialPtrPair<T>` of an IDifferentiablePtrType T: T's leaves (`.p`), then those of
+    T.Differential (`.d`); none carries a derivative."""
+
+    elem: Type
+
+    def name(self) -> str:
+        return f"DifferentialPtrPair<{self.elem}>"
 
 
 @dataclass(frozen=True)
@@ -201,7 +215,14 @@ def is_differentiable(t: Type) -> bool:
     return isinstance(t, Pair)
 
 
+def is_ptr_differentiable(t: Type) -> bool:
+    """An IDifferentiablePtrType struct: derivatives go through its Differential's pointers."""
+    return isinstance(t, Struct) and t.ptr_differential is not None
+
+
 def differential(t: Type) -> Type:
+    if isinstance(t, Struct) and t.ptr_differential is not None:
+        return t.ptr_differential
     if isinstance(t, Struct):
         assert t.diff_struct is not None
         return t.diff_struct
@@ -226,6 +247,8 @@ def holds_pointer(t: Type) -> bool:
         return holds_pointer(t.elem)
     if isinstance(t, Struct):
         return any(holds_pointer(ft) for _, ft, _ in t.fields)
+    if isinstance(t, PtrPair):
+        return holds_pointer(t.elem) or holds_pointer(differential(t.elem))
     return False
 
 
@@ -281,6 +304,8 @@ def leaf_names(t: Type, base: str) -> list[str]:
         return [n for fname, ft, _ in t.fields for n in leaf_names(ft, f"{base}_{fname}")]
     if isinstance(t, Pair):
         return leaf_names(t.elem, base)
+    if isinstance(t, PtrPair):
+        return leaf_names(t.elem, f"{base}_p") + leaf_names(differential(t.elem), f"{base}_d")
     if isinstance(t, Pointer):
         return leaf_names(t.elem, base) if t.by_value else [base, f"{base}_off"]
     return [base]
@@ -303,6 +328,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         return out
     if isinstance(t, Pair):
         return [(PairType(ir) if d else ir, d) for ir, d in leaves(t.elem)]
+    if isinstance(t, PtrPair):
+        return [(ir, False) for ir, _ in leaves(t.elem) + leaves(differential(t.elem))]
     if isinstance(t, Buffer):
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
         return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
