@@ -356,3 +356,21 @@ def test_matrix_gradients_in_a_kernel_on_pocl():
         want = 8 * np.outer(a @ p, p) + np.linalg.det(a) * np.linalg.inv(a).T
         want[i % 3, (i + 1) % 3] += i
         np.testing.assert_allclose(got[i], want, rtol=1e-4, atol=1e-4)
+
+
+def test_matrices_in_memory_are_row_major_and_writable_in_parts():
+    src = """
+void f(float2x2* p, int i, float x)
+{
+    p[i][1] = float2(x, x + 1.0);   // a row of element i
+    p[i]._m00 = 7.0;
+    p[i][0][1] += x;
+    (*p)._m10 = -1.0;
+}
+float3 g(float3x3* p) { return mul(p[1], float3(1.0, 0.0, 0.0)); }   // column 0 of the second matrix
+"""
+    m = lowered(src)
+    buf = floats(range(8))
+    run(m, "f", buf, 0, 1, 10.0)
+    assert buf.data == [0.0, 1.0, -1.0, 3.0, 7.0, 15.0, 10.0, 11.0]
+    np.testing.assert_array_equal(run(m, "g", floats(range(18)), 0)[0], [9.0, 12.0, 15.0])
