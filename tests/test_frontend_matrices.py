@@ -374,3 +374,31 @@ float3 g(float3x3* p) { return mul(p[1], float3(1.0, 0.0, 0.0)); }   // column 0
     run(m, "f", buf, 0, 1, 10.0)
     assert buf.data == [0.0, 1.0, -1.0, 3.0, 7.0, 15.0, 10.0, 11.0]
     np.testing.assert_array_equal(run(m, "g", floats(range(18)), 0)[0], [9.0, 12.0, 15.0])
+
+
+@pytest.mark.parametrize("elem", ["double", "half", "float"])
+def test_double_and_half_matrices_differentiate(elem):
+    src = f"""
+[Differentiable]
+{elem} h({elem}2x2 m, {elem} s) {{ {elem}2x2 g = mul(m, transpose(m)) * s; return determinant(g) + g._m01; }}
+
+{elem}3 grad({elem}2x2 m, {elem} s)
+{{
+    var dm = diffPair(m);
+    var ds = diffPair(s);
+    bwd_diff(h)(dm, ds, 1.0);
+    return {elem}3(dm.d._m00, dm.d._m11, ds.d);
+}}
+"""
+    m = lowered(src)
+    a, s = np.array([[0.75, -0.5], [0.25, 1.5]]), 1.25
+
+    def hval(*x):
+        mm = np.array(x[:4]).reshape(2, 2)
+        g = mm @ mm.T * x[4]
+        return float(np.linalg.det(g) + g[0, 1])
+
+    x0 = [*a.ravel(), s]
+    assert run(m, "h", *a, s)[0] == pytest.approx(hval(*x0), rel=1e-12)
+    want = [central_difference(hval, x0, i) for i in (0, 3, 4)]
+    np.testing.assert_allclose(run(m, "grad", *a, s)[0], want, rtol=1e-6)
