@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
+from diffc.frontend import matrices
 from diffc.frontend import types as T
 from diffc.frontend.errors import (
     ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
@@ -28,6 +29,7 @@ class PInfo:
     direction: str  # in, out, inout
     no_diff: bool = False
     semantic: str | None = None  # `: SV_DispatchThreadID`
+    default: A.Expr | None = None  # the value a call that omits this argument passes
 
 
 @dataclass
@@ -91,14 +93,14 @@ def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInf
                 continue
             d = T.is_differentiable(p.ty) and not p.no_diff
             if mode == "fwd":
-                new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff))
+                new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff, default=p.default))
             elif not d:
                 if p.direction != "out":
-                    new.append(PInfo(p.name, p.ty, "in", True))
+                    new.append(PInfo(p.name, p.ty, "in", True, default=p.default))
             elif p.direction == "out":
                 new.append(PInfo(p.name, T.differential(p.ty), "in"))
             else:
-                new.append(PInfo(p.name, T.Pair(p.ty), "inout"))
+                new.append(PInfo(p.name, T.Pair(p.ty), "inout", default=p.default))
         if mode == "fwd":
             ret = T.Pair(ret) if diff_ret else ret
         else:
@@ -165,6 +167,9 @@ class Checker:
         m = _VEC.match(n)
         if m:
             return T.Vector(T.Scalar(m.group(1)), int(m.group(2))) if m.group(2) != "1" else T.Scalar(m.group(1))
+        mat = matrices.resolve(self, n, t)
+        if mat is not None:
+            return mat
         if n == "vector" and len(t.args) == 2:
             e = self.resolve(t.args[0])
             assert isinstance(e, T.Scalar)
@@ -279,6 +284,9 @@ class Checker:
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
             params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
+        from diffc.frontend.defaults import check_defaults
+
+        check_defaults(self, d, params)
         return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 
@@ -497,6 +505,9 @@ class Checker:
             raise err(TYPE_MISMATCH, f"expected a value of type {want}, got {got}", e)
 
     def init_list(self, e: A.InitList, want: T.Type) -> None:
+        if isinstance(want, T.Matrix):
+            matrices.check_init_list(self, e, want)
+            return
         e.ty = want
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
@@ -553,6 +564,10 @@ class Checker:
             return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
+            if isinstance(t, T.Matrix):
+                if e.op not in ("-", "+"):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
+                return t
             if e.op == "!":
                 return T.BOOL if not isinstance(t, T.Vector) else T.Vector(T.BOOL, t.n)
             if not T.is_numeric(t):
@@ -573,6 +588,10 @@ class Checker:
             t = self.lvalue(e.target)
             if e.op == "=":
                 self.expect_type(e.value, t)
+            elif isinstance(t, T.Matrix):
+                v = self.expr(e.value)
+                if not matrices.compound_ok(e.op, t, v):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
             else:
                 v = self.expr(e.value)
                 if not (T.is_numeric(t) and T.convertible(v, t)):
@@ -606,6 +625,8 @@ class Checker:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
             return self.pointer_arith(e, a, b)
+        if isinstance(a, T.Matrix) or isinstance(b, T.Matrix):
+            return matrices.check_binary(e, a, b)
         if e.op in ("&&", "||"):
             for x, t in ((e.lhs, a), (e.rhs, b)):
                 if not T.convertible(t, T.BOOL):
@@ -671,6 +692,10 @@ class Checker:
             f = t.field(e.name)
             if f is not None:
                 return f[1]
+        elif isinstance(t, T.Matrix):
+            mt = matrices.member(t, e.name, e.name_span)
+            if mt is not None:
+                return mt
         elif isinstance(t, T.Vector | T.Scalar) and e.name and all(c in SWIZZLE for c in e.name):
             n = t.n if isinstance(t, T.Vector) else 1
             idx = [SWIZZLE[c] for c in e.name]
@@ -694,6 +719,9 @@ class Checker:
             return t.elem
         if isinstance(t, T.Vector):
             return t.elem
+        if isinstance(t, T.Matrix):
+            matrices.check_row_index(t, e.index)
+            return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
 
 

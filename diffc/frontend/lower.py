@@ -25,6 +25,7 @@ from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, ptr
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
+from diffc.frontend.matrices import MatrixLowering
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 
 I1 = IntegerType(1)
@@ -42,7 +43,7 @@ class LoopCtx:
     cont: str | None
 
 
-class Lowering(ExprLowering, CallLowering):
+class Lowering(ExprLowering, CallLowering, MatrixLowering):
     def __init__(self, checker: Checker, text: str = "", filename: str = "<input>"):
         self.c = checker
         self.text, self.filename = text, filename

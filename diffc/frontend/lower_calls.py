@@ -12,6 +12,7 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, MATH_UNARY, WAVE_CONSTANT
 from diffc.frontend.checker import derivative_signature, err, ptr_param
+from diffc.frontend.defaults import is_default_arg
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 
@@ -33,7 +34,9 @@ class CallLowering:
         if k == "builtin":
             return self.builtin(e)
         if k == "ctor":
-            return self.ctor(e)
+            return self.matrix_ctor(e, e.target) if isinstance(e.target, T.Matrix) else self.ctor(e)
+        if k == "matrix":
+            return self.matrix_call(e)
         if k == "dzero":
             return self.const(0, e.target)
         if k == "dadd":
@@ -151,7 +154,8 @@ class CallLowering:
         grads = list(op.results)
         for a, ty, ps in writes:  # Slang: the gradient overwrites `.d`
             n = sum(1 for _, c in T.leaves(ty) if c)
-            self.store(a, self.make_pairs(ps, grads[:n], ty))
+            if not is_default_arg(a):  # an omitted argument's gradient goes nowhere
+                self.store(a, self.make_pairs(ps, grads[:n], ty))
             grads = grads[n:]
         return []
 

@@ -47,6 +47,8 @@ class ExprLowering:
             return [self.v(arith.ConstantOp(IntegerAttr(int(value), ir)))]
         if isinstance(t, T.Array):
             return self.const(value, t.elem) * t.n
+        if isinstance(t, T.Matrix):
+            return self.const(value, t.as_rows())
         if isinstance(t, T.Struct):
             out: list[SSAValue] = []
             for _, ft, _ in t.fields:
@@ -70,6 +72,8 @@ class ExprLowering:
         return self.v(arith.ConstantOp(FloatAttr(0.0, ir)))
 
     def convert(self, vals: list[SSAValue], src: T.Type, dst: T.Type) -> list[SSAValue]:
+        if isinstance(dst, T.Matrix) and src != dst:
+            return self.matrix_convert(vals, src, dst)  # type: ignore[attr-defined]
         if src == dst or not (T.is_numeric(src) and T.is_numeric(dst)):
             return vals
         (x,) = vals
@@ -118,6 +122,8 @@ class ExprLowering:
         return self.convert(self.expr(e), e.ty, t)
 
     def init_list(self, e: A.InitList, t: T.Type) -> list[SSAValue]:
+        if isinstance(t, T.Matrix):
+            return self.matrix_init_list(e, t)  # type: ignore[attr-defined]
         if isinstance(t, T.Array):
             parts = [t.elem] * t.n
         elif isinstance(t, T.Struct):
@@ -180,6 +186,8 @@ class ExprLowering:
             return self.read_name(e)
         if isinstance(e, A.Unary) and e.op == "*":
             return self.deref(e.operand, None, e.ty)
+        if isinstance(e, A.Unary) and isinstance(e.ty, T.Matrix):
+            return self.matrix_negate(e)  # type: ignore[attr-defined]
         if isinstance(e, A.Unary):
             (x,) = self.expr(e.operand)
             if e.op == "+":
@@ -240,6 +248,8 @@ class ExprLowering:
             (a,) = self.lower_as(e.lhs, T.BOOL)
             (b,) = self.lower_as(e.rhs, T.BOOL)
             return [self.v(arith.AndIOp(a, b) if e.op == "&&" else arith.OrIOp(a, b))]
+        if isinstance(e.ty, T.Matrix):
+            return self.matrix_binary(e)  # type: ignore[attr-defined]
         c = T.common_type(e.lhs.ty, e.rhs.ty)
         assert c is not None
         a, b = self.lower_as(e.lhs, c), self.lower_as(e.rhs, c)
@@ -260,6 +270,8 @@ class ExprLowering:
         t = e.target.ty
         if e.op == "=":
             new = self.lower_as(e.value, t)
+        elif isinstance(t, T.Matrix):
+            return self.matrix_compound(e)  # type: ignore[attr-defined]
         else:
             op = e.op[:-1]
             if isinstance(e.target, A.Index) and isinstance(e.target.base.ty, T.Buffer) and e.target.base.ty.atomic:
@@ -322,6 +334,8 @@ class ExprLowering:
     @staticmethod
     def mem_parts(t: T.Type) -> list[tuple[int, T.Type]]:
         """(scalar offset, type) of each element of an array or field of a struct."""
+        if isinstance(t, T.Matrix):
+            t = t.as_rows()
         if isinstance(t, T.Array):
             size = len(T.scalar_leaves(t.elem) or [])
             return [(i * size, t.elem) for i in range(t.n)]
@@ -417,6 +431,8 @@ class ExprLowering:
             i, _, _ = t.field(e.name)  # type: ignore[misc]
             start, n = T.field_offset(t, i)
             return base[start : start + n]
+        if isinstance(t, T.Matrix):
+            return self.matrix_member(e)  # type: ignore[attr-defined]
         idx = [SWIZZLE[ch] for ch in e.name]
         if isinstance(t, T.Scalar):
             return self.build_vector(base * len(idx), e.ty) if len(idx) > 1 else base
@@ -437,6 +453,8 @@ class ExprLowering:
         if isinstance(t, T.Vector):
             (i,) = self.expr(e.index)
             return [self.v(vector.ExtractOp(base[0], [self.index_value_of(i)], T.ir_scalar(t.elem)))]
+        if isinstance(t, T.Matrix):
+            t = t.as_rows()  # a row per leaf
         n = T.leaf_count(t.elem)
         k = self.const_index(e.index)
         if k is not None:
@@ -485,6 +503,9 @@ class ExprLowering:
             buf, off = self.pointer_at(target.base, target.index)
             self.store_mem(buf, off, target.ty, vals)
             return
+        if isinstance(target, A.Member) and isinstance(target.base.ty, T.Matrix):
+            self.matrix_store_member(target, vals)  # type: ignore[attr-defined]
+            return
         if isinstance(target, A.Member):
             t = target.base.ty
             base = self.expr(target.base)
@@ -525,6 +546,8 @@ class ExprLowering:
                 (i,) = self.expr(target.index)
                 new = [self.v(vector.InsertOp(vals[0], base[0], [self.index_value_of(i)]))]
             else:
+                if isinstance(t, T.Matrix):
+                    t = t.as_rows()
                 n = T.leaf_count(t.elem)
                 k = self.const_index(target.index)
                 if k is not None:

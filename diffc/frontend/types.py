@@ -47,6 +47,26 @@ class Vector(Type):
 
 
 @dataclass(frozen=True)
+class Matrix(Type):
+    """`floatRxC` / `matrix<float, R, C>`: R rows of C elements, laid out as its rows (an Array
+    of R row vectors, a row of one column being a scalar), row-major in memory."""
+
+    elem: Scalar
+    rows: int
+    cols: int
+
+    def name(self) -> str:
+        return f"{self.elem.kind}{self.rows}x{self.cols}"
+
+    @property
+    def row(self) -> Type:
+        return Vector(self.elem, self.cols) if self.cols > 1 else self.elem
+
+    def as_rows(self) -> Array:
+        return Array(self.row, self.rows)
+
+
+@dataclass(frozen=True)
 class Array(Type):
     elem: Type
     n: int
@@ -186,6 +206,8 @@ def with_elem(t: Type, e: Scalar) -> Type:
 def is_differentiable(t: Type) -> bool:
     if is_numeric(t):
         return is_floating(t)
+    if isinstance(t, Matrix):
+        return is_float_scalar(t.elem)
     if isinstance(t, Array):
         return is_differentiable(t.elem)
     if isinstance(t, Struct):
@@ -237,6 +259,8 @@ def scalar_leaves(t: Type) -> list[Scalar] | None:
         return [t]
     if isinstance(t, Vector):
         return [t.elem] * t.n
+    if isinstance(t, Matrix):
+        return [t.elem] * (t.rows * t.cols)
     if isinstance(t, Array):
         inner = scalar_leaves(t.elem)
         return None if inner is None else inner * t.n
@@ -272,6 +296,8 @@ def ir_scalar(s: Scalar) -> Attribute:
 
 def leaf_names(t: Type, base: str) -> list[str]:
     """A readable name for each leaf of a value called `base` (`p_x` for field x of struct p)."""
+    if isinstance(t, Matrix):
+        return leaf_names(t.as_rows(), base)
     if isinstance(t, Array):
         return [n for i in range(t.n) for n in leaf_names(t.elem, f"{base}_{i}")]
     if isinstance(t, Struct):
@@ -293,6 +319,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         return [(VectorType(ir_scalar(t.elem), [t.n]), is_float_scalar(t.elem))]
     if isinstance(t, Array):
         return leaves(t.elem) * t.n
+    if isinstance(t, Matrix):
+        return leaves(t.as_rows())
     if isinstance(t, Struct):
         out = []
         for _, ft, nd in t.fields:
@@ -360,6 +388,8 @@ def convertible(src: Type, dst: Type) -> bool:
         return True  # truncation, as HLSL allows (with a warning)
     if isinstance(src, Array) and isinstance(dst, Array):
         return src.n == dst.n and convertible(src.elem, dst.elem)
+    if isinstance(dst, Matrix):  # a scalar fills every element; a matrix converts its elements
+        return isinstance(src, Scalar) or isinstance(src, Matrix) and (src.rows, src.cols) == (dst.rows, dst.cols)
     if isinstance(src, Struct) and isinstance(dst, Struct):
         return same_layout_differential(src, dst)
     return False
