@@ -32,6 +32,7 @@ CASES = [
      "E0007", 4, 3, "while"),
     ("[Differentiable]\nfloat f(float x, int n) {\n  float y = x;\n  for (int i = 0; i < n; i++) { y = y * x; }\n"
      "  return y;\n}\n", "E0007", 4, 3, "for"),
+    ("struct P { float a; float b; };\nRWStructuredBuffer<P> buf;\n", "E0008", 2, 1, "RWStructuredBuffer<P>"),
 ]
 
 

@@ -186,9 +186,13 @@ class Checker:
             return T.PtrPair(inner)
         if n in ("RWStructuredBuffer", "StructuredBuffer") and len(t.args) == 1:
             a = t.args[0]
-            if isinstance(a, A.TypeRef) and a.name == "Atomic":
-                return T.Buffer(self.resolve(a.args[0]), True)
-            return T.Buffer(self.resolve(a))
+            atomic = isinstance(a, A.TypeRef) and a.name == "Atomic"
+            elem = self.resolve(a.args[0] if atomic else a)
+            if not T.is_numeric(elem):
+                # one memref per buffer holds one scalar or vector per element
+                raise err(UNSUPPORTED, f"a buffer of {elem} is not supported (elements must be scalars or "
+                          f"vectors): use a pointer '{elem}*', which lays {elem} out as consecutive scalars", t)
+            return T.Buffer(elem, atomic)
         if n in self.structs:
             return self.structs[n]
         if n in self.typedefs:
