@@ -186,17 +186,35 @@ def check_step(n: int = 256, seed: int = 0, with_torch: bool = True) -> dict:
 
 # learnGradient with its atomic half adds made plain read-modify-writes: racy (concurrent adds to
 # one parameter are lost), so its results are wrong; only its time says what the atomics cost.
-_HALF_ADD = "diffc_atomic_fetch_add_half_global"
-_RACY_HALF_ADD = """float %s(volatile __global half* p, float v) {
+# The half add is a compare-and-swap helper that returns the old value, or (NVIDIA's "ptx" atomics)
+# a warp-aggregated red that returns nothing; whichever the program has is replaced.
+_RACY_HALF_ADDS = {
+    "diffc_atomic_fetch_add_half_global": """float diffc_atomic_fetch_add_half_global(volatile __global half* p, float v) {
     float old = vload_half(0, (__global half*)p);
     vstore_half(old + v, 0, (__global half*)p);
     return old;
 }
-""" % _HALF_ADD
+""",
+    "diffc_warp_atomic_add_f16": """void diffc_warp_atomic_add_f16(volatile __global half* p, float v) {
+    vstore_half(vload_half(0, (__global half*)p) + v, 0, (__global half*)p);
+}
+""",
+}
+
+
+def racy_source(source: str) -> str:
+    """`source` with its half atomic add helper replaced by the racy one."""
+    for name, racy in _RACY_HALF_ADDS.items():
+        start = source.find(f" {name}(volatile")
+        if start >= 0:
+            start = source.rindex("\n", 0, start) + 1
+            end = source.index("\n}\n", start) + 3
+            return source[:start] + racy + source[end:]
+    raise ValueError("learnGradient's program has no half atomic add helper")
 
 
 class RacyLearnGradient:
-    """The diffc step's learnGradient, rebuilt with _RACY_HALF_ADD, on the step's arguments."""
+    """The diffc step's learnGradient, rebuilt with racy_source, on the step's arguments."""
 
     def __init__(self, m, step: DiffcStep):
         import pyopencl as cl
@@ -206,9 +224,7 @@ class RacyLearnGradient:
         from diffc.runtime.program import build_program
 
         prog = entry_program(m)
-        start = prog.source.index(f"float {_HALF_ADD}(")
-        end = prog.source.index("\n}\n", start) + 3
-        source = prog.source[:start] + _RACY_HALF_ADD + prog.source[end:]
+        source = racy_source(prog.source)
         options = tuple(build_options(options_for_device(diffc.device().cl_device)))
         kernel = prog.kernels["learnGradient"]
         self.kernel = cl.Kernel(build_program(source, options), kernel.c_name)
