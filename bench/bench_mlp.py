@@ -19,13 +19,20 @@ numpy step (examples/mlp/reference.py).
     python bench/bench_mlp.py --log2 10 14 --runs 5 --no-torch
 
 Measured 2026-11-21, millions of samples per second from the minimum time of 10 runs (GPU) or
-5 (CPU); ratio = diffc's throughput / torch's (> 1: diffc faster):
+5 (CPU; GPU "before": 5); learnGradient ms: its minimum device time; ratio = diffc's throughput /
+torch's (> 1: diffc faster):
 
-  NVIDIA H200 (diffc on NVIDIA's OpenCL, torch 2.11.0+cu130, float16 on CUDA)
-    batch   diffc step   learnGradient, adds not atomic (*)   torch eager   torch.compile   ratio eager / compile
-    2^10    0.364        35.4                                  0.986         1.314           0.37  / 0.28
-    2^14    0.468        92.0                                  17.5          22.3            0.027 / 0.021
-    2^18    0.115        48.7                                  309           346             0.00037 / 0.00033
+  NVIDIA H200 (diffc on NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics: warp-aggregated
+  red.global.add.noftz.f16 half adds; torch 2.11.0+cu130, float16 on CUDA)
+    batch   diffc step   learnGradient ms   learnGradient, adds not atomic (*)   torch eager   torch.compile   ratio eager / compile
+    2^10    4.71         0.093              34.4                                  1.26          1.48            3.73  / 3.18
+    2^14    24.5         0.532              89.5                                  21.1          23.4            1.16  / 1.04
+    2^18    10.2         25.6               48.7                                  301           377             0.034 / 0.027
+
+  the same H200, same run, before (half adds: a compare-and-swap loop on the 32-bit word)
+    2^10    0.483        1.96               34.6
+    2^14    0.461        35.7               87.2
+    2^18    0.116        2542               48.8
 
   CPU: PoCL on 2 cores of an AMD EPYC shared with other work (noisy), torch 2.13.0+cpu, float32
     batch   diffc step   learnGradient, adds not atomic (*)   torch eager   torch.compile   ratio eager / compile
@@ -33,17 +40,22 @@ Measured 2026-11-21, millions of samples per second from the minimum time of 10 
     2^14    0.341        0.449                                 15.8          6.81            0.022 / 0.050
     2^18    0.350        0.454                                 1.53          1.34            0.23  / 0.26
 
-  One step at batch 256 from the same parameters: max |diffc - torch| 0.0088 on the H200, 0.0082
-  on the CPU (largest update 3.17; at most 0.59 of the half-precision tolerance, step_tolerance).
+  One step at batch 256 from the same parameters: max |diffc - torch| 0.0029 on the H200 (0.0088
+  before), 0.0082 on the CPU (largest update 3.17; at most 0.59 of the half-precision tolerance,
+  step_tolerance).
 
-Why diffc is slower: the tutorial's design. Every thread adds its sample's gradient into the same
-148 half parameters with atomic adds; a half atomic add is a compare-and-swap loop on the 32-bit
-word holding two halves, so all threads of the batch contend for 74 words and retry. On the H200
-learnGradient takes 93x (2^10), 196x (2^14) and 433x (2^18) the time of the same kernel with plain
-(racy) adds (*), and the step's throughput falls as the batch grows; torch reduces the batch with
-matrix products and its step is launch-bound (~0.8 ms) up to 2^18. On the CPU the atomics cost
-~1.3x; the rest is per-sample work (three forward passes, the hand-written backward's loops) run
-sample by sample, against torch's batched matrix products.
+Where the time goes: every thread adds its sample's gradient into the same 148 half parameters
+with atomic adds. A compare-and-swap loop on the 32-bit word holding two halves (PoCL, and NVIDIA
+before) makes all threads of the batch contend for 74 words and retry: learnGradient took 66x
+(2^10), 190x (2^14) and 473x (2^18) the time of the same kernel with plain (racy) adds (*). On
+NVIDIA the lanes of a warp now sum their values with shuffles and one lane issues a native half
+`red` (backend/opencl/ptx_atomics.py): 3.1x, 2.9x and 4.8x the racy kernel, 21x, 67x and 99x
+faster than before, and diffc's step beats torch's launch-bound one (~0.7 ms) up to 2^14. At 2^18
+the likely rest (not profiled) is one red per warp and parameter, 8192 x 148 into the three cache
+lines of the gradients; a work-group reduction before the atomic would divide that by the warps
+of a group. On the CPU the atomics
+cost ~1.3x; the rest is per-sample work (three forward passes, the hand-written backward's loops)
+run sample by sample, against torch's batched matrix products.
 """
 
 from __future__ import annotations
@@ -186,17 +198,35 @@ def check_step(n: int = 256, seed: int = 0, with_torch: bool = True) -> dict:
 
 # learnGradient with its atomic half adds made plain read-modify-writes: racy (concurrent adds to
 # one parameter are lost), so its results are wrong; only its time says what the atomics cost.
-_HALF_ADD = "diffc_atomic_fetch_add_half_global"
-_RACY_HALF_ADD = """float %s(volatile __global half* p, float v) {
+# The half add is a compare-and-swap helper that returns the old value, or (NVIDIA's "ptx" atomics)
+# a warp-aggregated red that returns nothing; whichever the program has is replaced.
+_RACY_HALF_ADDS = {
+    "diffc_atomic_fetch_add_half_global": """float diffc_atomic_fetch_add_half_global(volatile __global half* p, float v) {
     float old = vload_half(0, (__global half*)p);
     vstore_half(old + v, 0, (__global half*)p);
     return old;
 }
-""" % _HALF_ADD
+""",
+    "diffc_warp_atomic_add_f16": """void diffc_warp_atomic_add_f16(volatile __global half* p, float v) {
+    vstore_half(vload_half(0, (__global half*)p) + v, 0, (__global half*)p);
+}
+""",
+}
+
+
+def racy_source(source: str) -> str:
+    """`source` with its half atomic add helper replaced by the racy one."""
+    for name, racy in _RACY_HALF_ADDS.items():
+        start = source.find(f" {name}(volatile")
+        if start >= 0:
+            start = source.rindex("\n", 0, start) + 1
+            end = source.index("\n}\n", start) + 3
+            return source[:start] + racy + source[end:]
+    raise ValueError("learnGradient's program has no half atomic add helper")
 
 
 class RacyLearnGradient:
-    """The diffc step's learnGradient, rebuilt with _RACY_HALF_ADD, on the step's arguments."""
+    """The diffc step's learnGradient, rebuilt with racy_source, on the step's arguments."""
 
     def __init__(self, m, step: DiffcStep):
         import pyopencl as cl
@@ -206,9 +236,7 @@ class RacyLearnGradient:
         from diffc.runtime.program import build_program
 
         prog = entry_program(m)
-        start = prog.source.index(f"float {_HALF_ADD}(")
-        end = prog.source.index("\n}\n", start) + 3
-        source = prog.source[:start] + _RACY_HALF_ADD + prog.source[end:]
+        source = racy_source(prog.source)
         options = tuple(build_options(options_for_device(diffc.device().cl_device)))
         kernel = prog.kernels["learnGradient"]
         self.kernel = cl.Kernel(build_program(source, options), kernel.c_name)

@@ -50,3 +50,36 @@ def test_diffc_step_matches_torch_step(step):
     torch_ulp = np.spacing(np.abs(c["torch"]).astype(np.float16)).astype(np.float64)
     assert np.all(np.abs(c["torch"] - c["reference"]) <= tol)
     assert np.all(np.abs(c["diffc"] - c["torch"]) <= tol + torch_ulp)
+
+
+@pytest.mark.parametrize("atomics", ["cmpxchg", "ptx"])
+def test_racy_source_replaces_the_half_add_of_either_atomics_mode(atomics):
+    from diffc.backend.opencl import EmitOptions, emit_opencl
+    from diffc.cli import lowered
+
+    source = emit_opencl(lowered(str(bench_mlp.MLP_DIR / "mlp.slang"), "learnGradient")[0], EmitOptions(atomics=atomics))
+    racy = bench_mlp.racy_source(source)
+    assert "atomic_cmpxchg" in source or "red.global.add.noftz.f16" in source
+    assert "atomic_cmpxchg" not in racy and "red.global" not in racy
+    # only the helper's body changed: the kernels and their calls of it are as they were
+    tail = source.index("__kernel")
+    assert racy.endswith(source[tail:])
+
+
+def test_racy_learn_gradient_of_one_sample_equals_the_atomic_one():
+    """With one work-item nothing races: the racy kernel's gradients are the atomic kernel's."""
+    import diffc
+
+    rng = np.random.default_rng(5)
+    p0 = bench_mlp.init_params(rng)
+    xy = bench_mlp.half_inputs(1, rng)
+    m = diffc.load_module(bench_mlp.MLP_DIR / "mlp.slang")
+    step = bench_mlp.DiffcStep(m, p0, xy)
+    step.reset()
+    m.learnGradient.dispatch(thread_count=1, network=step.network, lossBuffer=step.loss, inputs=step.inputs, count=1)
+    atomic = step.grads.to_numpy().astype(np.float64)
+    racy = bench_mlp.RacyLearnGradient(m, step)
+    racy.reset()
+    racy.run()[0].wait()
+    assert np.count_nonzero(atomic) > 100  # most of the 148 parameters get a gradient
+    np.testing.assert_array_equal(step.grads.to_numpy().astype(np.float64), atomic)
