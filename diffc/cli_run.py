@@ -214,13 +214,15 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
 
     from diffc.runtime.dispatch import OFFSET_SUFFIX
 
+    from diffc.passes.lower_entry_points import param_names
+
     params = list(fn.body.block.args)
+    names = param_names(fn)
     for k, arg in enumerate(params):
         t = arg.type
-        name = arg.name_hint or "?"
-        prev = params[k - 1] if k else None
-        if isinstance(t, IndexType) and prev is not None and isinstance(prev.type, MemRefType) and (
-            name == f"{prev.name_hint}{OFFSET_SUFFIX}"
+        name = names[k]
+        if isinstance(t, IndexType) and k and isinstance(params[k - 1].type, MemRefType) and (
+            name == f"{names[k - 1]}{OFFSET_SUFFIX}"
         ):
             args.append(np.int64(0))  # the offset of a pointer bound to a whole buffer
             continue

@@ -23,7 +23,8 @@ WhileLimitError naming the function and the loop, instead of hanging; one that r
 its `diff.max_iters = N` raises MaxItersError naming the loop and N.
 On top of xDSL's own implementations this module adds the math ops xDSL lacks, arith.divf,
 remf (diffc.rules.arith_ext), minnumf/maxnumf, extf/truncf, int<->float casts, the integer
-ops xDSL lacks (divui, remui, min/max, shrui, ext/trunc, ceildiv), memref.alloca (diff-rev's
+ops xDSL lacks (divui, remui, min/max, shrui, ext/trunc, ceildiv, math.absi, and addi/subi/muli
+on integer vectors), memref.alloca (diff-rev's
 tapes), memref.atomic_rmw (one thread runs, so an atomic is a read-modify-write), arith.bitcast
 between floats and integers of one width, and numpy-aware versions of the float ops so that
 vectors work.
@@ -447,6 +448,37 @@ class DiffcFunctions(InterpreterFunctions):
     def run_shrui(self, interp: Interpreter, op: arith.ShRUIOp, args: PythonValues):
         w, (a, b) = self._ints(interp, op, args, False)
         return (to_signed(a >> b, w) if b < w else 0,)
+
+    # xDSL's addi/subi/muli take scalars only; integer vectors are float64 arrays here
+    # (as vector.broadcast makes them), computed lane by lane with the type's wrap-around.
+    def _int_lanes(self, interp: Interpreter, op: Operation, args: PythonValues, fn: Callable[[int, int], int]):
+        w = _int_width(interp, op.results[0].type)
+        if not isinstance(op.results[0].type, VectorType):
+            return (to_signed(fn(to_signed(int(args[0]), w), to_signed(int(args[1]), w)), w),)
+        a, b = (np.broadcast_to(np.asarray(x, dtype=np.float64), op.results[0].type.get_shape()) for x in args)
+        lanes = [to_signed(fn(to_signed(int(x), w), to_signed(int(y), w)), w) for x, y in zip(a.flat, b.flat)]
+        return (np.array(lanes, dtype=np.float64).reshape(a.shape),)
+
+    @impl(arith.AddiOp)
+    def run_addi(self, interp: Interpreter, op: arith.AddiOp, args: PythonValues):
+        return self._int_lanes(interp, op, args, lambda x, y: x + y)
+
+    @impl(arith.SubiOp)
+    def run_subi(self, interp: Interpreter, op: arith.SubiOp, args: PythonValues):
+        return self._int_lanes(interp, op, args, lambda x, y: x - y)
+
+    @impl(arith.MuliOp)
+    def run_muli(self, interp: Interpreter, op: arith.MuliOp, args: PythonValues):
+        return self._int_lanes(interp, op, args, lambda x, y: x * y)
+
+    @impl(math.AbsIOp)
+    def run_absi(self, interp: Interpreter, op: math.AbsIOp, args: PythonValues):
+        w = _int_width(interp, op.results[0].type)
+        if not isinstance(op.results[0].type, VectorType):
+            return (to_signed(abs(to_signed(int(args[0]), w)), w),)
+        x = np.asarray(args[0], dtype=np.float64)
+        lanes = [to_signed(abs(to_signed(int(v), w)), w) for v in x.flat]  # abs(INT_MIN) wraps to INT_MIN
+        return (np.array(lanes, dtype=np.float64).reshape(x.shape),)
 
     @impl(arith.ExtSIOp)
     def run_extsi(self, interp: Interpreter, op: arith.ExtSIOp, args: PythonValues):

@@ -117,6 +117,23 @@ class FwdGenerator:
         parent.insert_op_after(new, callee)
         return name
 
+    def reaches_custom_fwd(self, f: func.FuncOp, seen: set | None = None) -> bool:
+        """Whether f has a custom forward derivative or its differentiated body calls one: such a
+        derivative may read tangents from state of its own (a Slang DifferentialPtrPair's memory),
+        so a call of f has a tangent even when no argument carries one."""
+        if custom_derivative(f, FWD_DERIVATIVE) is not None:
+            return True
+        seen = set() if seen is None else seen
+        if f in seen or not is_differentiable_func(f):
+            return False
+        seen.add(f)
+        for op in f.walk():
+            if isinstance(op, func.CallOp):
+                callee = self.funcs.get(op.callee.root_reference.data)
+                if callee is not None and self.reaches_custom_fwd(callee, seen):
+                    return True
+        return False
+
     def lower_fwd_diff(self, op: FwdDiffOp) -> None:
         caller = _func_name(op)
         target = op.callee.root_reference.data
@@ -286,6 +303,10 @@ class FuncDiff:
                 f"'{op.name}' has no derivative rule, but its operand #{active[0]} carries a derivative "
                 f"(use diff.detach for a value whose derivative should be dropped)"
             )
+        if not lookup_rule(op).differentiable:  # e.g. printf: no result carries a derivative
+            for old, r in zip(op.results, new.results):
+                self.bind(old, r, None)
+            return
         if len(op.results) != 1:
             raise self.fail(f"'{op.name}': derivative rules handle ops with one result")
         t = emit_jvp(RuleBuilder(InsertPoint.at_end(dst)), new, tans)
@@ -308,7 +329,7 @@ class FuncDiff:
         active = [i for i, t in enumerate(tans) if t is not None]
         if callee is not None:
             active = [i for i in active if arg_is_differentiable(callee, i)]
-        if not active:
+        if not active and not (callee is not None and self.gen.reaches_custom_fwd(callee)):
             new = b.insert(op.clone(value_mapper=self.primal))
             for old, r in zip(op.results, new.results):
                 self.bind(old, r, None)

@@ -20,6 +20,9 @@ A kernel's parameters, in order: the entry point's own parameters without the th
 (a Slang pointer is a `memref<?xE>` and an `index` offset; scalars and vectors by value; each
 keeps its name hint, which the runtime binds arguments by), then the buffers it uses in the
 order they are declared. A parameter named like one of those buffers is an error.
+A parameter's name is its `diffc.name` argument attribute where it has one, else its name
+hint: xDSL drops a `_<digits>` suffix from name hints (`bias_0` -> `bias`), so a front end
+names such parameters (array leaves) with the attribute; buffer parameters get it here.
 
 Which functions are entry points: every `diffc.shader = "compute"` function, or with
 `entry=NAME` only that one. `entry` may also name a function without parameters or results
@@ -61,6 +64,7 @@ from diffc.dialects import kernel
 SHADER = "diffc.shader"
 NUMTHREADS = "diffc.numthreads"
 SEMANTIC = "diffc.semantic"
+NAME = "diffc.name"  # a parameter's name where its name hint cannot hold it (see param_names)
 _QUERIES = {
     "SV_DispatchThreadID": kernel.GlobalIdOp,
     "SV_GroupThreadID": kernel.LocalIdOp,
@@ -82,6 +86,22 @@ def numthreads(fn: func.FuncOp) -> tuple[int, int, int]:
         vals = []
     vals = (vals + [1, 1, 1])[:3]
     return (vals[0], vals[1], vals[2])
+
+
+def param_names(fn: func.FuncOp) -> list[str]:
+    """The names of `fn`'s parameters: `diffc.name`, else the name hint, else `arg<i>`."""
+    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    args = fn.body.blocks[0].args if fn.body.blocks else ()
+    names = []
+    for i in range(len(fn.function_type.inputs.data)):
+        name = attrs[i].data.get(NAME) if i < len(attrs) else None
+        if isinstance(name, StringAttr):
+            names.append(name.data)
+        elif i < len(args) and args[i].name_hint:
+            names.append(args[i].name_hint)
+        else:
+            names.append(f"arg{i}")
+    return names
 
 
 def is_compute_entry(fn: func.FuncOp) -> bool:
@@ -168,8 +188,10 @@ def _thread_buffers(fn, buffers, types, funcs, uses, order) -> None:
     fn.function_type = FunctionType.from_lists(
         [*fn.function_type.inputs.data, *(types[b] for b in buffers)], fn.function_type.outputs.data
     )
-    if fn.arg_attrs is not None:
-        fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, *(DictionaryAttr({}) for _ in buffers)])
+    added = [DictionaryAttr({NAME: StringAttr(b)} if args[b].name_hint != b else {}) for b in buffers]
+    if fn.arg_attrs is not None or any(a.data for a in added):
+        old = fn.arg_attrs.data if fn.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
+        fn.arg_attrs = ArrayAttr([*old, *added])
     assert len(block.args) == n_old + len(buffers)
     for inner in list(fn.walk()):
         if isinstance(inner, memref.GetGlobalOp):
@@ -210,10 +232,9 @@ def _atomics(fn: func.FuncOp) -> None:
             Rewriter.replace_op(inner, new)
 
 
-def _check_kernel_param(fn: func.FuncOp, arg: SSAValue, buffers: set[str]) -> None:
+def _check_kernel_param(fn: func.FuncOp, arg: SSAValue, name: str, buffers: set[str]) -> None:
     """A parameter the host can pass: a buffer (global memref), a scalar or a vector."""
     t = arg.type
-    name = arg.name_hint or f"#{arg.index}"  # type: ignore[attr-defined]
     if isinstance(t, MemRefType):
         if kernel.memory_space(t) is not None:
             raise _fail(fn, f"parameter '{name}' is a memref in memory space {kernel.memory_space(t)}; "
@@ -223,7 +244,7 @@ def _check_kernel_param(fn: func.FuncOp, arg: SSAValue, buffers: set[str]) -> No
             raise _fail(fn, f"parameter '{name}' has type {t}, which a kernel cannot take")
     elif not isinstance(t, AnyFloat | IntegerType | IndexType):
         raise _fail(fn, f"parameter '{name}' has type {t}, which a kernel cannot take")
-    if arg.name_hint in buffers:
+    if name in buffers:
         raise _fail(fn, f"parameter '{name}' has the name of the buffer @{name} it uses; rename one of them")
 
 
@@ -235,6 +256,7 @@ def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
         raise _fail(fn, "an entry point needs a body")
     block = fn.body.block
     attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
+    names = param_names(fn)
     keep: list[int] = []
     for i, arg in enumerate(list(block.args)):
         sem = attrs[i].data.get(SEMANTIC) if i < len(attrs) else None
@@ -242,7 +264,7 @@ def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
             if not is_compute_entry(fn):
                 raise _fail(fn, "a non-shader entry point must have no parameters")
             if i < len(block.args) - len(buffers):
-                _check_kernel_param(fn, arg, set(buffers))
+                _check_kernel_param(fn, arg, names[i], set(buffers))
             keep.append(i)
             continue
         assert isinstance(sem, StringAttr)

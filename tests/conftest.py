@@ -27,6 +27,18 @@ CANONICAL = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
 # ---- pipelines and the interpreter --------------------------------------------------------------
 
 
+# SlangPy's polynomial example as IR: the runtime tests call it over tensors.
+POLYNOMIAL_IR = """
+func.func @polynomial(%a: f32, %b: f32, %c: f32, %x: f32) -> f32 attributes {diff.differentiable} {
+  %ax = arith.mulf %a, %x : f32
+  %axx = arith.mulf %ax, %x : f32
+  %bx = arith.mulf %b, %x : f32
+  %s = arith.addf %axx, %bx : f32
+  %r = arith.addf %s, %c : f32
+  func.return %r : f32
+}
+"""
+
 def available_passes() -> dict:
     """xDSL's passes and diffc's, by name."""
     available = dict(get_all_passes())

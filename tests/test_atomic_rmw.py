@@ -213,3 +213,64 @@ def test_float_fetch_add_returns_old_values(ctx):
     acc, olds = run(ctx, FLOAT_FETCH_ADD, "count", n, np.zeros(1, np.float32), np.zeros(n, np.float32))
     assert acc[0] == n
     np.testing.assert_array_equal(np.sort(olds), np.arange(n))
+
+
+# Adds whose old value is unused, from divergent work-items: items at or past `count` do nothing
+# (as an entry point's `if (tid >= count) return;`), item i adds 1 + i % 3 times in a loop, to bin
+# (i + 5k) % bins, and its int add only on even i + k. On NVIDIA ("ptx" atomics) these are the
+# warp-aggregated red adds, so warps see partial active masks and lanes with mixed addresses.
+SCATTER_ADD = """
+func.func @scatter_add(%h: memref<?xf16>, %f: memref<?xf32>, %u: memref<?xi32>, %values: memref<?xi32>, %count: index, %bins: index) attributes {kernel.entry} {
+  %i = kernel.global_id 0
+  %live = arith.cmpi ult, %i, %count : index
+  scf.if %live {
+    %w = memref.load %values[%i] : memref<?xi32>
+    %y = arith.sitofp %w : i32 to f32
+    %x = arith.truncf %y : f32 to f16
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c3 = arith.constant 3 : index
+    %c5 = arith.constant 5 : index
+    %r = arith.remui %i, %c3 : index
+    %trips = arith.addi %r, %c1 : index
+    scf.for %k = %c0 to %trips step %c1 {
+      %k5 = arith.muli %k, %c5 : index
+      %s = arith.addi %i, %k5 : index
+      %bin = arith.remui %s, %bins : index
+      %old = kernel.atomic_rmw addf %x, %h[%bin] : memref<?xf16>
+      kernel.atomic_add %y, %f[%bin] : memref<?xf32>
+      %ik = arith.addi %i, %k : index
+      %parity = arith.remui %ik, %c2 : index
+      %even = arith.cmpi eq, %parity, %c0 : index
+      scf.if %even {
+        kernel.atomic_add %w, %u[%bin] : memref<?xi32>
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("bins", [1, 2, 3, 32, 37])
+def test_divergent_unused_adds_reach_every_bin(ctx, bins):
+    n, count = 2000, 1987
+    rng = np.random.default_rng(bins)
+    values = rng.choice(np.array([-1, 0, 0, 0, 1], np.int32), n)
+    want_f, want_u = np.zeros(bins, np.int64), np.zeros(bins, np.int64)
+    reach = np.zeros(bins, np.int64)  # sum of |value| into each bin: bounds every partial sum
+    for i in range(count):
+        for k in range(1 + i % 3):
+            b = (i + 5 * k) % bins
+            want_f[b] += values[i]
+            reach[b] += abs(values[i])
+            if (i + k) % 2 == 0:
+                want_u[b] += values[i]
+    # every integer up to 2048 is a half, so the half sums are exact in any order of adding
+    assert reach.max() <= 2048
+    h, f, u, _ = run(ctx, SCATTER_ADD, "scatter_add", n, np.zeros(bins, np.float16), np.zeros(bins, np.float32),
+                     np.zeros(bins, np.int32), values, np.int64(count), np.int64(bins))
+    np.testing.assert_array_equal(f.astype(np.int64), want_f)
+    np.testing.assert_array_equal(u.astype(np.int64), want_u)
+    np.testing.assert_array_equal(h.astype(np.int64), want_f)

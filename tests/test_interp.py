@@ -412,3 +412,44 @@ func.func @f(%x: f32, %h: f16) -> (i32, f32, i16) {
   func.return %i, %y, %j : i32, f32, i16
 }"""
     assert run_function(text, "f", 1.0, -2.0) == (0x3F800000, 1.0, -0x4000)
+
+
+def test_absi_scalar_and_vector_wraps_at_int_min():
+    src = """
+    func.func @f(%a: i32, %v: vector<4xi32>) -> (i32, vector<4xi32>) {
+      %s = math.absi %a : i32
+      %w = math.absi %v : vector<4xi32>
+      func.return %s, %w : i32, vector<4xi32>
+    }"""
+    s, w = run_function(src, "f", -7, [3, -5, 0, -(2**31)])
+    assert s == 7
+    np.testing.assert_array_equal(w, [3, 5, 0, -(2**31)])
+    s, _ = run_function(src, "f", 12, [0, 0, 0, 0])
+    assert s == 12
+
+
+def test_integer_vector_muli_addi_subi_wrap_lane_by_lane():
+    src = """
+    func.func @f(%a: vector<3xi32>, %b: vector<3xi32>) -> (vector<3xi32>, vector<3xi32>, vector<3xi32>) {
+      %m = arith.muli %a, %b : vector<3xi32>
+      %s = arith.addi %a, %b : vector<3xi32>
+      %d = arith.subi %a, %b : vector<3xi32>
+      func.return %m, %s, %d : vector<3xi32>, vector<3xi32>, vector<3xi32>
+    }"""
+    a, b = [3, -4, 65536], [5, 6, 65536]
+    m, s, d = run_function(src, "f", a, b)
+    np.testing.assert_array_equal(m, [15, -24, 0])  # 2**32 wraps to 0 in i32
+    np.testing.assert_array_equal(s, [8, 2, 131072])
+    np.testing.assert_array_equal(d, [-2, -10, 0])
+    (m, *_) = run_function(src, "f", [2**30, 7, -1], [4, -3, -1])
+    np.testing.assert_array_equal(m, [0, -21, 1])
+
+
+def test_scalar_muli_still_wraps():
+    src = """
+    func.func @f(%a: i32, %b: i32) -> i32 {
+      %m = arith.muli %a, %b : i32
+      func.return %m : i32
+    }"""
+    assert run_function(src, "f", 65536, 65537) == (65536,)
+    assert run_function(src, "f", -3, 7) == (-21,)

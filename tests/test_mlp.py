@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import struct
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,11 @@ from diffc.frontend import compile_slang
 from diffc.interp import run_function
 
 MLP = Path(__file__).resolve().parent.parent / "examples" / "mlp" / "mlp.slang"
+sys.path.insert(0, str(MLP.parent))
+from reference import loss_and_grad  # noqa: E402  (examples/mlp's float64 model of the network)
+from train import init_params, train  # noqa: E402
+
+sys.path.remove(str(MLP.parent))
 
 # Parameter layout (the one train.py uses): W1 16x4, b1 16, W2 4x16, b2 4, row-major.
 W1, B1, W2, B2 = 0, 64, 80, 144
@@ -29,26 +35,6 @@ def lowered():
     _apply(m, PIPELINE)
     m.verify()
     return m
-
-
-def groundtruth(x: float, y: float) -> np.ndarray:
-    return np.array([(x + y) / (1 + y * y), 2 * x + y, 0.5 * x * x + 1.2 * y, x + 0.5 * y * y])
-
-
-def reference(params: np.ndarray, x: float, y: float) -> tuple[float, np.ndarray]:
-    """Loss and its gradient with respect to the parameters, in float64."""
-    w1, b1 = params[W1:B1].reshape(16, 4), params[B1:W2]
-    w2, b2 = params[W2:B2].reshape(4, 16), params[B2:]
-    inp = np.array([x, y, x * x, y * y])
-    z1 = w1 @ inp + b1
-    h = np.where(z1 < 0, 0.01 * z1, z1)
-    z2 = w2 @ h + b2
-    out = np.where(z2 < 0, 0.01 * z2, z2)
-    d = out - groundtruth(x, y)
-    dz2 = 2 * d * np.where(z2 < 0, 0.01, 1.0)
-    dz1 = (w2.T @ dz2) * np.where(z1 < 0, 0.01, 1.0)
-    grad = np.concatenate([np.outer(dz1, inp).ravel(), dz1, np.outer(dz2, h).ravel(), dz2])
-    return float(d @ d), grad
 
 
 def network_args(params: ShapedArray, grads: ShapedArray) -> list:
@@ -81,7 +67,7 @@ def test_bwd_diff_loss_gradients_match_numpy(lowered, seed):
     loss_mem = ShapedArray(TypedPtr.new_int32([0]), [1])
     inputs = ShapedArray(TypedPtr.new_float64([x, y]), [2])
     run_function(lowered, "learnGradient", 0, *network_args(p_mem, g_mem), loss_mem, 0, inputs, 0, 1)
-    want_loss, want_grad = reference(params, x, y)
+    (want_loss,), want_grad = loss_and_grad(params, [[x, y]])
     got_grad = np.array(g_mem.data)
     assert np.abs(want_grad).max() > 0.1  # a sample that exercises the gradient
     np.testing.assert_allclose(got_grad, want_grad, rtol=0.02, atol=2e-3)
@@ -108,14 +94,6 @@ def test_adjust_parameters_steps_and_clears_the_gradient(lowered):
 def test_training_on_opencl_reduces_the_loss():
     """A short training run (PoCL here): the largest loss over a fixed evaluation set, and the
     mean loss of the trained parameters against the float64 reference, fall at least 5x."""
-    import sys
-
-    sys.path.insert(0, str(MLP.parent))
-    try:
-        from train import init_params, train
-    finally:
-        sys.path.remove(str(MLP.parent))
-
     seed = 0
     lines: list[str] = []
     params, history = train(steps=1000, batch=64, every=250, seed=seed, log=lines.append)
@@ -125,7 +103,7 @@ def test_training_on_opencl_reduces_the_loss():
     test = np.random.default_rng(123).uniform(-1, 1, (300, 2))
 
     def mean_loss(p: np.ndarray) -> float:
-        return float(np.mean([reference(p.astype(np.float64), x, y)[0] for x, y in test]))
+        return float(np.mean(loss_and_grad(p, test)[0]))
 
     before = mean_loss(init_params(np.random.default_rng(seed)))
     assert mean_loss(params) < before / 5

@@ -8,16 +8,9 @@ import pytest
 
 import diffc
 from diffc.runtime import module as runtime_module
+from conftest import POLYNOMIAL_IR
 
-POLY = """
-func.func @polynomial(%a: f32, %b: f32, %c: f32, %x: f32) -> f32 attributes {diff.differentiable} {
-  %ax = arith.mulf %a, %x : f32
-  %axx = arith.mulf %ax, %x : f32
-  %bx = arith.mulf %b, %x : f32
-  %s = arith.addf %axx, %bx : f32
-  %r = arith.addf %s, %c : f32
-  func.return %r : f32
-}
+POLY = POLYNOMIAL_IR + """
 func.func @poly64(%a: f64, %x: f64) -> f64 attributes {diff.differentiable} {
   %ax = arith.mulf %a, %x : f64
   %r = arith.mulf %ax, %x : f64

@@ -8,16 +8,9 @@ import pytest
 import diffc
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.runtime.module import load_module_from_string
+from conftest import POLYNOMIAL_IR
 
-SRC = """
-func.func @polynomial(%a: f32, %b: f32, %c: f32, %x: f32) -> f32 attributes {diff.differentiable} {
-  %ax = arith.mulf %a, %x : f32
-  %axx = arith.mulf %ax, %x : f32
-  %bx = arith.mulf %b, %x : f32
-  %s = arith.addf %axx, %bx : f32
-  %r = arith.addf %s, %c : f32
-  func.return %r : f32
-}
+SRC = POLYNOMIAL_IR + """
 func.func @plain(%x: f32) -> f32 {
   %r = arith.mulf %x, %x : f32
   func.return %r : f32

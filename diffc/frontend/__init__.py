@@ -6,8 +6,10 @@ Stages: lexer.py (tokens) -> parser.py (ast.py) -> checker.py + calls.py (types,
 Error codes (printed as `file:line:col: error[CODE]: message`, the line and a caret):
   E0001 syntax, E0002 undefined name/type, E0003 type mismatch, E0004 unknown member,
   E0005 wrong argument count, E0006 derivative-carrying value into a non-differentiable
-  function, E0007 loop without a bound in a backward-differentiable function,
-  E0008 valid Slang this front end does not support, E0009 a second global of one name.
+  function or operation (a buffer or raw-pointer write), E0007 loop without a bound in a function that
+  bwd_diff differentiates, E0008 valid Slang this front end does not support, E0009 a second global
+  of one name.
+E0006/E0007 on the lowered IR come from derivative_checks.py (what the passes would refuse).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
         prog = parse(text, filename)
         checker = Checker()
         checker.check_program(prog)
-        return Lowering(checker).module(prog)
+        return Lowering(checker, text, filename).module(prog)
     except FrontendError as e:
         raise e.to_diffc_error(text, filename) from None
     finally:

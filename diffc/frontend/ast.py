@@ -228,6 +228,7 @@ class Param(Node):
     type: TypeRef
     name: str
     semantic: str | None = None
+    default: Expr | None = None  # `float s = 2.0`
 
 
 @dataclass

@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT
+from diffc.frontend.matrices import MATRIX_FUNCS, check_ctor as check_matrix_ctor
+from diffc.frontend.matrices import check_call as check_matrix_call
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.defaults import fill_defaults, is_default_arg
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
@@ -61,6 +64,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                 c.expect_type(e.args[1], T.differential(p))
             e.kind = "diffPair"
             return T.Pair(p)
+        if name == "diffPtrPair":
+            _count(e, "diffPtrPair", 2)
+            p = c.expr(e.args[0])
+            if not T.is_ptr_differentiable(p):
+                raise err(TYPE_MISMATCH, f"diffPtrPair needs an IDifferentiablePtrType value, got {p}", e.args[0])
+            return _constructor(c, e, T.PtrPair(p))
         if name == "detach":
             _count(e, "detach", 1)
             e.kind = "detach"
@@ -74,6 +83,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                     raise err(TYPE_MISMATCH, f"printf cannot print a value of type {t}", a)
             e.kind = "printf"
             return T.VOID
+        if name in MATRIX_FUNCS:
+            return check_matrix_call(c, e, name)
         if name in BUILTINS:
             return _builtin(c, e, name)
         if name in WAVE_IDENTITY or name in WAVE_CONSTANT:
@@ -99,9 +110,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     fi = c.funcs[f.func]
     params, ret = derivative_signature(fi, f.mode)
     what = f"'{f.name()}'"
+    fill_defaults(c, e, params)
     if len(e.args) != len(params):
         raise err(ARG_COUNT, f"{what} expects {len(params)} argument{'s' if len(params) != 1 else ''}, got {len(e.args)}", e)
     for a, p in zip(e.args, params):
+        if is_default_arg(a):
+            continue  # typed with its function (a pair around it when fill_defaults made one)
         if p.direction in ("out", "inout"):
             got = c.lvalue(a)
             if got != p.ty:
@@ -283,6 +297,13 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
             total += at.n if isinstance(at, T.Vector) else 1
         if not (total == t.n or (len(e.args) == 1 and total == 1)):
             raise err(ARG_COUNT, f"{t} constructor needs {t.n} components, got {total}", e)
+        return t
+    if isinstance(t, T.Matrix):
+        return check_matrix_ctor(c, e, t)
+    if isinstance(t, T.PtrPair):  # DifferentialPtrPair<T>(primal, differential)
+        _count(e, t.name(), 2)
+        c.expect_type(e.args[0], t.elem)
+        c.expect_type(e.args[1], T.differential(t.elem))
         return t
     if isinstance(t, T.Struct):
         if len(e.args) != len(t.fields):

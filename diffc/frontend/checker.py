@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
+from diffc.frontend import matrices
 from diffc.frontend import types as T
-from diffc.frontend.builtins import BUILTINS, SPECIAL
 from diffc.frontend.errors import (
-    ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
+    ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
@@ -29,6 +29,7 @@ class PInfo:
     direction: str  # in, out, inout
     no_diff: bool = False
     semantic: str | None = None  # `: SV_DispatchThreadID`
+    default: A.Expr | None = None  # the value a call that omits this argument passes
 
 
 @dataclass
@@ -75,6 +76,11 @@ def err(code: str, msg: str, node: A.Node | tuple[int, int]):
     return FrontendError(code, msg, span[0], span[1])
 
 
+def ptr_param(p: PInfo) -> bool:
+    """A parameter whose derivative goes through memory: an IDifferentiablePtrType, not no_diff."""
+    return T.is_ptr_differentiable(p.ty) and not p.no_diff
+
+
 def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInfo], T.Type]:
     """Parameters and result of fwd_diff/bwd_diff applied (innermost first) to f."""
     params, ret, ret_nd = list(f.params), f.ret, f.ret_no_diff
@@ -82,16 +88,19 @@ def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInf
         new: list[PInfo] = []
         diff_ret = T.is_differentiable(ret) and not ret_nd
         for p in params:
+            if ptr_param(p):  # both modes: the pointer pair, read and written through
+                new.append(PInfo(p.name, T.PtrPair(p.ty), "in", True))
+                continue
             d = T.is_differentiable(p.ty) and not p.no_diff
             if mode == "fwd":
-                new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff))
+                new.append(PInfo(p.name, T.Pair(p.ty) if d else p.ty, p.direction, p.no_diff, default=p.default))
             elif not d:
                 if p.direction != "out":
-                    new.append(PInfo(p.name, p.ty, "in", True))
+                    new.append(PInfo(p.name, p.ty, "in", True, default=p.default))
             elif p.direction == "out":
                 new.append(PInfo(p.name, T.differential(p.ty), "in"))
             else:
-                new.append(PInfo(p.name, T.Pair(p.ty), "inout"))
+                new.append(PInfo(p.name, T.Pair(p.ty), "inout", default=p.default))
         if mode == "fwd":
             ret = T.Pair(ret) if diff_ret else ret
         else:
@@ -155,7 +164,7 @@ class Checker:
             return self.instantiate_struct(n, t)
         if n.endswith(".Differential"):
             base = self._resolve_base(A.TypeRef(n[: -len(".Differential")], t.args, span=t.span))
-            if not T.is_differentiable(base):
+            if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)):
                 raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
             return T.differential(base)
         if n == "void":
@@ -165,6 +174,9 @@ class Checker:
         m = _VEC.match(n)
         if m:
             return T.Vector(T.Scalar(m.group(1)), int(m.group(2))) if m.group(2) != "1" else T.Scalar(m.group(1))
+        mat = matrices.resolve(self, n, t)
+        if mat is not None:
+            return mat
         if n == "vector" and len(t.args) == 2:
             e = self._type_arg(t, t.args[0])
             if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:
@@ -175,11 +187,20 @@ class Checker:
             if not T.is_differentiable(inner):
                 raise err(TYPE_MISMATCH, f"DifferentialPair needs a differentiable type, got {inner}", t)
             return T.Pair(inner)
+        if n == "DifferentialPtrPair" and len(t.args) == 1:
+            inner = self._type_arg(t, t.args[0])
+            if not T.is_ptr_differentiable(inner):
+                raise err(TYPE_MISMATCH, f"DifferentialPtrPair needs an IDifferentiablePtrType struct, got {inner}", t)
+            return T.PtrPair(inner)
         if n in ("RWStructuredBuffer", "StructuredBuffer") and len(t.args) == 1:
             a = t.args[0]
-            if isinstance(a, A.TypeRef) and a.name == "Atomic" and len(a.args) == 1:
-                return T.Buffer(self._type_arg(t, a.args[0]), True)
-            return T.Buffer(self._type_arg(t, a))
+            atomic = isinstance(a, A.TypeRef) and a.name == "Atomic" and len(a.args) == 1
+            elem = self._type_arg(t, a.args[0] if atomic else a)
+            if not T.is_numeric(elem):
+                # one memref per buffer holds one scalar or vector per element
+                raise err(UNSUPPORTED, f"a buffer of {elem} is not supported (elements must be scalars or "
+                          f"vectors): use a pointer '{elem}*', which lays {elem} out as consecutive scalars", t)
+            return T.Buffer(elem, atomic)
         if n in self.structs:
             return self.structs[n]
         if n in self.typedefs:
@@ -221,9 +242,9 @@ class Checker:
                 if d.init is not None:
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
-                first = self.funcs.get(d.name)
-                if first is not None and first.decl is not None and first.decl.body is not None and d.body is not None:
-                    raise err(UNSUPPORTED, f"a second function named '{d.name}' (overloading is not supported)",
+                prev = self.funcs.get(d.name)
+                if prev is not None and prev.decl is not None and prev.decl.body is not None and d.body is not None:
+                    raise err(UNSUPPORTED, f"function '{d.name}' is defined twice (overloading is not supported)",
                               d.name_span)
                 if d.generic_params:
                     self.func_templates[d.name] = d
@@ -272,10 +293,14 @@ class Checker:
         is_static = "static" in d.mods
         if owner is not None and not is_static:
             mutating = any(a.name == "mutating" for a in d.attrs)
-            params.append(PInfo("this", owner, "inout" if mutating else "in", not owner.differentiable))
+            carries = owner.differentiable or T.is_ptr_differentiable(owner)
+            params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
             params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
+        from diffc.frontend.defaults import check_defaults
+
+        check_defaults(self, d, params)
         return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 
@@ -286,7 +311,16 @@ class Checker:
         self.scopes.append({})
         f.locals = [self.declare(p.name, p.ty, p.name != "this" or p.direction != "in") for p in f.params]
         assert d.body is not None
+        for i, p in enumerate(f.params):
+            if ptr_param(p) and p.direction != "in" and f.differentiable:
+                where = d.params[i - (len(f.params) - len(d.params))] if p.name != "this" else d.name_span
+                raise err(UNSUPPORTED, f"IDifferentiablePtrType parameter '{p.name}' of differentiable '{f.name}' "
+                          "must be an input: derivatives go through its pointers", where)
         self.stmt(d.body)
+        if f.body_differentiated:
+            from diffc.frontend.ptr_types import check_raw_pointer_writes
+
+            check_raw_pointer_writes(f, d.body)
         self.scopes.pop()
         if f.owner is not None:
             self.alias_scopes.pop()
@@ -310,6 +344,8 @@ class Checker:
         self.alias_scopes.append(s.aliases)
         for a in d.aliases:
             s.aliases[a.name] = self.resolve(a.type)
+        if "IDifferentiablePtrType" in d.bases:
+            s.ptr_differential = self.ptr_differential(d, s)
         for f in d.fields:
             ty = self.resolve(f.type)
             if "static" in f.mods:
@@ -331,6 +367,22 @@ class Checker:
             self.link_derivatives(f, s)
         self.restore(saved)
         return s
+
+    def ptr_differential(self, d: A.Struct, s: T.Struct) -> T.Struct:
+        """The `typealias Differential` an IDifferentiablePtrType struct must name: a struct that
+        is IDifferentiablePtrType and its own Differential (Slang's rule)."""
+        if s.differentiable:
+            raise err(TYPE_MISMATCH, f"'{s.sname}' cannot be both IDifferentiable and IDifferentiablePtrType", d)
+        alias = next((a for a in d.aliases if a.name == "Differential"), None)
+        if alias is None:
+            raise err(UNDEFINED, f"IDifferentiablePtrType '{s.sname}' needs 'typealias Differential = ...;'", d)
+        dt = s.aliases["Differential"]
+        if dt is s:
+            return s
+        if not (isinstance(dt, T.Struct) and dt.ptr_differential is dt):
+            raise err(TYPE_MISMATCH, f"the Differential of IDifferentiablePtrType '{s.sname}' must be an "
+                      f"IDifferentiablePtrType struct that is its own Differential, got {dt}", alias)
+        return dt
 
     def instantiate_struct(self, name: str, t: A.TypeRef) -> T.Struct:
         d = self.struct_templates[name]
@@ -450,7 +502,7 @@ class Checker:
     def loop_bound(self, s: A.For | A.While) -> None:
         if self.func is None or not self.func.backward:
             return
-        if any(a.name == "MaxIters" for a in s.attrs) or (isinstance(s, A.For) and constant_trip(s) is not None):
+        if any(a.name == "MaxIters" for a in s.attrs) or (isinstance(s, A.For) and trip_count(s) is not None):
             return
         kw = "for" if isinstance(s, A.For) else "do-while" if s.do_while else "while"
         raise err(UNBOUNDED_LOOP,
@@ -467,6 +519,9 @@ class Checker:
             raise err(TYPE_MISMATCH, f"expected a value of type {want}, got {got}", e)
 
     def init_list(self, e: A.InitList, want: T.Type) -> None:
+        if isinstance(want, T.Matrix):
+            matrices.check_init_list(self, e, want)
+            return
         e.ty = want
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
@@ -474,10 +529,12 @@ class Checker:
             items = [t for _, t, _ in want.fields]
         elif isinstance(want, T.Vector):
             items = [want.elem] * want.n
-        elif isinstance(want, T.Pair):
+        elif isinstance(want, T.Pair | T.PtrPair):
             items = [want.elem, T.differential(want.elem)]
         else:
             items = [want]
+        if isinstance(want, T.PtrPair) and len(e.items) != 2:
+            raise err(ARG_COUNT, f"{want} needs a primal and a differential, got {len(e.items)} initializers", e)
         if len(e.items) > len(items):
             raise err(ARG_COUNT, f"too many initializers for {want}: expected {len(items)}, got {len(e.items)}", e)
         for it, t in zip(e.items, items):
@@ -521,6 +578,10 @@ class Checker:
             return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
+            if isinstance(t, T.Matrix):
+                if e.op not in ("-", "+"):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
+                return t
             if e.op == "!":
                 return T.BOOL if not isinstance(t, T.Vector) else T.Vector(T.BOOL, t.n)
             if not T.is_numeric(t):
@@ -541,6 +602,10 @@ class Checker:
             t = self.lvalue(e.target)
             if e.op == "=":
                 self.expect_type(e.value, t)
+            elif isinstance(t, T.Matrix):
+                v = self.expr(e.value)
+                if not matrices.compound_ok(e.op, t, v):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
             else:
                 v = self.expr(e.value)
                 if not (T.is_numeric(t) and T.convertible(v, t)):
@@ -574,6 +639,8 @@ class Checker:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
             return self.pointer_arith(e, a, b)
+        if isinstance(a, T.Matrix) or isinstance(b, T.Matrix):
+            return matrices.check_binary(e, a, b)
         if e.op in ("&&", "||"):
             for x, t in ((e.lhs, a), (e.rhs, b)):
                 if not T.convertible(t, T.BOOL):
@@ -630,7 +697,7 @@ class Checker:
             raise err(UNKNOWN_MEMBER, f"type {t.elem} has no member '{e.name}'", e.name_span)
         if e.arrow:
             raise err(TYPE_MISMATCH, f"'->' needs a pointer, got {t}", e.base)
-        if isinstance(t, T.Pair):
+        if isinstance(t, T.Pair | T.PtrPair):
             if e.name in ("p", "primal", "getPrimal"):
                 return t.elem
             if e.name in ("d", "differential", "getDifferential"):
@@ -639,6 +706,10 @@ class Checker:
             f = t.field(e.name)
             if f is not None:
                 return f[1]
+        elif isinstance(t, T.Matrix):
+            mt = matrices.member(t, e.name, e.name_span)
+            if mt is not None:
+                return mt
         elif isinstance(t, T.Vector | T.Scalar) and e.name and all(c in SWIZZLE for c in e.name):
             n = t.n if isinstance(t, T.Vector) else 1
             idx = [SWIZZLE[c] for c in e.name]
@@ -662,6 +733,9 @@ class Checker:
             return t.elem
         if isinstance(t, T.Vector):
             return t.elem
+        if isinstance(t, T.Matrix):
+            matrices.check_row_index(t, e.index)
+            return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
 
 
@@ -673,15 +747,71 @@ def _as_this_member(e: A.Name) -> None:
     e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
 
 
-def constant_trip(s: A.For) -> tuple[str, int, int, int, bool] | None:
-    """(var, lb, ub, step, inclusive) when the loop is `for (int i = A; i < B; i++)` with constants."""
-    shape = for_shape(s)
-    if shape is None:
+_COMPARE = {
+    "<": lambda i, b: i < b, "<=": lambda i, b: i <= b, ">": lambda i, b: i > b,
+    ">=": lambda i, b: i >= b, "!=": lambda i, b: i != b,
+}
+
+
+def trip_count(s: A.For) -> int | None:
+    """The number of iterations of `for (int i = A; i CMP B; STEP)` with constants A and B, a
+    constant step (i++, i--, i += c, i -= c, i = i + c, i = i - c) and no other assignment to i;
+    None when the loop is not of that form or does not end."""
+    init, cond = s.init, s.cond
+    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
+            and init.type.name in ("int", "uint") and not init.type.dims):
         return None
-    var, lb, ub, step, incl = shape
-    if isinstance(lb, A.Num) and isinstance(ub, A.Num):
-        return var, int(lb.value), int(ub.value), step, incl
+    v = init.name
+    if not (isinstance(cond, A.Binary) and cond.op in _COMPARE and isinstance(cond.lhs, A.Name)
+            and cond.lhs.id == v):
+        return None
+    start, bound, delta = _int_constant(init.init), _int_constant(cond.rhs), _step_of(s.step, v)
+    if start is None or bound is None or not delta or _assigns_outside_step(s, v):
+        return None
+    if not _COMPARE[cond.op](start, bound):
+        return 0
+    if cond.op == "!=":
+        n, rem = divmod(bound - start, delta)
+        count = n if rem == 0 and n > 0 else None
+    elif (cond.op in ("<", "<=")) == (delta > 0):
+        last = bound if cond.op in ("<=", ">=") else bound - (1 if delta > 0 else -1)
+        count = (last - start) // delta + 1
+    else:
+        return None  # moves away from the bound
+    if count is not None and init.type.name == "uint" and start + count * delta < 0:
+        return None  # an unsigned counter wraps around instead of ending
+    return count
+
+
+def _int_constant(e: A.Expr | None) -> int | None:
+    if isinstance(e, A.Num) and not e.is_float:
+        return int(e.value)
+    if isinstance(e, A.Unary) and e.op == "-":
+        x = _int_constant(e.operand)
+        return None if x is None else -x
     return None
+
+
+def _step_of(step: A.Expr | None, v: str) -> int | None:
+    """The constant added to v by a for loop's step expression."""
+    def is_v(t):
+        return isinstance(t, A.Name) and t.id == v
+
+    if isinstance(step, A.IncDec) and is_v(step.target):
+        return 1 if step.op == "++" else -1
+    if isinstance(step, A.Assign) and is_v(step.target):
+        if step.op in ("+=", "-="):
+            c = _int_constant(step.value)
+            return None if c is None else (c if step.op == "+=" else -c)
+        val = step.value
+        if step.op == "=" and isinstance(val, A.Binary) and val.op in ("+", "-") and is_v(val.lhs):
+            c = _int_constant(val.rhs)
+            return None if c is None else (c if val.op == "+" else -c)
+    return None
+
+
+def _assigns_outside_step(s: A.For, v: str) -> bool:
+    return assigns_to(s.body, v) or assigns_to(s.cond, v)
 
 
 def for_shape(s: A.For):

@@ -6,22 +6,27 @@ guard the statements after them and end loops (`scf.while`)."""
 
 from __future__ import annotations
 
+import bisect
+import re
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr, DenseArrayBase, DictionaryAttr, FunctionType, IntegerAttr, IntegerType, ModuleOp,
-    StringAttr, SymbolRefAttr, UnitAttr, i64, DYNAMIC_INDEX,
+    StringAttr, SymbolRefAttr, UnitAttr, i64, DYNAMIC_INDEX, FileLineColLoc, IntAttr,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, walk
+from diffc.frontend.derivative_checks import check_module
+from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, ptr_param, trip_count, walk
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
+from diffc.frontend.matrices import MatrixLowering
+from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 
 I1 = IntegerType(1)
 
@@ -38,9 +43,15 @@ class LoopCtx:
     cont: str | None
 
 
-class Lowering(ExprLowering, CallLowering):
-    def __init__(self, checker: Checker):
+class Lowering(ExprLowering, CallLowering, MatrixLowering):
+    def __init__(self, checker: Checker, text: str = "", filename: str = "<input>"):
         self.c = checker
+        self.text, self.filename = text, filename
+        # The statement / expression being lowered, innermost last: each op it emits gets its
+        # file:line:col (so pass errors are located) and is remembered in `spans`, for the
+        # located checks of derivative_checks.py.
+        self.at: list[A.Node] = []
+        self.spans: dict[Operation, A.Node] = {}
         self.funcs = checker.funcs
         self.func_ops: dict[str, func.FuncOp] = {}
         self.extra_funcs: list[func.FuncOp] = []
@@ -48,6 +59,29 @@ class Lowering(ExprLowering, CallLowering):
         self.loops: list[LoopCtx] = []
         self.use_ret_flag = False
         self.counter = 0
+        self.ptr_shadows: dict[int, list[SSAValue]] = {}  # IDifferentiablePtrType parameter -> its Differential
+        self.lowering: tuple[FuncInfo, bool] | None = None  # the function being lowered, and whether as its twin
+
+    def emit(self, op: Operation) -> Operation:
+        if self.at:
+            node = self.at[-1]
+            self.spans[op] = node
+            line, col = self.line_col(node.span[0])
+            op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
+        return super().emit(op)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        if not hasattr(self, "_line_starts"):
+            self._line_starts = [0] + [i + 1 for i, ch in enumerate(self.text) if ch == "\n"]
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+    def expr(self, e: A.Expr) -> list[SSAValue]:
+        self.at.append(e)
+        try:
+            return super().expr(e)
+        finally:
+            self.at.pop()
 
     def binding(self, sym: Local) -> Binding:
         return self.bindings[id(sym)]
@@ -69,12 +103,22 @@ class Lowering(ExprLowering, CallLowering):
         infos = self.c.func_order  # functions, methods and generic instances
         for f in infos:
             self.func_ops[f.name] = self.declare_func(f)
+            if has_ptr_twin(f):
+                self.func_ops[ptr_twin_name(f.name)] = self.declare_func(f, twin=True)
         for f in infos:
             self.define_func(f)
             ops.append(self.func_ops[f.name])
-        return ModuleOp(ops + self.extra_funcs)
+            if has_ptr_twin(f):
+                self.define_func(f, twin=True)
+                ops.append(self.func_ops[ptr_twin_name(f.name)])
+        module = ModuleOp(ops + self.extra_funcs)
+        check_module(module, self.spans)
+        return module
 
-    def declare_func(self, f: FuncInfo) -> func.FuncOp:
+    def declare_func(self, f: FuncInfo, twin: bool = False) -> func.FuncOp:
+        """f's IR function; with `twin`, the one its derivatives are taken of when f has
+        IDifferentiablePtrType parameters (each is then its DifferentialPtrPair's leaves, see
+        docs/frontend.md). The primal of such an f carries no diff facts: it is never differentiated."""
         arg_types: list[Attribute] = []
         arg_attrs: list[dict] = []
         res_types: list[Attribute] = []
@@ -100,22 +144,25 @@ class Lowering(ExprLowering, CallLowering):
             for p in f.params:
                 extra = {"diffc.semantic": StringAttr(p.semantic)} if p.semantic else None
                 if p.direction != "out":
-                    add(arg_types, arg_attrs, p.ty, p.no_diff, extra)
+                    ty = T.PtrPair(p.ty) if twin and ptr_param(p) else p.ty
+                    add(arg_types, arg_attrs, ty, p.no_diff, extra)
             for p in f.params:
                 if p.direction != "in":
                     add(res_types, res_attrs, p.ty, p.no_diff)
         dicts = lambda xs: ArrayAttr([DictionaryAttr(x) for x in xs])  # noqa: E731
-        op = func.FuncOp(f.name, FunctionType.from_lists(arg_types, res_types), Region(Block(arg_types=arg_types)),
+        op = func.FuncOp(ptr_twin_name(f.name) if twin else f.name, FunctionType.from_lists(arg_types, res_types),
+                         Region(Block(arg_types=arg_types)),
                          arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
                          res_attrs=dicts(res_attrs) if any(res_attrs) else None)
         at = f.attrs
-        if {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable"} & set(at) or (
-                f.fwd_custom or f.bwd_custom):
+        if has_ptr_twin(f) and not twin:
+            at = {k: a for k, a in at.items() if k in ("shader", "numthreads")}
+        elif f.differentiable:
             op.attributes[diff.DIFFERENTIABLE] = UnitAttr()
-        if f.fwd_custom:
-            op.attributes[diff.FWD_DERIVATIVE] = SymbolRefAttr(f.fwd_custom)
-        if f.bwd_custom:
-            op.attributes[diff.BWD_DERIVATIVE] = SymbolRefAttr(f.bwd_custom)
+            if f.fwd_custom:
+                op.attributes[diff.FWD_DERIVATIVE] = SymbolRefAttr(f.fwd_custom)
+            if f.bwd_custom:
+                op.attributes[diff.BWD_DERIVATIVE] = SymbolRefAttr(f.bwd_custom)
         if "PreferRecompute" in at:
             op.attributes[diff.PREFER] = StringAttr("recompute")
         if "PreferCheckpoint" in at:
@@ -131,14 +178,39 @@ class Lowering(ExprLowering, CallLowering):
             op.attributes["diffc.numthreads"] = DenseArrayBase.from_list(i64, [int(a.value) for a in args])
         return op
 
-    def define_func(self, f: FuncInfo) -> None:
-        op = self.func_ops[f.name]
+    @staticmethod
+    def keep_entry_param_names(op: func.FuncOp, names: list[str]) -> None:
+        """xDSL drops a `_<digits>` tail from value names (`w_0` becomes `%w`), so an entry
+        point's parameter named so (array elements) also carries its name as `diffc.name`, which
+        kernels and dispatch read. `names`: the parameters' leaf names, in order."""
+        args = op.body.blocks[0].args
+        old = op.arg_attrs.data if op.arg_attrs else [DictionaryAttr({})] * len(args)
+        attrs = []
+        for name, d in zip(names, old):
+            entries = dict(d.data)
+            if re.search(r"_\d+$", name):
+                entries["diffc.name"] = StringAttr(name)
+            attrs.append(DictionaryAttr(entries))
+        op.arg_attrs = ArrayAttr(attrs)
+
+    def define_func(self, f: FuncInfo, twin: bool = False) -> None:
+        op = self.func_ops[ptr_twin_name(f.name) if twin else f.name]
         self.block = op.body.blocks[0]
         self.bindings = {}
+        self.ptr_shadows = {}
+        self.lowering = (f, twin)
         args = list(self.block.args)
         pair_params = []
+        names: list[str] = []
         for p, loc in zip(f.params, f.locals):
-            if f.bwd_of and isinstance(p.ty, T.Pair) and p.direction == "inout":
+            if twin and ptr_param(p):  # the primal's leaves, then its Differential's
+                n, m = T.leaf_count(p.ty), T.leaf_count(T.differential(p.ty))
+                vals = args[:n]
+                for arg, name in zip(args[n : n + m], T.leaf_names(T.differential(p.ty), f"{p.name}_d")):
+                    arg.name_hint = name
+                self.ptr_shadows[id(loc)] = args[n : n + m]
+                del args[n : n + m]
+            elif f.bwd_of and isinstance(p.ty, T.Pair) and p.direction == "inout":
                 n = T.leaf_count(p.ty.elem)
                 vals = self.make_pairs(args[:n], None, p.ty.elem)
                 pair_params.append(loc)
@@ -149,8 +221,11 @@ class Lowering(ExprLowering, CallLowering):
                 vals = args[:n]
             for arg, name in zip(args[:n], T.leaf_names(p.ty, p.name)):
                 arg.name_hint = name  # parameter names survive into the IR, the C and the Python API
+                names.append(name)
             args = args[n:]
             self.bindings[id(loc)] = Binding(p.ty, list(vals))
+        if "diffc.shader" in op.attributes:
+            self.keep_entry_param_names(op, names)
         body = f.decl.body  # type: ignore[union-attr]
         stmts = body.stmts
         self.use_ret_flag = any(isinstance(n, A.Return) for n in walk(stmts[:-1])) or any(
@@ -202,6 +277,13 @@ class Lowering(ExprLowering, CallLowering):
         return self.v(arith.XOrIOp(acc, self.const(1, T.BOOL)[0]))
 
     def stmt(self, s: A.Stmt) -> None:
+        self.at.append(s)
+        try:
+            self.lower_stmt(s)
+        finally:
+            self.at.pop()
+
+    def lower_stmt(self, s: A.Stmt) -> None:
         if isinstance(s, A.Block):
             self.stmts(s.stmts)
         elif isinstance(s, A.DeclGroup):
@@ -219,10 +301,12 @@ class Lowering(ExprLowering, CallLowering):
             if self.use_ret_flag:
                 self.bindings["$ret"].values = self.const(1, T.BOOL)
         elif isinstance(s, A.Break | A.Continue):
-            if not self.loops:
-                raise err(UNSUPPORTED, "'break' outside a loop or at an unsupported place in a switch", s)
-            key = self.loops[-1].brk if isinstance(s, A.Break) else self.loops[-1].cont
-            assert key is not None
+            key = None
+            if self.loops:
+                key = self.loops[-1].brk if isinstance(s, A.Break) else self.loops[-1].cont
+            if key is None:
+                word = "break" if isinstance(s, A.Break) else "continue"
+                raise err(UNSUPPORTED, f"'{word}' outside a loop" + (" or switch" if word == "break" else ""), s)
             self.bindings[key].values = self.const(1, T.BOOL)
         elif isinstance(s, A.If):
             (c,) = self.lower_as(s.cond, T.BOOL)
@@ -238,34 +322,50 @@ class Lowering(ExprLowering, CallLowering):
             raise err(UNSUPPORTED, f"unsupported statement {type(s).__name__}", s)
 
     def switch(self, s: A.Switch) -> None:
+        """A chain of ifs, one per case, in source order (default last). A case runs its body
+        and, when that body does not end in break or return, falls through into the following
+        bodies, as in C; a `break` elsewhere in a case sets a flag that guards what follows."""
         (x,) = self.expr(s.value)
-        cases = []
-        default = None
-        for i, case in enumerate(s.cases):
-            body = list(case.body)
-            if body and isinstance(body[-1], A.Break):
-                body.pop()
-            elif i + 1 < len(s.cases) and not (body and isinstance(body[-1], A.Return)):
-                raise err(UNSUPPORTED, "fall-through between switch cases is not supported", case)
-            if any(isinstance(n, A.Break) for n in walk(body)):
-                raise err(UNSUPPORTED, "'break' inside a switch case must be its last statement", case)
-            if case.values is None:
-                default = body
-            else:
-                cases.append((case.values, body))
+        bodies = [list(c.body) for c in s.cases]
+        runs: list[list[A.Stmt]] = []
+        for k in range(len(bodies)):
+            run: list[A.Stmt] = []
+            for body in bodies[k:]:
+                run += body
+                if body and isinstance(body[-1], A.Break | A.Return):
+                    break
+            if run and isinstance(run[-1], A.Break):
+                run = run[:-1]
+            runs.append(run)
+        enclosing = self.loops[-1] if self.loops else None
+        cases = [(c.values, run) for c, run in zip(s.cases, runs) if c.values is not None]
+        default = next((run for c, run in zip(s.cases, runs) if c.values is None), None)
+
+        def lower_run(run: list[A.Stmt]) -> None:
+            # `continue` inside the switch belongs to the enclosing loop
+            inner_break = any(isinstance(j, A.Break) for j in _own_jumps(run))
+            self.counter += 1
+            ctx = LoopCtx(f"$brk{self.counter}" if inner_break else None, enclosing.cont if enclosing else None)
+            if ctx.brk:
+                self.bindings[ctx.brk] = Binding(T.BOOL, self.const(0, T.BOOL))
+            self.loops.append(ctx)
+            self.stmts(run)
+            self.loops.pop()
+            if ctx.brk:
+                del self.bindings[ctx.brk]
 
         def chain(k: int) -> None:
             if k == len(cases):
                 if default is not None:
-                    self.stmts(default)
+                    lower_run(default)
                 return
-            values, body = cases[k]
+            values, run = cases[k]
             hit = None
             for v in values:
                 (cv,) = self.lower_as(v, s.value.ty)
                 h = self.v(arith.CmpiOp(x, cv, "eq"))
                 hit = h if hit is None else self.v(arith.OrIOp(hit, h))
-            self.region_if(hit, lambda: self.stmts(body), lambda: chain(k + 1))
+            self.region_if(hit, lambda: lower_run(run), lambda: chain(k + 1))
 
         chain(0)
 
@@ -360,7 +460,7 @@ class Lowering(ExprLowering, CallLowering):
             if s.init is not None:
                 self.stmt(s.init)
             cond = s.cond or A.BoolLit(True, span=s.span, ty=T.BOOL)
-            self.while_loop(cond, s.body, s.step, s.attrs, False, s)
+            self.while_loop(cond, s.body, s.step, s.attrs, False, s, bound=trip_count(s))
             return
         var, lb_e, ub_e, step, inclusive = shape
         it = T.Scalar(s.init.type.name)  # type: ignore[union-attr]
@@ -385,9 +485,16 @@ class Lowering(ExprLowering, CallLowering):
         self.restore(before)
         op = self.emit(scf.ForOp(lb, ub, st, init, blk))
         self.loop_attrs(op, s.attrs)
+        trip = trip_count(s)
+        if inclusive and trip is not None and diff.MAX_ITERS not in op.attributes:
+            # `i <= B` gives ub = B + 1, which is not a constant before canonicalization
+            op.attributes[diff.MAX_ITERS] = IntegerAttr(trip, 64)
         self.assign_results(keys, list(op.results))
 
-    def while_loop(self, cond: A.Expr, body: A.Stmt, step, attrs, do_while: bool, s: A.Stmt) -> None:
+    def while_loop(self, cond: A.Expr, body: A.Stmt, step, attrs, do_while: bool, s: A.Stmt,
+                   bound: int | None = None) -> None:
+        """`bound`: the trip count of a constant-bounds `for` lowered as a while (it exits early);
+        reverse mode needs it as diff.max_iters when [MaxIters] does not give one."""
         ctx = self.loop_ctx(body)
         keys = self.carried(cond, body, step) + [k for k in (ctx.brk,) if k]
         init = self.flat(keys)
@@ -417,6 +524,8 @@ class Lowering(ExprLowering, CallLowering):
         self.restore(snap)
         op = self.emit(scf.WhileOp(init, types, Region(before_blk), Region(after_blk)))
         self.loop_attrs(op, attrs)
+        if bound is not None and diff.MAX_ITERS not in op.attributes:
+            op.attributes[diff.MAX_ITERS] = IntegerAttr(bound, 64)
         self.assign_results(keys, list(op.results))
 
     def loop_attrs(self, op, attrs: list[A.Attr]) -> None:

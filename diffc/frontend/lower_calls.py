@@ -4,15 +4,17 @@ Slang's write-back of `.d`), diffPair, detach, intrinsics, constructors, dzero/d
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, math, memref, vector
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, UnitAttr
+from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, MATH_UNARY, WAVE_CONSTANT
-from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.checker import derivative_signature, err, ptr_param
+from diffc.frontend.defaults import is_default_arg
 from diffc.frontend.errors import UNSUPPORTED
+from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 
 
 class CallLowering:
@@ -32,7 +34,9 @@ class CallLowering:
         if k == "builtin":
             return self.builtin(e)
         if k == "ctor":
-            return self.ctor(e)
+            return self.matrix_ctor(e, e.target) if isinstance(e.target, T.Matrix) else self.ctor(e)
+        if k == "matrix":
+            return self.matrix_call(e)
         if k == "dzero":
             return self.const(0, e.target)
         if k == "dadd":
@@ -63,7 +67,9 @@ class CallLowering:
         fi = self.funcs[fname]
         if any(m != "fwd" for m in modes[:-1]):
             raise err(UNSUPPORTED, "only fwd_diff may be nested inside another fwd_diff/bwd_diff", e)
-        sym = self.deriv_symbol(fname, modes[:-1], e) if modes else fname
+        twin = has_ptr_twin(fi) and (bool(modes) or self.calls_ptr_twin(e, fi))
+        base = ptr_twin_name(fname) if twin else fname
+        sym = self.deriv_symbol(base, modes[:-1], e) if modes else base
         target = self.func_ops[sym]
         if modes and modes[-1] == "bwd":
             inner_params, inner_ret = derivative_signature(fi, modes[:-1])
@@ -72,6 +78,8 @@ class CallLowering:
         for a, p in zip(e.args, params):
             if p.direction == "in":
                 operands += self.lower_as(a, p.ty)
+                if twin and not modes and ptr_param(p):
+                    operands += self.ptr_shadow(a, fi)
             elif p.direction == "inout":
                 operands += self.expr(a)
         if e.no_diff:  # `no_diff f(x)`: the callee sees values without derivatives
@@ -90,6 +98,31 @@ class CallLowering:
                 self.store(a, rest[:m])
                 rest = rest[m:]
         return out
+
+    # ---- IDifferentiablePtrType arguments ----
+    def calls_ptr_twin(self, e: A.Call, callee) -> bool:
+        """Whether a plain call of `callee` (which has a twin) goes to the twin: inside a twin, or
+        in a body that is differentiated, where the derivatives must reach memory."""
+        f, twin = self.lowering
+        if twin:
+            return True
+        if e.no_diff or not f.body_differentiated or has_ptr_twin(f):  # f's primal: never differentiated
+            return False
+        arg = next(a for a, p in zip(e.args, callee.params) if ptr_param(p))
+        raise err(UNSUPPORTED, f"'{f.name}' is differentiable but takes no IDifferentiablePtrType parameter "
+                  f"(other than no_diff ones), so '{callee.name}' cannot get the Differential of this {arg.ty}: "
+                  "pass the value in as such a parameter, or call with no_diff", arg)
+
+    def ptr_shadow(self, a: A.Expr, callee) -> list[SSAValue]:
+        """The Differential's leaves of an IDifferentiablePtrType argument inside a twin: known for
+        the twin's own such parameters (also as `this`), as long as they are not reassigned."""
+        sym = a.sym if isinstance(a, A.Name) else None
+        shadow = self.ptr_shadows.get(id(sym)) if sym is not None else None
+        if shadow is None:
+            f, _ = self.lowering
+            raise err(UNSUPPORTED, f"differentiable '{callee.name}' needs the Differential of this {a.ty}, which "
+                      f"'{f.name}' only knows for its unchanged IDifferentiablePtrType parameters", a)
+        return list(shadow)
 
     def bwd_call(self, e: A.Call, sym: str, target, params, ret) -> list[SSAValue]:
         args = iter(e.args)
@@ -121,7 +154,8 @@ class CallLowering:
         grads = list(op.results)
         for a, ty, ps in writes:  # Slang: the gradient overwrites `.d`
             n = sum(1 for _, c in T.leaves(ty) if c)
-            self.store(a, self.make_pairs(ps, grads[:n], ty))
+            if not is_default_arg(a):  # an omitted argument's gradient goes nowhere
+                self.store(a, self.make_pairs(ps, grads[:n], ty))
             grads = grads[n:]
         return []
 
@@ -167,6 +201,8 @@ class CallLowering:
     # ---- constructors ----
     def ctor(self, e: A.Call) -> list[SSAValue]:
         t = e.target
+        if isinstance(t, T.PtrPair):
+            return self.ptr_pair(e.args, t)
         if isinstance(t, T.Scalar):
             return self.lower_as(e.args[0], t)
         if isinstance(t, T.Struct):
@@ -226,12 +262,12 @@ class CallLowering:
             t = self.minmax("min", self.minmax("max", self.v(arith.DivfOp(num, den)), c(0.0), ct), c(1.0), ct)
             poly = self.v(arith.SubfOp(c(3.0), self.v(arith.MulfOp(c(2.0), t))))
             return [self.v(arith.MulfOp(self.v(arith.MulfOp(t, t)), poly))]
-        if name == "sign":
-            pos = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], c(0.0), "ogt")), xs[0].type))
-            neg = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], c(0.0), "olt")), xs[0].type))
-            return [self.v(arith.SubfOp(pos, neg))]
-        if name == "step":
-            return [self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[1], xs[0], "oge")), xs[0].type))]
+        if name in ("sign", "step") and isinstance(ct, T.Vector):  # xDSL's cmpf is scalar only
+            s = T.ir_scalar(el)
+            lanes = [[self.v(vector.ExtractOp(x, [i], s)) for x in xs] for i in range(ct.n)]
+            return self.build_vector([self.compare_builtin(name, ls) for ls in lanes], ct)
+        if name in ("sign", "step"):
+            return [self.compare_builtin(name, xs)]
         if name == "dot":
             return [self.dot(xs[0], xs[1], ct)]
         if name == "length":
@@ -257,6 +293,16 @@ class CallLowering:
 
             return self.build_vector([m(1, 2), m(2, 0), m(0, 1)], ct)
         raise err(UNSUPPORTED, f"intrinsic '{name}' is not supported", e)
+
+    def compare_builtin(self, name: str, xs: list[SSAValue]) -> SSAValue:
+        """sign(x) or step(edge, x) of scalars: 0/1 from comparisons (zero derivative)."""
+        t = xs[0].type
+        if name == "step":
+            return self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[1], xs[0], "oge")), t))
+        zero = self.v(arith.ConstantOp(FloatAttr(0.0, t)))
+        pos = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], zero, "ogt")), t))
+        neg = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], zero, "olt")), t))
+        return self.v(arith.SubfOp(pos, neg))
 
     def minmax(self, which: str, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
         if T.is_floating(t):

@@ -48,6 +48,8 @@ class ExprLowering:
             return [self.v(arith.ConstantOp(IntegerAttr(int(value), ir)))]
         if isinstance(t, T.Array):
             return self.const(value, t.elem) * t.n
+        if isinstance(t, T.Matrix):
+            return self.const(value, t.as_rows())
         if isinstance(t, T.Struct):
             out: list[SSAValue] = []
             for _, ft, _ in t.fields:
@@ -71,6 +73,8 @@ class ExprLowering:
         return self.v(arith.ConstantOp(FloatAttr(0.0, ir)))
 
     def convert(self, vals: list[SSAValue], src: T.Type, dst: T.Type) -> list[SSAValue]:
+        if isinstance(dst, T.Matrix) and src != dst:
+            return self.matrix_convert(vals, src, dst)  # type: ignore[attr-defined]
         if src == dst or not (T.is_numeric(src) and T.is_numeric(dst)):
             return vals
         (x,) = vals
@@ -119,6 +123,8 @@ class ExprLowering:
         return self.convert(self.expr(e), e.ty, t)
 
     def init_list(self, e: A.InitList, t: T.Type) -> list[SSAValue]:
+        if isinstance(t, T.Matrix):
+            return self.matrix_init_list(e, t)  # type: ignore[attr-defined]
         if isinstance(t, T.Array):
             parts = [t.elem] * t.n
         elif isinstance(t, T.Struct):
@@ -126,6 +132,8 @@ class ExprLowering:
         elif isinstance(t, T.Vector):
             return self.build_vector([self.lower_as(x, t.elem)[0] for x in e.items]
                                      + self.const(0, t.elem) * (t.n - len(e.items)), t)
+        elif isinstance(t, T.PtrPair):
+            return self.ptr_pair(e.items, t)
         elif isinstance(t, T.Pair):
             p = self.lower_as(e.items[0], t.elem)
             d = self.lower_as(e.items[1], T.differential(t.elem)) if len(e.items) > 1 else None
@@ -155,6 +163,10 @@ class ExprLowering:
                 out.append(x)
         return out
 
+    def ptr_pair(self, items: list[A.Expr], t: T.PtrPair) -> list[SSAValue]:
+        """A DifferentialPtrPair's leaves: the primal's, then the differential's."""
+        return self.lower_as(items[0], t.elem) + self.lower_as(items[1], T.differential(t.elem))
+
     def pair_parts(self, vals: list[SSAValue], elem: T.Type) -> tuple[list[SSAValue], list[SSAValue]]:
         ps, ds = [], []
         for x, (_, carries) in zip(vals, T.leaves(elem)):
@@ -175,6 +187,8 @@ class ExprLowering:
             return self.read_name(e)
         if isinstance(e, A.Unary) and e.op == "*":
             return self.deref(e.operand, None, e.ty)
+        if isinstance(e, A.Unary) and isinstance(e.ty, T.Matrix):
+            return self.matrix_negate(e)  # type: ignore[attr-defined]
         if isinstance(e, A.Unary):
             (x,) = self.expr(e.operand)
             if e.op == "+":
@@ -235,6 +249,8 @@ class ExprLowering:
             (a,) = self.lower_as(e.lhs, T.BOOL)
             (b,) = self.lower_as(e.rhs, T.BOOL)
             return [self.v(arith.AndIOp(a, b) if e.op == "&&" else arith.OrIOp(a, b))]
+        if isinstance(e.ty, T.Matrix):
+            return self.matrix_binary(e)  # type: ignore[attr-defined]
         c = T.common_type(e.lhs.ty, e.rhs.ty)
         assert c is not None
         a, b = self.lower_as(e.lhs, c), self.lower_as(e.rhs, c)
@@ -255,6 +271,8 @@ class ExprLowering:
         t = e.target.ty
         if e.op == "=":
             new = self.lower_as(e.value, t)
+        elif isinstance(t, T.Matrix):
+            return self.matrix_compound(e)  # type: ignore[attr-defined]
         else:
             op = e.op[:-1]
             if isinstance(e.target, A.Index) and isinstance(e.target.base.ty, T.Buffer) and e.target.base.ty.atomic:
@@ -317,6 +335,8 @@ class ExprLowering:
     @staticmethod
     def mem_parts(t: T.Type) -> list[tuple[int, T.Type]]:
         """(scalar offset, type) of each element of an array or field of a struct."""
+        if isinstance(t, T.Matrix):
+            t = t.as_rows()
         if isinstance(t, T.Array):
             size = len(T.scalar_leaves(t.elem) or [])
             return [(i * size, t.elem) for i in range(t.n)]
@@ -357,12 +377,45 @@ class ExprLowering:
         buf, off = self.expr(e.base)
         return buf, self.offset_by(off, self.mem_parts(t.elem)[i][0]), ft
 
+    def address(self, e: A.Expr) -> tuple[SSAValue, SSAValue]:
+        """Memref and scalar offset of an lvalue that lives in memory (see `in_memory`), so that
+        `p[i].v0.x` reads or writes one scalar, not the whole struct around it."""
+        if isinstance(e, A.Unary):
+            return self.pointer_at(e.operand, None)
+        assert isinstance(e, A.Member | A.Index)
+        t = e.base.ty
+        if isinstance(t, T.Pointer):
+            if isinstance(e, A.Index):
+                return self.pointer_at(e.base, e.index)
+            buf, off, _ = self.pointer_field(e)
+            return buf, off
+        buf, off = self.address(e.base)
+        if isinstance(e, A.Member) and isinstance(t, T.Struct):
+            i, _, _ = t.field(e.name)  # type: ignore[misc]
+            return buf, self.offset_by(off, self.mem_parts(t)[i][0])
+        if isinstance(e, A.Member):  # one component of a vector
+            return buf, self.offset_by(off, SWIZZLE[e.name])
+        size = len(T.scalar_leaves(e.ty) or [])
+        k = self.const_index(e.index)
+        if k is not None:
+            return buf, self.offset_by(off, k * size)
+        i = self.index_value(e.index)
+        if size != 1:
+            i = self.v(arith.MuliOp(i, self.index_const(size)))
+        return buf, self.v(arith.AddiOp(off, i))
+
     # ---- members and indexing ----
     def member(self, e: A.Member) -> list[SSAValue]:
         static = getattr(e, "static", None)
         if static is not None:  # a struct's `static const`
             return self.lower_as(static.value, static.ty)
+        if in_memory(e):
+            return self.load_mem(*self.address(e), e.ty)
         t = e.base.ty
+        if isinstance(t, T.Vector | T.Scalar) and in_memory(e.base):  # a swizzle of a vector in memory
+            buf, off = self.address(e.base)
+            comps = [self.load_mem(buf, self.offset_by(off, SWIZZLE[ch]), T.elem_of(t))[0] for ch in e.name]
+            return comps if len(comps) == 1 else self.build_vector(comps, e.ty)
         if isinstance(t, T.Pointer) and not t.by_value:
             buf, off, ft = self.pointer_field(e)
             return self.load_mem(buf, off, ft)
@@ -372,10 +425,15 @@ class ExprLowering:
         if isinstance(t, T.Pair):
             ps, ds = self.pair_parts(base, t.elem)
             return ps if e.name in ("p", "primal", "getPrimal") else ds
+        if isinstance(t, T.PtrPair):
+            n = T.leaf_count(t.elem)
+            return base[:n] if e.name in ("p", "primal", "getPrimal") else base[n:]
         if isinstance(t, T.Struct):
             i, _, _ = t.field(e.name)  # type: ignore[misc]
             start, n = T.field_offset(t, i)
             return base[start : start + n]
+        if isinstance(t, T.Matrix):
+            return self.matrix_member(e)  # type: ignore[attr-defined]
         idx = [SWIZZLE[ch] for ch in e.name]
         if isinstance(t, T.Scalar):
             return self.build_vector(base * len(idx), e.ty) if len(idx) > 1 else base
@@ -384,6 +442,8 @@ class ExprLowering:
         return comps if len(comps) == 1 else self.build_vector(comps, e.ty)
 
     def index(self, e: A.Index) -> list[SSAValue]:
+        if in_memory(e):
+            return self.load_mem(*self.address(e), e.ty)
         t = e.base.ty
         if isinstance(t, T.Pointer):
             return self.deref(e.base, e.index, e.ty)
@@ -394,6 +454,8 @@ class ExprLowering:
         if isinstance(t, T.Vector):
             (i,) = self.expr(e.index)
             return [self.v(vector.ExtractOp(base[0], [self.index_value_of(i)], T.ir_scalar(t.elem)))]
+        if isinstance(t, T.Matrix):
+            t = t.as_rows()  # a row per leaf
         n = T.leaf_count(t.elem)
         k = self.const_index(e.index)
         if k is not None:
@@ -414,8 +476,21 @@ class ExprLowering:
 
     def store(self, target: A.Expr, vals: list[SSAValue]) -> None:
         """Writes `vals` into an lvalue, rebuilding the enclosing aggregate value."""
+        if in_memory(target):
+            buf, off = self.address(target)
+            self.store_mem(buf, off, target.ty, vals)
+            return
+        if (isinstance(target, A.Member) and isinstance(target.base.ty, T.Vector)
+                and in_memory(target.base)):  # a swizzle of a vector in memory: its components
+            buf, off = self.address(target.base)
+            el = T.ir_scalar(target.base.ty.elem)
+            for j, ch in enumerate(target.name):
+                comp = vals[0] if len(target.name) == 1 else self.v(vector.ExtractOp(vals[0], [j], el))
+                self.emit(memref.StoreOp.get(comp, buf, [self.offset_by(off, SWIZZLE[ch])]))
+            return
         if isinstance(target, A.Name):
             self.binding(target.sym).values = list(vals)  # type: ignore[attr-defined]
+            self.ptr_shadows.pop(id(target.sym), None)  # type: ignore[attr-defined]  # no longer the parameter
             return
         if isinstance(target, A.Unary) and target.op == "*":
             buf, off = self.pointer_at(target.operand, None)
@@ -429,6 +504,9 @@ class ExprLowering:
             buf, off = self.pointer_at(target.base, target.index)
             self.store_mem(buf, off, target.ty, vals)
             return
+        if isinstance(target, A.Member) and isinstance(target.base.ty, T.Matrix):
+            self.matrix_store_member(target, vals)  # type: ignore[attr-defined]
+            return
         if isinstance(target, A.Member):
             t = target.base.ty
             base = self.expr(target.base)
@@ -438,6 +516,9 @@ class ExprLowering:
                     new = self.make_pairs(vals, ds, t.elem)
                 else:
                     new = self.make_pairs(ps, vals, t.elem)
+            elif isinstance(t, T.PtrPair):
+                n = T.leaf_count(t.elem)
+                new = vals + base[n:] if target.name in ("p", "primal") else base[:n] + vals
             elif isinstance(t, T.Struct):
                 i, _, _ = t.field(target.name)  # type: ignore[misc]
                 start, n = T.field_offset(t, i)
@@ -466,6 +547,8 @@ class ExprLowering:
                 (i,) = self.expr(target.index)
                 new = [self.v(vector.InsertOp(vals[0], base[0], [self.index_value_of(i)]))]
             else:
+                if isinstance(t, T.Matrix):
+                    t = t.as_rows()
                 n = T.leaf_count(t.elem)
                 k = self.const_index(target.index)
                 if k is not None:
@@ -506,6 +589,23 @@ class ExprLowering:
 
     def math_unary(self, name: str, x: SSAValue) -> SSAValue:
         return self.v(getattr(math, MATH_UNARY[name])(x))
+
+
+def in_memory(e: A.Expr) -> bool:
+    """Whether e is a place in memory reached through a (non-by-value) pointer: `*p`, `p[i]`,
+    `p->f`, and fields, single vector components and elements of such places."""
+    if isinstance(e, A.Unary) and e.op == "*":
+        return isinstance(e.operand.ty, T.Pointer) and not e.operand.ty.by_value
+    if not isinstance(e, A.Member | A.Index) or getattr(e, "static", None) is not None:
+        return False
+    t = e.base.ty
+    if isinstance(t, T.Pointer):
+        return not t.by_value
+    if isinstance(e, A.Member) and not (isinstance(t, T.Struct) or (isinstance(t, T.Vector) and len(e.name) == 1)):
+        return False
+    if isinstance(e, A.Index) and not isinstance(t, T.Array | T.Vector):
+        return False
+    return in_memory(e.base)
 
 
 _FLOAT_MAX = {"half": 65504.0, "float": 3.4028234663852886e38, "double": 1.7976931348623157e308}

@@ -12,8 +12,10 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
 # Fixed-width spellings of the scalars (Slang's stdint-style names).
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
-GENERIC_TYPES = {"DifferentialPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector"}
+GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
+                 "matrix"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
+_MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
@@ -38,7 +40,7 @@ ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 
 
 def is_builtin_type_name(name: str) -> bool:
-    return name in SCALARS or name in SCALAR_ALIASES or name in GENERIC_TYPES or bool(_VEC.match(name))
+    return name in SCALARS or name in SCALAR_ALIASES or name in GENERIC_TYPES or bool(_VEC.match(name) or _MAT.match(name))
 
 
 class Parser:
@@ -259,7 +261,8 @@ class Parser:
                 pname = self.ident("a parameter name")
                 pt = self.array_dims(pt)
                 semantic = self.ident("a semantic").text if self.accept(":") else None
-                params.append(A.Param(mods, pt, pname.text, semantic, span=self.span_from(pstart)))
+                default = self.assignment() if self.accept("=") else None
+                params.append(A.Param(mods, pt, pname.text, semantic, default, span=self.span_from(pstart)))
                 if not self.accept(","):
                     break
         self.expect(")")
@@ -622,7 +625,8 @@ class Parser:
             if t.text in ("true", "false"):
                 self.i += 1
                 return A.BoolLit(t.text == "true", span=(t.start, t.end))
-            if self.is_type_name(t.text):
+            # `matrix` / `vector` without `<...>` are ordinary names (Slang code names variables so)
+            if self.is_type_name(t.text) and not (t.text in ("matrix", "vector") and self.peek().text != "<"):
                 ty = self.type_ref()
                 return A.TypeExpr(ty, span=ty.span)
             self.i += 1

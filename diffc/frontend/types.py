@@ -47,6 +47,26 @@ class Vector(Type):
 
 
 @dataclass(frozen=True)
+class Matrix(Type):
+    """`floatRxC` / `matrix<float, R, C>`: R rows of C elements, laid out as its rows (an Array
+    of R row vectors, a row of one column being a scalar), row-major in memory."""
+
+    elem: Scalar
+    rows: int
+    cols: int
+
+    def name(self) -> str:
+        return f"{self.elem.kind}{self.rows}x{self.cols}"
+
+    @property
+    def row(self) -> Type:
+        return Vector(self.elem, self.cols) if self.cols > 1 else self.elem
+
+    def as_rows(self) -> Array:
+        return Array(self.row, self.rows)
+
+
+@dataclass(frozen=True)
 class Array(Type):
     elem: Type
     n: int
@@ -65,6 +85,9 @@ class Struct(Type):
     statics: dict[str, object] = field(default_factory=dict)  # `static const` field -> checker Local
     aliases: dict[str, Type] = field(default_factory=dict)  # `typealias` inside the struct
     template: tuple[str, tuple[int, ...]] | None = None  # generic struct and arguments it instantiates
+    # `: IDifferentiablePtrType`: its `typealias Differential` (a struct that is its own Differential).
+    # Such a value carries no SSA derivative; derivatives are written through the Differential's pointers.
+    ptr_differential: Struct | None = None
 
     def name(self) -> str:
         return self.sname
@@ -82,6 +105,17 @@ class Pair(Type):
 
     def name(self) -> str:
         return f"DifferentialPair<{self.elem}>"
+
+
+@dataclass(frozen=True)
+class PtrPair(Type):
+    """`DifferentialPtrPair<T>` of an IDifferentiablePtrType T: T's leaves (`.p`), then those of
+    T.Differential (`.d`); none carries a derivative."""
+
+    elem: Type
+
+    def name(self) -> str:
+        return f"DifferentialPtrPair<{self.elem}>"
 
 
 @dataclass(frozen=True)
@@ -172,6 +206,8 @@ def with_elem(t: Type, e: Scalar) -> Type:
 def is_differentiable(t: Type) -> bool:
     if is_numeric(t):
         return is_floating(t)
+    if isinstance(t, Matrix):
+        return is_float_scalar(t.elem)
     if isinstance(t, Array):
         return is_differentiable(t.elem)
     if isinstance(t, Struct):
@@ -179,7 +215,14 @@ def is_differentiable(t: Type) -> bool:
     return isinstance(t, Pair)
 
 
+def is_ptr_differentiable(t: Type) -> bool:
+    """An IDifferentiablePtrType struct: derivatives go through its Differential's pointers."""
+    return isinstance(t, Struct) and t.ptr_differential is not None
+
+
 def differential(t: Type) -> Type:
+    if isinstance(t, Struct) and t.ptr_differential is not None:
+        return t.ptr_differential
     if isinstance(t, Struct):
         assert t.diff_struct is not None
         return t.diff_struct
@@ -204,6 +247,8 @@ def holds_pointer(t: Type) -> bool:
         return holds_pointer(t.elem)
     if isinstance(t, Struct):
         return any(holds_pointer(ft) for _, ft, _ in t.fields)
+    if isinstance(t, PtrPair):
+        return holds_pointer(t.elem) or holds_pointer(differential(t.elem))
     return False
 
 
@@ -214,6 +259,8 @@ def scalar_leaves(t: Type) -> list[Scalar] | None:
         return [t]
     if isinstance(t, Vector):
         return [t.elem] * t.n
+    if isinstance(t, Matrix):
+        return [t.elem] * (t.rows * t.cols)
     if isinstance(t, Array):
         inner = scalar_leaves(t.elem)
         return None if inner is None else inner * t.n
@@ -249,12 +296,16 @@ def ir_scalar(s: Scalar) -> Attribute:
 
 def leaf_names(t: Type, base: str) -> list[str]:
     """A readable name for each leaf of a value called `base` (`p_x` for field x of struct p)."""
+    if isinstance(t, Matrix):
+        return leaf_names(t.as_rows(), base)
     if isinstance(t, Array):
         return [n for i in range(t.n) for n in leaf_names(t.elem, f"{base}_{i}")]
     if isinstance(t, Struct):
         return [n for fname, ft, _ in t.fields for n in leaf_names(ft, f"{base}_{fname}")]
     if isinstance(t, Pair):
         return leaf_names(t.elem, base)
+    if isinstance(t, PtrPair):
+        return leaf_names(t.elem, f"{base}_p") + leaf_names(differential(t.elem), f"{base}_d")
     if isinstance(t, Pointer):
         return leaf_names(t.elem, base) if t.by_value else [base, f"{base}_off"]
     return [base]
@@ -268,6 +319,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         return [(VectorType(ir_scalar(t.elem), [t.n]), is_float_scalar(t.elem))]
     if isinstance(t, Array):
         return leaves(t.elem) * t.n
+    if isinstance(t, Matrix):
+        return leaves(t.as_rows())
     if isinstance(t, Struct):
         out = []
         for _, ft, nd in t.fields:
@@ -275,6 +328,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         return out
     if isinstance(t, Pair):
         return [(PairType(ir) if d else ir, d) for ir, d in leaves(t.elem)]
+    if isinstance(t, PtrPair):
+        return [(ir, False) for ir, _ in leaves(t.elem) + leaves(differential(t.elem))]
     if isinstance(t, Buffer):
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
         return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
@@ -333,6 +388,8 @@ def convertible(src: Type, dst: Type) -> bool:
         return True  # truncation, as HLSL allows (with a warning)
     if isinstance(src, Array) and isinstance(dst, Array):
         return src.n == dst.n and convertible(src.elem, dst.elem)
+    if isinstance(dst, Matrix):  # a scalar fills every element; a matrix converts its elements
+        return isinstance(src, Scalar) or isinstance(src, Matrix) and (src.rows, src.cols) == (dst.rows, dst.cols)
     if isinstance(src, Struct) and isinstance(dst, Struct):
         return same_layout_differential(src, dst)
     return False

@@ -28,8 +28,9 @@ hook when given and fall back to the partials otherwise.
 (floor, comparisons, integer ops). Ops with regions (scf.if/for/while, calls) are handled by the
 passes. `lookup_rule` falls back to a rule registered for a base class of the op's type.
 
-Builtin rules live in arith_rules.py and math_rules.py; `arith_ext.RemFOp` is `arith.remf`,
-which xDSL 0.74 lacks (load it into a parsing context with `arith_ext.load_into(ctx)`).
+Builtin rules live in arith_rules.py, math_rules.py, vector_rules.py and effect_rules.py.
+`arith_ext.RemFOp` is `arith.remf`, which xDSL 0.74 lacks: importing diffc.registry adds it to
+xDSL's arith dialect, so every context that loads arith afterwards parses it.
 """
 
 from __future__ import annotations
@@ -177,7 +178,12 @@ def _load_builtin_rules() -> None:
     global _builtin_rules_loaded
     if not _builtin_rules_loaded:
         _builtin_rules_loaded = True
-        from diffc.rules import arith_rules, math_rules, vector_rules  # noqa: F401  (they register themselves)
+        from diffc.rules import (  # noqa: F401  (they register themselves)
+            arith_rules,
+            effect_rules,
+            math_rules,
+            vector_rules,
+        )
 
 
 def lookup_rule(op: Operation | type[Operation]) -> Rule | None:

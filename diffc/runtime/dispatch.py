@@ -9,7 +9,7 @@ Arguments bind by the entry point's parameter names (keywords only):
 * a pointer parameter (`T*`: a `memref<?xE>` parameter X followed by its `index` offset X_off)
   takes a Tensor of E's dtype (pointing at element 0) or `tensor.at(offset)`;
 * a struct parameter (flattened by the front end into leaves `<param>_<field>_<subfield>...`)
-  takes a nested dict of field name -> value;
+  takes a nested dict of field name -> value, an array field (leaves `<field>_0`, ...) a list;
 * a scalar takes a Python number (f16 and f32 scalars travel as float32), a vector a sequence;
 * a global buffer (`RWStructuredBuffer`, a `memref.global`) takes a Tensor under its name;
 * the thread-id parameters (SV_DispatchThreadID, ...) are supplied by the dispatch.
@@ -21,6 +21,7 @@ Every compute entry point of a module is lowered and built once, into one progra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -91,7 +92,13 @@ def _build(module: Module) -> EntryProgram:
     from diffc import registry
     from diffc.backend.opencl import build_options, options_for_device
     from diffc.backend.opencl.module import ModuleEmitter
-    from diffc.passes.lower_entry_points import SEMANTIC, LowerEntryPointsPass, is_compute_entry, numthreads
+    from diffc.passes.lower_entry_points import (
+        SEMANTIC,
+        LowerEntryPointsPass,
+        is_compute_entry,
+        numthreads,
+        param_names,
+    )
     from diffc.runtime.module import PIPELINE, _context
     from diffc.runtime.program import build_program
 
@@ -99,12 +106,12 @@ def _build(module: Module) -> EntryProgram:
     thread_ids = {}
     for name, f in entries.items():
         attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
-        args = f.body.blocks[0].args if f.body.blocks else ()
+        names = param_names(f)
         ids = {}
         for i, a in enumerate(attrs):
             sem = a.data.get(SEMANTIC)
-            if isinstance(sem, StringAttr) and i < len(args):
-                ids[args[i].name_hint or f"arg{i}"] = sem.data
+            if isinstance(sem, StringAttr):
+                ids[names[i]] = sem.data
         thread_ids[name] = ids
     low: ModuleOp = module.ir.clone()
     ctx = _context()
@@ -131,8 +138,16 @@ def _build(module: Module) -> EntryProgram:
 
 
 def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
+    from diffc.passes.lower_entry_points import param_names
+
     args = kernel.body.blocks[0].args
-    names = [a.name_hint or f"arg{i}" for i, a in enumerate(args)]
+    names = param_names(kernel)
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise RuntimeDiffcError(
+                f"error: @{kernel.sym_name.data}: two parameters are named '{n}' (an IR name hint loses a "
+                "`_<digits>` suffix: name such parameters with the argument attribute diffc.name)"
+            )
     params = []
     for i, a in enumerate(args):
         t = a.type
@@ -154,13 +169,19 @@ def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
 # -- binding ------------------------------------------------------------------------------
 
 
-def _flatten(key: str, value, path: str, out: dict[str, tuple[str, object]]) -> None:
-    """A nested dict of struct fields -> {leaf parameter name: (dotted path, value)}."""
+def _flatten(key: str, value, path: str, out: dict[str, tuple[str, object]], names: set[str]) -> None:
+    """Nested dicts of struct fields (and lists for array fields, whose leaves the front end
+    names `<field>_<i>`) -> {leaf parameter name: (path as written, value)}."""
     if isinstance(value, Mapping):
         for field, inner in value.items():
             if not isinstance(field, str):
                 raise CallError(f"error: argument '{path}': field names must be strings, got {field!r}", key)
-            _flatten(f"{key}_{field}", inner, f"{path}.{field}", out)
+            _flatten(f"{key}_{field}", inner, f"{path}.{field}", out, names)
+    elif isinstance(value, (list, tuple)) and key not in names and any(
+        n == f"{key}_0" or n.startswith(f"{key}_0_") for n in names
+    ):
+        for i, inner in enumerate(value):
+            _flatten(f"{key}_{i}", inner, f"{path}[{i}]", out, names)
     else:
         out[key] = (path, value)
 
@@ -264,19 +285,19 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     """The kernel's argument list from the keyword arguments (CallError naming a bad one)."""
     leaves: dict[str, tuple[str, object]] = {}
     structs: list[str] = []
+    by_name = {p.name: p for p in kernel.params}
     for key, value in kwargs.items():
         if key in kernel.thread_ids:
             raise CallError(f"error: {where}: '{key}' is the thread id ({kernel.thread_ids[key]}); dispatch supplies it", key)
-        if isinstance(value, Mapping):
+        _flatten(key, value, key, leaves, set(by_name))
+        if not (key in leaves and leaves[key][1] is value):
             structs.append(key)
-        _flatten(key, value, key, leaves)
-    by_name = {p.name: p for p in kernel.params}
     for leaf, (path, _) in leaves.items():
         p = by_name.get(leaf)
         if p is None or p.kind == "offset":
-            root = path.split(".")[0]
+            root = re.split(r"[.\[]", path)[0]
             fields = [q.name[len(root) + 1:] for q in kernel.params if q.name.startswith(root + "_") and q.kind != "offset"]
-            if "." in path and fields:
+            if root != path and fields:
                 more = f"; the leaves of '{root}' are: {', '.join(fields)}"
             else:
                 more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset')}"

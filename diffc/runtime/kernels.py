@@ -17,6 +17,17 @@ Argument kinds: "s" a scalar kernel argument, "f" a tensor of the output's shape
 
 Two forms: scalar (one element per work-item, `if e < n`) and vector (no "b" arguments: four
 elements per work-item with kernel.vload/vstore, then a scalar tail loop in the last work-item).
+
+A bwds kernel whose broadcast arguments take gradients (`KernelSpec.group` > 0) reduces them
+instead of adding each element's contribution atomically: each work-item walks its elements,
+summing in a register while the target index stays the same (an atomic add flushes the sum when
+it changes), then the work-group combines its work-items' sums in local memory (a tree: equal
+targets merge, different ones are flushed atomically), and one atomic add per target and
+work-group remains. The walk is `e = global_id, global_id + global_size, ...` on GPUs (coalesced;
+with a global size that is a multiple of the broadcast's period, see `broadcast_period`, every
+element of a work-item has the same target), or a contiguous block of elements per work-item
+(`KernelSpec.blocked`: CPU runtimes such as PoCL run a group's work-items one after another, and
+a strided walk would touch a new cache line at every element).
 """
 
 from __future__ import annotations
@@ -36,7 +47,18 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from diffc.dialects import diff
-from diffc.dialects.kernel import AtomicAddOp, GlobalIdOp, VLoadOp, VStoreOp, mark_kernel
+from diffc.dialects.kernel import (
+    AtomicAddOp,
+    BarrierOp,
+    GlobalIdOp,
+    GlobalSizeOp,
+    LocalAllocOp,
+    LocalIdOp,
+    VLoadOp,
+    VStoreOp,
+    local_memref,
+    mark_kernel,
+)
 
 VECTOR_WIDTH = 4
 INDEX = IndexType()
@@ -57,6 +79,12 @@ class KernelSpec:
     args: tuple[ArgSpec, ...]
     rank: int  # the output rank when some argument is "b", else 0
     vectorized: bool
+    group: int = 0  # bwds with broadcast gradients: the work-group size of the reduce form
+    blocked: bool = False  # the reduce form's work-items walk contiguous blocks (CPUs), not strides
+
+    @property
+    def reduces(self) -> bool:
+        return self.group > 0 and any(a.kind == "b" and a.grad for a in self.args)
 
     @property
     def kernel_name(self) -> str:
@@ -148,10 +176,12 @@ def build_kernel(
         if bcast:
             rem = e
             coords: list[SSAValue] = [e] * spec.rank
-            for d in reversed(range(spec.rank)):
+            for d in reversed(range(1, spec.rank)):
                 size = arg[("shape", d)]
                 coords[d] = eb.op(arith.RemUIOp(rem, size))
                 rem = eb.op(arith.DivUIOp(rem, size))
+            if spec.rank:
+                coords[0] = rem  # e < n: what is left is already below shape[0] (no division)
             for i in bcast:
                 acc = None
                 for d in range(spec.rank):
@@ -207,7 +237,9 @@ def build_kernel(
                 k += 1
         return [], grads
 
-    def scalar_body(eb: _Emitter, e: SSAValue) -> None:
+    def scalar_body(eb: _Emitter, e: SSAValue, broadcast_grad=None) -> None:
+        """One element; `broadcast_grad(i, index, g)` takes a "b" argument's gradient (default:
+        an atomic add into its grad buffer)."""
         idx, values, tangents = element(eb, e)
         dout = eb.op(memref.LoadOp.get(arg[("out_grad",)], [e])) if spec.mode == "bwds" else None
         outs, grads = compute(eb, e, values, tangents, dout)
@@ -222,10 +254,19 @@ def build_kernel(
                 if not a.grad or a.kind == "s":
                     continue
                 if a.kind == "b":
-                    eb.op(AtomicAddOp(g, arg[("grad", i)], [idx[i]]))
+                    if broadcast_grad is not None:
+                        broadcast_grad(i, idx[i], g)
+                    else:
+                        eb.op(AtomicAddOp(g, arg[("grad", i)], [idx[i]]))
                 else:
                     old = eb.op(memref.LoadOp.get(arg[("grad", i)], [e]))
                     eb.op(memref.StoreOp.get(eb.op(arith.AddfOp(old, g)), arg[("grad", i)], [e]))
+
+    if spec.mode == "bwds" and spec.reduces:
+        _reduce_form(b, spec, arg, ptypes, scalar_body)
+        mark_kernel(kernel, [spec.group, 1, 1])
+        module.body.block.add_op(kernel)
+        return kernel
 
     gid = b.op(GlobalIdOp(0))
     n = arg[("n",)]
@@ -283,9 +324,14 @@ def build_kernel(
         for i, a in enumerate(spec.args):
             if a.kind == "s" or not a.grad or i not in per_lane_grads[0]:
                 continue
-            g = assemble([pg[i] for pg in per_lane_grads], ptypes[i])
+            # Add lane by lane, then assemble: assembling the gradients into a vector first and
+            # adding vectors made PoCL's work-group vectorizer emit code twice as slow.
             old = vb.op(VLoadOp(arg[("grad", i)], gid, VectorType(ptypes[i], [w])))
-            vb.op(VStoreOp(vb.op(arith.AddfOp(old, g)), arg[("grad", i)], gid))
+            sums = [
+                vb.op(arith.AddfOp(vb.op(vector.ExtractOp(old, [lane], ptypes[i])), pg[i]))
+                for lane, pg in enumerate(per_lane_grads)
+            ]
+            vb.op(VStoreOp(assemble(sums, ptypes[i]), arg[("grad", i)], gid))
     vec_block.add_op(scf.YieldOp())
 
     tail_block = Block()
@@ -302,6 +348,113 @@ def build_kernel(
     b.op(func.ReturnOp())
     module.body.block.add_op(kernel)
     return kernel
+
+
+def broadcast_period(shape: tuple[int, ...], strides: list[int]) -> int:
+    """The smallest P with index(e + P) == index(e) for every element e of the output `shape`
+    when the "b" argument's element index comes from `strides` (0 along broadcast dimensions):
+    the product of the dimensions from the first one with a non-zero stride on."""
+    first = next((d for d, st in enumerate(strides) if st != 0), len(shape))
+    p = 1
+    for d in shape[first:]:
+        p *= d
+    return p
+
+
+def _reduce_form(b: _Emitter, spec: KernelSpec, arg: dict, ptypes: list, scalar_body) -> None:
+    """The bwds kernel body that reduces broadcast gradients (see the module docstring)."""
+    wg = spec.group
+    if wg & (wg - 1):
+        raise ValueError(f"the reduce form needs a power-of-two work-group size, got {wg}")
+    reduced = [i for i, a in enumerate(spec.args) if a.kind == "b" and a.grad]
+    f32 = {i: ptypes[i] for i in reduced}
+    sums = {i: b.op(LocalAllocOp(local_memref(f32[i], [wg]))) for i in reduced}
+    keys = {i: b.op(LocalAllocOp(local_memref(INDEX, [wg]))) for i in reduced}
+    for i in reduced:
+        sums[i].name_hint = f"sum_{i}"
+        keys[i].name_hint = f"key_{i}"
+    gid = b.op(GlobalIdOp(0))
+    lid = b.op(LocalIdOp(0))
+    stride = b.op(GlobalSizeOp(0))
+    none = b.index(-1)  # the key of a work-item that has summed nothing
+    inits = []
+    for i in reduced:
+        inits += [b.zero(f32[i]), none]
+
+    def flush(eb: _Emitter, i: int, key: SSAValue, value: SSAValue) -> None:
+        """grad_i[key] += value when key is a real index."""
+        valid = eb.op(arith.CmpiOp(key, eb.index(0), "sge"))
+        then = Block()
+        _Emitter(then).op(AtomicAddOp(value, arg[("grad", i)], [key]))
+        then.add_op(scf.YieldOp())
+        eb.op(scf.IfOp(valid, [], Region(then)))
+
+    # The strided loop: (sum, key) per reduced argument is loop-carried.
+    body = Block(arg_types=[INDEX, *[t for i in reduced for t in (f32[i], INDEX)]])
+    lb = _Emitter(body)
+    carried = {i: (body.args[1 + 2 * k], body.args[2 + 2 * k]) for k, i in enumerate(reduced)}
+    fresh: dict[int, tuple[SSAValue, SSAValue]] = {}
+
+    def take(i: int, index: SSAValue, g: SSAValue) -> None:
+        total, key = carried[i]
+        changed = lb.op(arith.CmpiOp(key, index, "ne"))
+        then = Block()
+        flush(_Emitter(then), i, key, total)
+        then.add_op(scf.YieldOp())
+        lb.op(scf.IfOp(changed, [], Region(then)))
+        base = lb.op(arith.SelectOp(changed, lb.zero(f32[i]), total))
+        fresh[i] = (lb.op(arith.AddfOp(base, g)), index)
+
+    scalar_body(lb, body.args[0], take)
+    body.add_op(scf.YieldOp(*[v for i in reduced for v in fresh[i]]))
+    n = arg[("n",)]
+    if spec.blocked:  # elements [gid * block, min(gid * block + block, n)), block = ceil(n / size)
+        one = b.index(1)
+        block = b.op(arith.DivUIOp(b.op(arith.AddiOp(n, b.op(arith.SubiOp(stride, one)))), stride))
+        start = b.op(arith.MuliOp(gid, block))
+        stop = b.op(arith.MinUIOp(b.op(arith.AddiOp(start, block)), n))
+        loop = b.op(scf.ForOp(start, stop, one, inits, Region(body)))
+    else:
+        loop = b.op(scf.ForOp(gid, n, stride, inits, Region(body)))
+    results = loop.results
+
+    # Each work-item's (sum, key) into local memory, then a tree over the work-group.
+    for k, i in enumerate(reduced):
+        b.op(memref.StoreOp.get(results[2 * k], sums[i], [lid]))
+        b.op(memref.StoreOp.get(results[2 * k + 1], keys[i], [lid]))
+    b.op(BarrierOp())
+    half = wg // 2
+    while half >= 1:
+        active = b.op(arith.CmpiOp(lid, b.index(half), "ult"))
+        step = Block()
+        sb = _Emitter(step)
+        other = sb.op(arith.AddiOp(lid, sb.index(half)))
+        for i in reduced:
+            mine_key = sb.op(memref.LoadOp.get(keys[i], [lid]))
+            other_key = sb.op(memref.LoadOp.get(keys[i], [other]))
+            other_sum = sb.op(memref.LoadOp.get(sums[i], [other]))
+            same = sb.op(arith.CmpiOp(mine_key, other_key, "eq"))
+            merge = Block()
+            mb = _Emitter(merge)
+            mine = mb.op(memref.LoadOp.get(sums[i], [lid]))
+            mb.op(memref.StoreOp.get(mb.op(arith.AddfOp(mine, other_sum)), sums[i], [lid]))
+            merge.add_op(scf.YieldOp())
+            apart = Block()
+            flush(_Emitter(apart), i, other_key, other_sum)
+            apart.add_op(scf.YieldOp())
+            sb.op(scf.IfOp(same, [], Region(merge), Region(apart)))
+        step.add_op(scf.YieldOp())
+        b.op(scf.IfOp(active, [], Region(step)))
+        b.op(BarrierOp())
+        half //= 2
+    leader = b.op(arith.CmpiOp(lid, b.index(0), "eq"))
+    last = Block()
+    eb = _Emitter(last)
+    for i in reduced:
+        flush(eb, i, eb.op(memref.LoadOp.get(keys[i], [eb.index(0)])), eb.op(memref.LoadOp.get(sums[i], [eb.index(0)])))
+    last.add_op(scf.YieldOp())
+    b.op(scf.IfOp(leader, [], Region(last)))
+    b.op(func.ReturnOp())
 
 
 # -- vector lane ops the element-wise kernels use -----------------------------------------

@@ -13,6 +13,7 @@ for the kernel's form and program.py for the caches).
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from diffc.diagnostics import read_source
 from diffc.dialects import diff
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
-from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, build_kernel
+from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_period, build_kernel
 from diffc.runtime.tensor import Tensor
 
 PIPELINE = ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonicalize", "cse")
@@ -346,7 +347,10 @@ class Function:
             specs[i] = ArgSpec(kind, grad)
         bcast = [i for i, s in enumerate(specs) if s.kind == "b"]
         vectorized = VECTORIZE and not bcast
-        spec = KernelSpec(self.name, mode, tuple(specs), len(shape) if bcast else 0, vectorized)
+        # broadcast gradients are summed per work-group (kernels.py, the reduce form)
+        group = _reduce_group_size() if mode == "bwds" and any(specs[i].grad for i in bcast) else 0
+        blocked = group > 0 and _reduce_blocked()
+        spec = KernelSpec(self.name, mode, tuple(specs), len(shape) if bcast else 0, vectorized, group, blocked)
         kernel = self._kernels.get(spec)
         if kernel is None:
             kernel = self._kernels[spec] = self._compile(spec)
@@ -383,6 +387,15 @@ class Function:
         dev = device()
         wg = min(WORK_GROUP, dev.max_work_group_size)
         global_size = -(-items // wg) * wg
+        if spec.reduces:
+            wg = spec.group
+            periods = [
+                broadcast_period(shape, _broadcast_strides(by_index[i].shape, shape))
+                for i, s in enumerate(spec.args)
+                if s.kind == "b" and s.grad
+            ]
+            period = 1 if spec.blocked else math.lcm(*periods)  # blocks need no alignment
+            global_size = _reduce_groups(size, wg, period, dev.compute_units) * wg
         # Kernels keep their arguments: set only those that changed since the last launch.
         last = self._last_args.get(spec)
         if last is None or len(last) != len(args):
@@ -414,6 +427,34 @@ class Function:
 
 
 _MISSING = object()
+# Work-groups per compute unit for the reduce form: enough to fill the device, few enough
+# that each work-item sums many elements.
+REDUCE_GROUPS_PER_UNIT = 8
+
+
+def _reduce_group_size() -> int:
+    """The reduce form's work-group size: WORK_GROUP, or the largest power of two the device takes."""
+    wg = min(WORK_GROUP, device().max_work_group_size)
+    return 1 << (wg.bit_length() - 1)
+
+
+def _reduce_blocked() -> bool:
+    """Whether the reduce form walks contiguous blocks (CPU devices) rather than strides (GPUs)."""
+    return device().kind != "gpu"
+
+
+def _reduce_groups(size: int, wg: int, period: int, compute_units: int) -> int:
+    """How many work-groups the reduce form runs: one element per work-item when that is few
+    enough groups, else a number whose global size is a multiple of `period`, so that each
+    work-item's elements share their broadcast targets."""
+    every = -(-size // wg)  # one element per work-item
+    target = max(1, compute_units * REDUCE_GROUPS_PER_UNIT)
+    if every <= target:
+        return every
+    unit = period // math.gcd(period, wg)  # groups per global size that is a multiple of period
+    if unit >= every:
+        return every
+    return max(unit, target // unit * unit)
 
 
 def _broadcasts(a: tuple, b: tuple) -> bool:

@@ -9,9 +9,20 @@ float16 as storage (kernels read and write it with vload_half / vstore_half).
 
 A pointer into a tensor, for a pointer parameter of a compute entry point, is `t.at(offset)`
 (`t` itself is `t.at(0)`); the offset counts elements.
+
+Memory comes from a buffer pool (see `BufferPool`): when the last Tensor using a device buffer
+is garbage collected, the buffer goes back to the pool and a later Tensor of the same size
+class reuses it instead of allocating, which is what makes `_result="tensor"` calls cheap.
+A Tensor's buffer is never handed out again while the Tensor (or a `detach()`ed view of it, or
+a pointer from `at`) is alive. `DIFFC_BUFFER_POOL=0` turns the pool off; `DIFFC_BUFFER_POOL_MB`
+bounds it.
 """
 
 from __future__ import annotations
+
+import math
+import os
+import threading
 
 import numpy as np
 
@@ -67,22 +78,144 @@ def _numbers(a, what: str) -> np.ndarray:
     return arr
 
 
+# -- the buffer pool -----------------------------------------------------------------------
+
+_MIN_CLASS = 256  # bytes: the smallest size class
+
+
+def size_class(nbytes: int) -> int:
+    """The pool's size class of an allocation of `nbytes`: the next multiple of a quarter of
+    the power of two below it (so at most 25% is wasted), and at least 256 bytes."""
+    if nbytes <= _MIN_CLASS:
+        return _MIN_CLASS
+    quarter = 1 << max((nbytes - 1).bit_length() - 3, 0)
+    return -(-nbytes // quarter) * quarter
+
+
+class BufferPool:
+    """Free device buffers by size class, reused by later allocations.
+
+    Policy: a buffer comes back only when its owner (`_Storage`, shared by a Tensor and its
+    detached views) is garbage collected, so live Tensors never share memory by accident.
+    Reuse needs no synchronisation because every command goes to the one in-order queue of
+    `device()`: work still pending on a returned buffer runs before any later command that
+    reuses it. The pool keeps at most `limit_bytes` (`DIFFC_BUFFER_POOL_MB`, default a quarter
+    of the device's memory, at most 2 GiB) and `limit_count` buffers; a buffer that does not fit
+    is freed. A raw `cl.Buffer` taken from `Tensor.buffer` must not outlive its Tensor.
+
+    `DIFFC_BUFFER_POOL=0` (or `pool.enabled = False`) allocates and frees every buffer directly;
+    `pool.clear()` frees the cached buffers."""
+
+    def __init__(self):
+        self.enabled = os.environ.get("DIFFC_BUFFER_POOL", "1").strip() != "0"
+        mb = os.environ.get("DIFFC_BUFFER_POOL_MB")
+        self._limit_bytes = int(float(mb) * 2**20) if mb else None
+        self.limit_count = 1024
+        self._free: dict[int, list] = {}
+        self.cached_bytes = 0
+        self.cached_count = 0
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.RLock()  # reentrant: a release may run from gc inside acquire
+
+    @property
+    def limit_bytes(self) -> int:
+        if self._limit_bytes is None:
+            self._limit_bytes = min(device().global_mem_bytes // 4, 2 << 30)
+        return self._limit_bytes
+
+    @limit_bytes.setter
+    def limit_bytes(self, value: int) -> None:
+        self._limit_bytes = int(value)
+
+    def acquire(self, nbytes: int):
+        """A device buffer of at least `nbytes` bytes, and the size it was allocated with."""
+        import pyopencl as cl
+
+        if not self.enabled:
+            return cl.Buffer(device().context, cl.mem_flags.READ_WRITE, nbytes), 0
+        cls = size_class(nbytes)
+        with self._lock:
+            free = self._free.get(cls)
+            if free:
+                buf = free.pop()
+                self.cached_bytes -= cls
+                self.cached_count -= 1
+                self.hits += 1
+                return buf, cls
+            self.misses += 1
+        return cl.Buffer(device().context, cl.mem_flags.READ_WRITE, cls), cls
+
+    def release(self, buf, cls: int) -> None:
+        """Takes back a buffer from `acquire` whose owner is gone (or drops it when full)."""
+        if not cls or not self.enabled:
+            return
+        with self._lock:
+            if self.cached_count >= self.limit_count or self.cached_bytes + cls > self.limit_bytes:
+                return  # dropping our reference frees it
+            self._free.setdefault(cls, []).append(buf)
+            self.cached_bytes += cls
+            self.cached_count += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._free.clear()
+            self.cached_bytes = 0
+            self.cached_count = 0
+
+    def stats(self) -> dict:
+        return {
+            "enabled": self.enabled,
+            "hits": self.hits,
+            "misses": self.misses,
+            "cached_bytes": self.cached_bytes,
+            "cached_count": self.cached_count,
+        }
+
+
+_pool = BufferPool()
+
+
+def buffer_pool() -> BufferPool:
+    """The process's buffer pool."""
+    return _pool
+
+
+class _Storage:
+    """Owns one pooled device buffer; gives it back to the pool when collected."""
+
+    __slots__ = ("buffer", "size_class")
+
+    def __init__(self, nbytes: int):
+        self.buffer, self.size_class = _pool.acquire(nbytes)
+
+    def __del__(self):
+        try:
+            _pool.release(self.buffer, self.size_class)
+        except Exception:  # interpreter shutdown: module globals may be gone
+            pass
+
+
 class Tensor:
     """Device memory of a fixed shape and dtype (C order). `.grad` is another Tensor or None."""
 
-    __slots__ = ("_shape", "_dtype", "_size", "buffer", "grad", "__weakref__")
+    __slots__ = ("_shape", "_dtype", "_size", "buffer", "_storage", "grad", "__weakref__")
 
-    def __init__(self, shape, dtype=np.float32, *, _buffer=None):
-        import pyopencl as cl
-
+    def __init__(self, shape, dtype=np.float32, *, _buffer=None, _storage=None):
         self._shape = _shape_of(shape)
         self._dtype = _check_dtype(dtype)
-        self._size = int(np.prod(self._shape, dtype=np.int64))
-        nbytes = max(self._size, 1) * self._dtype.itemsize  # OpenCL has no empty buffers
-        if _buffer is None and nbytes > device().cl_device.max_mem_alloc_size:
-            raise CallError(f"error: a Tensor of shape {self._shape} and dtype {self._dtype.name} needs {nbytes} bytes; "
-                            f"the device allocates at most {device().cl_device.max_mem_alloc_size} per buffer")
-        self.buffer = _buffer if _buffer is not None else cl.Buffer(device().context, cl.mem_flags.READ_WRITE, nbytes)
+        self._size = math.prod(self._shape)  # (np.prod costs more than the rest of __init__)
+        if _buffer is not None:  # memory someone else owns
+            self._storage = _storage
+            self.buffer = _buffer
+        else:
+            nbytes = max(self._size, 1) * self._dtype.itemsize  # OpenCL has no empty buffers
+            # (OpenCL guarantees at least 128 MiB per buffer: only larger ones need the query)
+            if nbytes > 1 << 27 and nbytes > device().cl_device.max_mem_alloc_size:
+                raise CallError(f"error: a Tensor of shape {self._shape} and dtype {self._dtype.name} needs {nbytes} "
+                                f"bytes; the device allocates at most {device().cl_device.max_mem_alloc_size} per buffer")
+            self._storage = _Storage(nbytes)
+            self.buffer = self._storage.buffer
         self.grad: Tensor | None = None
 
     # -- creation ------------------------------------------------------------------------
@@ -217,8 +350,8 @@ class Tensor:
         return TensorPointer(self, offset)
 
     def detach(self) -> Tensor:
-        """The same storage without the grad."""
-        t = Tensor(self._shape, self._dtype, _buffer=self.buffer)
+        """The same storage without the grad (the storage lives as long as either tensor)."""
+        t = Tensor(self._shape, self._dtype, _buffer=self.buffer, _storage=self._storage)
         return t
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyFloat,
     DenseIntOrFPElementsAttr,
     Float16Type,
@@ -234,11 +235,49 @@ def _broadcast(fe: FunctionEmitter, op: Operation) -> str:
     raise fe.error(op, "broadcasts a vector; only scalars to vectors are supported")
 
 
-def _extract(fe: FunctionEmitter, op: Operation) -> str:
+def _lane_position(fe: FunctionEmitter, op: Operation) -> tuple[int | None, str | None]:
+    """The one position of a vector.extract / insert on a 1-d vector: (lane, None) when it is
+    static, (None, C expression of the index) when it is a runtime value."""
     position = op.static_position.get_values()  # type: ignore[attr-defined]
-    if op.operands[1:] or len(position) != 1 or position[0] < 0:
-        raise fe.error(op, "needs one static position on a 1-d vector")
-    return f"{fe.expr(op.operands[0])}.s{position[0]:x}"
+    dynamic = list(op.dynamic_position)  # type: ignore[attr-defined]
+    if len(position) != 1:
+        raise fe.error(op, "needs one position on a 1-d vector")
+    if position[0] == DYNAMIC_INDEX and len(dynamic) == 1:
+        return None, f"({fe.expr(dynamic[0])})"
+    if position[0] < 0 or dynamic:
+        raise fe.error(op, "needs one position on a 1-d vector")
+    return position[0], None
 
 
-EXPRESSIONS.update({"vector.broadcast": _broadcast, "vector.extract": _extract})
+def _lanes_of(expr: str) -> str:
+    """A vector expression that `.sN` can follow (a literal such as `(float3)(1.0f)` needs parentheses)."""
+    return expr if expr.replace("_", "a").isalnum() else f"({expr})"
+
+
+def _extract(fe: FunctionEmitter, op: Operation) -> str:
+    lane, index = _lane_position(fe, op)
+    vec = _lanes_of(fe.expr(op.operands[0]))
+    if index is None:
+        return f"{vec}.s{lane:x}"
+    # OpenCL C has no runtime subscript on vectors: a chain of selects over the lanes (an index
+    # out of range reads the last lane, where MLIR leaves the result undefined).
+    n = op.operands[0].type.get_shape()[0]  # type: ignore[attr-defined]
+    out = f"{vec}.s{n - 1:x}"
+    for k in reversed(range(n - 1)):
+        out = f"{index} == {k} ? {vec}.s{k:x} : {out}"
+    return f"({out})"
+
+
+def _insert(fe: FunctionEmitter, op: Operation) -> str:
+    lane, index = _lane_position(fe, op)
+    t = op.results[0].type
+    n = t.get_shape()[0]  # type: ignore[attr-defined]
+    src, dest = f"({fe.expr(op.operands[0])})", _lanes_of(fe.expr(op.operands[1]))
+    if index is None:
+        parts = [src if k == lane else f"{dest}.s{k:x}" for k in range(n)]
+    else:  # each lane takes the source where the runtime index names it
+        parts = [f"{index} == {k} ? {src} : {dest}.s{k:x}" for k in range(n)]
+    return f"({fe.ctype(t, op)})({', '.join(parts)})"
+
+
+EXPRESSIONS.update({"vector.broadcast": _broadcast, "vector.extract": _extract, "vector.insert": _insert})

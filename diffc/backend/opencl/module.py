@@ -9,7 +9,7 @@ from xdsl.ir import Attribute, Operation
 
 from diffc.dialects.kernel import REQD_WORK_GROUP_SIZE, is_kernel
 
-from . import atomics
+from . import atomics, ptx_atomics
 from .naming import Namer, ctype, uses_double
 from .options import EmitOptions, OpenCLEmitError
 from .statements import FunctionEmitter
@@ -25,10 +25,6 @@ void {name}(volatile {space} float* p, float v) {{
         expected = seen;
     }}
 }}"""
-_PTX_HELPER = """\
-void diffc_atomic_add_ptx(volatile __global float* p, float v) {
-    asm volatile("red.global.add.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory");
-}"""
 _EXT_HELPER = """\
 void {name}(volatile {space} float* p, float v) {{
     atomic_fetch_add_explicit((volatile {space} atomic_float*)p, v, memory_order_relaxed, {scope});
@@ -53,6 +49,7 @@ class ModuleEmitter:
                 raise OpenCLEmitError.at(op, "at module level is not supported by the OpenCL emitter")
         self.global_names = (
             set(self.names.values()) | {f"{n}_result" for n in self.names.values()} | set(atomics.HELPER_NAMES)
+            | set(ptx_atomics.HELPER_NAMES)
         )
 
     def note_type(self, t: Attribute) -> None:
@@ -85,8 +82,7 @@ class ModuleEmitter:
     def atomic_helper(self, strategy: str, local: bool) -> str:
         space = "__local" if local else "__global"
         if strategy == "ptx" and not local:
-            self.helpers.setdefault("diffc_atomic_add_ptx", _PTX_HELPER)
-            return "diffc_atomic_add_ptx"
+            return self.warp_add_helper("f32")
         if strategy == "ext":
             name = f"diffc_atomic_add_ext_{space[2:]}"
             scope = "memory_scope_work_group" if local else "memory_scope_device"
@@ -94,6 +90,12 @@ class ModuleEmitter:
             return name
         name = f"diffc_atomic_add_cmpxchg_{space[2:]}"
         self.helpers.setdefault(name, _CMPXCHG_HELPER.format(name=name, space=space))
+        return name
+
+    def warp_add_helper(self, element: str) -> str:
+        """The "ptx" mode's warp-aggregated `red` add into global memory ("f32", "f16", "i32")."""
+        name, text = ptx_atomics.warp_add(element)
+        self.helpers.setdefault(name, text)
         return name
 
     def half_conversions(self) -> None:

@@ -20,8 +20,9 @@ class EmitOptions:
 
     atomics     float atomic add: "cmpxchg" (an atomic_cmpxchg loop on the int bits: works
                 everywhere), "ext" (cl_ext_float_atomics' atomic_fetch_add_explicit; build with
-                -cl-std=CL3.0 or CL2.0), "ptx" (NVIDIA inline asm red.global.add.f32; global
-                memory only, local memory falls back to cmpxchg).
+                -cl-std=CL3.0 or CL2.0), "ptx" (NVIDIA inline PTX, sm_70+: a global add whose
+                old value is unused is warp-aggregated, then one red.global.add.{f32,noftz.f16,s32}
+                per address and warp; local memory and fetch-adds fall back to cmpxchg).
     index_type  the C type of `index` values: "long" (64 bit, the default) or "int".
     """
 

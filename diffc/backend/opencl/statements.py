@@ -314,6 +314,10 @@ class FunctionEmitter:
         where = f"&{self.expr(op.memref)}[{self.index(op, op.memref, op.indices)}]"
         value = self.expr(op.value)
         local = memory_space(t) == LOCAL_MEMORY_SPACE
+        if self.options.atomics == "ptx" and not local:
+            element = "f32" if isinstance(t.element_type, Float32Type) else "i32"  # the verifier allows these
+            self.line(f"{self.module.warp_add_helper(element)}({where}, {value});")
+            return
         if not isinstance(t.element_type, Float32Type):
             self.line(f"atomic_add({where}, {value});")
             return
@@ -329,6 +333,12 @@ class FunctionEmitter:
         space = address_space(t)
         if op.memref in self.arrays and space != "__local":
             self._private_rmw(op, kind, f"{ref}[{idx}]", value)
+            return
+        element = _WARP_ADD_ELEMENTS.get((kind, str(t.element_type)))
+        if element and not op.result.uses and self.options.atomics == "ptx" and space == "__global":
+            # the old value is not needed: a warp-aggregated `red` (half: `p + i`, see below)
+            where = f"{ref} + {_operand(idx)}" if element == "f16" else f"&{ref}[{idx}]"
+            self.line(f"{self.module.warp_add_helper(element)}({where}, {value});")
             return
         if kind == "addf":
             half = self.half_pointer(op.memref)
@@ -391,6 +401,10 @@ class FunctionEmitter:
             self.line(f"((__global {vt}*){ref})[{i}] = {value};")
         else:
             self.line(f"vstore{n}({value}, {i}, {ref});")
+
+
+# (atomic_rmw kind, element type) -> the ptx_atomics helper that adds it without returning the old value
+_WARP_ADD_ELEMENTS = {("addf", "f16"): "f16", ("addf", "f32"): "f32", ("addi", "i32"): "i32"}
 
 
 def _operand(expr: str) -> str:

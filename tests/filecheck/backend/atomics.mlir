@@ -22,9 +22,12 @@ func.func @histogram(%x: memref<?xf32>, %sums: memref<4xf32>, %counts: memref<4x
 // CMPXCHG-NEXT:    atomic_add(&counts[bin], 1);
 
 // PTX-NOT:       atomic_cmpxchg
-// PTX:           asm volatile("red.global.add.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory");
-// PTX:             diffc_atomic_add_ptx(&sums[bin], v);
-// PTX-NEXT:        atomic_add(&counts[bin], 1);
+// PTX:           void diffc_warp_atomic_add_f32(volatile __global float* p, float v) {
+// PTX:               asm volatile("red.global.add.f32 [%0], %1;" : : "l"(p), "f"(sum) : "memory");
+// PTX:           void diffc_warp_atomic_add_i32(volatile __global int* p, int v) {
+// PTX:               asm volatile("red.global.add.s32 [%0], %1;" : : "l"(p), "r"(sum) : "memory");
+// PTX:             diffc_warp_atomic_add_f32(&sums[bin], v);
+// PTX-NEXT:        diffc_warp_atomic_add_i32(&counts[bin], 1);
 
 // EXT-NOT:       atomic_cmpxchg
 // EXT:           atomic_fetch_add_explicit((volatile __global atomic_float*)p, v, memory_order_relaxed, memory_scope_device);

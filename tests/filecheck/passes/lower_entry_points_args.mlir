@@ -1,6 +1,7 @@
 // An entry point's own parameters (pointers as memref + index offset, scalars) stay kernel
 // parameters in order, before the buffers it uses; memref.atomic_rmw kinds become
-// kernel.atomic_rmw (or kernel.atomic_add for an unused f32 add).
+// kernel.atomic_rmw (or kernel.atomic_add for an unused f32 add). A buffer whose name a name
+// hint cannot hold (xDSL drops `_<digits>`) is named by a diffc.name argument attribute.
 // RUN: diffc-opt %s -p lower-entry-points | filecheck %s
 // RUN: diffc-opt %s -p lower-entry-points -t opencl | filecheck %s --check-prefix=CL
 
@@ -29,6 +30,13 @@ func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %net_w: mem
   }
   func.return
 }
+func.func @count_rows(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %bins_0: f32 {diffc.name = "bins_0"}) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 1, 1, 1>} {
+  %g = memref.get_global @rows_2 : memref<?xf32>
+  %c0 = arith.constant 0 : index
+  memref.store %bins_0, %g[%c0] : memref<?xf32>
+  func.return
+}
+"memref.global"() <{sym_name = "rows_2", type = memref<?xf32>, initial_value, sym_visibility = "public"}> : () -> ()
 
 // CHECK-LABEL: func.func @accumulate(%grad: memref<?xf16>, %grad_off: index, %i: index, %d: f16) {
 // CHECK:         %old = kernel.atomic_rmw addf %d, %grad[%j] : memref<?xf16>
@@ -39,6 +47,7 @@ func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %net_w: mem
 // CHECK:         kernel.atomic_add %one, %hits[%c0] : memref<?xi32>
 // CHECK-NEXT:    %n1 = kernel.atomic_rmw addi %one, %hits[%i] : memref<?xi32>
 // CHECK-NOT:     memref.atomic_rmw
+// CHECK-LABEL: func.func @count_rows(%bins: f32 {diffc.name = "bins_0"}, %rows: memref<?xf32> {diffc.name = "rows_2"})
 
 // CL-LABEL: void accumulate(__global half* grad, long grad_off, long i, float d) {
 // CL:         diffc_atomic_fetch_add_half_global(grad + j, d);

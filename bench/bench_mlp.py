@@ -1,0 +1,382 @@
+"""One training step of examples/mlp/mlp.slang (Slang's MLP tutorial: 4 -> 16 -> 4, leaky ReLU,
+half precision parameters) against PyTorch doing the same step, side by side.
+
+A step is learnGradient over a batch of n samples (each thread: one sample's backward pass,
+adding its gradient into the 148 shared half parameters with atomic adds, and its loss into the
+batch's largest loss) then adjustParameters (SGD, lr 0.01, and the gradients cleared). PyTorch's
+step: the same network from the same parameters, loss = sum over the batch of
+||MLP(x, y) - f(x, y)||^2 (and the batch's largest loss), backward, p -= lr * grad, on the same
+kind of device as diffc: float16 parameters on CUDA when diffc runs on a GPU, float32 on the CPU
+when diffc runs on a CPU (PoCL), eagerly and through torch.compile. Every timed run starts from
+the same parameters (reset before the clock starts). Rows run round-robin (diffc's among
+themselves, then torch's); the ratios use each row's minimum.
+
+Before timing, one step from identical parameters on identical (half-representable) inputs is
+compared: diffc's and torch's updated parameters against each other and against a float64
+numpy step (examples/mlp/reference.py).
+
+    python bench/bench_mlp.py                        # batches 2^10, 2^14, 2^18
+    python bench/bench_mlp.py --log2 10 14 --runs 5 --no-torch
+
+Measured 2026-11-21, millions of samples per second from the minimum time of 10 runs (GPU) or
+5 (CPU; GPU "before": 5); learnGradient ms: its minimum device time; ratio = diffc's throughput /
+torch's (> 1: diffc faster):
+
+  NVIDIA H200 (diffc on NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics: warp-aggregated
+  red.global.add.noftz.f16 half adds; torch 2.11.0+cu130, float16 on CUDA)
+    batch   diffc step   learnGradient ms   learnGradient, adds not atomic (*)   torch eager   torch.compile   ratio eager / compile
+    2^10    4.71         0.093              34.4                                  1.26          1.48            3.73  / 3.18
+    2^14    24.5         0.532              89.5                                  21.1          23.4            1.16  / 1.04
+    2^18    10.2         25.6               48.7                                  301           377             0.034 / 0.027
+
+  the same H200, same run, before (half adds: a compare-and-swap loop on the 32-bit word)
+    2^10    0.483        1.96               34.6
+    2^14    0.461        35.7               87.2
+    2^18    0.116        2542               48.8
+
+  CPU: PoCL on 2 cores of an AMD EPYC shared with other work (noisy), torch 2.13.0+cpu, float32
+    batch   diffc step   learnGradient, adds not atomic (*)   torch eager   torch.compile   ratio eager / compile
+    2^10    0.285        0.442                                 3.40          2.88            0.084 / 0.099
+    2^14    0.341        0.449                                 15.8          6.81            0.022 / 0.050
+    2^18    0.350        0.454                                 1.53          1.34            0.23  / 0.26
+
+  One step at batch 256 from the same parameters: max |diffc - torch| 0.0029 on the H200 (0.0088
+  before), 0.0082 on the CPU (largest update 3.17; at most 0.59 of the half-precision tolerance,
+  step_tolerance).
+
+Where the time goes: every thread adds its sample's gradient into the same 148 half parameters
+with atomic adds. A compare-and-swap loop on the 32-bit word holding two halves (PoCL, and NVIDIA
+before) makes all threads of the batch contend for 74 words and retry: learnGradient took 66x
+(2^10), 190x (2^14) and 473x (2^18) the time of the same kernel with plain (racy) adds (*). On
+NVIDIA the lanes of a warp now sum their values with shuffles and one lane issues a native half
+`red` (backend/opencl/ptx_atomics.py): 3.1x, 2.9x and 4.8x the racy kernel, 21x, 67x and 99x
+faster than before, and diffc's step beats torch's launch-bound one (~0.7 ms) up to 2^14. At 2^18
+the likely rest (not profiled) is one red per warp and parameter, 8192 x 148 into the three cache
+lines of the gradients; a work-group reduction before the atomic would divide that by the warps
+of a group. On the CPU the atomics
+cost ~1.3x; the rest is per-sample work (three forward passes, the hand-written backward's loops)
+run sample by sample, against torch's batched matrix products.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import diffc
+
+MLP_DIR = Path(__file__).resolve().parent.parent / "examples" / "mlp"
+sys.path.insert(0, str(MLP_DIR))
+from reference import LEAK, LEARNING_RATE, N_PARAMS, groundtruth_columns, sample_grads, sgd_step, unpack  # noqa: E402
+from train import init_params, network_of  # noqa: E402
+
+sys.path.remove(str(MLP_DIR))
+
+
+def half_inputs(n: int, rng: np.random.Generator) -> np.ndarray:
+    """n x 2 float32 inputs in [-1, 1] that float16 holds exactly (the kernel reads them as half)."""
+    return rng.uniform(-1, 1, (n, 2)).astype(np.float16).astype(np.float32)
+
+
+def step_tolerance(p0: np.ndarray, xy: np.ndarray) -> np.ndarray:
+    """Per parameter, how far one half-precision step may land from the float64 one. Each of the
+    n atomic half additions into a gradient rounds by at most u * |partial sum| <= u * S (S: the
+    sum over the samples of that parameter's |gradient|, u = 2^-11, the unit roundoff of half);
+    as a random walk the n roundings come to about sqrt(n) * u * S, of which 3x is allowed. The
+    stored parameter rounds to half too: one ulp of it (float16's) is allowed, half an ulp for
+    the rounding and half for the gradient's error carrying it across a rounding boundary."""
+    u = 2.0**-11
+    s = np.abs(sample_grads(p0, xy)).sum(axis=0)
+    new = np.abs(sgd_step(p0, xy)).astype(np.float16)
+    return LEARNING_RATE * 3 * np.sqrt(len(xy)) * u * s + np.spacing(new).astype(np.float64)
+
+
+class DiffcStep:
+    """diffc's training step on one batch, with its tensors allocated once."""
+
+    def __init__(self, m, p0: np.ndarray, xy: np.ndarray):
+        self.m, self.p0, self.n = m, diffc.Tensor.from_numpy(p0.astype(np.float16)), len(xy)
+        self.params = self.p0.clone()
+        self.grads = diffc.Tensor.zeros(N_PARAMS, np.float16)
+        self.loss = diffc.Tensor.zeros(1, np.uint32)
+        self.inputs = diffc.Tensor.from_numpy(np.ascontiguousarray(xy, np.float32).ravel())
+        self.network = network_of(self.params, self.grads)
+
+    def reset(self) -> None:
+        self.params.copy_(self.p0)
+        self.grads.fill(0)
+        self.loss.fill(0)
+
+    def run(self):
+        """Enqueues the step; returns the two kernels' OpenCL events."""
+        learn = self.m.learnGradient.dispatch(thread_count=self.n, network=self.network, lossBuffer=self.loss,
+                                              inputs=self.inputs, count=self.n)
+        adjust = self.m.adjustParameters.dispatch(thread_count=N_PARAMS, params=self.params, gradients=self.grads,
+                                                  count=N_PARAMS)
+        return learn, adjust
+
+
+class TorchStep:
+    """The same step in PyTorch: one flat parameter tensor, the layers views into it."""
+
+    def __init__(self, torch, dev, dtype, p0: np.ndarray, xy: np.ndarray, compiled: bool):
+        self.torch = torch
+        self.p0 = torch.from_numpy(p0.astype(np.float32)).to(dev, dtype)
+        self.p = self.p0.clone().requires_grad_(True)
+        self.xy = torch.from_numpy(np.ascontiguousarray(xy, np.float32)).to(dev, dtype)
+        self.losses = torch.compile(self.losses_of, dynamic=False) if compiled else self.losses_of
+
+    @staticmethod
+    def losses_of(p, xy):
+        """(sum over the batch of each sample's loss, the largest sample loss)."""
+        import torch
+        import torch.nn.functional as F
+
+        w1, b1, w2, b2 = unpack(p)
+        x, y = xy[:, 0], xy[:, 1]
+        h = F.leaky_relu(torch.stack([x, y, x * x, y * y], dim=1) @ w1.T + b1, LEAK)
+        out = F.leaky_relu(h @ w2.T + b2, LEAK)
+        gt = torch.stack(groundtruth_columns(x, y), dim=1)
+        per_sample = ((out - gt) ** 2).sum(dim=1)
+        return per_sample.sum(), per_sample.max()
+
+    def reset(self) -> None:
+        with self.torch.no_grad():
+            self.p.copy_(self.p0)
+        self.p.grad = None
+
+    def run(self) -> None:
+        total, _largest = self.losses(self.p, self.xy)
+        total.backward()
+        with self.torch.no_grad():
+            self.p.sub_(self.p.grad, alpha=LEARNING_RATE)
+        self.p.grad = None  # as adjustParameters clears the gradients
+
+
+def torch_target():
+    """(torch, device, dtype, words) for PyTorch on the same kind of device as diffc's, or None
+    where torch (or CUDA, for a GPU) is missing."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if diffc.device().kind == "gpu":
+        if not torch.cuda.is_available():
+            return None
+        return torch, torch.device("cuda"), torch.float16, "cuda, float16"
+    return torch, torch.device("cpu"), torch.float32, "cpu, float32"
+
+
+def check_step(n: int = 256, seed: int = 0, with_torch: bool = True) -> dict:
+    """One step from identical parameters on identical inputs: the updated parameters of diffc,
+    of torch (when with_torch and torch_target() has one) and of the float64 reference. Returns
+    {"p0", "xy", "reference", "diffc", "diffc_grads" (after the step), "torch" (or None),
+    "torch_where"}, parameters in float64."""
+    rng = np.random.default_rng(seed)
+    p0 = init_params(rng)
+    xy = half_inputs(n, rng)
+    m = diffc.load_module(MLP_DIR / "mlp.slang")
+    step = DiffcStep(m, p0, xy)
+    step.run()
+    out = {"p0": p0, "xy": xy, "reference": sgd_step(p0, xy),
+           "diffc": step.params.to_numpy().astype(np.float64), "diffc_grads": step.grads.to_numpy(),
+           "torch": None, "torch_where": None}
+    target = torch_target() if with_torch else None
+    if target is not None:
+        torch, dev, dtype, where = target
+        ts = TorchStep(torch, dev, dtype, p0, xy, compiled=False)
+        ts.run()
+        out["torch"] = ts.p.detach().to("cpu", torch.float64).numpy()
+        out["torch_where"] = where
+    return out
+
+
+# learnGradient with its atomic half adds made plain read-modify-writes: racy (concurrent adds to
+# one parameter are lost), so its results are wrong; only its time says what the atomics cost.
+# The half add is a compare-and-swap helper that returns the old value, or (NVIDIA's "ptx" atomics)
+# a warp-aggregated red that returns nothing; whichever the program has is replaced.
+_RACY_HALF_ADDS = {
+    "diffc_atomic_fetch_add_half_global": """float diffc_atomic_fetch_add_half_global(volatile __global half* p, float v) {
+    float old = vload_half(0, (__global half*)p);
+    vstore_half(old + v, 0, (__global half*)p);
+    return old;
+}
+""",
+    "diffc_warp_atomic_add_f16": """void diffc_warp_atomic_add_f16(volatile __global half* p, float v) {
+    vstore_half(vload_half(0, (__global half*)p) + v, 0, (__global half*)p);
+}
+""",
+}
+
+
+def racy_source(source: str) -> str:
+    """`source` with its half atomic add helper replaced by the racy one."""
+    for name, racy in _RACY_HALF_ADDS.items():
+        start = source.find(f" {name}(volatile")
+        if start >= 0:
+            start = source.rindex("\n", 0, start) + 1
+            end = source.index("\n}\n", start) + 3
+            return source[:start] + racy + source[end:]
+    raise ValueError("learnGradient's program has no half atomic add helper")
+
+
+class RacyLearnGradient:
+    """The diffc step's learnGradient, rebuilt with racy_source, on the step's arguments."""
+
+    def __init__(self, m, step: DiffcStep):
+        import pyopencl as cl
+
+        from diffc.backend.opencl import build_options, options_for_device
+        from diffc.runtime.dispatch import bind, entry_program
+        from diffc.runtime.program import build_program
+
+        prog = entry_program(m)
+        source = racy_source(prog.source)
+        options = tuple(build_options(options_for_device(diffc.device().cl_device)))
+        kernel = prog.kernels["learnGradient"]
+        self.kernel = cl.Kernel(build_program(source, options), kernel.c_name)
+        self.kernel.set_args(*bind("learnGradient (racy)", kernel, {
+            "network": step.network, "lossBuffer": step.loss, "inputs": step.inputs, "count": step.n}, prog.index_dtype))
+        self.local_size = kernel.numthreads
+        self.global_size = (-(-step.n // kernel.numthreads[0]) * kernel.numthreads[0], 1, 1)
+        self.step = step
+
+    def reset(self) -> None:
+        self.step.reset()
+
+    def run(self):
+        import pyopencl as cl
+
+        return (cl.enqueue_nd_range_kernel(diffc.device().queue, self.kernel, self.global_size, self.local_size),)
+
+
+class Row:
+    """One line of the table: measure() gives the seconds of one run (the step's parameters reset
+    first, outside the clock)."""
+
+    def __init__(self, name: str, n: int, measure):
+        self.name, self.n, self.measure = name, n, measure
+        self.times: list[float] = []
+
+
+def host_timed(step, sync):
+    def measure() -> float:
+        step.reset()
+        sync()
+        t0 = time.perf_counter()
+        step.run()
+        sync()
+        return time.perf_counter() - t0
+
+    return measure
+
+
+def device_timed(step, which: slice):
+    """The profiled device time of the step's kernels `which` (of learnGradient, adjustParameters)."""
+
+    def measure() -> float:
+        step.reset()
+        events = step.run()
+        for ev in events:
+            ev.wait()
+        return sum((ev.profile.end - ev.profile.start) * 1e-9 for ev in events[which])
+
+    return measure
+
+
+def round_robin(rows: list[Row], runs: int) -> None:
+    for row in rows:
+        row.measure()  # warm-up: builds, compiles, allocates
+    for _ in range(runs):
+        for row in rows:
+            row.times.append(row.measure())
+
+
+def diffc_rows(m, p0: np.ndarray, xy: np.ndarray) -> list[Row]:
+    step, n, sync = DiffcStep(m, p0, xy), len(xy), diffc.device().queue.finish
+    return [
+        Row("diffc step (learnGradient + adjustParameters)", n, host_timed(step, sync)),
+        Row("  device time: both kernels", n, device_timed(step, slice(0, 2))),
+        Row("  device time: learnGradient", n, device_timed(step, slice(0, 1))),
+        Row("  device time: learnGradient, adds not atomic (*)", n, device_timed(RacyLearnGradient(m, step), slice(0, 1))),
+    ]
+
+
+def torch_rows(target, p0: np.ndarray, xy: np.ndarray) -> list[Row]:
+    torch, dev, dtype, where = target
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    rows = [Row(f"torch eager step ({where})", len(xy), host_timed(TorchStep(torch, dev, dtype, p0, xy, False), sync))]
+    try:
+        compiled = TorchStep(torch, dev, dtype, p0, xy, True)
+        compiled.run()  # compiles here, so a missing toolchain is caught now
+        rows.append(Row(f"torch.compile step ({where})", len(xy), host_timed(compiled, sync)))
+    except Exception as e:  # no compiler toolchain: say so, keep the rest
+        print(f"torch.compile unavailable: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    return rows
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log2", type=int, nargs="+", default=[10, 14, 18], help="batch sizes 2^LOG2 (default 10 14 18)")
+    ap.add_argument("--runs", type=int, default=10, help="timed runs per row (default 10)")
+    ap.add_argument("--check-batch", type=int, default=256, help="batch of the one-step comparison (default 256)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args(argv)
+
+    print(f"device: {diffc.device()!r}")
+    target = None if args.no_torch else torch_target()
+    if target is not None:
+        torch = target[0]
+        name = torch.cuda.get_device_name() if target[1].type == "cuda" else "cpu"
+        print(f"torch {torch.__version__} on {name} ({target[3]}), {torch.get_num_threads()} CPU threads")
+    elif not args.no_torch:
+        print("torch: not importable (or no CUDA for a GPU run): diffc alone")
+
+    c = check_step(args.check_batch, args.seed, with_torch=target is not None)
+    tol = step_tolerance(c["p0"], c["xy"])
+    update = np.abs(c["reference"] - c["p0"]).max()
+    print(f"\none step, batch {args.check_batch}, same parameters and inputs (largest update {update:.4g}, "
+          f"half-precision tolerance {tol.min():.3g} to {tol.max():.3g}):")
+    pairs = [("diffc", "reference")] + ([("torch", "reference"), ("diffc", "torch")] if c["torch"] is not None else [])
+    for a, b in pairs:
+        diff = np.abs(c[a] - c[b])
+        print(f"  max |{a} - {b}| = {diff.max():.3g}   largest share of the tolerance {np.max(diff / tol):.3f}")
+    if c["torch"] is not None:
+        print(f"  (torch: {c['torch_where']})")
+
+    m = diffc.load_module(MLP_DIR / "mlp.slang")
+    rng = np.random.default_rng(args.seed)
+    p0 = init_params(rng)
+    print(f"\n{args.runs} runs per row; samples/s from the min and median time")
+    print(f"{'batch':>8s} {'what':48s} {'min ms':>9s} {'median ms':>10s} {'Msamples/s':>11s} {'(median)':>9s}")
+    summary = []
+    for log2 in args.log2:
+        xy = half_inputs(1 << log2, rng)
+        rows = diffc_rows(m, p0, xy)
+        round_robin(rows, args.runs)
+        torch_part = torch_rows(target, p0, xy) if target is not None else []
+        round_robin(torch_part, args.runs)  # apart: switching between torch's and OpenCL's work costs time
+        for r in rows + torch_part:
+            lo, med = min(r.times), statistics.median(r.times)
+            print(f"{f'2^{log2}':>8s} {r.name:48s} {lo * 1e3:9.3f} {med * 1e3:10.3f} {r.n / lo / 1e6:11.3f} {r.n / med / 1e6:9.3f}")
+        summary.append((log2, rows, torch_part))
+    if target is not None:
+        print("\nratios, diffc step throughput / torch step throughput (min times; > 1: diffc faster):")
+        for log2, rows, torch_part in summary:
+            d = min(rows[0].times)
+            for r in torch_part:
+                print(f"  2^{log2:<3d} diffc / {r.name:40s} {min(r.times) / d:10.3g}")
+    print("\nshare of the step's device time in learnGradient; learnGradient's time over that of (*), the same")
+    print("kernel with its atomic half adds made plain, racy read-modify-writes (wrong results; timing only):")
+    for log2, rows, _ in summary:
+        print(f"  2^{log2:<3d} {min(rows[2].times) / min(rows[1].times):6.3f}   {min(rows[2].times) / min(rows[3].times):8.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""bench/bench_mlp.py's premise: diffc's training step of examples/mlp/mlp.slang (on OpenCL:
+PoCL here) and PyTorch's do the same math. One step from identical half parameters lands within
+half-precision tolerance of a float64 numpy SGD step (examples/mlp/reference.py), and of torch's
+step where torch is installed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+import bench_mlp  # noqa: E402
+
+sys.path.remove(str(BENCH))
+
+BATCH = 64
+
+
+@pytest.fixture(scope="module", params=[0, 1, 2])
+def step(request):
+    """One step of diffc, and of torch where installed; its tolerance."""
+    c = bench_mlp.check_step(BATCH, seed=request.param, with_torch=True)
+    return c, bench_mlp.step_tolerance(c["p0"], c["xy"])
+
+
+def test_diffc_step_matches_float64_sgd_step(step):
+    c, tol = step
+    assert np.all(np.abs(c["diffc"] - c["reference"]) <= tol)
+    # the step moved the parameters far beyond the tolerance, so the comparison says something
+    assert np.median(np.abs(c["reference"] - c["p0"]) / tol) > 10
+    assert np.all(c["diffc_grads"] == 0)  # adjustParameters cleared the gradients
+
+
+def test_tolerance_sees_one_sample_missing(step):
+    """The tolerance is tight enough that a step over the batch less one sample falls outside."""
+    c, tol = step
+    short = bench_mlp.sgd_step(c["p0"], c["xy"][1:])
+    assert np.any(np.abs(c["diffc"] - short) > tol)
+
+
+def test_diffc_step_matches_torch_step(step):
+    c, tol = step
+    if c["torch"] is None:
+        pytest.skip("torch is not installed (the float64 reference test covers diffc's step)")
+    # torch's own result is rounded to its parameters' type: up to one ulp of float16 more
+    torch_ulp = np.spacing(np.abs(c["torch"]).astype(np.float16)).astype(np.float64)
+    assert np.all(np.abs(c["torch"] - c["reference"]) <= tol)
+    assert np.all(np.abs(c["diffc"] - c["torch"]) <= tol + torch_ulp)
+
+
+@pytest.mark.parametrize("atomics", ["cmpxchg", "ptx"])
+def test_racy_source_replaces_the_half_add_of_either_atomics_mode(atomics):
+    from diffc.backend.opencl import EmitOptions, emit_opencl
+    from diffc.cli import lowered
+
+    source = emit_opencl(lowered(str(bench_mlp.MLP_DIR / "mlp.slang"), "learnGradient")[0], EmitOptions(atomics=atomics))
+    racy = bench_mlp.racy_source(source)
+    assert "atomic_cmpxchg" in source or "red.global.add.noftz.f16" in source
+    assert "atomic_cmpxchg" not in racy and "red.global" not in racy
+    # only the helper's body changed: the kernels and their calls of it are as they were
+    tail = source.index("__kernel")
+    assert racy.endswith(source[tail:])
+
+
+def test_racy_learn_gradient_of_one_sample_equals_the_atomic_one():
+    """With one work-item nothing races: the racy kernel's gradients are the atomic kernel's."""
+    import diffc
+
+    rng = np.random.default_rng(5)
+    p0 = bench_mlp.init_params(rng)
+    xy = bench_mlp.half_inputs(1, rng)
+    m = diffc.load_module(bench_mlp.MLP_DIR / "mlp.slang")
+    step = bench_mlp.DiffcStep(m, p0, xy)
+    step.reset()
+    m.learnGradient.dispatch(thread_count=1, network=step.network, lossBuffer=step.loss, inputs=step.inputs, count=1)
+    atomic = step.grads.to_numpy().astype(np.float64)
+    racy = bench_mlp.RacyLearnGradient(m, step)
+    racy.reset()
+    racy.run()[0].wait()
+    assert np.count_nonzero(atomic) > 100  # most of the 148 parameters get a gradient
+    np.testing.assert_array_equal(step.grads.to_numpy().astype(np.float64), atomic)
