@@ -106,6 +106,8 @@ FUZZ_FOUND = [
      "vector<T, N> needs a scalar type T and a constant N from 1 to 4"),
     ("RWStructuredBuffer<float> g;\nRWStructuredBuffer<float> g;\n", "E0009", 2, 1, "RWStructuredBuffer<float> g;",
      "a second global named 'g'"),
+    ("struct S {\n  float f(float x) { return x; }\n  float f(float x) { return x * x; }\n}\n", "E0008", 3, 9, "f",
+     "method 'f' of S is defined twice (overloading is not supported)"),
     ("void main() {\n  " + "{" * 200 + "}" * 200 + "\n}\n", "E0008", 2, 131, "{",
      "statements nested more than 128 levels deep"),
     ("void main() {\n  float y = 0.0;\n  " + "if (y > 0.0) " * 200 + "y = 1.0;\n}\n", "E0008", 3, 1667, "if",

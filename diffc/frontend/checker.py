@@ -361,6 +361,9 @@ class Checker:
         for m in d.methods:
             if m.generic_params:
                 raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)
+            if m.name in s.methods:
+                raise err(UNSUPPORTED, f"method '{m.name}' of {name} is defined twice (overloading is not supported)",
+                          m.name_span)
             s.methods[m.name] = f"{name}_{m.name}"
         infos = [self.add_func(self.func_info(m, s, s.methods[m.name])) for m in d.methods]
         for f in infos:
