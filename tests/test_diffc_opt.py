@@ -247,7 +247,7 @@ def test_unlocated_module_failure_names_the_module():
 
     from diffc.tools.diffc_opt import verify_located
 
-    module = ModuleOp([func.FuncOp("f", ((), ())), func.FuncOp("f", ((), ()))])
+    module = ModuleOp([func.FuncOp.external("f", [], []), func.FuncOp.external("f", [], [])])
     with pytest.raises(VerifyException) as e:
         verify_located(module, {})
     assert str(e.value).startswith("error: 'builtin.module' op") and str(e.value).endswith("in: builtin.module")
@@ -386,3 +386,27 @@ def test_module_level_use_of_a_function_value_is_located(tmp_path: Path, capsys)
     assert main([str(src), "-p", "diff-lower"]) == 1
     assert capsys.readouterr().err.splitlines()[0] == (
         f"{src}:1:1: error: 'arith.addf' op uses %m outside the region that defines it")
+
+
+@pytest.mark.parametrize("text, line, col, message", [
+    # an scf.if with a result whose then-branch lost its yield: the parser adds an empty implicit
+    # scf.yield, xDSL's verifier accepts it, and diff-rev failed with IndexError
+    ("func.func @f(%c: i1, %x: f32) -> f32 {\n  %r = scf.if %c -> (f32) {\n    %s = math.sin %x : f32\n"
+     "  } else {\n    scf.yield %x : f32\n  }\n  func.return %r : f32\n}\n", 2, 3,
+     "error: 'scf.if' op 'scf.yield' passes () where 'scf.if' expects (f32)"),
+    ("func.func @f(%x: f32, %n: index) -> f32 {\n  %c0 = arith.constant 0 : index\n  %c1 = arith.constant 1 : index\n"
+     "  %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %x) -> (f32) {\n    scf.yield %n : index\n  }\n"
+     "  func.return %r : f32\n}\n", 5, 5, "error: 'scf.yield' passes (index) where 'scf.for' expects (f32)"),
+    # a block label defined twice after a forward use: KeyError inside xDSL's parser
+    ("func.func @f(%x: f32, %c: i1) -> f32 {\n  cf.cond_br %c, ^bb1, ^bb2(%x : f32)\n^bb1:\n  cf.br ^bb2(%x : f32)\n"
+     "^bb2(%r: f32):\n  func.return %r : f32\n^bb2(%q: f32):\n}\n", 7, 1, "error: block ^bb2 is defined twice"),
+])
+def test_structural_errors_are_located(tmp_path: Path, capsys, text, line, col, message):
+    from diffc.tools.diffc_opt import main
+
+    src = tmp_path / "bad.mlir"
+    src.write_text(text)
+    assert main([str(src), "-p", "diff-fwd,diff-rev"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == f"{src}:{line}:{col}: {message}", err
+    assert "Traceback" not in err

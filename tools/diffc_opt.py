@@ -19,6 +19,9 @@ from typing import IO
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import BlockArgument, Operation, OpResult
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import UnregisteredOp
+from xdsl.traits import IsTerminator, NoTerminator
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
@@ -60,6 +63,15 @@ class LocatingParser(Parser):
                 StringAttr(self._name), IntAttr(line + self._line_offset), IntAttr(col)
             )
         return op
+
+    def _parse_block(self):
+        # xDSL's parser fails with KeyError on some repeated block labels (a label used, then
+        # defined twice)
+        token = self._current_token
+        try:
+            return super()._parse_block()
+        except KeyError:
+            self.raise_error(f"block {token.text} is defined twice", token.span.start, token.span.end)
 
     def resolve_operand(self, operand, type):
         # Remember where each not-yet-defined name is first used, to point there if it
@@ -124,9 +136,38 @@ def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None 
             raise VerifyException(_located_message(op, message, sources)) from None
 
 
+def _yield_problem(op: Operation) -> tuple[Operation, str] | None:
+    """An scf region whose terminator passes other types than the op expects (xDSL's scf
+    verifiers let an scf.if with results end in an empty implicit scf.yield)."""
+    expected: list[tuple[Operation, list]] = []
+    if isinstance(op, scf.IfOp):
+        expected = [(r.block.last_op, list(op.result_types)) for r in op.regions if r.blocks]
+    elif isinstance(op, scf.ForOp):
+        expected = [(op.body.block.last_op, [a.type for a in op.iter_args])]
+    elif isinstance(op, scf.WhileOp):
+        cond = op.before_region.block.last_op
+        expected = [(op.after_region.block.last_op, [a.type for a in op.before_region.block.args])]
+        if isinstance(cond, scf.ConditionOp):
+            expected.append((cond, list(op.result_types)))
+    for term, types in expected:
+        if term is None:
+            continue
+        got = [v.type for v in (term.args if isinstance(term, scf.ConditionOp) else term.operands)]
+        if got != types:
+            where = term if op_location(term) is not None else op  # (an implicit scf.yield has no place)
+            return where, (f"'{term.name}' passes ({', '.join(map(str, got))}) where '{op.name}' expects "
+                           f"({', '.join(map(str, types))})")
+    return None
+
+
+def _terminator_hint(op: Operation) -> str:
+    return {"scf.if": "scf.yield", "scf.for": "scf.yield", "scf.while": "scf.condition / scf.yield",
+            "func.func": "func.return"}.get(op.name, "a terminator op")
+
+
 def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
-    """The first op that uses a value not defined above it in its block or an enclosing one
-    (xDSL's verifier does not check this, and every pass assumes it). In the module body, a
+    """The first block without a terminator, or op that uses a value not defined above it in its
+    block or an enclosing one (xDSL's verifier checks neither, and every pass assumes both). In the module body, a
     graph region, only the enclosing is checked; values flowing between blocks of one region
     (CFG dominance) are not checked."""
     position: dict[Operation, int] = {}
@@ -154,6 +195,17 @@ def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
                 return op, f"uses {name} outside the region that defines it"
             if cur.parent_block() is block and position.get(cur, -1) <= at and not graph:
                 return op, f"uses {name} before its definition"
+    for op in module.walk():
+        if op.regions and not op.has_trait(NoTerminator) and not isinstance(op, UnregisteredOp):
+            for region in op.regions:
+                for block in region.blocks:
+                    last = block.last_op
+                    if last is None or not last.has_trait(IsTerminator):
+                        where = last if last is not None else op
+                        return where, f"ends a block of '{op.name}' without a terminator ({_terminator_hint(op)})"
+            problem = _yield_problem(op)
+            if problem is not None:
+                return problem
     return None
 
 
