@@ -410,3 +410,15 @@ def test_structural_errors_are_located(tmp_path: Path, capsys, text, line, col, 
     err = capsys.readouterr().err
     assert err.splitlines()[0] == f"{src}:{line}:{col}: {message}", err
     assert "Traceback" not in err
+
+
+def test_constant_too_large_for_memory_is_located(tmp_path: Path, capsys):
+    # xDSL expands a splat into a Python list: 2**32 lanes raised MemoryError, printed as "error: "
+    from diffc.tools.diffc_opt import main
+
+    src = tmp_path / "huge.mlir"
+    src.write_text("func.func @f() -> vector<4294967296xf32> {\n"
+                   "  %one = arith.constant dense<1.0> : vector<4294967296xf32>\n"
+                   "  func.return %one : vector<4294967296xf32>\n}\n")
+    assert main([str(src)]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == f"{src}:2:3: error: too large to build in memory"

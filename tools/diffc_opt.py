@@ -54,9 +54,10 @@ class LocatingParser(Parser):
         start = self._current_token.span.start
         try:
             op = super().parse_operation()
-        except VerifyException as e:  # an op whose constructor checks its operand types
+        except (VerifyException, MemoryError) as e:  # an op whose constructor checks its types, or a huge constant
             line_end = self._text.find("\n", start)
-            self.raise_error(str(e), start, min(self.pos, len(self._text) if line_end < 0 else line_end))
+            message = str(e) if isinstance(e, VerifyException) else "too large to build in memory"
+            self.raise_error(message, start, min(self.pos, len(self._text) if line_end < 0 else line_end))
         if isinstance(op.location, UnknownLoc):
             line, col = line_col(self._text, start)
             op.location = FileLineColLoc(
