@@ -226,16 +226,23 @@ def racy_source(source: str) -> str:
 
 
 class RacyLearnGradient:
-    """The diffc step's learnGradient, rebuilt with racy_source, on the step's arguments."""
+    """The diffc step's learnGradient, rebuilt with racy_source, on the step's arguments. It is
+    built without reduce-atomics: every work-item adds (racily) into the parameters, the kernel
+    the atomics' cost is measured against."""
 
     def __init__(self, m, step: DiffcStep):
         import pyopencl as cl
 
         from diffc.backend.opencl import build_options, options_for_device
+        from diffc.runtime import dispatch
         from diffc.runtime.dispatch import bind, entry_program
         from diffc.runtime.program import build_program
 
-        prog = entry_program(m)
+        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
+        try:
+            prog = entry_program(diffc.load_module(m.path))
+        finally:
+            dispatch.REDUCE_ATOMICS = saved
         source = racy_source(prog.source)
         options = tuple(build_options(options_for_device(diffc.device().cl_device)))
         kernel = prog.kernels["learnGradient"]
