@@ -151,6 +151,8 @@ class _Uniformity:
         assert isinstance(op, Operation)
         if isinstance(op, _UNIFORM_QUERIES):
             return True
+        if isinstance(op, kernel.GlobalIdOp | kernel.LocalIdOp):
+            return False
         return not op.regions and is_side_effect_free(op) and all(self(o) for o in op.operands)
 
     def loop_is_uniform(self, loop: scf.ForOp) -> bool:
