@@ -461,18 +461,26 @@ class _KernelReducer:
     def _reduce(self, predicates: dict[Operation, SSAValue | None]) -> None:
         per_batch = max(1, min(self.batch, _LOCAL_BYTES // (4 * self.group)))
         self._unroll(predicates, per_batch)
-        by_block: dict[Block, list[Operation]] = {}
+        blocks: dict[Block, None] = {}
         for a in predicates:
             block = a.parent_block()
             assert block is not None
-            by_block.setdefault(block, []).append(a)
+            blocks[block] = None
         batches: list[list[Operation]] = []
-        for block, adds in by_block.items():
-            order = {op: i for i, op in enumerate(block.ops)}
-            adds.sort(key=order.__getitem__)
-            for t in (i32, f32):  # one local buffer per sum type
-                same = [a for a in adds if _sum_type(a) == t]
-                batches += [same[k : k + per_batch] for k in range(0, len(same), per_batch)]
+        for block in blocks:
+            # a batch's stores wait in local memory until its reduction: no other reduction (in
+            # an op between its adds) may run meanwhile, as they share the buffer
+            open_: dict[Attribute, list[Operation]] = {}
+            for op in block.ops:
+                if op in predicates:
+                    batch = open_.setdefault(_sum_type(op), [])
+                    batch.append(op)
+                    if len(batch) == per_batch:
+                        batches.append(open_.pop(_sum_type(op)))
+                elif op.regions and any(inner in predicates for inner in op.walk()):
+                    batches += open_.values()
+                    open_.clear()
+            batches += open_.values()
         self.lid = self._linear_local_id(InsertPoint.at_start(self.entry))
         self.consts: dict[int, SSAValue] = {}
         self.buffers: dict[Attribute, SSAValue] = {}

@@ -119,3 +119,31 @@ func.func @halves(%values: memref<?xf16>, %grads: memref<?xf16>, %count: index)
 // CHECK-NEXT:        %[[HS:.+]] = memref.load %[[HSUMS]]
 // CHECK-NEXT:        %[[HT:.+]] = arith.truncf %[[HS]] : f32 to f16
 // CHECK-NEXT:        %{{.+}} = kernel.atomic_rmw addf %[[HT]], %grads[%[[I]]] : memref<?xf16>
+
+// Adds of one block with another reduction between them (the loop's) are not batched together:
+// the loop's reduction reuses the local buffer, so the first add is reduced before the loop.
+func.func @split(%grads: memref<?xf32>, %v: f32) attributes {kernel.entry, kernel.reqd_work_group_size = [2 : i64, 1 : i64, 1 : i64]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c100 = arith.constant 100 : index
+  kernel.atomic_add %v, %grads[%c0] : memref<?xf32>
+  scf.for %i = %c0 to %c100 step %c1 {
+    kernel.atomic_add %v, %grads[%i] : memref<?xf32>
+  }
+  kernel.atomic_add %v, %grads[%c2] : memref<?xf32>
+  func.return
+}
+// CHECK-LABEL: func.func @split(
+// CHECK:         %[[B:.+]] = kernel.local_alloc : memref<1x2xf32, 3 : i32>
+// CHECK:         memref.store %v, %[[B]]
+// CHECK-NEXT:    kernel.barrier
+// CHECK:         kernel.atomic_add %{{.+}}, %grads[%c0]
+// CHECK:         scf.for
+// CHECK:           memref.store %v, %[[B]]
+// CHECK:             kernel.atomic_add %{{.+}}, %grads[%i]
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    memref.store %v, %[[B]]
+// CHECK-NEXT:    kernel.barrier
+// CHECK:         kernel.atomic_add %{{.+}}, %grads[%c2]
