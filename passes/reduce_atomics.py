@@ -229,6 +229,13 @@ class _KernelReducer:
         trap or computes what every work-item of the group computes."""
         return _safe(op) or (not op.regions and is_side_effect_free(op) and all(self.uniform(o) for o in op.operands))
 
+    def _unguarded(self, op: Operation) -> bool:
+        """Ops of a guard's body that _flush moves out as they are: private allocations and
+        side-effect-free ops of uniform operands (what they compute, every work-item computes)."""
+        return isinstance(op, memref.AllocaOp) or (
+            not op.regions and is_side_effect_free(op) and all(self.uniform(o) for o in op.operands)
+        )
+
     def _holds_adds(self, name: str, seen: set[str]) -> bool:
         if name in seen or name not in self.funcs:
             return False
@@ -347,7 +354,7 @@ class _KernelReducer:
                 return None
         # every value predicated code passes on must have a zero for inactive work-items
         for op in body.ops:
-            if op in reducing or isinstance(op, memref.AllocaOp) or self._everywhere(op):
+            if op in reducing or self._unguarded(op):
                 continue
             if any(_zero_type(r.type) is None and any(u.operation is not body.last_op for u in r.uses)
                    for r in op.results):
@@ -398,7 +405,7 @@ class _KernelReducer:
             return
         guarded: list[Operation] = []
         for op in run:
-            if isinstance(op, memref.AllocaOp) or (self._everywhere(op) and all(self.uniform(o) for o in op.operands)):
+            if self._unguarded(op):
                 op.detach()
                 Rewriter.insert_op(op, InsertPoint.before(guard))
             else:
