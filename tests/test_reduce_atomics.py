@@ -60,6 +60,24 @@ void divergent(uint32_t tid : SV_DispatchThreadID, uniform float* values, unifor
 }
 """
 
+# Two adds of one block with a loop of reductions between them: their contributions wait in the
+# local buffer that the loop's reductions use, unless they are reduced apart.
+AROUND_A_LOOP = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void around(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    sums[0] += v;
+    for (int i = 0; i < 40; i++)
+        sums[1] += 2.0 * v;
+    sums[2] += 3.0 * v;
+}
+"""
+
 # A 2-d group (8 x 4): the work-items' linear local ids must cover the group once each.
 GRID = """
 RWStructuredBuffer<Atomic<float>> total;
@@ -141,6 +159,17 @@ def test_divergent_and_per_item_adds_are_left_alone(values):
                              histogram=histogram)
         assert sums.to_numpy()[0] == v[v > 2].sum()
         np.testing.assert_array_equal(histogram.to_numpy(), np.bincount(v.astype(int), minlength=4))
+
+
+def test_adds_around_a_loop_of_reductions(values):
+    m = _module(AROUND_A_LOOP, "around.slang")
+    assert _reduced(m)
+    for n in (1, 64, 257):
+        v = values[:n]
+        sums = diffc.Tensor.zeros(3, np.float32)
+        m.around.dispatch(thread_count=n, values=diffc.Tensor.from_numpy(v), count=n, sums=sums)
+        total = np.float32(v.sum())
+        np.testing.assert_array_equal(sums.to_numpy(), np.array([total, 80 * total, 3 * total], np.float32))
 
 
 @pytest.mark.parametrize("width,height", [(1, 1), (8, 4), (9, 5), (30, 17)])
