@@ -19,17 +19,24 @@ numpy step (examples/mlp/reference.py).
     python bench/bench_mlp.py --log2 10 14 --runs 5 --no-torch
 
 Measured 2026-11-21, millions of samples per second from the minimum time of 10 runs (GPU) or
-5 (CPU; GPU "before": 5); learnGradient ms: its minimum device time; ratio = diffc's throughput /
-torch's (> 1: diffc faster):
+5 (CPU); learnGradient ms: its minimum device time; ratio = diffc's throughput / torch's (> 1:
+diffc faster):
 
-  NVIDIA H200 (diffc on NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics: warp-aggregated
-  red.global.add.noftz.f16 half adds; torch 2.11.0+cu130, float16 on CUDA)
+  NVIDIA H200 (diffc on NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics; reduce-atomics: each
+  work-group sums its 256 samples' gradients in local memory, then one warp-aggregated
+  red.global.add.noftz.f16 per parameter and group; torch 2.11.0+cu130, float16 on CUDA)
     batch   diffc step   learnGradient ms   learnGradient, adds not atomic (*)   torch eager   torch.compile   ratio eager / compile
-    2^10    4.71         0.093              34.4                                  1.26          1.48            3.73  / 3.18
-    2^14    24.5         0.532              89.5                                  21.1          23.4            1.16  / 1.04
-    2^18    10.2         25.6               48.7                                  301           377             0.034 / 0.027
+    2^10    4.86         0.084              34.1                                  1.31          1.65            3.71  / 2.95
+    2^14    55.0         0.169              88.0                                  19.6          24.5            2.81  / 2.24
+    2^18    188          1.25               48.6                                  336           405             0.56  / 0.465
 
-  the same H200, same run, before (half adds: a compare-and-swap loop on the 32-bit word)
+  the same H200, next run, without reduce-atomics (DIFFC_REDUCE_ATOMICS=0: every work-item's
+  half add goes to the warp-aggregated red)
+    2^10    4.67         0.094              34.4
+    2^14    24.7         0.532              88.8
+    2^18    10.0         25.6               48.7
+
+  earlier, the same kind of H200 (half adds: a compare-and-swap loop on the 32-bit word)
     2^10    0.483        1.96               34.6
     2^14    0.461        35.7               87.2
     2^18    0.116        2542               48.8
@@ -39,23 +46,27 @@ torch's (> 1: diffc faster):
     2^10    0.285        0.442                                 3.40          2.88            0.084 / 0.099
     2^14    0.341        0.449                                 15.8          6.81            0.022 / 0.050
     2^18    0.350        0.454                                 1.53          1.34            0.23  / 0.26
+  (before reduce-atomics; with it, learnGradient's median device time on the same, busier cores,
+  reduce-atomics on / off in consecutive runs: 4.02 / 5.74 ms at 2^10, 64.6 / 91.4 ms at 2^14,
+  967 / 1393 ms at 2^18, about 1.4x faster)
 
-  One step at batch 256 from the same parameters: max |diffc - torch| 0.0029 on the H200 (0.0088
-  before), 0.0082 on the CPU (largest update 3.17; at most 0.59 of the half-precision tolerance,
-  step_tolerance).
+  One step at batch 256 from the same parameters: max |diffc - torch| 0.0020 on the H200 (0.0029
+  without reduce-atomics, 0.0088 with compare-and-swap adds), 0.0082 on the CPU (largest update
+  3.17; at most 0.28 of the half-precision tolerance, step_tolerance, on the H200).
 
 Where the time goes: every thread adds its sample's gradient into the same 148 half parameters
-with atomic adds. A compare-and-swap loop on the 32-bit word holding two halves (PoCL, and NVIDIA
-before) makes all threads of the batch contend for 74 words and retry: learnGradient took 66x
-(2^10), 190x (2^14) and 473x (2^18) the time of the same kernel with plain (racy) adds (*). On
-NVIDIA the lanes of a warp now sum their values with shuffles and one lane issues a native half
-`red` (backend/opencl/ptx_atomics.py): 3.1x, 2.9x and 4.8x the racy kernel, 21x, 67x and 99x
-faster than before, and diffc's step beats torch's launch-bound one (~0.7 ms) up to 2^14. At 2^18
-the likely rest (not profiled) is one red per warp and parameter, 8192 x 148 into the three cache
-lines of the gradients; a work-group reduction before the atomic would divide that by the warps
-of a group. On the CPU the atomics
-cost ~1.3x; the rest is per-sample work (three forward passes, the hand-written backward's loops)
-run sample by sample, against torch's batched matrix products.
+with atomic adds. A compare-and-swap loop on the 32-bit word holding two halves makes all threads
+of the batch contend for 74 words and retry: learnGradient took 66x (2^10), 190x (2^14) and 473x
+(2^18) the time of the same kernel with plain (racy) adds (*). Warp aggregation (the lanes of a
+warp sum with shuffles, one lane issues a native half `red`, backend/opencl/ptx_atomics.py) made
+that 3.1x, 2.9x and 4.8x. The reduce-atomics pass (passes/reduce_atomics.py) now sums each
+work-group's gradients in local memory first (tree reductions of up to 16 parameters at a time,
+one red per parameter and group): 2.8x, 0.91x and 0.23x the racy kernel, whose plain
+read-modify-writes of the same 148 halves from every sample contend too; 3.1x faster than warp
+aggregation at 2^14 and 20x at 2^18. diffc's step beats torch's launch-bound one (~0.7 ms) up to
+2^14; at 2^18 torch's batched matrix products are 1.8x (eager) and 2.2x (compiled) faster. On the
+CPU the rest is per-sample work (three forward passes, the hand-written backward's loops) run
+sample by sample, against torch's batched matrix products.
 """
 
 from __future__ import annotations
@@ -226,16 +237,23 @@ def racy_source(source: str) -> str:
 
 
 class RacyLearnGradient:
-    """The diffc step's learnGradient, rebuilt with racy_source, on the step's arguments."""
+    """The diffc step's learnGradient, rebuilt with racy_source, on the step's arguments. It is
+    built without reduce-atomics: every work-item adds (racily) into the parameters, the kernel
+    the atomics' cost is measured against."""
 
     def __init__(self, m, step: DiffcStep):
         import pyopencl as cl
 
         from diffc.backend.opencl import build_options, options_for_device
+        from diffc.runtime import dispatch
         from diffc.runtime.dispatch import bind, entry_program
         from diffc.runtime.program import build_program
 
-        prog = entry_program(m)
+        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
+        try:
+            prog = entry_program(diffc.load_module(m.path))
+        finally:
+            dispatch.REDUCE_ATOMICS = saved
         source = racy_source(prog.source)
         options = tuple(build_options(options_for_device(diffc.device().cl_device)))
         kernel = prog.kernels["learnGradient"]

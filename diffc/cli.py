@@ -92,6 +92,12 @@ def lowered(path: str, entry: str | None = None):
     from diffc.runtime.module import _context
 
     LowerEntryPointsPass(entry=name).apply(_context(), low)
+    from diffc.runtime import dispatch
+
+    if dispatch.REDUCE_ATOMICS:
+        from diffc.passes.reduce_atomics import ReduceAtomicsPass
+
+        ReduceAtomicsPass().apply(_context(), low)
     low.verify()
     return low, name, threads, text
 

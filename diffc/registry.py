@@ -38,6 +38,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "diff-rev": _lazy("diffc.passes.diff_rev", "DiffRevPass"),
     "diff-checkpoint": _lazy("diffc.passes.diff_checkpoint", "DiffCheckpointPass"),
     "lower-entry-points": _lazy("diffc.passes.lower_entry_points", "LowerEntryPointsPass"),
+    "reduce-atomics": _lazy("diffc.passes.reduce_atomics", "ReduceAtomicsPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

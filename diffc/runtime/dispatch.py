@@ -21,6 +21,7 @@ Every compute entry point of a module is lowered and built once, into one progra
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +57,11 @@ class KernelParam:
     type: object
     kind: str  # "pointer" (memref + offset), "buffer" (memref alone), "offset", "value"
     is_global: bool = False
+
+
+# Whether entry points' work-group-uniform atomic adds are summed per work-group before the
+# atomic (the reduce-atomics pass); DIFFC_REDUCE_ATOMICS=0 keeps one atomic per work-item.
+REDUCE_ATOMICS = os.environ.get("DIFFC_REDUCE_ATOMICS", "1") != "0"
 
 
 @dataclass
@@ -118,6 +124,10 @@ def _build(module: Module) -> EntryProgram:
     try:
         PassPipeline.parse_spec({**get_all_passes(), **registry.PASSES}, ",".join(PIPELINE)).apply(ctx, low)
         LowerEntryPointsPass().apply(ctx, low)
+        if REDUCE_ATOMICS:
+            from diffc.passes.reduce_atomics import ReduceAtomicsPass
+
+            ReduceAtomicsPass().apply(ctx, low)
         low.verify()
     except (DiagnosticException, PassFailedException, VerifyException) as e:
         raise RuntimeDiffcError(f"error: {module.path}: lowering the compute entry points failed: {e}") from None

@@ -1,0 +1,656 @@
+"""reduce-atomics: sum a work-group's atomic adds to one address in local memory, then add once.
+
+When every work-item of a kernel adds into the same few addresses (gradients of shared
+parameters), the adds serialise on those addresses. This pass runs on kernels (after
+lower-entry-points) and, for each add whose address is the same for every work-item of a
+work-group, replaces "every work-item adds" by: each work-item stores its contribution in local
+memory, a barrier, a tree reduction in local memory, and work-item 0 adds the group's sum with
+the original atomic op.
+
+Which adds: `kernel.atomic_add`, and `kernel.atomic_rmw` addf / addi whose old value is unused,
+on global memory, where
+
+* the memref and indices are work-group uniform: computed only from kernel arguments, constants,
+  work-group queries (group_id, local_size, num_groups, global_size) and induction variables of
+  `scf.for` loops with uniform bounds, through side-effect-free ops;
+* every work-item of the group reaches the add the same number of times, so barriers beside it
+  are legal: it sits at the kernel's top level, or in `scf.for` loops with uniform bounds there,
+  or inside one top-level guard `scf.if %active { ... }` (no results, empty else: the front end's
+  `if (tid >= count) return; rest` becomes `if (!(tid >= count)) { rest }`), in the same kinds
+  of loops;
+* the memref is used by adds alone in the kernel (a read or a plain write of the location would
+  see the adds move). Distinct buffer arguments are taken not to alias: a kernel that reads
+  locations other work-items add to races with their adds anyway.
+
+Calls at those positions whose callees (transitively) hold such adds are inlined first (callees
+of one block); when no add qualifies, the kernel is left as it was.
+
+A guard holding reduced adds becomes a predicate: its body runs in every work-item. Runs of ops
+without reduced adds go back under `scf.if %active` (yielding what later ops use; zeros in
+inactive work-items); inside the loops that hold reduced adds, each op that has an effect or
+may trap (loads, stores, calls, branches, integer division) gets its own `scf.if %active`, pure
+arithmetic runs as is, and an inactive work-item contributes 0.
+
+Adds of one block are reduced together, up to `batch` of them (one barrier for their stores,
+then each tree step adds all of them): contributions are stored where each add was, and the
+reduction and the group's atomic adds follow the batch's last add. Halves are summed in float and
+rounded once, when work-item 0 adds the sum. Work-groups must have the kernel's
+`kernel.reqd_work_group_size` (the runtime launches them so); kernels of one work-item, and
+kernels without that attribute, are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    VectorType,
+    f32,
+    i32,
+)
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free, is_speculatable
+
+from diffc.dialects import kernel
+
+# Work-group queries whose value is the same in every work-item of a group.
+_UNIFORM_QUERIES = (kernel.GroupIdOp, kernel.LocalSizeOp, kernel.NumGroupsOp, kernel.GlobalSizeOp)
+# Local memory for one batch's contributions stays under this many bytes.
+_LOCAL_BYTES = 16384
+
+
+def _is_add(op: Operation) -> bool:
+    """An atomic add on global memory whose old value is unused."""
+    if isinstance(op, kernel.AtomicAddOp):
+        return kernel.memory_space(op.memref.type) is None
+    if isinstance(op, kernel.AtomicRMWOp):
+        return op.kind.data in ("addf", "addi") and not op.result.uses and kernel.memory_space(op.memref.type) is None
+    return False
+
+
+def _safe(op: Operation) -> bool:
+    """Whether an inactive work-item may run `op` on arbitrary operands: no effect, no trap."""
+    return not op.regions and is_side_effect_free(op) and is_speculatable(op)
+
+
+def _work_group_size(fn: func.FuncOp) -> tuple[int, int, int] | None:
+    attr = fn.attributes.get(kernel.REQD_WORK_GROUP_SIZE)
+    if not isinstance(attr, ArrayAttr):
+        return None
+    sizes = [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
+    return tuple((sizes + [1, 1, 1])[:3])  # type: ignore[return-value]
+
+
+@dataclass(eq=False)
+class _Guard:
+    """A top-level `scf.if` whose results are unused and one of whose branches is empty: a
+    work-item's early return. `body` runs where `cond` is `active` (True: then, False: else)."""
+
+    op: scf.IfOp
+    body: Block
+    active: bool
+
+
+def _guard(op: Operation) -> _Guard | None:
+    if not isinstance(op, scf.IfOp) or any(r.uses for r in op.results):
+        return None
+    then = op.true_region.blocks[0]
+    other = op.false_region.blocks[0] if op.false_region.blocks else None
+    if other is None or len(other.ops) == 1:
+        return _Guard(op, then, True)
+    if len(then.ops) == 1:
+        return _Guard(op, other, False)
+    return None
+
+
+@dataclass
+class _Uniformity:
+    """Which values are the same in every work-item of a work-group."""
+
+    entry: Block
+    memo: dict[SSAValue, bool] = field(default_factory=dict)
+
+    def __call__(self, v: SSAValue) -> bool:
+        known = self.memo.get(v)
+        if known is None:
+            self.memo[v] = False  # cycles (none in SSA outside graph regions) stay non-uniform
+            known = self.memo[v] = self._compute(v)
+        return known
+
+    def _compute(self, v: SSAValue) -> bool:
+        if isinstance(v, BlockArgument):
+            if v.block is self.entry:
+                return True
+            parent = v.block.parent_op()
+            if not isinstance(parent, scf.ForOp) or not self.loop_is_uniform(parent):
+                return False
+            if v.index == 0:
+                return True
+            # a carried value the loop passes on unchanged (the front end carries pointers)
+            yielded = v.block.last_op
+            k = v.index - 1
+            return (
+                isinstance(yielded, scf.YieldOp) and yielded.operands[k] is v and self(parent.iter_args[k])
+            )
+        op = v.owner
+        assert isinstance(op, Operation)
+        if isinstance(op, _UNIFORM_QUERIES):
+            return True
+        if isinstance(op, kernel.GlobalIdOp | kernel.LocalIdOp):
+            return False
+        return not op.regions and is_side_effect_free(op) and all(self(o) for o in op.operands)
+
+    def loop_is_uniform(self, loop: scf.ForOp) -> bool:
+        return self(loop.lb) and self(loop.ub) and self(loop.step)
+
+
+@dataclass(frozen=True)
+class ReduceAtomicsPass(ModulePass):
+    name = "reduce-atomics"
+
+    batch: int = 16  # adds of one block reduced together, at most (and local memory allows)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
+        for fn in list(funcs.values()):
+            if kernel.is_kernel(fn) and fn.body.blocks:
+                _KernelReducer(fn, funcs, max(1, self.batch)).run()
+
+
+class _KernelReducer:
+    def __init__(self, fn: func.FuncOp, funcs: dict[str, func.FuncOp], batch: int):
+        self.fn = fn
+        self.funcs = funcs
+        self.batch = batch
+        self.checking: set[func.FuncOp] = set()  # callees whose parameters _only_added is following
+
+    def run(self) -> None:
+        sizes = _work_group_size(self.fn)
+        if sizes is None or sizes[0] * sizes[1] * sizes[2] <= 1:
+            return
+        self.sizes = sizes
+        self.group = sizes[0] * sizes[1] * sizes[2]
+        work = self.fn.clone()  # inline and look on a copy: a kernel with nothing to reduce stays as it was
+        self.entry = work.body.blocks[0]
+        self._inline_calls()
+        self.uniform = _Uniformity(self.entry)
+        adds = self._candidates()
+        if not adds:
+            return
+        predicates: dict[Operation, SSAValue | None] = {}
+        for guard, inner in adds.items():
+            p = None if guard is None else self._predicate_guard(guard, inner)
+            if guard is None or p is not None:
+                for a in inner:
+                    predicates[a] = p
+        if not predicates:
+            return
+        self._reduce(predicates)
+        parent = self.fn.parent_block()
+        assert parent is not None
+        parent.insert_op_after(work, self.fn)
+        Rewriter.erase_op(self.fn)
+        self.funcs[work.sym_name.data] = work
+
+    # -- where work-items all arrive ----------------------------------------------------------
+
+    def _positions(self) -> Iterator[tuple[Block, _Guard | None]]:
+        """Blocks every work-item runs equally often (a guard's body: every active one), with
+        the guard they are under."""
+        def loops(block: Block, guard: _Guard | None) -> Iterator[tuple[Block, _Guard | None]]:
+            yield block, guard
+            for op in block.ops:
+                if isinstance(op, scf.ForOp) and self.uniform.loop_is_uniform(op):
+                    yield from loops(op.body.blocks[0], guard)
+
+        for op in list(self.entry.ops):
+            g = _guard(op)
+            if g is not None:
+                yield from loops(g.body, g)
+        yield from loops(self.entry, None)
+
+    def _everywhere(self, op: Operation) -> bool:
+        """Whether an inactive work-item may run `op` as is: it has no effect and either cannot
+        trap or computes what every work-item of the group computes."""
+        return _safe(op) or (not op.regions and is_side_effect_free(op) and all(self.uniform(o) for o in op.operands))
+
+    def _unguarded(self, op: Operation) -> bool:
+        """Ops of a guard's body that _flush moves out as they are: private allocations and
+        side-effect-free ops of uniform operands (what they compute, every work-item computes)."""
+        return isinstance(op, memref.AllocaOp) or (
+            not op.regions and is_side_effect_free(op) and all(self.uniform(o) for o in op.operands)
+        )
+
+    def _holds_adds(self, name: str, seen: set[str]) -> bool:
+        if name in seen or name not in self.funcs:
+            return False
+        seen.add(name)
+        for op in self.funcs[name].walk():
+            if _is_add(op):
+                return True
+            if isinstance(op, func.CallOp) and self._holds_adds(op.callee.root_reference.data, seen):
+                return True
+        return False
+
+    def _inline_calls(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            self.uniform = _Uniformity(self.entry)
+            for block, _ in list(self._positions()):
+                for op in list(block.ops):
+                    if isinstance(op, func.CallOp) and self._inline(op):
+                        changed = True
+
+    def _inline(self, call: func.CallOp) -> bool:
+        callee = self.funcs.get(call.callee.root_reference.data)
+        if callee is None or len(callee.body.blocks) != 1 or kernel.is_kernel(callee):
+            return False
+        if not self._holds_adds(callee.sym_name.data, set()):
+            return False
+        body = callee.body.blocks[0]
+        ret = body.last_op
+        if not isinstance(ret, func.ReturnOp) or any(
+            isinstance(o, func.ReturnOp) and o is not ret for o in callee.walk()
+        ):
+            return False
+        mapping: dict[SSAValue, SSAValue] = dict(zip(body.args, call.arguments))
+        for op in body.ops:
+            if op is ret:
+                break
+            Rewriter.insert_op(op.clone(mapping), InsertPoint.before(call))
+        Rewriter.replace_op(call, [], [mapping.get(v, v) for v in ret.operands])
+        return True
+
+    # -- which adds ---------------------------------------------------------------------------
+
+    def _candidates(self) -> dict[_Guard | None, list[Operation]]:
+        only_added: dict[SSAValue, bool] = {}
+        for op in self.entry.walk():
+            for v in op.operands:
+                if isinstance(v.type, MemRefType) and v not in only_added:
+                    only_added[v] = self._only_added(v)
+        found: dict[_Guard | None, list[Operation]] = {}
+        for block, guard in self._positions():
+            for op in block.ops:
+                if not _is_add(op):
+                    continue
+                target = op.memref  # type: ignore[attr-defined]
+                if only_added.get(target) and self.uniform(target) and all(self.uniform(i) for i in op.indices):  # type: ignore[attr-defined]
+                    found.setdefault(guard, []).append(op)
+        return found
+
+    def _only_added(self, start: SSAValue) -> bool:
+        """Whether the memory behind `start` is only added to: through scf results and carried
+        values, and through callees' parameters."""
+        seen: set[SSAValue] = set()
+        todo = [start]
+        while todo:
+            v = todo.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            for use in v.uses:
+                user = use.operation
+                if _is_add(user) and use.index == 1:
+                    continue
+                if isinstance(user, scf.YieldOp):
+                    parent = user.parent_op()
+                    if isinstance(parent, scf.IfOp | scf.ForOp):
+                        todo.append(parent.results[use.index])
+                        continue
+                    return False
+                if isinstance(user, scf.ForOp) and use.index >= 3:
+                    todo += [user.body.blocks[0].args[use.index - 2], user.results[use.index - 3]]
+                    continue
+                if isinstance(user, func.CallOp):
+                    callee = self.funcs.get(user.callee.root_reference.data)
+                    if callee is None or not callee.body.blocks or callee in self.checking:
+                        return False
+                    self.checking.add(callee)
+                    try:
+                        if not self._only_added(callee.body.blocks[0].args[use.index]):
+                            return False
+                    finally:
+                        self.checking.discard(callee)
+                    continue
+                return False
+        return True
+
+    # -- a guard becomes a predicate -----------------------------------------------------------
+
+    def _predicate_guard(self, g: _Guard, adds: list[Operation]) -> SSAValue | None:
+        """Runs the guard's body in every work-item (see the module docstring); returns the
+        predicate (true in active work-items), or None (and nothing changed) where that cannot
+        be done."""
+        guard, body = g.op, g.body
+        reducing: set[Operation] = set()  # ops of the body that hold a reduced add
+        for a in adds:
+            op = a
+            while op.parent_op() is not guard:
+                op = op.parent_op()
+                assert op is not None
+            reducing.add(op)
+        for op in body.ops:
+            if op in reducing and not self._can_hoist(op, set(adds)):
+                return None
+        for op in guard.walk():
+            if isinstance(op, kernel.BarrierOp):
+                return None
+        # every value predicated code passes on must have a zero for inactive work-items
+        for op in body.ops:
+            if op in reducing or self._unguarded(op):
+                continue
+            if any(_zero_type(r.type) is None and any(u.operation is not body.last_op for u in r.uses)
+                   for r in op.results):
+                return None
+        assert body.last_op is not None
+        body.last_op.operands = ()  # the guard's results are unused
+        p = guard.cond
+        if not g.active:
+            true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
+            negate = arith.XOrIOp(p, true.result)
+            negate.result.name_hint = "active"
+            Rewriter.insert_op([true, negate], InsertPoint.before(guard))
+            p = negate.result
+        run: list[Operation] = []
+        for op in list(body.ops):
+            if op is body.last_op:  # the yield of results nothing uses
+                break
+            if op in reducing:
+                self._flush(run, guard, p)
+                op.detach()
+                Rewriter.insert_op(op, InsertPoint.before(guard))
+                self._predicate_loop(op, p, set(adds))
+            else:
+                run.append(op)
+        self._flush(run, guard, p)
+        Rewriter.erase_op(guard)
+        return p
+
+    def _can_hoist(self, op: Operation, adds: set[Operation]) -> bool:
+        """A reduced add, or a uniform loop whose body's ops can each be predicated."""
+        if op in adds:
+            return True
+        if not isinstance(op, scf.ForOp) or not self.uniform.loop_is_uniform(op):
+            return False
+        for inner in op.body.blocks[0].ops:
+            if inner.regions and any(a in adds for a in inner.walk()):
+                if not self._can_hoist(inner, adds):
+                    return False
+            elif not (self._everywhere(inner) or inner in adds or isinstance(inner, (scf.YieldOp, memref.AllocaOp))):
+                if any(_zero_type(r.type) is None for r in inner.results):
+                    return False
+        return True
+
+    def _flush(self, run: list[Operation], guard: scf.IfOp, p: SSAValue) -> None:
+        """Moves a run of the guard's ops before it: uniform side-effect-free ops and private
+        allocations as they are, the rest under `scf.if %p` yielding what later ops use."""
+        if not run:
+            return
+        guarded: list[Operation] = []
+        for op in run:
+            if self._unguarded(op):
+                op.detach()
+                Rewriter.insert_op(op, InsertPoint.before(guard))
+            else:
+                guarded.append(op)
+        run.clear()
+        if guarded:
+            _wrap(guarded, p, InsertPoint.before(guard))
+
+    def _predicate_loop(self, op: Operation, p: SSAValue, adds: set[Operation]) -> None:
+        if op in adds:
+            return
+        assert isinstance(op, scf.ForOp)
+        for inner in list(op.body.blocks[0].ops):
+            if inner in adds or isinstance(inner, (scf.YieldOp, memref.AllocaOp)) or self._everywhere(inner):
+                continue
+            if isinstance(inner, scf.ForOp) and any(a in adds for a in inner.walk()):
+                self._predicate_loop(inner, p, adds)
+            else:
+                _wrap([inner], p, InsertPoint.before(inner))
+
+    # -- the reduction ------------------------------------------------------------------------
+
+    def _unroll(self, predicates: dict[Operation, SSAValue | None], per_batch: int) -> None:
+        """Unrolls loops of constant bounds whose iterations' adds fit in one batch, so that
+        they share one reduction (and its barriers)."""
+        changed = True
+        while changed:
+            changed = False
+            for add in list(predicates):
+                if add not in predicates:
+                    continue
+                loop = add.parent_op()
+                if not isinstance(loop, scf.ForOp) or loop.iter_args:
+                    continue
+                bounds = [_constant(v) for v in (loop.lb, loop.ub, loop.step)]
+                if None in bounds or bounds[2] <= 0:  # type: ignore[operator]
+                    continue
+                body = loop.body.blocks[0]
+                inside = [a for a in predicates if loop.is_ancestor(a)]
+                trips = range(*bounds)  # type: ignore[misc]
+                if any(a.parent_block() is not body for a in inside) or len(trips) * len(inside) > per_batch:
+                    continue
+                iv = body.args[0]
+                for t in trips:
+                    c = arith.ConstantOp(IntegerAttr(t, iv.type))
+                    Rewriter.insert_op(c, InsertPoint.before(loop))
+                    mapping: dict[SSAValue, SSAValue] = {iv: c.result}
+                    for op in body.ops:
+                        if op is body.last_op:
+                            break
+                        new = op.clone(mapping)
+                        Rewriter.insert_op(new, InsertPoint.before(loop))
+                        if op in predicates:
+                            predicates[new] = predicates[op]
+                for a in inside:
+                    del predicates[a]
+                Rewriter.erase_op(loop)
+                changed = True
+
+    def _reduce(self, predicates: dict[Operation, SSAValue | None]) -> None:
+        per_batch = max(1, min(self.batch, _LOCAL_BYTES // (4 * self.group)))
+        self._unroll(predicates, per_batch)
+        blocks: dict[Block, None] = {}
+        for a in predicates:
+            block = a.parent_block()
+            assert block is not None
+            blocks[block] = None
+        batches: list[list[Operation]] = []
+        for block in blocks:
+            # a batch's stores wait in local memory until its reduction: no other reduction (in
+            # an op between its adds) may run meanwhile, as they share the buffer
+            open_: dict[Attribute, list[Operation]] = {}
+            for op in block.ops:
+                if op in predicates:
+                    batch = open_.setdefault(_sum_type(op), [])
+                    batch.append(op)
+                    if len(batch) == per_batch:
+                        batches.append(open_.pop(_sum_type(op)))
+                elif op.regions and any(inner in predicates for inner in op.walk()):
+                    batches += open_.values()
+                    open_.clear()
+            batches += open_.values()
+        self.lid = self._linear_local_id(InsertPoint.at_start(self.entry))
+        self.consts: dict[int, SSAValue] = {}
+        self.buffers: dict[Attribute, SSAValue] = {}
+        for t in (i32, f32):
+            rows = max((len(b) for b in batches if _sum_type(b[0]) == t), default=0)
+            if rows:
+                alloc = kernel.LocalAllocOp(kernel.local_memref(t, [rows, self.group]))
+                alloc.result.name_hint = "group_sums"
+                Rewriter.insert_op(alloc, InsertPoint.at_start(self.entry))
+                self.buffers[t] = alloc.result
+        for b in batches:
+            self._reduce_batch(b, predicates)
+
+    def _const(self, n: int) -> SSAValue:
+        if n not in self.consts:
+            c = arith.ConstantOp(IntegerAttr(n, IndexType()))
+            Rewriter.insert_op(c, InsertPoint.after(self.lid.owner))  # type: ignore[arg-type]
+            self.consts[n] = c.result
+        return self.consts[n]
+
+    def _linear_local_id(self, ip: InsertPoint) -> SSAValue:
+        ops: list[Operation] = []
+        ids = [kernel.LocalIdOp(d) for d in range(3)]
+        gx, gy, _ = self.sizes
+        lid: SSAValue = ids[0].result
+        ops.append(ids[0])
+        if self.sizes[1] > 1 or self.sizes[2] > 1:
+            ops += ids[1:]
+            cx, cxy = arith.ConstantOp(IntegerAttr(gx, IndexType())), arith.ConstantOp(IntegerAttr(gx * gy, IndexType()))
+            y = arith.MuliOp(ids[1].result, cx.result)
+            z = arith.MuliOp(ids[2].result, cxy.result)
+            s1 = arith.AddiOp(lid, y.result)
+            s2 = arith.AddiOp(s1.result, z.result)
+            ops += [cx, cxy, y, z, s1, s2]
+            lid = s2.result
+        lid.name_hint = "local_linear_id"
+        Rewriter.insert_op(ops, ip)
+        return lid
+
+    def _reduce_batch(self, adds: list[Operation], predicates: dict[Operation, SSAValue | None]) -> None:
+        sum_type = _sum_type(adds[0])
+        buf = self.buffers[sum_type]
+        const = self._const
+
+        # each work-item stores its contribution where it used to add
+        for k, add in enumerate(adds):
+            ops: list[Operation] = []
+            v: SSAValue = add.value  # type: ignore[attr-defined]
+            if isinstance(v.type, Float16Type):
+                ext = arith.ExtFOp(v, f32)
+                ops.append(ext)
+                v = ext.result
+            p = predicates[add]
+            if p is not None:
+                zero = arith.ConstantOp(IntegerAttr(0, i32) if sum_type == i32 else FloatAttr(0.0, f32))
+                sel = arith.SelectOp(p, v, zero.result)
+                ops += [zero, sel]
+                v = sel.result
+            ops.append(memref.StoreOp.get(v, buf, [const(k), self.lid]))
+            Rewriter.insert_op(ops, InsertPoint.before(add))
+        # the tree, after the batch's last add
+        after = adds[-1].next_op
+        assert after is not None  # a block ends with its terminator
+        ip = InsertPoint.before(after)
+        ops = [kernel.BarrierOp()]
+        width = 1
+        while width < self.group:
+            width *= 2
+        step = width // 2
+        while step >= 1:
+            active = arith.CmpiOp(self.lid, const(step), "ult")
+            ops.append(active)
+            cond = active.result
+            if step * 2 > self.group:  # a group size that is no power of two: the partner must exist
+                partner = arith.AddiOp(self.lid, const(step))
+                inside = arith.CmpiOp(partner.result, const(self.group), "ult")
+                both = arith.AndIOp(cond, inside.result)
+                ops += [partner, inside, both]
+                cond = both.result
+            then = Block()
+            partner = arith.AddiOp(self.lid, const(step))
+            then.add_op(partner)
+            for k in range(len(adds)):
+                mine = memref.LoadOp.get(buf, [const(k), self.lid])
+                theirs = memref.LoadOp.get(buf, [const(k), partner.result])
+                total = arith.AddiOp(mine, theirs) if sum_type == i32 else arith.AddfOp(mine, theirs)
+                then.add_ops([mine, theirs, total, memref.StoreOp.get(total.result, buf, [const(k), self.lid])])
+            then.add_op(scf.YieldOp())
+            ops += [scf.IfOp(cond, [], Region(then)), kernel.BarrierOp()]
+            step //= 2
+        # work-item 0 adds the group's sums with the original atomics
+        first = arith.CmpiOp(self.lid, const(0), "eq")
+        then = Block()
+        for k, add in enumerate(adds):
+            total = memref.LoadOp.get(buf, [const(k), const(0)])
+            then.add_op(total)
+            value: SSAValue = total.res
+            if isinstance(add.value.type, Float16Type):  # type: ignore[attr-defined]
+                trunc = arith.TruncFOp(value, add.value.type)  # type: ignore[attr-defined]
+                then.add_op(trunc)
+                value = trunc.result
+            add.operands[0] = value
+            add.detach()
+            then.add_op(add)
+        then.add_op(scf.YieldOp())
+        ops += [first, scf.IfOp(first.result, [], Region(then))]
+        Rewriter.insert_op(ops, ip)
+
+
+def _constant(v: SSAValue) -> int | None:
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def _sum_type(add: Operation) -> Attribute:
+    """What a group's contributions to `add` are summed in: i32, or f32 (halves too)."""
+    return i32 if add.memref.type.element_type == i32 else f32  # type: ignore[attr-defined]
+
+
+def _zero_type(t: Attribute) -> Attribute | None:
+    """`t` when an inactive work-item can stand in 0 for a value of type t, else None."""
+    if isinstance(t, IntegerType | IndexType | Float16Type | Float32Type):
+        return t
+    if isinstance(t, VectorType) and isinstance(t.element_type, IntegerType | IndexType | Float16Type | Float32Type):
+        return t
+    from xdsl.dialects.builtin import Float64Type
+
+    if isinstance(t, Float64Type) or (isinstance(t, VectorType) and isinstance(t.element_type, Float64Type)):
+        return t
+    return None
+
+
+def _zero(t: Attribute) -> Operation:
+    if isinstance(t, VectorType):
+        el = t.element_type
+        value = 0.0 if not isinstance(el, IntegerType | IndexType) else 0
+        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value] * t.element_count()))
+    if isinstance(t, IntegerType | IndexType):
+        return arith.ConstantOp(IntegerAttr(0, t))
+    return arith.ConstantOp(FloatAttr(0.0, t))  # type: ignore[arg-type]
+
+
+def _wrap(ops: list[Operation], p: SSAValue, ip: InsertPoint) -> None:
+    """Moves `ops` (consecutive, in order) under `scf.if %p`, which yields their results used
+    after them (zeros in inactive work-items)."""
+    inside = set(ops)
+
+    def later_use(r: SSAValue) -> bool:
+        return any(not any(o.is_ancestor(u.operation) for o in inside) for u in r.uses)
+
+    escaping = [r for op in ops for r in op.results if later_use(r)]
+    then = Block()
+    for op in ops:
+        op.detach()
+        then.add_op(op)
+    then.add_op(scf.YieldOp(*escaping))
+    other = Block()
+    zeros = [_zero(r.type) for r in escaping]
+    other.add_ops([*zeros, scf.YieldOp(*(z.results[0] for z in zeros))])
+    branch = scf.IfOp(p, [r.type for r in escaping], Region(then), Region(other))
+    Rewriter.insert_op(branch, ip)
+    for old, new in zip(escaping, branch.results):
+        new.name_hint = old.name_hint
+        old.replace_uses_with_if(new, lambda use: not branch.is_ancestor(use.operation))
