@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from xdsl.dialects import arith, math, memref, vector
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, VectorType
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, VectorType
 from xdsl.ir import Operation, SSAValue
 
 from diffc.dialects import diff
@@ -14,7 +14,7 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
 from diffc.frontend.checker import SWIZZLE, Local
-from diffc.frontend.errors import TYPE_MISMATCH, FrontendError
+from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED, FrontendError
 
 CMP_F = {"==": "oeq", "!=": "une", "<": "olt", ">": "ogt", "<=": "ole", ">=": "oge"}
 CMP_S = {"==": "eq", "!=": "ne", "<": "slt", ">": "sgt", "<=": "sle", ">=": "sge"}
@@ -275,8 +275,12 @@ class ExprLowering:
             return self.matrix_compound(e)  # type: ignore[attr-defined]
         else:
             op = e.op[:-1]
-            if isinstance(e.target, A.Index) and isinstance(e.target.base.ty, T.Buffer) and e.target.base.ty.atomic:
-                return self.atomic_add(e.target, self.lower_as(e.value, t), negate=op == "-")
+            place = self.atomic_place(e.target)
+            if place is not None:
+                if op not in ("+", "-"):
+                    raise FrontendError(UNSUPPORTED, f"'{e.op}' on an Atomic<{t}> element: only += and -= "
+                                        "(atomic adds) are supported", *e.span)
+                return self.atomic_add(*place, self.lower_as(e.value, t), negate=op == "-")
             c = T.common_type(t, e.value.ty)
             assert c is not None
             old = self.convert(self.expr(e.target), t, c)
@@ -284,13 +288,24 @@ class ExprLowering:
         self.store(e.target, new)
         return new
 
-    def atomic_add(self, target: A.Index, val: list[SSAValue], negate: bool) -> list[SSAValue]:
-        (buf,) = self.expr(target.base)
-        idx = self.index_value(target.index)
+    def atomic_place(self, target: A.Expr) -> tuple[SSAValue, SSAValue] | None:
+        """Memref and index of an element of a `RWStructuredBuffer<Atomic<T>>` or of an
+        `Atomic<T>*` (`buf[i]`, `p[i]`, `*p`); None for any other place."""
+        if isinstance(target, A.Index) and isinstance(target.base.ty, T.Buffer) and target.base.ty.atomic:
+            (buf,) = self.expr(target.base)
+            return buf, self.index_value(target.index)
+        if isinstance(target, A.Index) and isinstance(target.base.ty, T.Pointer) and target.base.ty.atomic:
+            return self.pointer_at(target.base, target.index)
+        if (isinstance(target, A.Unary) and target.op == "*" and isinstance(target.operand.ty, T.Pointer)
+                and target.operand.ty.atomic):
+            return self.pointer_at(target.operand, None)
+        return None
+
+    def atomic_add(self, buf: SSAValue, idx: SSAValue, val: list[SSAValue], negate: bool) -> list[SSAValue]:
         x = val[0]
         if negate:
-            x = self.v(arith.NegfOp(x))
-        kind = 0 if T.is_floating(target.ty) else 1  # MLIR AtomicRMWKind: addf = 0, addi = 1
+            x = self.v(arith.NegfOp(x) if isinstance(x.type, AnyFloat) else arith.SubiOp(self.zero_of(x.type), x))
+        kind = 0 if isinstance(x.type, AnyFloat) else 1  # MLIR AtomicRMWKind: addf = 0, addi = 1
         op = memref.AtomicRMWOp.build(operands=[x, buf, [idx]], result_types=[x.type],
                                       properties={"kind": IntegerAttr(kind, 64)})
         return [self.v(op)]
