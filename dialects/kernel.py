@@ -46,7 +46,6 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     StringAttr,
     UnitAttr,

@@ -279,3 +279,19 @@ class Global(Node):
 @dataclass
 class Program(Node):
     decls: list[Node]
+
+
+def walk(node):
+    """Every node below `node` (itself included), depth first; lists are walked too."""
+    yield node
+    if isinstance(node, list):
+        for x in node:
+            yield from walk(x)
+        return
+    if not isinstance(node, Node):
+        return
+    for k, v in vars(node).items():
+        if k in ("ty", "sym", "target", "decl_ty", "span") and not isinstance(v, Node):
+            continue
+        if isinstance(v, Node | list):
+            yield from walk(v)

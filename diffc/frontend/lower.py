@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr, DenseArrayBase, DictionaryAttr, FunctionType, IntegerAttr, IntegerType, ModuleOp,
-    StringAttr, SymbolRefAttr, UnitAttr, i64, DYNAMIC_INDEX, FileLineColLoc, IntAttr,
+    StringAttr, SymbolRefAttr, UnitAttr, i64, FileLineColLoc, IntAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -21,7 +21,9 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.derivative_checks import check_module
-from diffc.frontend.checker import Checker, FuncInfo, Local, err, for_shape, ptr_param, trip_count, walk
+from diffc.frontend.ast import walk
+from diffc.frontend.checker import Checker, FuncInfo, Local, err, ptr_param
+from diffc.frontend.loop_bounds import for_shape, trip_count
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering

@@ -139,7 +139,6 @@ def device() -> DeviceInfo:
             wanted = os.environ.get("DIFFC_DEVICE", "auto").strip().lower() or "auto"
             if wanted not in _CHOICES:
                 raise DeviceError(f"error: DIFFC_DEVICE must be one of gpu, cpu, auto; got '{wanted}'")
-            import pyopencl as cl
 
             failures = []
             for platform, dev in _candidates(wanted):

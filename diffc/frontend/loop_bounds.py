@@ -1,0 +1,108 @@
+"""Static facts about `for` loops that reverse mode needs: the trip count of a loop over an int
+counter with constant start, bound and step, and the shape the lowering turns into `scf.for`."""
+
+from __future__ import annotations
+
+from diffc.frontend import ast as A
+from diffc.frontend.ast import walk
+
+_COMPARE = {
+    "<": lambda i, b: i < b, "<=": lambda i, b: i <= b, ">": lambda i, b: i > b,
+    ">=": lambda i, b: i >= b, "!=": lambda i, b: i != b,
+}
+
+
+def trip_count(s: A.For) -> int | None:
+    """The number of iterations of `for (int i = A; i CMP B; STEP)` with constants A and B, a
+    constant step (i++, i--, i += c, i -= c, i = i + c, i = i - c) and no other assignment to i;
+    None when the loop is not of that form or does not end."""
+    init, cond = s.init, s.cond
+    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
+            and init.type.name in ("int", "uint") and not init.type.dims):
+        return None
+    v = init.name
+    if not (isinstance(cond, A.Binary) and cond.op in _COMPARE and isinstance(cond.lhs, A.Name)
+            and cond.lhs.id == v):
+        return None
+    start, bound, delta = _int_constant(init.init), _int_constant(cond.rhs), _step_of(s.step, v)
+    if start is None or bound is None or not delta or _assigns_outside_step(s, v):
+        return None
+    if not _COMPARE[cond.op](start, bound):
+        return 0
+    if cond.op == "!=":
+        n, rem = divmod(bound - start, delta)
+        count = n if rem == 0 and n > 0 else None
+    elif (cond.op in ("<", "<=")) == (delta > 0):
+        last = bound if cond.op in ("<=", ">=") else bound - (1 if delta > 0 else -1)
+        count = (last - start) // delta + 1
+    else:
+        return None  # moves away from the bound
+    if count is not None and init.type.name == "uint" and start + count * delta < 0:
+        return None  # an unsigned counter wraps around instead of ending
+    return count
+
+
+def _int_constant(e: A.Expr | None) -> int | None:
+    if isinstance(e, A.Num) and not e.is_float:
+        return int(e.value)
+    if isinstance(e, A.Unary) and e.op == "-":
+        x = _int_constant(e.operand)
+        return None if x is None else -x
+    return None
+
+
+def _step_of(step: A.Expr | None, v: str) -> int | None:
+    """The constant added to v by a for loop's step expression."""
+    def is_v(t):
+        return isinstance(t, A.Name) and t.id == v
+
+    if isinstance(step, A.IncDec) and is_v(step.target):
+        return 1 if step.op == "++" else -1
+    if isinstance(step, A.Assign) and is_v(step.target):
+        if step.op in ("+=", "-="):
+            c = _int_constant(step.value)
+            return None if c is None else (c if step.op == "+=" else -c)
+        val = step.value
+        if step.op == "=" and isinstance(val, A.Binary) and val.op in ("+", "-") and is_v(val.lhs):
+            c = _int_constant(val.rhs)
+            return None if c is None else (c if val.op == "+" else -c)
+    return None
+
+
+def _assigns_outside_step(s: A.For, v: str) -> bool:
+    return assigns_to(s.body, v) or assigns_to(s.cond, v)
+
+
+def for_shape(s: A.For):
+    """(var, lb expr, ub expr, step, inclusive) for `for (int i = a; i < b; i++ / i += c)`."""
+    init, cond, step = s.init, s.cond, s.step
+    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
+            and init.type.name in ("int", "uint") and not init.type.dims):
+        return None
+    v = init.name
+    if not (isinstance(cond, A.Binary) and cond.op in ("<", "<=") and isinstance(cond.lhs, A.Name)
+            and cond.lhs.id == v):
+        return None
+    if isinstance(step, A.IncDec) and step.op == "++" and isinstance(step.target, A.Name) and step.target.id == v:
+        k = 1
+    elif (isinstance(step, A.Assign) and step.op == "+=" and isinstance(step.target, A.Name)
+          and step.target.id == v and isinstance(step.value, A.Num) and not step.value.is_float
+          and int(step.value.value) > 0):
+        k = int(step.value.value)
+    else:
+        return None
+    if assigns_to(s.body, v):
+        return None
+    return v, init.init, cond.rhs, k, cond.op == "<="
+
+
+def assigns_to(node, name: str) -> bool:
+    """Whether `name` is assigned anywhere inside node."""
+    for n in walk(node):
+        if isinstance(n, A.Assign | A.IncDec):
+            t = n.target
+            while isinstance(t, A.Member | A.Index):
+                t = t.base
+            if isinstance(t, A.Name) and t.id == name:
+                return True
+    return False
