@@ -98,7 +98,6 @@ class ExprLowering:
                 return self.v(arith.CmpfOp(x, zero, "une"))
             return self.v(arith.CmpiOp(x, zero, "ne"))
         if sf and df:
-            wa, wb = x.type, out
             ba = T.RANK[se.kind]
             bb = T.RANK[de.kind]
             return self.v(arith.ExtFOp(x, out) if bb > ba else arith.TruncFOp(x, out))
