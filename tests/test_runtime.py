@@ -89,3 +89,17 @@ def test_lazy_exports():
     assert callable(d.load_module) and d.Tensor.__name__ == "Tensor" and callable(d.device)
     with pytest.raises(AttributeError):
         d.no_such_thing
+
+
+@pytest.mark.parametrize("log", [
+    # the build logs of NVIDIA's OpenCL and of two PoCL versions for the same mistake
+    "<kernel>:2:10: error: use of undeclared identifier 'undeclared_name'\n  x[0] = undeclared_name;\n         ^",
+    "error: /root/.cache/pocl/kcache/tempfile_5JCIhj.cl:2:10: use of undeclared identifier 'undeclared_name'",
+    "<source>:2:10: error: use of undeclared identifier 'undeclared_name'",
+])
+def test_build_error_marks_the_line_every_compiler_names(log):
+    source = "__kernel void k(__global float* x) {\n  x[0] = undeclared_name;\n}\n"
+    lines = program.format_build_error(log, source).splitlines()
+    marked = [ln for ln in lines if ln.lstrip().startswith(">")]
+    assert marked == ["  >    2 |   x[0] = undeclared_name;"]
+    assert lines[lines.index(marked[0]) + 1] == "         |          ^"

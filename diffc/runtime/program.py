@@ -136,7 +136,8 @@ def _build_log(e: Exception, dev: DeviceInfo) -> str:
     return (m.group(1) if m else text).strip()
 
 
-_LINE_REF = re.compile(r"(?:<source>|input\.cl|\.cl|^):(\d+):(\d+)?", re.M)
+# "<kernel>:2:10" (NVIDIA), "<source>:2:10", ".../tempfile_x.cl:2:10" (PoCL)
+_LINE_REF = re.compile(r"(?:<[^>\n]*>|\.cl|^):(\d+):(\d+)?", re.M)
 
 
 def format_build_error(log: str, source: str, context: int = 1) -> str:
