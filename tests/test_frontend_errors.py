@@ -35,6 +35,8 @@ CASES = [
     ("[Differentiable]\nfloat f(float x, int n) {\n  float y = x;\n  for (int i = 0; i < n; i++) { y = y * x; }\n"
      "  return y;\n}\n", "E0007", 4, 3, "for"),
     ("struct P { float a; float b; };\nRWStructuredBuffer<P> buf;\n", "E0008", 2, 1, "RWStructuredBuffer<P>"),
+    ("void main() {\n  float a = 1.0;\n  int a = 2;\n}\n", "E0009", 3, 3, "int a = 2"),
+    ("struct P { float a; };\nstruct P { float b; };\n", "E0009", 2, 1, "struct P { float b; };"),
 ]
 
 
@@ -146,3 +148,17 @@ def test_control_characters_keep_lines_and_columns():
     head, text, caret = str(info.value).split("\n")
     assert head == "bad.slang:3:13: error[E0001]: unexpected character U+001C"
     assert text == "      int y = 1 \x1c;" and caret == "    " + " " * 12 + "^"
+
+
+def test_same_name_in_sibling_and_nested_scopes_is_fine():
+    from diffc.interp import run_function
+
+    m = compile_slang("""
+float f(float x) {
+    float acc = 0;
+    for (int i = 0; i < 3; i++) { float t = x * i; acc += t; }
+    for (int i = 0; i < 2; i++) { float t = x; acc += t; }
+    { float acc = 100.0; }
+    return acc;
+}""", "ok.slang")
+    assert run_function(m, "f", 2.0) == (2.0 * (0 + 1 + 2) + 2 * 2.0,)

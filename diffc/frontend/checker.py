@@ -225,6 +225,8 @@ class Checker:
         top: list[FuncInfo] = []
         for d in prog.decls:
             if isinstance(d, A.Struct):
+                if d.name in self.structs or d.name in self.struct_templates:
+                    raise err(REDEFINED, f"a second struct named '{d.name}'", d)
                 if d.generic_params:
                     self.struct_templates[d.name] = d
                 else:
@@ -454,6 +456,8 @@ class Checker:
                 if isinstance(ty, T.Void | T.FuncRef | T.StringT):
                     raise err(TYPE_MISMATCH, f"cannot declare a variable of type {ty}", s.init)
             s.decl_ty = ty
+            if s.name in self.scopes[-1]:
+                raise err(REDEFINED, f"'{s.name}' is already declared in this scope", s)
             s.local = self.declare(s.name, ty, not s.is_const)  # type: ignore[attr-defined]
         elif isinstance(s, A.ExprStmt):
             self.expr(s.expr)

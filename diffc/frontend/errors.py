@@ -14,7 +14,7 @@ ARG_COUNT = "E0005"  # a call with the wrong number of arguments
 NOT_DIFFERENTIABLE = "E0006"  # derivative-carrying value into a non-differentiable function or raw pointer
 UNBOUNDED_LOOP = "E0007"  # a loop without a bound in a backward-differentiable function
 UNSUPPORTED = "E0008"  # valid Slang that this front end does not handle
-REDEFINED = "E0009"  # a second global of one name
+REDEFINED = "E0009"  # a second global, struct or local of one name (in one scope)
 
 
 class FrontendError(Exception):
