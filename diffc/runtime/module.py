@@ -150,6 +150,9 @@ class Function:
         self._n_results = len(outs)
         self.differentiable = diff.is_differentiable_func(op)
         self.diffable = [diff.arg_is_differentiable(op, i) for i in range(n)]
+        from diffc.passes.lower_entry_points import is_compute_entry
+
+        self.is_entry = is_compute_entry(op)
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
         self._last_args: dict[KernelSpec, list] = {}
@@ -215,9 +218,7 @@ class Function:
             )
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
-        from diffc.passes.lower_entry_points import is_compute_entry
-
-        if is_compute_entry(self.op):
+        if self.is_entry:
             raise CallError(
                 f"error: {self.name}(): @{self.name} is a compute entry point: run it with "
                 f"m.{self.name}.dispatch(thread_count=..., ...)",
@@ -245,8 +246,16 @@ class Function:
         tensors: list[tuple[int, Tensor]] = []
         scalars: dict[int, object] = {}
         for i, v in enumerate(values):
-            name = self.params[i]
             want = self.dtypes[i]
+            # the common cases first: a Tensor of the parameter's dtype, a Python float for a
+            # float parameter (this loop runs on every call: tiny calls are overhead-bound)
+            if type(v) is Tensor and v.dtype == want:
+                tensors.append((i, v))
+                continue
+            if type(v) is float and want is not None and want.kind == "f":
+                scalars[i] = want.type(v)
+                continue
+            name = self.params[i]
             if want is None:
                 raise CallError(
                     f"error: {self.name}(): parameter '{name}' has type {self.op.function_type.inputs.data[i]}, "
