@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import FileLineColLoc
-from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ def op_location(op: Operation, enclosing: bool = False) -> SourceLocation | None
     """Where `op` was written: the FileLineColLoc diffc-opt's parser or the front end gave it.
     With `enclosing`, an op a pass built (no location of its own) is placed at the nearest
     enclosing op that has one."""
+    from xdsl.dialects.builtin import FileLineColLoc  # (kept out of `diffc version`'s imports)
+
     cur: Operation | None = op
     while cur is not None:
         loc = cur.location
