@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from diffc.diagnostics import DiffcError, read_source
+from diffc.diagnostics import DiffcError, read_source, render_error
 
 PIPELINE = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
 PRINT_ENTRIES = ("printMain", "main")
@@ -46,8 +46,21 @@ def _apply(module, pipeline: str) -> None:
     from diffc.runtime.module import _context
 
     available = {**get_all_passes(), **registry.PASSES}
-    ctx = _context()
-    PassPipeline.parse_spec(available, pipeline).apply(ctx, module)
+    for p in PassPipeline.parse_spec(available, pipeline).passes:
+        _apply_pass(p, module)
+
+
+def _apply_pass(p, module) -> None:
+    """Runs one pass; its failure names the pass (and keeps the location of the op at fault)."""
+    from xdsl.utils.exceptions import PassFailedException
+
+    from diffc.diagnostics import failed_in_pass
+    from diffc.runtime.module import _context
+
+    try:
+        p.apply(_context(), module)
+    except PassFailedException as e:
+        raise failed_in_pass(p.name, e) from None
 
 
 def choose_entry(module, wanted: str | None):
@@ -91,13 +104,13 @@ def lowered(path: str, entry: str | None = None):
     _apply(low, PIPELINE)
     from diffc.runtime.module import _context
 
-    LowerEntryPointsPass(entry=name).apply(_context(), low)
+    _apply_pass(LowerEntryPointsPass(entry=name), low)
     from diffc.runtime import dispatch
 
     if dispatch.REDUCE_ATOMICS:
         from diffc.passes.reduce_atomics import ReduceAtomicsPass
 
-        ReduceAtomicsPass().apply(_context(), low)
+        _apply_pass(ReduceAtomicsPass(), low)
     low.verify()
     return low, name, threads, text
 
@@ -189,9 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compile":
             return cmd_compile(args)
         return cmd_run(args)
-    except DiffcError as e:
+    except DiffcError as e:  # located ones (the OpenCL emitter's) show their source line
         sys.stdout.flush()
-        print(str(e), file=sys.stderr)
+        print(render_error(e), file=sys.stderr)
         return 1
     except RecursionError:
         if os.environ.get("DIFFC_TRACEBACK"):
@@ -207,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "DIFFC_TRACEBACK"
         ):
             sys.stdout.flush()
-            print(f"error: {e}", file=sys.stderr)
+            print(render_error(e), file=sys.stderr)  # a pass's error at an op: its source line
             return 1
         raise
 

@@ -10,7 +10,15 @@ without a Python traceback.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xdsl.utils.exceptions import PassFailedException
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,74 @@ class DiffcError(Exception):
         return self.message
 
 
+def op_location(op: Operation, enclosing: bool = False) -> SourceLocation | None:
+    """Where `op` was written: the FileLineColLoc diffc-opt's parser or the front end gave it.
+    With `enclosing`, an op a pass built (no location of its own) is placed at the nearest
+    enclosing op that has one."""
+    from xdsl.dialects.builtin import FileLineColLoc  # (kept out of `diffc version`'s imports)
+
+    cur: Operation | None = op
+    while cur is not None:
+        loc = cur.location
+        if isinstance(loc, FileLineColLoc):
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+        cur = cur.parent_op() if enclosing else None
+    return None
+
+
+class PassError(PassFailedException):
+    """A pass refusing the IR because of one op. Still a PassFailedException, so xDSL's driver
+    and pass plugins handle it as any pass failure; `location` (where the op was written, or
+    None) and `detail` (the message without it) let diffc's tools print the source line."""
+
+    def __init__(self, detail: str, location: SourceLocation | None = None):
+        super().__init__(f"{location}: {detail}" if location is not None else detail)
+        self.detail = detail
+        self.location = location
+
+
+def pass_error(op: Operation | None, message: str) -> PassError:
+    """The error a pass raises about `op` (None: about nothing in particular)."""
+    return PassError(message, op_location(op, enclosing=True) if op is not None else None)
+
+
+def failed_in_pass(name: str, e: PassFailedException) -> PassError:
+    """`e`, raised by pass `name`, with a message that names the pass; its location is kept."""
+    if isinstance(e, PassError):
+        return PassError(f"pass '{name}' failed: {e.detail}", e.location)
+    return PassError(f"pass '{name}' failed: {e}")
+
+
+def _source_text(file: str, sources: Mapping[str, str] | None) -> str | None:
+    if sources is not None and file in sources:
+        return sources[file]
+    try:  # the file itself, when the caller did not keep its text
+        return decode_source(Path(file).read_bytes(), file)
+    except (OSError, DiffcError, ValueError):
+        return None
+
+
+def render_error(e: BaseException, sources: Mapping[str, str] | None = None, prefix: str = "") -> str:
+    """The diagnostic to print for `e`. An error with a `location` and a `detail` (PassError,
+    the OpenCL emitter's errors) gets `file:line:col: error: prefix detail`, the source line
+    and a caret; any other keeps its own text, with `error: ` in front where it has none."""
+    loc = getattr(e, "location", None)
+    detail = getattr(e, "detail", None)
+    if isinstance(loc, SourceLocation) and isinstance(detail, str):
+        return format_diagnostic(loc, prefix + detail, source=_source_text(loc.file, sources))
+    if isinstance(e, DiffcError) and not prefix:
+        return str(e)  # already a complete diagnostic
+    if isinstance(detail, str):
+        text = prefix + detail
+    else:
+        text = str(e)
+        if prefix and not text.startswith("error"):
+            text = prefix + text
+    if text.startswith(("error", "/")) or ": error" in text:
+        return text
+    return f"error: {text}"
+
+
 def decode_source(data: bytes, filename: str) -> str:
     """The text of a source file; bytes that are not UTF-8 are an error at the first of them."""
     try:
@@ -76,6 +152,4 @@ def decode_source(data: bytes, filename: str) -> str:
 
 def read_source(path) -> str:
     """`decode_source` of the file at `path`."""
-    from pathlib import Path
-
     return decode_source(Path(path).read_bytes(), str(path))

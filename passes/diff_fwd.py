@@ -52,6 +52,7 @@ from diffc.dialects.diff import (
     is_differentiable_func,
     result_is_differentiable,
 )
+from diffc.diagnostics import pass_error
 from diffc.rules import RuleBuilder, emit_jvp, lookup_rule
 
 Tangent = SSAValue | None
@@ -64,8 +65,9 @@ def _func_name(op: Operation) -> str:
     return parent.sym_name.data if isinstance(parent, func.FuncOp) else "<module>"
 
 
-def _fail(fname: str, message: str) -> PassFailedException:
-    return PassFailedException(f"in function @{fname}: {message}")
+def _fail(fname: str, message: str, at: Operation) -> PassFailedException:
+    """The error about op `at` of function @fname, located where `at` was written."""
+    return pass_error(at, f"in function @{fname}: {message}")
 
 
 def _discard(block: Block) -> None:
@@ -100,11 +102,11 @@ class FwdGenerator:
         custom = custom_derivative(callee, FWD_DERIVATIVE)
         if custom is not None:
             if custom not in self.funcs:
-                raise _fail(fname, f"diff.fwd_derivative names @{custom}, which does not exist")
+                raise _fail(fname, f"diff.fwd_derivative names @{custom}, which does not exist", callee)
             self.derivatives[fname] = custom
             return custom
         if not callee.body.blocks:
-            raise _fail(fname, "cannot differentiate a function without a body")
+            raise _fail(fname, "cannot differentiate a function without a body", callee)
         name = self.fresh_name(f"{fname}_fwd")
         self.derivatives[fname] = name
         # Inner fwd_diff ops first: the function then works on pairs, and is differentiated
@@ -139,12 +141,13 @@ class FwdGenerator:
         target = op.callee.root_reference.data
         callee = self.funcs.get(target)
         if callee is None:
-            raise _fail(caller, f"'diff.fwd_diff' of @{target}: no such function")
+            raise _fail(caller, f"'diff.fwd_diff' of @{target}: no such function", op)
         if custom_derivative(callee, FWD_DERIVATIVE) is None and not is_differentiable_func(callee):
             raise _fail(
                 caller,
                 f"'diff.fwd_diff' of @{target}: @{target} is not differentiable "
                 f"(mark it {DIFFERENTIABLE} or give it {FWD_DERIVATIVE})",
+                op,
             )
         name = self.derivative_of(callee)
         call = func.CallOp(name, list(op.args), [r.type for r in op.res])
@@ -171,8 +174,8 @@ class FuncDiff:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def fail(self, message: str) -> PassFailedException:
-        return _fail(self.fname, message)
+    def fail(self, message: str, at: Operation) -> PassFailedException:
+        return _fail(self.fname, message, at)
 
     def p(self, v: SSAValue) -> SSAValue:
         return self.primal.get(v, v)
@@ -202,7 +205,7 @@ class FuncDiff:
     def build(self, name: str) -> func.FuncOp:
         src = self.src
         if len(src.body.blocks) != 1:
-            raise self.fail("only functions with a single block can be differentiated")
+            raise self.fail("only functions with a single block can be differentiated", src)
         sig = fwd_signature(src)
         block = Block(arg_types=sig.inputs.data)
         b = Builder(InsertPoint.at_end(block))
@@ -252,7 +255,7 @@ class FuncDiff:
         terminator (the caller builds its replacement)."""
         ops = list(src.ops)
         if not ops:
-            raise self.fail("a block without terminator")
+            raise self.fail("a block without terminator", src.parent_op() or self.src)
         for op in ops[:-1]:
             self.op(op, dst)
         return ops[-1]
@@ -270,7 +273,7 @@ class FuncDiff:
         if isinstance(op, func.CallOp):
             return self.call_op(op, dst)
         if isinstance(op, FwdDiffOp):  # lowered before; kept for safety
-            raise self.fail("'diff.fwd_diff' left inside a function being differentiated")
+            raise self.fail("'diff.fwd_diff' left inside a function being differentiated", op)
         if isinstance(op, DetachOp):
             # Keep the detach in the generated function: differentiating @f_fwd again (higher
             # order) must still see that this value's derivative is dropped.
@@ -297,19 +300,23 @@ class FuncDiff:
             t = b.insert(type(op)(tans[0])).result
             return self.bind(op.result, new.results[0], t)
         if op.regions:
-            raise self.fail(f"'{op.name}' has regions and a derivative-carrying operand; no rule for it")
+            raise self.fail(f"'{op.name}' has regions and a derivative-carrying operand; no rule for it", op)
         if lookup_rule(op) is None:
             raise self.fail(
                 f"'{op.name}' has no derivative rule, but its operand #{active[0]} carries a derivative "
-                f"(use diff.detach for a value whose derivative should be dropped)"
+                f"(use diff.detach for a value whose derivative should be dropped)",
+                op,
             )
         if not lookup_rule(op).differentiable:  # e.g. printf: no result carries a derivative
             for old, r in zip(op.results, new.results):
                 self.bind(old, r, None)
             return
         if len(op.results) != 1:
-            raise self.fail(f"'{op.name}': derivative rules handle ops with one result")
-        t = emit_jvp(RuleBuilder(InsertPoint.at_end(dst)), new, tans)
+            raise self.fail(f"'{op.name}': derivative rules handle ops with one result", op)
+        try:
+            t = emit_jvp(RuleBuilder(InsertPoint.at_end(dst)), new, tans)
+        except NotImplementedError:  # a rule with a reverse-mode hook alone
+            raise self.fail(f"'{op.name}': its derivative rule has no forward-mode derivative", op) from None
         self.bind(op.results[0], new.results[0], t)
 
     def check_no_captured_tangent(self, op: Operation, region: Region) -> None:
@@ -318,7 +325,8 @@ class FuncDiff:
                 if self.t(v) is not None:
                     raise self.fail(
                         f"'{op.name}' uses a derivative-carrying value inside its region, "
-                        f"and diff-fwd has no rule for it"
+                        f"and diff-fwd has no rule for it",
+                        op,
                     )
 
     def call_op(self, op: func.CallOp, dst: Block) -> None:
@@ -340,7 +348,8 @@ class FuncDiff:
             raise self.fail(
                 f"'func.call' passes a derivative-carrying value (operand #{active[0]}) to @{target}, "
                 f"which is not differentiable (no {DIFFERENTIABLE}, no {FWD_DERIVATIVE}); "
-                f"mark the parameter {NO_DIFF} or wrap the value in diff.detach"
+                f"mark the parameter {NO_DIFF} or wrap the value in diff.detach",
+                op,
             )
         name = self.gen.derivative_of(callee)
         args = []

@@ -40,6 +40,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
+from diffc.diagnostics import pass_error
 from diffc.dialects.diff import (
     BWD_DERIVATIVE,
     FWD_DERIVATIVE,
@@ -86,8 +87,8 @@ class Lowerer:
         self.vals: dict[SSAValue, list[SSAValue]] = {}
         self.fname = "<module>"
 
-    def fail(self, message: str) -> PassFailedException:
-        return PassFailedException(f"in function @{self.fname}: {message}")
+    def fail(self, message: str, at: Operation) -> PassFailedException:
+        return pass_error(at, f"in function @{self.fname}: {message}")
 
     def get(self, v: SSAValue) -> list[SSAValue]:
         return self.vals.get(v, [v])
@@ -167,7 +168,8 @@ class Lowerer:
             return
         if isinstance(op, FwdDiffOp | BwdDiffOp):
             raise self.fail(
-                f"'{op.name}' of {op.callee} is still present: run diff-fwd and diff-rev before diff-lower"
+                f"'{op.name}' of {op.callee} is still present: run diff-fwd and diff-rev before diff-lower",
+                op,
             )
         self.generic(op, b)
 
@@ -202,6 +204,7 @@ class Lowerer:
             successors=list(op.successors),
             regions=regions,
         )
+        new.location = op.location  # later passes' errors still point at the source
         self.fname = saved
         b.insert(new)
         self.bind_results(list(op.results), list(new.results))

@@ -72,7 +72,6 @@ from diffc.passes.rev_support import (
     i64,
     storable,
     symbols_of,
-    where,
 )
 from diffc.rules import RuleBuilder, emit_vjp
 
@@ -103,7 +102,7 @@ class _Generator:
             return custom
         name = fn.sym_name.data
         if not diff.is_differentiable_func(fn):
-            raise fail(user, f"{where(at)}: bwd_diff of @{name}, which is not marked diff.differentiable")
+            raise fail(user, f"bwd_diff of @{name}, which is not marked diff.differentiable", at)
         if name in self.done:
             return self.done[name]
         new_name = self.unique(f"{name}_bwd")
@@ -128,9 +127,10 @@ class _FuncReverser(LoopReverser):
         if len(self.fn.body.blocks) != 1:
             raise fail(
                 self.name,
-                f"{where(self.fn)}: reverse mode needs a function body of one block; this one has "
+                f"reverse mode needs a function body of one block; this one has "
                 f"{len(self.fn.body.blocks)} (unstructured cf branches): write the control flow with "
                 f"scf.if / scf.for / scf.while",
+                self.fn,
             )
         self.act = Activity(self.fn, self.gen.symbols)
 
@@ -182,7 +182,7 @@ class _FuncReverser(LoopReverser):
     def tape(self, key: tuple, t: Attribute, dims: list[int], why: str) -> SSAValue:
         if key not in self.tapes:
             if not storable(t):
-                raise fail(self.name, f"{where(key[0])}: cannot store a loop-carried value of type {t}")
+                raise fail(self.name, f"cannot store a loop-carried value of type {t}", key[0])
             a = memref.AllocaOp.get(t, shape=dims or [1])
             a.attributes[TAPE] = StringAttr(why)
             self.allocas.append(a)
@@ -271,7 +271,10 @@ class _FuncReverser(LoopReverser):
             else:
                 new_op = vmap[op.results[0]].owner
                 before = em.block.last_op
-                contribs = emit_vjp(RuleBuilder(InsertPoint.at_end(em.block)), new_op, adj[op.results[0]])
+                try:
+                    contribs = emit_vjp(RuleBuilder(InsertPoint.at_end(em.block)), new_op, adj[op.results[0]])
+                except NotImplementedError:  # a rule with a forward-mode hook alone
+                    raise fail(self.name, f"'{op.name}': its derivative rule has no reverse-mode derivative", op) from None
                 keep = {c for x, c in zip(op.operands, contribs) if c is not None and x in self.act}
                 _drop_unused_after(em.block, before, keep)
                 for x, c in zip(op.operands, contribs):
@@ -343,6 +346,6 @@ class DiffRevPass(ModulePass):
             user_name = user.sym_name.data if isinstance(user, func.FuncOp) else "<module>"
             callee = gen.symbols.get(bd.callee.root_reference.data)
             if callee is None:
-                raise fail(user_name, f"{where(bd)}: bwd_diff of unknown function {bd.callee}")
+                raise fail(user_name, f"bwd_diff of unknown function {bd.callee}", bd)
             name = gen.bwd_of(callee, user_name, bd)
             Rewriter.replace_op(bd, func.CallOp(name, bd.args, [r.type for r in bd.res]))

@@ -59,6 +59,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from diffc.diagnostics import pass_error
 from diffc.dialects import kernel
 
 SHADER = "diffc.shader"
@@ -109,8 +110,9 @@ def is_compute_entry(fn: func.FuncOp) -> bool:
     return isinstance(shader, StringAttr) and shader.data == "compute"
 
 
-def _fail(fn: func.FuncOp, message: str) -> PassFailedException:
-    return PassFailedException(f"lower-entry-points: @{fn.sym_name.data}: {message}")
+def _fail(fn: func.FuncOp, message: str, at: Operation | None = None) -> PassFailedException:
+    """The error about entry point `fn`, located at op `at` of it (default: `fn` itself)."""
+    return pass_error(at or fn, f"lower-entry-points: @{fn.sym_name.data}: {message}")
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,9 @@ def _thread_buffers(fn, buffers, types, funcs, uses, order) -> None:
     args: dict[str, SSAValue] = {}
     for b in buffers:
         if b not in types:
-            raise _fail(fn, f"uses @{b}, which is not a memref.global of this module")
+            use = next((o for o in fn.walk() if isinstance(o, memref.GetGlobalOp)
+                        and o.name_.root_reference.data == b), None)  # else used through a call
+            raise _fail(fn, f"uses @{b}, which is not a memref.global of this module", use)
         arg = block.insert_arg(types[b], len(block.args))
         arg.name_hint = b
         args[b] = arg
@@ -214,15 +218,15 @@ def _atomics(fn: func.FuncOp) -> None:
         if kind is None:
             name = _OTHER_KINDS.get(number, f"number {number}")
             raise _fail(fn, f"'memref.atomic_rmw' {name} is not supported (supported: "
-                            f"{', '.join(kernel.ATOMIC_RMW_KINDS.values())})")
+                            f"{', '.join(kernel.ATOMIC_RMW_KINDS.values())})", inner)
         t = inner.memref.type
         assert isinstance(t, MemRefType)
         el = t.element_type
         floats = kind == "addf"
         if floats and not isinstance(el, Float16Type | Float32Type):
-            raise _fail(fn, f"'memref.atomic_rmw' addf on {el} elements: only f16 and f32 are supported")
+            raise _fail(fn, f"'memref.atomic_rmw' addf on {el} elements: only f16 and f32 are supported", inner)
         if not floats and el != i32:
-            raise _fail(fn, f"'memref.atomic_rmw' {kind} on {el} elements: only i32 is supported")
+            raise _fail(fn, f"'memref.atomic_rmw' {kind} on {el} elements: only i32 is supported", inner)
         if kind in ("addf", "addi") and not inner.result.uses and not isinstance(el, Float16Type):
             new: Operation = kernel.AtomicAddOp(inner.value, inner.memref, list(inner.indices))
             Rewriter.replace_op(inner, new, [None])
@@ -301,7 +305,7 @@ def _replace_semantic(fn: func.FuncOp, arg: SSAValue, query: type) -> None:
             user = use.operation
             pos = user.static_position.get_values() if isinstance(user, vector.ExtractOp) else ()
             if not isinstance(user, vector.ExtractOp) or user.dynamic_position or len(pos) != 1:
-                raise _fail(fn, f"the {t} thread id is used by '{user.name}'; read its components (.x, .y, .z)")
+                raise _fail(fn, f"the {t} thread id is used by '{user.name}'; read its components (.x, .y, .z)", user)
             d = int(pos[0])
             if d not in comps:
                 comps[d] = _query(start, query, d, t.element_type)

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IndexType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import diff
-from diffc.passes.rev_support import ITER, LOOP, TRIP, Emitter, adjoint_type, fail, free_varied, i64, where
+from diffc.passes.rev_support import ITER, LOOP, TRIP, Emitter, adjoint_type, fail, free_varied, i64
 
 Ctx = list[tuple[SSAValue, int]]  # (forward iteration number, bound) per enclosing loop
 
@@ -59,8 +59,9 @@ class LoopReverser:
             what = "scf.for without constant bounds" if isinstance(op, scf.ForOp) else "scf.while"
             raise fail(
                 self.name,
-                f"{where(op)}: unbounded loop ({what} and no diff.max_iters) cannot be reversed; "
+                f"unbounded loop ({what} and no diff.max_iters) cannot be reversed; "
                 f"give it diff.max_iters = N",
+                op,
             )
         return max(n, 1)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    FileLineColLoc,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -19,6 +18,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from diffc.diagnostics import pass_error
 from diffc.dialects import diff
 from diffc.rules import lookup_rule
 
@@ -42,15 +42,9 @@ def i64(v: int) -> IntegerAttr:
     return IntegerAttr(v, 64)
 
 
-def fail(fn: str, msg: str) -> PassFailedException:
-    return PassFailedException(f"in function @{fn}: {msg}")
-
-
-def where(op: Operation) -> str:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-    return "<unknown location>"
+def fail(fn: str, msg: str, at: Operation) -> PassFailedException:
+    """The error about op `at` of function @fn, located where `at` was written."""
+    return pass_error(at, f"in function @{fn}: {msg}")
 
 
 # ---- small builders ---------------------------------------------------------------------------
@@ -228,9 +222,10 @@ class Activity:
                 bad = [i for i, a in enumerate(op.arguments) if a in self.varied]
                 raise fail(
                     self.name,
-                    f"{where(op)}: a derivative-carrying value (operand {bad[0]}) is passed to "
+                    f"a derivative-carrying value (operand {bad[0]}) is passed to "
                     f"@{op.callee.root_reference.data}, which is not differentiable "
                     f"(mark it diff.differentiable, or the parameter diff.no_diff, or detach the value)",
+                    op,
                 )
             assert isinstance(callee, func.FuncOp)
             flows = any(
@@ -250,7 +245,8 @@ class Activity:
             if op.regions or not op.results or any(diff.is_differentiable_type(r.type) for r in op.results):
                 raise fail(
                     self.name,
-                    f"{where(op)}: '{op.name}' has no derivative rule but receives a derivative-carrying value",
+                    f"'{op.name}' has no derivative rule but receives a derivative-carrying value",
+                    op,
                 )
             return
         if not rule.differentiable:  # hooks alone (jvp/vjp) make a rule differentiable too

@@ -351,7 +351,10 @@ def test_use_before_definition_is_located(tmp_path: Path, capsys):
         assert line.strip() == "%n = arith.mulf %m, %x : f32" and caret.strip() == "^"
     # unverified, the emitter still says where instead of failing on the value
     assert main([str(src), "--disable-verify", "-t", "opencl"]) == 1
-    assert capsys.readouterr().err == f"{src}:3:3: error: 'arith.mulf' defines %m after an op that uses it\n"
+    assert capsys.readouterr().err == (
+        f"{src}:3:3: error: 'arith.mulf' defines %m after an op that uses it\n"
+        "      %m = arith.mulf %x, %x : f32\n      ^\n"
+    )
 
 
 def test_use_outside_the_defining_region_is_located():

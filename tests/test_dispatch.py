@@ -419,17 +419,24 @@ def test_bad_thread_counts_and_non_entry_points(scale, grid):
            out=diffc.Tensor.zeros(2, np.int32), width=1, height=1, x0=0.0, rows=rows.at(1))
 
 
-def test_lowering_failure_is_an_error_naming_the_file():
-    m = _load(SCALE + """
-func.func @bad(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %m: memref<?xi32>, %v: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 1, 1, 1>} {
+def test_lowering_failure_is_located_at_the_op():
+    atomic = '  %o = "memref.atomic_rmw"(%v, %m, %c0) <{kind = 11 : i64}> : (i32, memref<?xi32>, index) -> i32'
+    text = SCALE + f"""
+func.func @bad(%tid: i32 {{diffc.semantic = "SV_DispatchThreadID"}}, %m: memref<?xi32>, %v: i32) attributes {{diffc.shader = "compute", diffc.numthreads = array<i64: 1, 1, 1>}} {{
   %c0 = arith.constant 0 : index
-  %o = "memref.atomic_rmw"(%v, %m, %c0) <{kind = 11 : i64}> : (i32, memref<?xi32>, index) -> i32
+{atomic}
   func.return
-}
-""")
+}}
+"""
+    m = _load(text)
+    line = text.split("\n").index(atomic) + 1
     d = diffc.Tensor.zeros(4)
-    with pytest.raises(RuntimeDiffcError, match=r"k.mlir: lowering the compute entry points failed: .*@bad: 'memref.atomic_rmw' ori"):
+    with pytest.raises(RuntimeDiffcError) as e:
         m.scale.dispatch(thread_count=1, src=d, dst=d, factor=1.0, count=1)
+    head, source, caret = str(e.value).split("\n")
+    assert head.startswith(f"k.mlir:{line}:3: error: lowering the compute entry points failed: "), head
+    assert "@bad: 'memref.atomic_rmw' ori is not supported" in head
+    assert source == "    " + atomic and caret == "      ^"
 
 
 def test_slang_array_parameters_keep_their_element_names(tmp_path):

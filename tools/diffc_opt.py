@@ -36,7 +36,16 @@ from xdsl.utils.exceptions import (
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from diffc import registry
-from diffc.diagnostics import DiffcError, SourceLocation, decode_source, format_diagnostic, line_col, read_source
+from diffc.diagnostics import (
+    DiffcError,
+    decode_source,
+    failed_in_pass,
+    format_diagnostic,
+    line_col,
+    op_location,
+    read_source,
+    render_error,
+)
 from diffc.dialects.diff import verify_op_facts
 
 
@@ -102,13 +111,6 @@ class LocatingParser(Parser):
             )
         except VerifyException as e:
             self.raise_error(str(e), start, self.pos)
-
-
-def op_location(op: Operation) -> SourceLocation | None:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-    return None
 
 
 def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None = None) -> None:
@@ -430,7 +432,7 @@ class DiffcOptMain(xDSLOptMain):
         except PassFailedException as e:
             if self._running is None:
                 raise
-            raise PassFailedException(f"pass '{self._running.name}' failed: {e}") from None
+            raise failed_in_pass(self._running.name, e) from None
         except DiagnosticException:
             raise
         except Exception as e:
@@ -489,13 +491,15 @@ def parse_error_message(e: ParseError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: every failure is a message on stderr and a non-zero exit."""
+    opt: DiffcOptMain | None = None
     try:
-        DiffcOptMain(args=argv).run()
+        opt = DiffcOptMain(args=argv)
+        opt.run()
         return 0
     except ParseError as e:
         print(parse_error_message(e), file=sys.stderr)
-    except (DiagnosticException, DiffcError) as e:
-        print(str(e) if str(e).startswith(("error", "/")) or ": error" in str(e) else f"error: {e}", file=sys.stderr)
+    except (DiagnosticException, DiffcError) as e:  # a pass's or the emitter's error shows its source line
+        print(render_error(e, opt.sources if opt is not None else None), file=sys.stderr)
     except ArgSpecParseError as e:
         print(f"error: {e}", file=sys.stderr)
     except RecursionError:

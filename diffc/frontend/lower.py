@@ -156,6 +156,9 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
                          Region(Block(arg_types=arg_types)),
                          arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
                          res_attrs=dicts(res_attrs) if any(res_attrs) else None)
+        if f.decl is not None:  # at its name: where a pass's error about the function points
+            line, col = self.line_col(getattr(f.decl, "name_span", f.decl.span)[0])
+            op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
         at = f.attrs
         if has_ptr_twin(f) and not twin:
             at = {k: a for k, a in at.items() if k in ("shader", "numthreads")}

@@ -105,7 +105,7 @@ def _build(module: Module) -> EntryProgram:
         numthreads,
         param_names,
     )
-    from diffc.runtime.module import PIPELINE, _context
+    from diffc.runtime.module import PIPELINE, _context, located_failure, with_source_line
     from diffc.runtime.program import build_program
 
     entries = {f.sym_name.data: f for f in module.ir.ops if isinstance(f, func.FuncOp) and is_compute_entry(f)}
@@ -130,10 +130,10 @@ def _build(module: Module) -> EntryProgram:
             ReduceAtomicsPass().apply(ctx, low)
         low.verify()
     except (DiagnosticException, PassFailedException, VerifyException) as e:
-        raise RuntimeDiffcError(f"error: {module.path}: lowering the compute entry points failed: {e}") from None
+        raise located_failure(e, module, "lowering the compute entry points failed: ") from None
     options = options_for_device(device().cl_device)
     emitter = ModuleEmitter(low, options)
-    source = emitter.emit()
+    source = with_source_line(emitter.emit, module.sources)()
     program = build_program(source, tuple(build_options(options)))
     globals_ = {g.sym_name.data for g in module.ir.ops if g.name == "memref.global"}
     kernels = {}

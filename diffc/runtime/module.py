@@ -21,7 +21,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerType, ModuleOp
 
-from diffc.diagnostics import read_source
+from diffc.diagnostics import DiffcError, read_source, render_error
 from diffc.dialects import diff
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
@@ -95,19 +95,21 @@ def load_module(path: str | os.PathLike) -> Module:
     p = Path(path)
     if not p.is_file():
         raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
-    return Module(parse_source(read_source(p), str(p)), str(p))
+    text = read_source(p)
+    return Module(parse_source(text, str(p)), str(p), {str(p): text})
 
 
 def load_module_from_string(text: str, filename: str = "<string>.mlir") -> Module:
-    return Module(parse_source(text, filename), filename)
+    return Module(parse_source(text, filename), filename, {filename: text})
 
 
 class Module:
     """The functions of a loaded module, as attributes: `m.f(...)`, `m.f.bwds(...)`."""
 
-    def __init__(self, ir: ModuleOp, path: str = "<module>"):
+    def __init__(self, ir: ModuleOp, path: str = "<module>", sources: dict[str, str] | None = None):
         self.ir = ir
         self.path = path
+        self.sources = dict(sources or {})  # file -> text, for the source line of a located error
         self._funcs = {op.sym_name.data: op for op in ir.walk() if isinstance(op, func.FuncOp)}
         self._functions: dict[str, Function] = {}
         self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
@@ -423,16 +425,44 @@ class Function:
         from diffc.backend.opencl import build_options, emit_opencl, options_for_device
         from diffc.runtime.program import build_program
 
+        from xdsl.utils.exceptions import PassFailedException
+
         module = self.module.ir.clone()
         f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
         build_kernel(module, f, spec, self.params)
-        _lower(module, spec)
+        try:
+            _lower(module, spec)
+        except PassFailedException as e:
+            raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
         dev = device()
         options = options_for_device(dev.cl_device)
-        source = emit_opencl(module, options)
+        source = with_source_line(emit_opencl, self.module.sources)(module, options)
         self.sources[spec] = source
         program = build_program(source, tuple(build_options(options)))
         return cl.Kernel(program, spec.kernel_name)
+
+
+def located_failure(e: Exception, module: Module, what: str) -> RuntimeDiffcError:
+    """A pass's failure on `module` as the runtime's error: at the op's source line where the
+    pass located it, else naming the module's file."""
+    if getattr(e, "location", None) is not None:
+        return RuntimeDiffcError(render_error(e, module.sources, prefix=what))
+    return RuntimeDiffcError(f"error: {module.path}: {what}{e}")
+
+
+def with_source_line(emit, sources: dict[str, str]):
+    """`emit`, whose located errors (the OpenCL emitter's) also show the source line."""
+
+    def run(*args, **kwargs):
+        try:
+            return emit(*args, **kwargs)
+        except DiffcError as e:
+            if getattr(e, "location", None) is not None:
+                e.message = render_error(e, sources)
+                e.args = (e.message,)
+            raise
+
+    return run
 
 
 _MISSING = object()

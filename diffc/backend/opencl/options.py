@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Operation
 
-from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
+from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, op_location
 
 ATOMICS = ("cmpxchg", "ext", "ptx")
 INDEX_TYPES = ("long", "int")
@@ -39,15 +38,16 @@ class EmitOptions:
 class OpenCLEmitError(DiffcError):
     """An op or type the OpenCL emitter cannot print; the message names the op and where it is."""
 
+    location: SourceLocation | None = None
+    detail: str | None = None  # the message without location: tools add the source line to it
+
     @classmethod
     def at(cls, op: Operation, message: str) -> "OpenCLEmitError":
-        loc = op.location
-        where = (
-            SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
-            if isinstance(loc, FileLineColLoc)
-            else None
-        )
-        return cls(format_diagnostic(where, f"'{op.name}' {message}"))
+        where = op_location(op, enclosing=True)
+        detail = f"'{op.name}' {message}"
+        error = cls(format_diagnostic(where, detail))
+        error.location, error.detail = where, detail
+        return error
 
 
 def atomics_for_device(device: Any) -> str:

@@ -7,4 +7,6 @@ func.func @f(%x: memref<?xf32>) -> index {
 }
 
 // CHECK: unsupported.mlir:5:3: error: 'memref.dim' is not supported by the OpenCL emitter
+// CHECK-NEXT: {{^}}    %d = memref.dim %x, %c0 : memref<?xf32>{{$}}
+// CHECK-NEXT: {{^}}      ^{{$}}
 // CHECK-NOT: Traceback

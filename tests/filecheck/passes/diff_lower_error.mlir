@@ -1,6 +1,6 @@
 // diff-lower needs diff-fwd (and diff-rev) to have run.
 // RUN: not diffc-opt %s --pass-pipeline='builtin.module(diff-lower)' 2>&1 | filecheck %s
-// CHECK: in function @main: 'diff.fwd_diff' of @f is still present: run diff-fwd and diff-rev before diff-lower
+// CHECK: {{.*}}diff_lower_error.mlir:9:3: error: pass 'diff-lower' failed: in function @main: 'diff.fwd_diff' of @f is still present: run diff-fwd and diff-rev before diff-lower
 
 func.func @f(%x: f32) -> f32 attributes {diff.differentiable} {
   func.return %x : f32

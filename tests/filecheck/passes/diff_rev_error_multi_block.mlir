@@ -14,5 +14,5 @@ func.func @main(%x: f32, %c: i1, %d: f32) -> f32 {
   func.return %g : f32
 }
 
-// CHECK: error: pass 'diff-rev' failed: in function @f: {{.*}}diff_rev_error_multi_block.mlir:4:1: reverse mode needs a function body of one block; this one has 3
+// CHECK: {{.*}}diff_rev_error_multi_block.mlir:4:1: error: pass 'diff-rev' failed: in function @f: reverse mode needs a function body of one block; this one has 3
 // CHECK-NOT: Traceback

@@ -12,5 +12,5 @@ func.func @main(%x: f32, %m: memref<4xf32>, %d: f32) -> f32 {
   func.return %g : f32
 }
 
-// CHECK: in function @f: {{.*}}:7:{{[0-9]+}}: 'memref.store' has no derivative rule but receives a derivative-carrying value
+// CHECK: {{.*}}diff_rev_error_no_rule.mlir:7:3: error: pass 'diff-rev' failed: in function @f: 'memref.store' has no derivative rule but receives a derivative-carrying value
 // CHECK-NOT: Traceback

@@ -14,5 +14,5 @@ func.func @main(%x: f32, %d: f32) -> f32 {
   func.return %g : f32
 }
 
-// CHECK: in function @f: {{.*}}:9:{{[0-9]+}}: a derivative-carrying value (operand 0) is passed to @h, which is not differentiable
+// CHECK: {{.*}}diff_rev_error_nondiff_callee.mlir:9:3: error: pass 'diff-rev' failed: in function @f: a derivative-carrying value (operand 0) is passed to @h, which is not differentiable
 // CHECK-NOT: Traceback

@@ -10,5 +10,5 @@ func.func @main(%x: f32, %d: f32) -> f32 {
   func.return %g : f32
 }
 
-// CHECK: in function @main: {{.*}}:9:{{[0-9]+}}: bwd_diff of @f, which is not marked diff.differentiable
+// CHECK: {{.*}}diff_rev_error_not_differentiable.mlir:9:3: error: pass 'diff-rev' failed: in function @main: bwd_diff of @f, which is not marked diff.differentiable
 // CHECK-NOT: Traceback

@@ -15,5 +15,5 @@ func.func @main(%x: f32, %n: index, %d: f32) -> f32 {
   func.return %g : f32
 }
 
-// CHECK: in function @f: {{.*}}diff_rev_error_unbounded_for.mlir:7:{{[0-9]+}}: unbounded loop (scf.for without constant bounds and no diff.max_iters)
+// CHECK: {{.*}}diff_rev_error_unbounded_for.mlir:7:3: error: pass 'diff-rev' failed: in function @f: unbounded loop (scf.for without constant bounds and no diff.max_iters)
 // CHECK-NOT: Traceback

@@ -19,5 +19,5 @@ func.func @main(%x: f32, %d: f32) -> f32 {
   func.return %g : f32
 }
 
-// CHECK: in function @f: {{.*}}diff_rev_error_unbounded_while.mlir:7:{{[0-9]+}}: unbounded loop (scf.while and no diff.max_iters) cannot be reversed
+// CHECK: {{.*}}diff_rev_error_unbounded_while.mlir:7:3: error: pass 'diff-rev' failed: in function @f: unbounded loop (scf.while and no diff.max_iters) cannot be reversed
 // CHECK-NOT: Traceback
