@@ -8,7 +8,8 @@
 
 Arguments broadcast as numpy arrays do; Python numbers are kernel scalar arguments. Each
 distinct (mode, argument kinds, rank) gets its own generated kernel, built once (see kernels.py
-for the kernel's form and program.py for the caches).
+for the kernel's form and program.py for the caches). A call like the one before it in its
+mode (same tensors and buffers, same numbers) replays that launch (launch_plan.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from diffc.dialects import diff
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_period, build_kernel
+from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.tensor import Tensor
 
 PIPELINE = ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonicalize", "cse")
@@ -158,6 +160,7 @@ class Function:
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
         self._last_args: dict[KernelSpec, list] = {}
+        self._plans: dict[str, LaunchPlan | None] = {}  # mode -> the last call's launch, to replay
         self.last_event = None
 
     def __repr__(self) -> str:
@@ -166,9 +169,15 @@ class Function:
     # -- public calls -------------------------------------------------------------------
 
     def __call__(self, *args, _result="tensor", **kwargs):
+        plan = self._plans.get("call")
+        if plan is not None:
+            done = plan.replay(args, kwargs, _result, _settings())
+            if done is not MISS:
+                out, self.last_event = done
+                return out.to_numpy() if isinstance(_result, str) and _result == "numpy" else out
         values = self._bind(args, kwargs)
         out = _result if isinstance(_result, Tensor) else None
-        return self._run("call", values, _result, out)
+        return self._run("call", values, _result, out, len(args))
 
     def bwds(self, *args, _result=None, **kwargs):
         """Accumulates, into the `.grad` of each input tensor that has one, the gradient of
@@ -186,19 +195,31 @@ class Function:
                 "with the output derivatives",
                 "_result",
             )
+        plan = self._plans.get("bwds")
+        if plan is not None:
+            done = plan.replay(args, kwargs, _result, _settings())
+            if done is not MISS:
+                self.last_event = done[1]
+                return None
         values = self._bind(args, kwargs)
-        self._run("bwds", values, _result, _result)
+        self._run("bwds", values, _result, _result, len(args))
         return None
 
     def fwds(self, *args, _result="tensor", **kwargs):
         """Forward mode: each input tensor's `.grad` is its tangent (none: zero); returns the
         result with `.grad` holding the output tangent."""
         self._need_differentiable("fwds")
+        plan = self._plans.get("fwds")
+        if plan is not None:
+            done = plan.replay(args, kwargs, _result, _settings())
+            if done is not MISS:
+                out, self.last_event = done
+                return (out.to_numpy(), out.grad.to_numpy()) if isinstance(_result, str) and _result == "numpy" else out
         values = self._bind(args, kwargs)
         out = _result if isinstance(_result, Tensor) else None
         if out is not None and out.grad is None:
             out.with_grads()
-        return self._run("fwds", values, _result, out)
+        return self._run("fwds", values, _result, out, len(args))
 
     def dispatch(self, thread_count, **kwargs):
         """Runs this compute entry point over `thread_count` threads (an int or (x, y, z),
@@ -322,7 +343,8 @@ class Function:
 
     # -- running ------------------------------------------------------------------------
 
-    def _run(self, mode: str, values: list, result, out: Tensor | None):
+    def _run(self, mode: str, values: list, result, out: Tensor | None, npos: int = 0):
+        self._plans[mode] = None  # made again by a launch that completes
         if self._n_results != 1 or self.result_dtype is None:
             raise CallError(
                 f"error: {self.name}(): calls over tensors need a function with one scalar result; "
@@ -366,12 +388,19 @@ class Function:
         if kernel is None:
             kernel = self._kernels[spec] = self._compile(spec)
         if size:
-            self._launch(kernel, spec, values, tensors, scalars, out, shape, size)
+            global_size, wg, out_arg = self._launch(kernel, spec, values, tensors, scalars, out, shape, size)
+            self._plans[mode] = LaunchPlan.make(
+                self.params, npos, values, result, [mode != "call" and d for d in self.diffable], mode != "call",
+                _settings(), kernel, device().queue, global_size, wg, self._last_args[spec], out_arg, shape,
+                self.result_dtype,
+            )
         if isinstance(result, str) and result == "numpy":
             return out.to_numpy() if mode == "call" else (out.to_numpy(), out.grad.to_numpy())
         return out
 
-    def _launch(self, kernel, spec: KernelSpec, values, tensors, scalars, out: Tensor, shape, size: int) -> None:
+    def _launch(self, kernel, spec: KernelSpec, values, tensors, scalars, out: Tensor, shape, size: int):
+        """Sets the kernel's arguments and enqueues it; returns (global size, work-group size,
+        index of the result's buffer in the argument list), what a LaunchPlan replays."""
         import pyopencl as cl
 
         by_index = dict(tensors)
@@ -385,6 +414,7 @@ class Function:
         for i, s in enumerate(spec.args):
             if s.kind == "s":
                 args.append(scalars[i])
+        out_arg = len(args)
         args.append(out.buffer)
         if spec.mode != "call":
             args.append(out.grad.buffer)
@@ -413,11 +443,14 @@ class Function:
             kernel.set_args(*args)
         else:
             for k, (new, old) in enumerate(zip(args, last)):
-                if new is not old and not (type(new) is type(old) and isinstance(new, np.generic) and new == old):
+                # (numpy scalars by their bytes: -0.0 == 0.0, but a kernel can tell them apart)
+                if new is not old and not (type(new) is type(old) and isinstance(new, np.generic)
+                                           and new.tobytes() == old.tobytes()):
                     kernel.set_arg(k, new)
         self._last_args[spec] = args
         # the OpenCL event of the latest launch (profiling is on: benchmarks read kernel times)
         self.last_event = cl.enqueue_nd_range_kernel(dev.queue, kernel, (global_size,), (wg,))
+        return global_size, wg, out_arg
 
     def _compile(self, spec: KernelSpec):
         import pyopencl as cl
@@ -494,6 +527,11 @@ def _reduce_groups(size: int, wg: int, period: int, compute_units: int) -> int:
     if unit >= every:
         return every
     return max(unit, target // unit * unit)
+
+
+def _settings() -> tuple:
+    """What a launch plan depends on beyond the call's arguments (tests change these)."""
+    return (VECTORIZE, WORK_GROUP, REDUCE_GROUPS_PER_UNIT, _reduce_group_size, _reduce_blocked, _reduce_groups)
 
 
 def _broadcasts(a: tuple, b: tuple) -> bool:
