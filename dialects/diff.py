@@ -175,8 +175,27 @@ def _print_two_operands(printer: Printer, op: Operation) -> None:
     printer.print_attribute(a.type)
 
 
+class _TwoOperandForm(IRDLOperation):
+    """Shared custom form of make_pair, add and make_ptr_pair: `%a, %b {attrs} : T`, `%a` of
+    type T and `%b` of type second_type(T)."""
+
+    @staticmethod
+    def second_type(t: Attribute) -> Attribute:
+        return t
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        a, b, attrs = _parse_two_operands(parser, cls.second_type)
+        op = cls(a, b)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        _print_two_operands(printer, self)
+
+
 @irdl_op_definition
-class MakePairOp(IRDLOperation):
+class MakePairOp(_TwoOperandForm):
     """diffPair(p, d): `%r = diff.make_pair %p, %d : f32`."""
 
     name = "diff.make_pair"
@@ -203,15 +222,9 @@ class MakePairOp(IRDLOperation):
                 f"the differential of the pair's element type {differential_type(t.element_type)}"
             )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> MakePairOp:
-        a, b, attrs = _parse_two_operands(parser, differential_type)
-        op = cls(a, b)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_two_operands(printer, self)
+    @staticmethod
+    def second_type(t: Attribute) -> Attribute:
+        return differential_type(t)
 
 
 class _PairProjection(IRDLOperation):
@@ -490,7 +503,7 @@ class ZeroOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AddOp(IRDLOperation):
+class AddOp(_TwoOperandForm):
     """T.dadd(a, b): the sum of two derivatives: `%s = diff.add %a, %b : f32`."""
 
     name = "diff.add"
@@ -515,19 +528,9 @@ class AddOp(IRDLOperation):
                 f"'diff.add' operands must be of a differentiable type, got {t}"
             )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> AddOp:
-        a, b, attrs = _parse_two_operands(parser)
-        op = cls(a, b)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_two_operands(printer, self)
-
 
 @irdl_op_definition
-class MakePtrPairOp(IRDLOperation):
+class MakePtrPairOp(_TwoOperandForm):
     """A differential pointer pair from a primal location and its gradient location."""
 
     name = "diff.make_ptr_pair"
@@ -553,16 +556,6 @@ class MakePtrPairOp(IRDLOperation):
                 f"'diff.make_ptr_pair' gradient location type {self.gradient.type} does not "
                 f"match the pair's location type {t.location_type}"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MakePtrPairOp:
-        a, b, attrs = _parse_two_operands(parser)
-        op = cls(a, b)
-        op.attributes.update(attrs)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        _print_two_operands(printer, self)
 
 
 class _PtrPairLocation(IRDLOperation):
