@@ -14,7 +14,7 @@ Function-level facts are plain attributes, read through the helpers at the botto
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -733,6 +733,16 @@ def bwd_signature(func: FuncOp) -> FunctionType:
         if arg_is_differentiable(func, i)
     ]
     return FunctionType.from_lists(ins, grads)
+
+
+def fresh_symbol(base: str, taken: Container[str]) -> str:
+    """`base`, or `base_1`, `base_2`, ... : the first that is not in `taken` (the name of a
+    generated derivative function)."""
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
 
 
 def custom_derivative(func: FuncOp, kind: str) -> str | None:

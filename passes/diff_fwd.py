@@ -48,6 +48,7 @@ from diffc.dialects.diff import (
     arg_is_differentiable,
     custom_derivative,
     differential_type,
+    fresh_symbol,
     fwd_signature,
     is_differentiable_func,
     result_is_differentiable,
@@ -87,13 +88,6 @@ class FwdGenerator:
         }
         self.derivatives: dict[str, str] = {}
 
-    def fresh_name(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.funcs:
-            k += 1
-            name = f"{base}_{k}"
-        return name
-
     def derivative_of(self, callee: func.FuncOp) -> str:
         """The name of the forward derivative of `callee`, generating it if needed."""
         fname = callee.sym_name.data
@@ -107,7 +101,7 @@ class FwdGenerator:
             return custom
         if not callee.body.blocks:
             raise _fail(fname, "cannot differentiate a function without a body", callee)
-        name = self.fresh_name(f"{fname}_fwd")
+        name = fresh_symbol(f"{fname}_fwd", self.funcs)
         self.derivatives[fname] = name
         # Inner fwd_diff ops first: the function then works on pairs, and is differentiated
         # over them (fwd of fwd).

@@ -89,13 +89,6 @@ class _Generator:
         self.next_id += 1
         return self.next_id
 
-    def unique(self, base: str) -> str:
-        name, k = base, 0
-        while name in self.symbols:
-            k += 1
-            name = f"{base}_{k}"
-        return name
-
     def bwd_of(self, fn: func.FuncOp, user: str, at: Operation) -> str:
         custom = diff.custom_derivative(fn, diff.BWD_DERIVATIVE)
         if custom is not None:
@@ -105,7 +98,7 @@ class _Generator:
             raise fail(user, f"bwd_diff of @{name}, which is not marked diff.differentiable", at)
         if name in self.done:
             return self.done[name]
-        new_name = self.unique(f"{name}_bwd")
+        new_name = diff.fresh_symbol(f"{name}_bwd", self.symbols)
         self.done[name] = new_name
         _FuncReverser(self, fn, new_name).build()
         return new_name
