@@ -67,8 +67,6 @@ ATOMIC_KINDS: dict[str, tuple[int, int, int]] = {
     "min": (6, 7, 8),  # minimumf, mins, minu
 }
 
-SPECIAL = {"diffPair", "detach", "printf", "fwd_diff", "bwd_diff", "__fwd_diff", "__bwd_diff"}
-
 
 def _wave_constants() -> None:
     from diffc.frontend import types as T

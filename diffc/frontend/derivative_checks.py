@@ -64,11 +64,6 @@ def _reached(funcs: dict[str, func.FuncOp], roots: list[str]) -> list[str]:
     return seen
 
 
-def _span(spans: dict[Operation, A.Node], op: Operation) -> tuple[int, int] | None:
-    node = spans.get(op)
-    return None if node is None else node.span
-
-
 def _check_loops(f: func.FuncOp, spans: dict[Operation, A.Node]) -> None:
     for op in f.walk():
         if isinstance(op, scf.WhileOp | scf.ForOp) and diff.MAX_ITERS not in op.attributes:

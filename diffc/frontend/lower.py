@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr, DenseArrayBase, DictionaryAttr, FunctionType, IntegerAttr, IntegerType, ModuleOp,
+    ArrayAttr, DenseArrayBase, DictionaryAttr, FunctionType, IntegerAttr, ModuleOp,
     StringAttr, SymbolRefAttr, UnitAttr, i64, FileLineColLoc, IntAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -29,8 +29,6 @@ from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
 from diffc.frontend.matrices import MatrixLowering
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
-
-I1 = IntegerType(1)
 
 
 @dataclass
