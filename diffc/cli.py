@@ -43,7 +43,6 @@ def _apply(module, pipeline: str) -> None:
     from xdsl.transforms import get_all_passes
 
     from diffc import registry
-    from diffc.runtime.module import _context
 
     available = {**get_all_passes(), **registry.PASSES}
     for p in PassPipeline.parse_spec(available, pipeline).passes:
@@ -102,8 +101,6 @@ def lowered(path: str, entry: str | None = None):
     threads = numthreads(fn)
     low = module.clone()
     _apply(low, PIPELINE)
-    from diffc.runtime.module import _context
-
     _apply_pass(LowerEntryPointsPass(entry=name), low)
     from diffc.runtime import dispatch
 

@@ -230,7 +230,7 @@ def test_too_deep_nesting_is_an_error_not_a_traceback(tmp_path: Path, capsys: py
     from diffc.tools.diffc_opt import main
 
     depth = 400
-    body = "".join("  " * k + f"scf.if %c {{\n" for k in range(depth)) + "".join("  " * k + "}\n" for k in reversed(range(depth)))
+    body = "".join("  " * k + "scf.if %c {\n" for k in range(depth)) + "".join("  " * k + "}\n" for k in reversed(range(depth)))
     src = tmp_path / "deep.mlir"
     src.write_text(f"func.func @f(%c: i1) {{\n{body}  func.return\n}}\n")
     assert main([str(src)]) == 1

@@ -4,7 +4,6 @@ PYTHONPATH of a diffc-opt subprocess)."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
