@@ -2,6 +2,7 @@
 
     diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
+    diffc suite DIR [-j N]                                   run a folder of Slang tests (diffc.conformance)
     diffc demo | version
 
 `--device` overrides DIFFC_DEVICE (gpu|cpu|auto, default auto).
@@ -165,6 +166,11 @@ def cmd_run(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["suite"]:
+        from diffc import conformance
+
+        return conformance.main(argv[1:])
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")

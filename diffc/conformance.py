@@ -1,0 +1,290 @@
+"""Runs a folder of Slang test files the way Slang's own runner reads them: `diffc suite DIR`.
+
+A file is a value test when it has an active `//TEST(...):COMPARE_COMPUTE...` or
+`//TEST:INTERPRET` line and expected values: `NAME.slang.expected.txt` (a `type:` line, then one
+value per line), or `CHECK:`/`CHECK-NEXT:` lines of the prefix its test line names
+(`filecheck-buffer=P`, `filecheck=P`). Compute tests run as `diffc run FILE`; INTERPRET tests run
+their printf `main`. Values compare numerically (1e-3 relative or 1e-4 absolute), in order, with
+FileCheck's scanning: `CHECK` finds the next line that matches, `CHECK-NEXT` must be the next line,
+`CHECK-NOT` must not appear before the next match.
+
+Each file runs in a worker process (a crash or a hang costs that file, not the run); workers read
+file paths on stdin and answer one JSON line each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REL_TOL = 1e-3
+ABS_TOL = 1e-4
+_ACTIVE = re.compile(r"^//TEST(?:\([^)]*\))?:(COMPARE_COMPUTE\w*|INTERPRET)(\([^)]*\))?", re.M)
+_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)$", re.I)
+
+
+@dataclass
+class Case:
+    path: Path
+    kind: str  # "compute" | "interpret"
+    checks: list[tuple[str, str]]  # (directive, pattern): CHECK, CHECK-NEXT, CHECK-NOT
+
+
+def _prefix(options: str | None) -> str:
+    m = re.search(r"filecheck(?:-buffer)?=(\w+)", options or "")
+    return m.group(1) if m else "CHECK"
+
+
+def _check_lines(text: str, prefix: str) -> list[tuple[str, str]]:
+    out = []
+    for m in re.finditer(rf"{re.escape(prefix)}(-NEXT|-NOT|-DAG|-SAME|-LABEL)?:[ \t]*(.*)", text):
+        pattern = re.sub(r"\s*\*/\s*$", "", m.group(2)).strip()
+        out.append((prefix + (m.group(1) or ""), pattern))
+    return out
+
+
+def case_of(path: Path) -> Case | None:
+    """The file's value test, or None when it has none (compile-only, disabled, no values)."""
+    text = path.read_text(errors="replace")
+    m = _ACTIVE.search(text)
+    if not m:
+        return None
+    kind = "interpret" if m.group(1) == "INTERPRET" else "compute"
+    expected = Path(str(path) + ".expected.txt")
+    if expected.is_file():
+        lines = [ln.strip() for ln in expected.read_text().splitlines() if ln.strip()]
+        return Case(path, kind, [("CHECK-NEXT" if k else "CHECK", ln) for k, ln in enumerate(lines)])
+    checks = _check_lines(text, _prefix(m.group(2)))
+    return Case(path, kind, checks) if checks else None
+
+
+def discover(root: Path) -> list[Case]:
+    cases = []
+    for p in sorted(root.rglob("*.slang")):
+        c = case_of(p)
+        if c is not None:
+            cases.append(c)
+    return cases
+
+
+def _close(a: float, b: float) -> bool:
+    if a != a or b != b:
+        return a != a and b != b
+    return abs(a - b) <= ABS_TOL or abs(a - b) <= REL_TOL * max(abs(a), abs(b))
+
+
+def line_matches(pattern: str, line: str) -> bool:
+    """A numeric pattern matches a line holding that number (within tolerance); any other
+    pattern is a substring, as in FileCheck."""
+    p, s = pattern.strip(), line.strip()
+    if _NUMBER.match(p):
+        if not _NUMBER.match(s):
+            return False
+        return _close(float(p), float(s))
+    return p in line
+
+
+def compare(checks: list[tuple[str, str]], output: str) -> str | None:
+    """None when the output satisfies the checks, else why not."""
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    pos = 0
+    nots: list[str] = []
+    for directive, pattern in checks:
+        if directive.endswith("-NOT"):
+            nots.append(pattern)
+            continue
+        if directive.endswith("-NEXT") and pos > 0 or directive.endswith("-SAME"):
+            start = pos - 1 if directive.endswith("-SAME") else pos
+            if start >= len(lines) or not line_matches(pattern, lines[start]):
+                got = lines[start] if start < len(lines) else "end of output"
+                return f"expected '{pattern}', got '{got.strip()}' (output line {start + 1})"
+            pos = start + 1
+            continue
+        hit = next((k for k in range(pos, len(lines)) if line_matches(pattern, lines[k])), None)
+        if hit is None:
+            got = lines[pos].strip() if pos < len(lines) else "end of output"
+            return f"expected '{pattern}', got '{got}' (output line {pos + 1})"
+        for bad in nots:
+            for k in range(pos, hit):
+                if bad in lines[k]:
+                    return f"'{bad}' appears (output line {k + 1}) where it must not"
+        nots = []
+        pos = hit + 1
+    return None
+
+
+# --- the worker: one file at a time, its output captured at the file-descriptor level --------
+
+def _run_one(path: str) -> dict:
+    from diffc import cli
+
+    with tempfile.TemporaryFile(mode="w+b") as out, tempfile.TemporaryFile(mode="w+b") as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            try:
+                rc = cli.main(["run", path])
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else 1
+            except BaseException as e:  # a traceback is a failure of its own kind
+                import traceback
+
+                traceback.print_exc()
+                rc = f"traceback: {type(e).__name__}: {e}"
+            sys.stdout.flush()
+            sys.stderr.flush()
+            from diffc.cli_run import _flush_c_stdout
+
+            _flush_c_stdout()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        out.seek(0)
+        err.seek(0)
+        return {"rc": rc, "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
+
+
+def worker() -> None:
+    reply = os.fdopen(os.dup(1), "w")
+    for line in sys.stdin:
+        path = line.strip()
+        if path:
+            reply.write(json.dumps(_run_one(path)) + "\n")
+            reply.flush()
+
+
+class _Worker:
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "diffc.conformance", "--worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+
+    def run(self, path: str, timeout: float) -> dict:
+        import selectors
+
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(path + "\n")
+        self.proc.stdin.flush()
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            self.kill()
+            return {"rc": "timeout", "stdout": "", "stderr": f"no answer in {timeout:.0f} s"}
+        line = self.proc.stdout.readline()
+        if not line:
+            code = self.proc.wait()
+            return {"rc": f"crash (exit {code})", "stdout": "", "stderr": "the worker process died"}
+        return json.loads(line)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+def _first_error(stderr: str) -> str:
+    for ln in stderr.splitlines():
+        if "error" in ln:
+            return ln.strip()
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else "no output"
+
+
+def judge(case: Case, result: dict) -> str | None:
+    """None when the case passed, else a one-line reason."""
+    rc = result["rc"]
+    if isinstance(rc, str):
+        return f"{rc}: {_first_error(result['stderr'])}"
+    if rc != 0:
+        return _first_error(result["stderr"])
+    return compare(case.checks, result["stdout"])
+
+
+def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None) -> dict[Path, str | None]:
+    """Every case in `jobs` workers; {path: None (passed) or the reason it failed}."""
+    import threading
+
+    results: dict[Path, str | None] = {}
+    todo = list(cases)
+    lock = threading.Lock()
+
+    def loop():
+        w = _Worker()
+        try:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    case = todo.pop(0)
+                if not w.alive():
+                    w = _Worker()
+                res = judge(case, w.run(str(case.path), timeout))
+                with lock:
+                    results[case.path] = res
+                    if progress:
+                        progress(case, res)
+        finally:
+            if w.alive():
+                w.proc.stdin.close()
+                w.proc.wait()
+
+    threads = [threading.Thread(target=loop) for _ in range(max(1, jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="diffc suite", description="run a folder of Slang tests as Slang's runner does")
+    ap.add_argument("folder")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per file")
+    ap.add_argument("--passing", help="write the relative paths of the passing files here")
+    ap.add_argument("-v", "--verbose", action="store_true", help="a line for every file, passed or not")
+    args = ap.parse_args(argv)
+    root = Path(args.folder)
+    if not root.is_dir():
+        print(f"error: no such folder '{args.folder}'", file=sys.stderr)
+        return 1
+    cases = discover(root)
+    start = time.time()
+
+    def progress(case, res):
+        rel = case.path.relative_to(root)
+        if res is not None:
+            print(f"FAIL {rel}: {res}", flush=True)
+        elif args.verbose:
+            print(f"ok   {rel}", flush=True)
+
+    results = run_suite(cases, args.jobs, args.timeout, progress)
+    passed = sorted(str(p.relative_to(root)) for p, r in results.items() if r is None)
+    if args.passing:
+        Path(args.passing).write_text("".join(p + "\n" for p in passed))
+    print(f"{len(passed)}/{len(cases)} passed ({time.time() - start:.0f} s)")
+    return 0 if len(passed) == len(cases) else 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--worker"]:
+        worker()
+    else:
+        sys.exit(main(sys.argv[1:]))
