@@ -30,6 +30,18 @@ for _n in "floor ceil round sign".split():
     BUILTINS[_n] = (1, "float_same", False)
 BUILTINS["step"] = (2, "float_same", False)
 
+# Built-ins that Slang's standard library does not differentiate. diffc still differentiates
+# smoothstep (an extension); the difference shows only under `no_diff f(x)`, where Slang's meaning
+# applies: a call of a non-differentiable function is constant. (floor, ceil, round, sign and step
+# have a zero derivative either way.)
+SLANG_NON_DIFFERENTIABLE = {"smoothstep", "step", "sign", "floor", "ceil", "round"}
+
+
+def slang_differentiable(name: str) -> bool:
+    """Whether Slang itself treats the built-in `name` as differentiable."""
+    return name in BUILTINS and name not in SLANG_NON_DIFFERENTIABLE
+
+
 # Math-dialect op class name of each one-argument builtin that maps to one op.
 MATH_UNARY = {
     "exp": "ExpOp",

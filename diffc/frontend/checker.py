@@ -124,6 +124,11 @@ class Checker:
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
         self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
+        self.warnings: list[tuple[tuple[int, int], str]] = []  # (span, message), in source order
+
+    def warn(self, node: A.Node, message: str) -> None:
+        if (node.span, message) not in self.warnings:  # a generic body is checked once per instance
+            self.warnings.append((node.span, message))
 
     # ---- types ----
     def resolve(self, t: A.TypeRef) -> T.Type:

@@ -28,7 +28,8 @@ from diffc.rules import lookup_rule
 _NO_RULE_NEEDED = (func.ReturnOp, scf.YieldOp, scf.ConditionOp)
 
 
-def check_module(module: ModuleOp, spans: dict[Operation, A.Node]) -> None:
+def check_module(module: ModuleOp, spans: dict[Operation, A.Node],
+                 lost: dict[Operation, A.Node] | None = None) -> None:
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     fwd_roots, bwd_roots = [], []
     for op in module.walk():
@@ -36,7 +37,7 @@ def check_module(module: ModuleOp, spans: dict[Operation, A.Node]) -> None:
             roots = fwd_roots if isinstance(op, diff.FwdDiffOp) else bwd_roots
             roots.append((op.callee.root_reference.data, op))
     for name in _reached(funcs, [n for n, _ in fwd_roots + bwd_roots]):
-        _Activity(funcs, spans, funcs[name]).run()
+        _Activity(funcs, spans, funcs[name], lost or {}).run()
     for name in _reached(funcs, [n for n, _ in bwd_roots]):
         _check_loops(funcs[name], spans)
 
@@ -98,8 +99,9 @@ class _Activity:
     """Which values of one function carry derivatives; refuses an op without a rule that
     receives one."""
 
-    def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp):
-        self.funcs, self.spans, self.f = funcs, spans, f
+    def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp,
+                 lost: dict[Operation, A.Node]):
+        self.funcs, self.spans, self.f, self.lost = funcs, spans, f, lost
         self.active: set[SSAValue] = set()
 
     def run(self) -> None:
@@ -144,6 +146,14 @@ class _Activity:
             self._fixpoint(lambda: self._while_round(before, after, op))
             return
         if isinstance(op, diff.DetachOp):
+            if op in self.lost and op.operands[0] in act:
+                node = self.lost[op]
+                raise FrontendError(
+                    NOT_DIFFERENTIABLE,
+                    f"derivative is lost during assignment: '{_target_text(node)}' is a no_diff field, and the "
+                    f"value assigned to it in '{self.f.sym_name.data}' carries a derivative (Slang's error 41031); "
+                    "wrap the value in detach(...) to drop its derivative",
+                    node.span[0], node.span[1])
             return
         ins = [x for x in op.operands if x in act]
         if not ins:
@@ -215,6 +225,16 @@ class _Activity:
             node.span[0],
             node.span[1],
         )
+
+
+def _target_text(node: A.Node) -> str:
+    parts = []
+    while isinstance(node, A.Member):
+        parts.append(node.name)
+        node = node.base
+    if isinstance(node, A.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _describe(node: A.Node, op: Operation) -> str:
