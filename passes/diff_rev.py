@@ -278,10 +278,12 @@ class _FuncReverser(LoopReverser):
         """A call whose callee has or reaches a custom backward derivative runs in the reverse
         sweep even when no result carries an adjoint: that derivative may produce gradients of
         its own (from a buffer), also for a call that returns nothing."""
-        if not isinstance(op, func.CallOp):
-            return False
-        callee = self.gen.symbols.get(op.callee.root_reference.data)
-        return isinstance(callee, func.FuncOp) and self.act.reaches_custom_bwd(callee)
+        for o in op.walk():  # also such a call inside a branch or loop
+            if isinstance(o, func.CallOp):
+                callee = self.gen.symbols.get(o.callee.root_reference.data)
+                if isinstance(callee, func.FuncOp) and self.act.reaches_custom_bwd(callee):
+                    return True
+        return False
 
     def rev_call(self, op: func.CallOp, adj: dict, vmap: dict, em: Emitter) -> None:
         callee = self.gen.symbols[op.callee.root_reference.data]

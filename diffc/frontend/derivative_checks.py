@@ -36,25 +36,26 @@ def check_module(module: ModuleOp, spans: dict[Operation, A.Node],
         if isinstance(op, diff.FwdDiffOp | diff.BwdDiffOp):
             roots = fwd_roots if isinstance(op, diff.FwdDiffOp) else bwd_roots
             roots.append((op.callee.root_reference.data, op))
-    for name in _reached(funcs, [n for n, _ in fwd_roots + bwd_roots]):
+    scanned = _reached(funcs, [n for n, _ in fwd_roots], diff.FWD_DERIVATIVE)
+    scanned += [n for n in _reached(funcs, [n for n, _ in bwd_roots], diff.BWD_DERIVATIVE) if n not in scanned]
+    for name in scanned:
         _Activity(funcs, spans, funcs[name], lost or {}).run()
-    for name in _reached(funcs, [n for n, _ in bwd_roots]):
+    for name in _reached(funcs, [n for n, _ in bwd_roots], diff.BWD_DERIVATIVE):
         _check_loops(funcs[name], spans)
 
 
-def _reached(funcs: dict[str, func.FuncOp], roots: list[str]) -> list[str]:
-    """The functions whose generated derivatives the passes build from `roots`: a function
-    with a custom derivative is not differentiated, its body is not entered."""
+def _reached(funcs: dict[str, func.FuncOp], roots: list[str], custom: str) -> list[str]:
+    """The functions whose derivatives the passes generate from `roots` in one mode: a function
+    with a custom derivative of that mode (attribute `custom`) is neither differentiated nor
+    entered."""
     seen: list[str] = []
     todo = list(roots)
     while todo:
         name = todo.pop()
         f = funcs.get(name)
-        if name in seen or f is None:
+        if name in seen or f is None or diff.custom_derivative(f, custom):
             continue
         seen.append(name)
-        if diff.custom_derivative(f, diff.FWD_DERIVATIVE) or diff.custom_derivative(f, diff.BWD_DERIVATIVE):
-            continue
         for op in f.walk():
             if isinstance(op, func.CallOp):
                 callee = funcs.get(op.callee.root_reference.data)

@@ -101,6 +101,11 @@ class ExprLowering:
             ba = T.RANK[se.kind]
             bb = T.RANK[de.kind]
             return self.v(arith.ExtFOp(x, out) if bb > ba else arith.TruncFOp(x, out))
+        if (sf or df) and isinstance(src, T.Vector):
+            # xDSL's int <-> float conversions verify scalars only: convert lane by lane
+            lanes = [self.v(vector.ExtractOp(x, [i], T.ir_scalar(se))) for i in range(src.n)]
+            conv = [self.convert_elem(y, se, de, se) for y in lanes]
+            return self.build_vector(conv, T.Vector(de, src.n))[0]
         if sf:
             return self.v(arith.FPToUIOp(x, out) if de.kind == "uint" else arith.FPToSIOp(x, out))
         if df:
