@@ -306,11 +306,19 @@ class Parser:
                 args.append(self.tok.text)
                 self.i += 1
             else:
-                args.append(self.type_ref())
+                args.append(self.type_position_dims(self.type_ref()))  # `DifferentialPair<float[3]>`
             if not self.accept(","):
                 break
         self.expect(">")
         return args
+
+    def type_position_dims(self, t: A.TypeRef) -> A.TypeRef:
+        """`T[2][1]` as a type is an array of 1 of `T[2]`: the reverse of a declarator's
+        `T x[2][1]`, which `resolve` reads outermost first."""
+        dims = list(t.dims)
+        t = self.array_dims(t)
+        new = t.dims[len(dims):]
+        return t if len(new) < 2 else A.TypeRef(t.name, t.args, dims + new[::-1], t.pointer, span=t.span)
 
     def array_dims(self, t: A.TypeRef) -> A.TypeRef:
         dims = []
