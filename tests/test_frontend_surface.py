@@ -159,3 +159,25 @@ def test_a_buffer_of_structs_of_mixed_scalars_is_refused_with_the_reason(tmp_pat
 
     with pytest.raises(DiffcError, match=r"m\.slang:2:1: error\[E0008\]: a buffer of M is not supported"):
         compile_slang("struct M { float a; int b; };\nRWStructuredBuffer<M> ms;\n", "m.slang")
+
+
+def test_constref_parameters_and_matrix_layout_qualifiers():
+    src = """
+    [Differentiable] float f(__constref float3x3 m, float x, no_diff __constref float y) { return m[0][1] * x * y; }
+    [Differentiable] float g(row_major float3x3 w, float x) { column_major float3x3 v = w; return v[2][2] * x; }
+    """
+    c = Compiled(src, "f")
+    m = [np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]), np.array([7.0, 8.0, 9.0])]
+    assert c.primal(m + [1.5, 2.0])[0] == pytest.approx(6.0)
+    c.check_derivatives(m + [1.5, 2.0])
+    Compiled(src, "g").check_derivatives(m + [0.5])
+
+
+@pytest.mark.parametrize("decl,name", [("int16_t i = 0;", "int16_t"), ("Texture2D t;", "Texture2D"),
+                                       ("Optional<float> o;", "Optional")])
+def test_known_slang_types_that_are_not_supported_are_named(decl, name):
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    with pytest.raises(DiffcError, match=rf"t\.slang:1:\d+: error\[E0008\]: type '{name}' is not supported"):
+        compile_slang(f"void f() {{ {decl} }}", "t.slang")
