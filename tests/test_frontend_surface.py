@@ -181,3 +181,33 @@ def test_known_slang_types_that_are_not_supported_are_named(decl, name):
 
     with pytest.raises(DiffcError, match=rf"t\.slang:1:\d+: error\[E0008\]: type '{name}' is not supported"):
         compile_slang(f"void f() {{ {decl} }}", "t.slang")
+
+
+def test_a_loop_whose_body_always_leaves_runs_once_in_reverse_mode():
+    src = """
+    [BackwardDifferentiable]
+    float f(float x) {
+        float y = 0.0;
+        for (;;) {
+            if (x == 0.0) break;
+            y += x * x;
+            if (x < 1.0) { y += 2.0 * x; }
+            break;
+        }
+        while (true) { y = y * x; break; }
+        return y;
+    }"""
+    c = Compiled(src, "f")
+    for x in (0.5, 1.5, -2.0):
+        want = (x * x + (2 * x if x < 1.0 else 0.0)) * x
+        assert c.primal([x])[0] == pytest.approx(want)
+        c.check_derivatives([x])
+
+
+def test_a_loop_that_may_continue_still_needs_a_bound():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    src = "[BackwardDifferentiable] float f(float x) { for (;;) { if (x > 1.0) continue; break; } return x; }"
+    with pytest.raises(DiffcError, match=r"E0007.*'for' loop"):
+        compile_slang(src, "c.slang")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from diffc.frontend import ast as A
 from diffc.frontend import matrices
 from diffc.frontend import types as T
-from diffc.frontend.loop_bounds import trip_count
+from diffc.frontend.loop_bounds import static_bound
 from diffc.frontend.errors import (
     ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     REDEFINED, UNSUPPORTED, FrontendError,
@@ -525,7 +525,7 @@ class Checker:
     def loop_bound(self, s: A.For | A.While) -> None:
         if self.func is None or not self.func.backward:
             return
-        if any(a.name == "MaxIters" for a in s.attrs) or (isinstance(s, A.For) and trip_count(s) is not None):
+        if any(a.name == "MaxIters" for a in s.attrs) or static_bound(s) is not None:
             return
         kw = "for" if isinstance(s, A.For) else "do-while" if s.do_while else "while"
         raise err(UNBOUNDED_LOOP,

@@ -106,3 +106,42 @@ def assigns_to(node, name: str) -> bool:
             if isinstance(t, A.Name) and t.id == name:
                 return True
     return False
+
+
+def own_jumps(node):
+    """break/continue statements that belong to this loop (not to nested loops)."""
+    if isinstance(node, A.Break | A.Continue):
+        yield node
+        return
+    if isinstance(node, A.For | A.While):
+        return
+    if isinstance(node, list):
+        for x in node:
+            yield from own_jumps(x)
+        return
+    if isinstance(node, A.Switch):
+        for c in node.cases:
+            yield from (j for j in own_jumps(c.body) if isinstance(j, A.Continue))
+        return
+    if isinstance(node, A.Stmt):
+        for v in vars(node).values():
+            if isinstance(v, A.Stmt | list):
+                yield from own_jumps(v)
+
+
+def runs_at_most_once(body: A.Stmt) -> bool:
+    """A loop body that ends in an unconditional `break` or `return` and has no `continue` of its
+    own leaves the loop in its first iteration (a `for (;;) { ...; break; }` block)."""
+    last = body
+    while isinstance(last, A.Block) and last.stmts:
+        last = last.stmts[-1]
+    return isinstance(last, A.Break | A.Return) and not any(isinstance(j, A.Continue) for j in own_jumps(body))
+
+
+def static_bound(s: A.For | A.While) -> int | None:
+    """The most iterations a loop can run, known from its text: a constant-bounds `for`, or a
+    body that always leaves in the first iteration."""
+    n = trip_count(s) if isinstance(s, A.For) else None
+    if n is None and runs_at_most_once(s.body):
+        return 1
+    return n

@@ -23,7 +23,7 @@ from diffc.frontend import types as T
 from diffc.frontend.derivative_checks import check_module
 from diffc.frontend.ast import walk
 from diffc.frontend.checker import Checker, FuncInfo, Local, err, ptr_param
-from diffc.frontend.loop_bounds import for_shape, trip_count
+from diffc.frontend.loop_bounds import for_shape, own_jumps, static_bound, trip_count
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
@@ -266,7 +266,7 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
     def may_exit(self, s: A.Stmt) -> bool:
         if self.use_ret_flag and any(isinstance(n, A.Return) for n in walk(s)):
             return True
-        return bool(self.loops) and any(True for _ in _own_jumps(s))
+        return bool(self.loops) and any(True for _ in own_jumps(s))
 
     def running(self) -> SSAValue:
         """True while no return/break/continue has fired."""
@@ -323,7 +323,7 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
         elif isinstance(s, A.For):
             self.for_loop(s)
         elif isinstance(s, A.While):
-            self.while_loop(s.cond, s.body, None, s.attrs, s.do_while, s)
+            self.while_loop(s.cond, s.body, None, s.attrs, s.do_while, s, bound=static_bound(s))
         else:
             raise err(UNSUPPORTED, f"unsupported statement {type(s).__name__}", s)
 
@@ -349,7 +349,7 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
 
         def lower_run(run: list[A.Stmt]) -> None:
             # `continue` inside the switch belongs to the enclosing loop
-            inner_break = any(isinstance(j, A.Break) for j in _own_jumps(run))
+            inner_break = any(isinstance(j, A.Break) for j in own_jumps(run))
             self.counter += 1
             ctx = LoopCtx(f"$brk{self.counter}" if inner_break else None, enclosing.cont if enclosing else None)
             if ctx.brk:
@@ -439,7 +439,7 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
         self.assign_results(keys, list(args))
 
     def loop_ctx(self, body: A.Stmt) -> LoopCtx:
-        own = list(_own_jumps(body))
+        own = list(own_jumps(body))
         self.counter += 1
         brk = f"$brk{self.counter}" if any(isinstance(n, A.Break) for n in own) else None
         cont = f"$cont{self.counter}" if any(isinstance(n, A.Continue) for n in own) else None
@@ -461,12 +461,12 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
     def for_loop(self, s: A.For) -> None:
         shape = for_shape(s)
         exits = any(isinstance(n, A.Return) for n in walk(s.body)) or any(
-            isinstance(n, A.Break) for n in _own_jumps(s.body))
+            isinstance(n, A.Break) for n in own_jumps(s.body))
         if shape is None or exits:
             if s.init is not None:
                 self.stmt(s.init)
             cond = s.cond or A.BoolLit(True, span=s.span, ty=T.BOOL)
-            self.while_loop(cond, s.body, s.step, s.attrs, False, s, bound=trip_count(s))
+            self.while_loop(cond, s.body, s.step, s.attrs, False, s, bound=static_bound(s))
             return
         var, lb_e, ub_e, step, inclusive = shape
         it = T.Scalar(s.init.type.name)  # type: ignore[union-attr]
@@ -544,24 +544,3 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
 
 def _same(a: list[SSAValue], b: list[SSAValue]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-def _own_jumps(node):
-    """break/continue statements that belong to this loop (not to nested loops)."""
-    if isinstance(node, A.Break | A.Continue):
-        yield node
-        return
-    if isinstance(node, A.For | A.While):
-        return
-    if isinstance(node, list):
-        for x in node:
-            yield from _own_jumps(x)
-        return
-    if isinstance(node, A.Switch):
-        for c in node.cases:
-            yield from (j for j in _own_jumps(c.body) if isinstance(j, A.Continue))
-        return
-    if isinstance(node, A.Stmt):
-        for v in vars(node).values():
-            if isinstance(v, A.Stmt | list):
-                yield from _own_jumps(v)
