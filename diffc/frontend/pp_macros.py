@@ -16,7 +16,9 @@ from diffc.frontend.errors import ARG_COUNT, SYNTAX, UNSUPPORTED
 from diffc.frontend.pp_tokens import Expansion, LogicalLine, PPToken, retokenize, tokenize
 
 MAX_EXPANDED_TOKENS = 1_000_000  # a line's expansion beyond this is refused, not waited for
+MAX_ARGUMENT_NESTING = 100  # macro calls in arguments of macro calls: each level is a recursion
 VA_ARGS = "__VA_ARGS__"
+BUILTIN_MACROS = ("__LINE__", "__FILE__")
 
 
 class PPError(Exception):
@@ -87,6 +89,7 @@ def parse_define(toks: list[PPToken], at: PPToken) -> Macro:
 class Macros:
     def __init__(self, defines: dict[str, str] | None = None):
         self.defs: dict[str, Macro] = {}
+        self.nesting = 0  # of argument expansions under way
         for name, value in (defines or {}).items():  # like `-D name=value`: an object-like macro
             body, _ = tokenize(LogicalLine(value, 0, 0, [(0, 0, 0)]), False)
             self.defs[name] = Macro(name, None, False, tuple(body))
@@ -105,7 +108,7 @@ class Macros:
             name = t.text
             m = self.defs.get(name)
             if m is None:
-                if name in ("__LINE__", "__FILE__"):
+                if name in BUILTIN_MACROS:
                     out.append(self._builtin(t, file))
                     changed = True
                 else:
@@ -203,7 +206,14 @@ class Macros:
 
         def arg(k: int) -> list[PPToken]:
             if k not in expanded:
-                expanded[k] = self.expand(args[k], file)[0]  # type: ignore[index]
+                if self.nesting >= MAX_ARGUMENT_NESTING:
+                    raise PPError(UNSUPPORTED, f"macro calls nested more than {MAX_ARGUMENT_NESTING} deep "
+                                  "in arguments are not supported", args[k][0])  # type: ignore[index]
+                self.nesting += 1
+                try:
+                    expanded[k] = self.expand(args[k], file)[0]  # type: ignore[index]
+                finally:
+                    self.nesting -= 1
             return expanded[k]
 
         body, out, i = m.body, [], 0
@@ -265,7 +275,7 @@ def evaluate_condition(toks: list[PPToken], macros: Macros, file: str, at: PPTok
             if paren and (j + 1 >= len(toks) or toks[j + 1].text != ")"):
                 raise PPError(SYNTAX, "missing ')' after 'defined(NAME'", toks[j])
             name = toks[j].text
-            known = name in macros.defs or name in ("__LINE__", "__FILE__")
+            known = name in macros.defs or name in BUILTIN_MACROS
             resolved.append(t.with_(kind="num", text="1" if known else "0"))
             i = j + 1 + paren
         else:
@@ -278,6 +288,7 @@ def evaluate_condition(toks: list[PPToken], macros: Macros, file: str, at: PPTok
 class _ConditionParser:
     def __init__(self, toks: list[PPToken], at: PPToken):
         self.toks, self.k, self.at = toks, 0, at
+        self.depth = 0  # of unary operators and parentheses, each a recursion
 
     def parse(self) -> int:
         if not self.toks:
@@ -322,6 +333,15 @@ class _ConditionParser:
         if t is None:
             raise PPError(SYNTAX, "#if expression ends too early", self.toks[-1])
         self.k += 1
+        self.depth += 1
+        try:
+            return self._unary(t, live)
+        finally:
+            self.depth -= 1
+
+    def _unary(self, t: PPToken, live: bool) -> int:
+        if self.depth > MAX_ARGUMENT_NESTING:
+            raise PPError(UNSUPPORTED, f"#if expressions nested more than {MAX_ARGUMENT_NESTING} deep are not supported", t)
         if t.kind == "punct" and t.text in ("!", "~", "-", "+"):
             v = self.unary(live)
             return {"!": int(not v), "~": ~v, "-": -v, "+": v}[t.text]

@@ -20,16 +20,18 @@ text into a `Preprocessed` whose map names that file.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, read_source
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED
-from diffc.frontend.pp_macros import Macros, PPError, evaluate_condition, parse_define
+from diffc.frontend.pp_macros import BUILTIN_MACROS, Macros, PPError, evaluate_condition, parse_define
 from diffc.frontend.pp_tokens import LogicalLine, PPToken, logical_line, spell, tokenize
 from diffc.frontend.source_map import LineOrigin, Piece, SourceMap
 
 MAX_INCLUDE_DEPTH = 64
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Accepted and without effect: hints for other compilers, and `#line` (diagnostics name the
 # real file and line, which is what a person opening the file sees).
 IGNORED_DIRECTIVES = ("pragma", "line", "warning")
@@ -94,6 +96,15 @@ class _Preprocessor:
         in_comment = False
         i = 0
         while i < len(lines):
+            raw = lines[i]
+            if not in_comment and self._plain(raw):  # most lines: nothing to do, quickly
+                if all(c.taking for c in conds):
+                    self.lines.append(raw)
+                    self.origins.append(LineOrigin(filename, i + 1))
+                else:
+                    self._blank(filename, i, i)
+                i += 1
+                continue
             ll = logical_line(lines, i)
             toks, ends_in_comment = tokenize(ll, in_comment)
             if not in_comment and _is_directive(toks):
@@ -115,6 +126,14 @@ class _Preprocessor:
                 in_comment, i = self._code_line(lines, ll, toks, ends_in_comment, filename)
         if conds:
             raise self._error(PPError(SYNTAX, "unterminated #if (no #endif in this file)", conds[-1].at), filename)
+
+    def _plain(self, raw: str) -> bool:
+        """Whether a line (not inside a comment) is surely no directive, opens no comment, joins
+        no next line and names no macro."""
+        if "/*" in raw or raw.lstrip().startswith("#") or raw.rstrip("\r").endswith("\\"):
+            return False
+        names = _IDENT.findall(raw)
+        return not any(n in self.macros.defs or n in BUILTIN_MACROS for n in names)
 
     def _code_line(self, lines: list[str], ll: LogicalLine, toks: list[PPToken], in_comment: bool,
                    filename: str) -> tuple[bool, int]:
