@@ -17,7 +17,7 @@ from slang_helpers import run
 from diffc.cli import PIPELINE, _apply
 from diffc.diagnostics import DiffcError
 from diffc.frontend import compile_slang
-from diffc.frontend.preprocess import find_include, preprocess
+from diffc.frontend.preprocess import Preprocessed, find_include, preprocess, read_include
 
 
 def value(src: str, name: str = "f", *args, filename: str = "test.slang", **options):
@@ -382,3 +382,20 @@ def test_a_file_that_includes_itself_is_refused(tree):
     (tree / "self.slang").write_text('#include "self.slang"\n')
     head, _, _ = error('#include "self.slang"\n', str(tree / "main.slang"))
     assert head.startswith(f"{tree / 'self.slang'}:1:10: error[E0008]: ") and "nested deeper" in head
+
+
+def test_end_of_text_stays_in_the_main_file_after_a_last_include(tree):
+    (tree / "stmt.slang").write_text("  x = x * 2.0;\n")
+    head, _, _ = error('float f(float x) {\n  x = x + 1.0;\n#include "stmt.slang"', str(tree / "main.slang"))
+    assert head.startswith(f"{tree / 'main.slang'}:3:1: error[E0001]: ")
+
+
+def test_reusable_pieces_for_other_readers_of_sibling_files(tree):
+    path, text = read_include("sq.slang", str(tree / "lib" / "poly.slang"))
+    assert path == str(tree / "lib" / "sq.slang") and text.startswith("#define SQ")
+    assert read_include("nope.slang", str(tree / "main.slang")) is None
+    a = preprocess("float f() { return 1.0; }\n", "a.slang")
+    b = preprocess("#if 0\n#endif\nfloat g() { return zz; }\n", "b.slang")
+    joined = Preprocessed.join([a, b])
+    assert str(joined.source_map.location(joined.text.index("zz"))) == "b.slang:3:20"
+    assert str(joined.source_map.location(joined.text.index("1.0"))) == "a.slang:1:20"

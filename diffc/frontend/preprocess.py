@@ -13,8 +13,9 @@ that `#if` leaves out) becomes an empty line, an included file's lines come in p
 back to its file, line and column.
 
 For other parts of the front end that read sibling files (`import`): `find_include(name,
-including_file)` resolves a name the way `#include "name"` does, and `preprocess` reads a file's
-text into a `Preprocessed` whose map names that file.
+including_file)` resolves a name the way `#include "name"` does, `read_include` also reads it,
+`preprocess(text, path)` preprocesses it into a `Preprocessed` whose map names that file, and
+`Preprocessed.join` puts several into one text for the lexer with every location kept.
 """
 
 from __future__ import annotations
@@ -42,6 +43,15 @@ class Preprocessed:
     text: str
     source_map: SourceMap
 
+    @staticmethod
+    def join(parts: Iterable[Preprocessed]) -> Preprocessed:
+        """Several preprocessed files as one text (one after the other), locations kept."""
+        parts = list(parts)
+        text = "\n".join(p.text for p in parts)
+        origins = [o for p in parts for o in p.source_map.origins]
+        sources = {f: t for p in parts for f, t in p.source_map.sources.items()}
+        return Preprocessed(text, SourceMap(text, origins, sources))
+
 
 def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
                include_dirs: Iterable[str] = ()) -> Preprocessed:
@@ -64,6 +74,13 @@ def find_include(name: str, including_file: str, search_dirs: Iterable[str] = ()
         if os.path.isfile(path):
             return path
     return None
+
+
+def read_include(name: str, including_file: str, search_dirs: Iterable[str] = ()) -> tuple[str, str] | None:
+    """(path, text) of the file `find_include` finds, or None when there is none. A file that is
+    not UTF-8 is a located `DiffcError`; one that cannot be read, an OSError."""
+    path = find_include(name, including_file, search_dirs)
+    return None if path is None else (path, read_source(path))
 
 
 @dataclass
@@ -113,11 +130,12 @@ class _Preprocessor:
                     more, ends_in_comment = tokenize(nxt, True)
                     toks += more
                     ll = LogicalLine(ll.text, ll.first, nxt.last, ll.starts)
-                self._blank(filename, ll.first, ll.last)
                 try:
                     self._directive([t for t in toks if t.kind != "comment"], conds, filename)
                 except PPError as e:
                     raise self._error(e, filename) from None
+                # (after an included file's lines: the end of the text stays in the main file)
+                self._blank(filename, ll.first, ll.last)
                 in_comment, i = ends_in_comment, ll.last + 1
             elif not all(c.taking for c in conds):
                 self._blank(filename, ll.first, ll.last)
@@ -244,7 +262,7 @@ class _Preprocessor:
             raise PPError(UNSUPPORTED, f"#include nested deeper than {MAX_INCLUDE_DEPTH} files "
                           "(a file that includes itself?) is not supported", at)
         try:
-            text = read_source(path)
+            _, text = read_include(target, filename, self.include_dirs)  # type: ignore[misc]
         except OSError as e:
             raise PPError(UNDEFINED, f"cannot open include file '{target}' ({e.strerror})", at) from None
         self.depth += 1
