@@ -1,6 +1,7 @@
 """The Slang-subset front end: `compile_slang(text, filename) -> ModuleOp`.
 
-Stages: lexer.py (tokens) -> parser.py (ast.py) -> checker.py + calls.py (types, diagnostics)
+Stages: preprocess.py (directives and macros; source_map.py takes locations back to the files)
+-> lexer.py (tokens) -> parser.py (ast.py) -> checker.py + calls.py (types, diagnostics)
 -> lower.py + lower_expr.py + lower_calls.py (IR per docs/architecture.md).
 
 Error codes (printed as `file:line:col: error[CODE]: message`, the line and a caret):
@@ -15,43 +16,52 @@ E0006/E0007 on the lowered IR come from derivative_checks.py (what the passes wo
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 from xdsl.dialects.builtin import ModuleOp
 
 from diffc.frontend.errors import FrontendError
 
 
-def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
-    """Parses, checks and lowers Slang source; raises `DiffcError` with a located message."""
+def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] | None = None,
+                  include_dirs: Iterable[str] = ()) -> ModuleOp:
+    """Preprocesses, parses, checks and lowers Slang source; raises `DiffcError` with a located
+    message. `filename` is where `#include "x"` looks first; `defines` are macros defined
+    beforehand (like `-D name=value`), `include_dirs` where `#include` looks next."""
     from diffc.frontend.checker import Checker
     from diffc.frontend.lower import Lowering
     from diffc.frontend.parser import MAX_NESTING, parse
+    from diffc.frontend.preprocess import preprocess
+
+    pre = preprocess(text, filename, defines, include_dirs)
 
     # The parser caps nesting (parser.MAX_NESTING); each level is a dozen or so Python frames
     # of recursive descent (and a few of checking and lowering), more than the default allows.
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20 * MAX_NESTING + 1000))
     try:
-        prog = parse(text, filename)
+        prog = parse(pre.text, filename)
         checker = Checker()
         checker.check_program(prog)
-        module = Lowering(checker, text, filename).module(prog)
-        _print_warnings(checker.warnings, text, filename)
+        module = Lowering(checker, pre.source_map).module(prog)
+        _print_warnings(checker.warnings, pre.source_map)
         return module
     except FrontendError as e:
-        raise e.to_diffc_error(text, filename) from None
+        raise e.to_diffc_error(pre.source_map) from None
     finally:
         sys.setrecursionlimit(limit)
 
 
-def _print_warnings(warnings, text: str, filename: str) -> None:
+def _print_warnings(warnings, source_map) -> None:
     """Warnings go to stderr as located diagnostics, as Slang prints them."""
-    from diffc.diagnostics import SourceLocation, format_diagnostic, line_col
+    from diffc.diagnostics import format_diagnostic
 
     for (start, end), message in warnings:
-        line, col = line_col(text, start)
-        print(format_diagnostic(SourceLocation(filename, line, col), message, None, text,
-                                max(1, end - start), severity="warning"), file=sys.stderr)
+        loc = source_map.location(start)
+        last = source_map.location(max(start, end - 1), end=True)
+        length = last.col - loc.col + 1 if (last.file, last.line) == (loc.file, loc.line) else 1
+        print(format_diagnostic(loc, message, None, source_map.source(loc.file), max(1, length),
+                                severity="warning"), file=sys.stderr)
 
 
 # What the registry's FRONTENDS["slang"] loads: a `(text, filename) -> ModuleOp` callable.

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, line_col
+from typing import TYPE_CHECKING
+
+from diffc.diagnostics import DiffcError, format_diagnostic
+
+if TYPE_CHECKING:
+    from diffc.frontend.source_map import SourceMap
 
 # Error codes of the Slang front end.
 SYNTAX = "E0001"  # the text does not parse
@@ -25,11 +30,12 @@ class FrontendError(Exception):
         self.start = start
         self.end = end
 
-    def to_diffc_error(self, text: str, filename: str) -> DiffcError:
-        line, col = line_col(text, self.start)
-        end_line, _ = line_col(text, max(self.start, self.end - 1))
-        length = self.end - self.start if end_line == line else 1
-        msg = format_diagnostic(
-            SourceLocation(filename, line, col), self.message, self.code, text, max(1, length)
-        )
+    def to_diffc_error(self, source_map: SourceMap) -> DiffcError:
+        """The located message; `source_map` takes the span (offsets into the text the lexer
+        read) back to the file, line and column it came from."""
+        loc = source_map.location(self.start)
+        end = source_map.location(max(self.start, self.end - 1), end=True)
+        same_line = (end.file, end.line) == (loc.file, loc.line) and end.col >= loc.col
+        length = end.col - loc.col + 1 if same_line else 1
+        msg = format_diagnostic(loc, self.message, self.code, source_map.source(loc.file), max(1, length))
         return DiffcError(msg)

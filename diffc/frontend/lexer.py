@@ -50,9 +50,6 @@ def tokenize(text: str, filename: str) -> list[Token]:
             if j < 0:
                 raise FrontendError(SYNTAX, "unterminated comment", i, i + 2)
             i = j + 2
-        elif c == "#" and (i == 0 or text[text.rfind("\n", 0, i) + 1 : i].strip() == ""):
-            j = text.find("\n", i)  # preprocessor lines are ignored
-            i = n if j < 0 else j
         elif _is_ident_start(c):
             j = i
             while j < n and text[j] in IDENT_CHARS:

@@ -6,7 +6,6 @@ guard the statements after them and end loops (`scf.while`)."""
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
 from diffc.frontend.matrices import MatrixLowering
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
+from diffc.frontend.source_map import SourceMap
 
 
 @dataclass
@@ -44,9 +44,9 @@ class LoopCtx:
 
 
 class Lowering(ExprLowering, CallLowering, MatrixLowering):
-    def __init__(self, checker: Checker, text: str = "", filename: str = "<input>"):
+    def __init__(self, checker: Checker, source_map: SourceMap):
         self.c = checker
-        self.text, self.filename = text, filename
+        self.source_map = source_map  # span offsets -> file:line:col (through the preprocessor)
         # The statement / expression being lowered, innermost last: each op it emits gets its
         # file:line:col (so pass errors are located) and is remembered in `spans`, for the
         # located checks of derivative_checks.py.
@@ -67,15 +67,12 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
         if self.at:
             node = self.at[-1]
             self.spans[op] = node
-            line, col = self.line_col(node.span[0])
-            op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
+            op.location = self.file_loc(node.span[0])
         return super().emit(op)
 
-    def line_col(self, offset: int) -> tuple[int, int]:
-        if not hasattr(self, "_line_starts"):
-            self._line_starts = [0] + [i + 1 for i, ch in enumerate(self.text) if ch == "\n"]
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+    def file_loc(self, offset: int) -> FileLineColLoc:
+        loc = self.source_map.location(offset)
+        return FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
 
     def expr(self, e: A.Expr) -> list[SSAValue]:
         self.at.append(e)
@@ -156,8 +153,7 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
                          arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
                          res_attrs=dicts(res_attrs) if any(res_attrs) else None)
         if f.decl is not None:  # at its name: where a pass's error about the function points
-            line, col = self.line_col(getattr(f.decl, "name_span", f.decl.span)[0])
-            op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
+            op.location = self.file_loc(getattr(f.decl, "name_span", f.decl.span)[0])
         at = f.attrs
         if has_ptr_twin(f) and not twin:
             at = {k: a for k, a in at.items() if k in ("shader", "numthreads")}
