@@ -546,7 +546,10 @@ class DiffcFunctions(InterpreterFunctions):
         vec, *dyn = args
         dyn_it = iter(dyn)
         pos = tuple(p if isinstance(p, int) else next(dyn_it) for p in _positions(op))
-        return (_out(np.asarray(vec)[pos]),)
+        lane = _out(np.asarray(vec)[pos])
+        if isinstance(op.result.type, IntegerType):  # integer lanes are held as float64
+            lane = int(lane)
+        return (lane,)
 
     @impl(vector.InsertOp)
     def run_insert(self, interp: Interpreter, op: vector.InsertOp, args: PythonValues):

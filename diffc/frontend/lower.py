@@ -25,6 +25,7 @@ from diffc.frontend.ast import walk
 from diffc.frontend.checker import Checker, FuncInfo, Local, err, ptr_param
 from diffc.frontend.loop_bounds import for_shape, trip_count
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
+from diffc.frontend.lower_builtins import BuiltinLowering
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
 from diffc.frontend.matrices import MatrixLowering
@@ -43,7 +44,7 @@ class LoopCtx:
     cont: str | None
 
 
-class Lowering(ExprLowering, CallLowering, MatrixLowering):
+class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
     def __init__(self, checker: Checker, text: str = "", filename: str = "<input>"):
         self.c = checker
         self.text, self.filename = text, filename
