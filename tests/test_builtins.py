@@ -7,6 +7,9 @@ any, asfloat, ...) in plain code. `slang_differentiable` is checked against Slan
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -299,6 +302,84 @@ def test_slang_differentiable_follows_slangs_stdlib():
     assert all(isinstance(slang_differentiable(n), bool) for n in BUILTINS)
 
 
+# ---- the OpenCL backend (PoCL) -----------------------------------------------------------------
+
+KERNEL = """\
+//TEST_INPUT:ubuffer(data=[0.5 -1.5 2.5 0.25], stride=4):name=inp
+RWStructuredBuffer<float> inp;
+//TEST_INPUT: set outp = out ubuffer(data=[0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0], stride=4)
+RWStructuredBuffer<float> outp;
+
+[Differentiable]
+float mx(float x, float y) { return max(x, y); }
+
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID) {
+    float x = inp[0], y = inp[1], z = inp[2], w = inp[3];
+    outp[0] = rcp(x);
+    outp[1] = asinh(y);
+    outp[2] = acosh(z);
+    outp[3] = atanh(w);
+    outp[4] = trunc(y);
+    outp[5] = radians(z) + degrees(w);
+    outp[6] = copysign(z, y);
+    float s, c;
+    sincos(x, s, c);
+    outp[7] = s + 10.0 * c;
+    float3 r = refract(normalize(float3(x, y, z)), float3(0.0, 1.0, 0.0), 0.8);
+    outp[8] = r.x; outp[9] = r.y; outp[10] = r.z;
+    float3 v = float3(x, y, z);
+    outp[11] = float(any(v < 0.0)) + 2.0 * float(all(v < 3.0)) + 4.0 * float(any(isnan(v)))
+             + 8.0 * float(isinf(1.0 / (x - 0.5))) + 16.0 * float(isfinite(y));
+    outp[12] = float(asuint(x) == 0x3f000000u) + asfloat(asint(y));
+    int3 sg = sign(v);
+    outp[13] = float(sg.x * 100 + sg.y * 10 + sg.z);
+    var px = diffPair(x); var py = diffPair(x);
+    bwd_diff(mx)(px, py, 1.0);
+    outp[14] = px.d; outp[15] = py.d;
+    var pa = diffPair(v); var pb = diffPair(float3(w, 1.0, -2.0));
+    bwd_diff(cross)(pa, pb, float3(1.0, 2.0, 3.0));
+    outp[16] = pa.d.x; outp[17] = pa.d.y; outp[18] = pa.d.z;
+    outp[19] = float.getPi();
+    float2x2 m = float2x2(x, z, w, 4.0);
+    float2x2 sq = sqrt(m);
+    outp[20] = sq[0][1] + sq[1][1];
+    var pm = diffPair(m);
+    bwd_diff(sqrt)(pm, float2x2(1.0, 1.0, 1.0, 1.0));
+    outp[21] = pm.d[1][0];
+    outp[22] = fwd_diff(sin)(diffPair(x, 1.0)).d;
+    outp[23] = smoothstep(0.0, 1.0, w) + step(x, y);
+}
+"""
+
+
+def _kernel_expected() -> list[float]:
+    x, y, z, w = 0.5, -1.5, 2.5, 0.25
+    i = np.array([x, y, z]) / np.linalg.norm([x, y, z])
+    n, eta = np.array([0.0, 1.0, 0.0]), 0.8
+    d = n @ i
+    refr = eta * i - (eta * d + math.sqrt(1 - eta * eta * (1 - d * d))) * n
+    cross_grad = np.cross(np.array([w, 1.0, -2.0]), np.array([1.0, 2.0, 3.0]))  # d<u, a x b>/da = b x u
+    return [1 / x, np.arcsinh(y), np.arccosh(z), np.arctanh(w), np.trunc(y), np.radians(z) + np.degrees(w),
+            math.copysign(z, y), math.sin(x) + 10 * math.cos(x), *refr,
+            1 + 2 + 8 + 16,  # any(v < 0), all(v < 3), no NaN, isinf(1 / 0), isfinite(y)
+            1 + y, 100 - 10 + 1, 0.5, 0.5, *cross_grad, math.pi, math.sqrt(z) + 2.0, 0.5 / math.sqrt(w),
+            math.cos(x), w * w * (3 - 2 * w)]
+
+
+def test_intrinsics_through_opencl(tmp_path):
+    """`diffc run` on PoCL: the emitted OpenCL C computes what numpy does."""
+    f = tmp_path / "k.slang"
+    f.write_text(KERNEL)
+    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", str(f)], capture_output=True, text=True,
+                       env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split()
+    assert lines[:2] == ["type:", "float"]
+    np.testing.assert_allclose([float(v) for v in lines[2:]], _kernel_expected(), rtol=1e-5, atol=1e-6)
+
+
 # ---- errors -----------------------------------------------------------------------------------
 
 
@@ -310,6 +391,7 @@ def test_slang_differentiable_follows_slangs_stdlib():
     ("float f(float a) { return int.getPi(); }", "E0004", 31, "type int has no method 'getPi'"),
     ("float f(float a) { float s; sincos(a, s, 1.0); return s; }", "E0003", 42, "assignment"),
     ("float f(float a) { return fwd_diff(sin)({a, 1.0}).d; }", "E0008", 41, "initializer list"),
+    ("float f(float a) { let g = sin; return a; }", "E0008", 28, "intrinsic 'sin' used as a value"),
 ])
 def test_intrinsic_errors_are_located(src, code, col, words):
     expect_error(src, code, 1, col, words)
