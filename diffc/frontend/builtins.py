@@ -59,7 +59,8 @@ _add("min max", 2, "same", True)
 _add("dot distance", 2, "scalar", True, elementwise=False)
 _add("cross reflect", 2, "float_same", True, elementwise=False)
 _add("clamp", 3, "same", True)
-_add("lerp fma mad smoothstep", 3, "float_same", True)  # smoothstep: through Slang's primal substitute
+_add("lerp fma mad", 3, "float_same", True)
+_add("smoothstep", 3, "float_same", False)  # Slang's primal substitute for it is not [Differentiable]
 _add("refract", 3, "float_same", True, params="TTS", elementwise=False)
 _add("sincos", 3, "void", True, params="Too")
 
