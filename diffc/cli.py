@@ -26,6 +26,7 @@ from diffc.diagnostics import DiffcError, read_source, render_error
 
 PIPELINE = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
 PRINT_ENTRIES = ("printMain", "main")
+DEFAULT_ENTRY = "computeMain"
 MAX_GROUPS = 2**31 - 1  # per dimension: OpenCL's sizes are size_t, pyopencl's casts fail far above
 
 
@@ -64,7 +65,8 @@ def _apply_pass(p, module) -> None:
 
 
 def choose_entry(module, wanted: str | None):
-    """The entry function: --entry, else the only compute shader, else printMain/main."""
+    """The entry function: --entry, else the only compute shader (computeMain among several),
+    else printMain/main."""
     from xdsl.dialects import func
 
     from diffc.passes.lower_entry_points import is_compute_entry
@@ -80,6 +82,8 @@ def choose_entry(module, wanted: str | None):
         return funcs[wanted]
     if len(shaders) == 1:
         return funcs[shaders[0]]
+    if DEFAULT_ENTRY in shaders:  # Slang's default entry name
+        return funcs[DEFAULT_ENTRY]
     if len(shaders) > 1:
         raise DiffcError(f"error: several compute entry points ({', '.join(shaders)}); choose one with --entry")
     for name in PRINT_ENTRIES:

@@ -215,8 +215,10 @@ def judge(case: Case, result: dict) -> str | None:
     return compare(case.checks, result["stdout"])
 
 
-def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None) -> dict[Path, str | None]:
-    """Every case in `jobs` workers; {path: None (passed) or the reason it failed}."""
+def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None, on_result=None) -> dict[Path, str | None]:
+    """Every case in `jobs` workers; {path: None (passed) or the reason it failed}.
+    `progress(case, reason)` and `on_result(case, reason, raw)` (raw: rc, stdout, stderr) are
+    called as each file finishes."""
     import threading
 
     results: dict[Path, str | None] = {}
@@ -233,11 +235,14 @@ def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None) -> di
                     case = todo.pop(0)
                 if not w.alive():
                     w = _Worker()
-                res = judge(case, w.run(str(case.path), timeout))
+                raw = w.run(str(case.path), timeout)
+                res = judge(case, raw)
                 with lock:
                     results[case.path] = res
                     if progress:
                         progress(case, res)
+                    if on_result:
+                        on_result(case, res, raw)
         finally:
             if w.alive():
                 w.proc.stdin.close()
@@ -278,7 +283,9 @@ def main(argv: list[str]) -> int:
     results = run_suite(cases, args.jobs, args.timeout, progress)
     passed = sorted(str(p.relative_to(root)) for p, r in results.items() if r is None)
     if args.passing:
-        Path(args.passing).write_text("".join(p + "\n" for p in passed))
+        header = (f"# Files of {root.name}/ that print Slang's expected values ({len(passed)}/{len(cases)}).\n"
+                  "# Made by: diffc suite SLANG_TESTS_DIR --passing THIS_FILE\n")
+        Path(args.passing).write_text(header + "".join(p + "\n" for p in passed))
     print(f"{len(passed)}/{len(cases)} passed ({time.time() - start:.0f} s)")
     return 0 if len(passed) == len(cases) else 1
 

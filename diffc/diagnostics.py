@@ -44,9 +44,10 @@ def format_diagnostic(
     code: str | None = None,
     source: str | None = None,
     length: int = 1,
+    severity: str = "error",
 ) -> str:
     """The one-line header, then the source line with a caret under the column."""
-    kind = f"error[{code}]" if code else "error"
+    kind = f"{severity}[{code}]" if code else severity
     head = f"{loc}: {kind}: {message}" if loc else f"{kind}: {message}"
     if loc is None or source is None:
         return head

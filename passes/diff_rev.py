@@ -235,7 +235,7 @@ class _FuncReverser(LoopReverser):
 
     def reverse(self, ops: list[Operation], adj: dict, vmap: dict, em: Emitter, ctx: Ctx) -> None:
         for op in reversed(ops):
-            if not any(r in adj for r in op.results):
+            if not any(r in adj for r in op.results) and not self.calls_custom_bwd(op):
                 continue
             if isinstance(op, diff.DetachOp):
                 continue
@@ -273,6 +273,17 @@ class _FuncReverser(LoopReverser):
                 for x, c in zip(op.operands, contribs):
                     if c is not None and c in keep:
                         self.accumulate(adj, x, c, em)
+
+    def calls_custom_bwd(self, op: Operation) -> bool:
+        """A call whose callee has or reaches a custom backward derivative runs in the reverse
+        sweep even when no result carries an adjoint: that derivative may produce gradients of
+        its own (from a buffer), also for a call that returns nothing."""
+        for o in op.walk():  # also such a call inside a branch or loop
+            if isinstance(o, func.CallOp):
+                callee = self.gen.symbols.get(o.callee.root_reference.data)
+                if isinstance(callee, func.FuncOp) and self.act.reaches_custom_bwd(callee):
+                    return True
+        return False
 
     def rev_call(self, op: func.CallOp, adj: dict, vmap: dict, em: Emitter) -> None:
         callee = self.gen.symbols[op.callee.root_reference.data]

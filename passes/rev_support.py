@@ -144,6 +144,9 @@ class Activity:
         for op in block.ops:
             self._op(op)
 
+    def reaches_custom_bwd(self, f: func.FuncOp) -> bool:
+        return self._reaches_custom_bwd(f, set())
+
     def _reaches_custom_bwd(self, f: func.FuncOp, seen: set) -> bool:
         """Whether f has a custom backward derivative or its differentiated body calls one (a
         network's eval calling layers that accumulate their gradients into buffers)."""

@@ -35,11 +35,23 @@ def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
         prog = parse(text, filename)
         checker = Checker()
         checker.check_program(prog)
-        return Lowering(checker, text, filename).module(prog)
+        module = Lowering(checker, text, filename).module(prog)
+        _print_warnings(checker.warnings, text, filename)
+        return module
     except FrontendError as e:
         raise e.to_diffc_error(text, filename) from None
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _print_warnings(warnings, text: str, filename: str) -> None:
+    """Warnings go to stderr as located diagnostics, as Slang prints them."""
+    from diffc.diagnostics import SourceLocation, format_diagnostic, line_col
+
+    for (start, end), message in warnings:
+        line, col = line_col(text, start)
+        print(format_diagnostic(SourceLocation(filename, line, col), message, None, text,
+                                max(1, end - start), severity="warning"), file=sys.stderr)
 
 
 # What the registry's FRONTENDS["slang"] loads: a `(text, filename) -> ModuleOp` callable.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT
+from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
 from diffc.frontend.builtin_types import check_builtin, check_type_method, instantiate_builtin
 from diffc.frontend.matrices import MATRIX_FUNCS, check_ctor as check_matrix_ctor
 from diffc.frontend.matrices import check_call as check_matrix_call
@@ -88,8 +88,10 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             e.kind = "printf"
             return T.VOID
         if name in MATRIX_FUNCS:
+            _no_diff_meaningless(c, e, name, True)
             return check_matrix_call(c, e, name)
         if name in BUILTINS:
+            _no_diff_meaningless(c, e, name, slang_differentiable(name))
             return check_builtin(c, e, name)
         if name in WAVE_IDENTITY or name in WAVE_CONSTANT:
             return _wave(c, e, name)
@@ -114,6 +116,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     if not isinstance(f, T.FuncRef):
         raise err(TYPE_MISMATCH, f"a value of type {f} cannot be called", callee)
     fi = c.funcs[f.func]
+    _no_diff_meaningless(c, e, fi.name, fi.differentiable or bool(f.mode))
     params, ret = derivative_signature(fi, f.mode)
     what = f"'{f.name()}'"
     fill_defaults(c, e, params)
@@ -145,6 +148,15 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     e.kind = "call"
     e.target = (f.func, f.mode, params)
     return ret
+
+
+def _no_diff_meaningless(c: Checker, e: A.Call, name: str, differentiable: bool) -> None:
+    """Slang's `no_diff f(x)` makes a call of a non-differentiable function constant; on a call of
+    a differentiable one it has no meaning: a warning, and the derivative flows."""
+    if e.no_diff and differentiable:
+        c.warn(e, f"'no_diff' has no meaning on a call of differentiable function '{name}': its derivative "
+                  "still flows (use detach(...) to drop it)")
+        e.no_diff = False
 
 
 def _bind_method(e: A.Call, fi, this: A.Expr | None) -> None:
@@ -287,6 +299,12 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
         return t
     if isinstance(t, T.Matrix):
         return check_matrix_ctor(c, e, t)
+    if isinstance(t, T.Pair):  # DifferentialPair<T>(primal, differential)
+        _count(e, t.name(), 2)
+        c.expect_type(e.args[0], t.elem)
+        c.expect_type(e.args[1], T.differential(t.elem))
+        e.kind = "diffPair"
+        return t
     if isinstance(t, T.PtrPair):  # DifferentialPtrPair<T>(primal, differential)
         _count(e, t.name(), 2)
         c.expect_type(e.args[0], t.elem)

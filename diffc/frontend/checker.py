@@ -124,6 +124,11 @@ class Checker:
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
         self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
+        self.warnings: list[tuple[tuple[int, int], str]] = []  # (span, message), in source order
+
+    def warn(self, node: A.Node, message: str) -> None:
+        if (node.span, message) not in self.warnings:  # a generic body is checked once per instance
+            self.warnings.append((node.span, message))
 
     # ---- types ----
     def resolve(self, t: A.TypeRef) -> T.Type:
@@ -132,10 +137,19 @@ class Checker:
         else:
             ty = self._resolve_base(t)
         for n in reversed(t.dims):
-            if not isinstance(n, int):
+            size = n if isinstance(n, int) else self.const_int(n)
+            if size is None:
                 raise err(UNDEFINED, f"array size '{n}' is not a compile-time int", t)
-            ty = T.Array(ty, n)
+            ty = T.Array(ty, size)
         return ty
+
+    def const_int(self, name: str) -> int | None:
+        """The value of a `static const` int global written as a literal (an array size)."""
+        loc = self.scopes[0].get(name) if isinstance(name, str) else None
+        v = loc.value if loc is not None else None
+        if isinstance(v, A.Num) and not v.is_float and isinstance(loc.ty, T.Scalar) and loc.ty.kind in ("int", "uint"):
+            return int(v.value)
+        return None
 
     def _type_arg(self, t: A.TypeRef, arg) -> T.Type:
         """A type argument of `t` (the parser keeps names it does not know as types as str, and
@@ -453,7 +467,7 @@ class Checker:
             else:
                 assert s.init is not None
                 ty = self.expr(s.init)
-                if isinstance(ty, T.Void | T.FuncRef | T.StringT):
+                if isinstance(ty, T.FuncRef | T.StringT) or isinstance(ty, T.Void) and not s.is_const:
                     raise err(TYPE_MISMATCH, f"cannot declare a variable of type {ty}", s.init)
             s.decl_ty = ty
             if s.name in self.scopes[-1]:
@@ -702,8 +716,15 @@ class Checker:
             if isinstance(st, T.Struct) and e.name in st.statics:  # `Optimizer::learningRate`
                 e.static = st.statics[e.name]  # type: ignore[attr-defined]
                 return e.static.ty  # type: ignore[attr-defined]
+            if isinstance(st, T.Struct) and e.name in st.methods:  # `fwd_diff(S.m)`: `this` comes first
+                return T.FuncRef(st.methods[e.name])
             raise err(UNKNOWN_MEMBER, f"'{e.base.type.name}.{e.name}' must be called", e)
         t = self.expr(e.base)
+        if isinstance(t, T.Pointer) and not t.by_value and isinstance(t.elem, T.Vector | T.Scalar):
+            # `p->x` on a pointer to a vector is `(*p).x`
+            e.base = A.Unary("*", e.base, span=e.base.span)
+            e.arrow = False
+            t = self.expr(e.base)
         if isinstance(t, T.Pointer):
             if isinstance(t.elem, T.Struct) and t.elem.field(e.name) is not None:
                 return t.elem.field(e.name)[1]  # type: ignore[index]

@@ -28,32 +28,34 @@ from diffc.rules import lookup_rule
 _NO_RULE_NEEDED = (func.ReturnOp, scf.YieldOp, scf.ConditionOp)
 
 
-def check_module(module: ModuleOp, spans: dict[Operation, A.Node]) -> None:
+def check_module(module: ModuleOp, spans: dict[Operation, A.Node],
+                 lost: dict[Operation, A.Node] | None = None) -> None:
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
     fwd_roots, bwd_roots = [], []
     for op in module.walk():
         if isinstance(op, diff.FwdDiffOp | diff.BwdDiffOp):
             roots = fwd_roots if isinstance(op, diff.FwdDiffOp) else bwd_roots
             roots.append((op.callee.root_reference.data, op))
-    for name in _reached(funcs, [n for n, _ in fwd_roots + bwd_roots]):
-        _Activity(funcs, spans, funcs[name]).run()
-    for name in _reached(funcs, [n for n, _ in bwd_roots]):
+    scanned = _reached(funcs, [n for n, _ in fwd_roots], diff.FWD_DERIVATIVE)
+    scanned += [n for n in _reached(funcs, [n for n, _ in bwd_roots], diff.BWD_DERIVATIVE) if n not in scanned]
+    for name in scanned:
+        _Activity(funcs, spans, funcs[name], lost or {}).run()
+    for name in _reached(funcs, [n for n, _ in bwd_roots], diff.BWD_DERIVATIVE):
         _check_loops(funcs[name], spans)
 
 
-def _reached(funcs: dict[str, func.FuncOp], roots: list[str]) -> list[str]:
-    """The functions whose generated derivatives the passes build from `roots`: a function
-    with a custom derivative is not differentiated, its body is not entered."""
+def _reached(funcs: dict[str, func.FuncOp], roots: list[str], custom: str) -> list[str]:
+    """The functions whose derivatives the passes generate from `roots` in one mode: a function
+    with a custom derivative of that mode (attribute `custom`) is neither differentiated nor
+    entered."""
     seen: list[str] = []
     todo = list(roots)
     while todo:
         name = todo.pop()
         f = funcs.get(name)
-        if name in seen or f is None:
+        if name in seen or f is None or diff.custom_derivative(f, custom):
             continue
         seen.append(name)
-        if diff.custom_derivative(f, diff.FWD_DERIVATIVE) or diff.custom_derivative(f, diff.BWD_DERIVATIVE):
-            continue
         for op in f.walk():
             if isinstance(op, func.CallOp):
                 callee = funcs.get(op.callee.root_reference.data)
@@ -98,8 +100,9 @@ class _Activity:
     """Which values of one function carry derivatives; refuses an op without a rule that
     receives one."""
 
-    def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp):
-        self.funcs, self.spans, self.f = funcs, spans, f
+    def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp,
+                 lost: dict[Operation, A.Node]):
+        self.funcs, self.spans, self.f, self.lost = funcs, spans, f, lost
         self.active: set[SSAValue] = set()
 
     def run(self) -> None:
@@ -144,6 +147,14 @@ class _Activity:
             self._fixpoint(lambda: self._while_round(before, after, op))
             return
         if isinstance(op, diff.DetachOp):
+            if op in self.lost and op.operands[0] in act:
+                node = self.lost[op]
+                raise FrontendError(
+                    NOT_DIFFERENTIABLE,
+                    f"derivative is lost during assignment: '{_target_text(node)}' is a no_diff field, and the "
+                    f"value assigned to it in '{self.f.sym_name.data}' carries a derivative (Slang's error 41031); "
+                    "wrap the value in detach(...) to drop its derivative",
+                    node.span[0], node.span[1])
             return
         ins = [x for x in op.operands if x in act]
         if not ins:
@@ -215,6 +226,16 @@ class _Activity:
             node.span[0],
             node.span[1],
         )
+
+
+def _target_text(node: A.Node) -> str:
+    parts = []
+    while isinstance(node, A.Member):
+        parts.append(node.name)
+        node = node.base
+    if isinstance(node, A.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
 
 
 def _describe(node: A.Node, op: Operation) -> str:

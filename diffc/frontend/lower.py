@@ -53,6 +53,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         # located checks of derivative_checks.py.
         self.at: list[A.Node] = []
         self.spans: dict[Operation, A.Node] = {}
+        self.lost_derivatives: dict[Operation, A.Node] = {}  # detaches of assignments to no_diff fields
         self.funcs = checker.funcs
         self.func_ops: dict[str, func.FuncOp] = {}
         self.extra_funcs: list[func.FuncOp] = []
@@ -113,7 +114,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 self.define_func(f, twin=True)
                 ops.append(self.func_ops[ptr_twin_name(f.name)])
         module = ModuleOp(ops + self.extra_funcs)
-        check_module(module, self.spans)
+        check_module(module, self.spans, self.lost_derivatives)
         return module
 
     def declare_func(self, f: FuncInfo, twin: bool = False) -> func.FuncOp:
@@ -180,6 +181,8 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             if not args:
                 raise err(TYPE_MISMATCH, "[numthreads] takes one to three positive integer constants", at["numthreads"])
             op.attributes["diffc.numthreads"] = DenseArrayBase.from_list(i64, [int(a.value) for a in args])
+            if "shader" not in at:  # Slang: [numthreads] alone makes a compute entry point
+                op.attributes["diffc.shader"] = StringAttr("compute")
         return op
 
     @staticmethod

@@ -19,6 +19,12 @@ from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 
 class CallLowering:
     def call(self, e: A.Call) -> list[SSAValue]:
+        vals = self.call_values(e)
+        if e.no_diff and e.kind != "call":  # `no_diff` on a non-differentiable intrinsic: a constant
+            vals = [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in vals]
+        return vals
+
+    def call_values(self, e: A.Call) -> list[SSAValue]:
         k = e.kind
         if k == "printf":
             self.printf(e)
@@ -211,7 +217,7 @@ class CallLowering:
             out: list[SSAValue] = []
             for a, (_, ft, _) in zip(e.args, t.fields):
                 out += self.lower_as(a, ft)
-            return out
+            return self.seal(out, t)
         assert isinstance(t, T.Vector)
         if len(e.args) == 1 and not isinstance(e.args[0].ty, T.Vector):
             return self.lower_as(e.args[0], t)

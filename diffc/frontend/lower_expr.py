@@ -147,7 +147,26 @@ class ExprLowering:
         out: list[SSAValue] = []
         for i, pt in enumerate(parts):
             out += self.lower_as(e.items[i], pt) if i < len(e.items) else self.const(0, pt)
+        return self.seal(out, t)
+
+    def lose_derivative(self, vals: list[SSAValue], target: A.Expr) -> list[SSAValue]:
+        """An assignment to a `no_diff` field: the value's derivative is dropped, which
+        derivative_checks refuses where the value carries one (Slang's E41031)."""
+        out = []
+        for x in vals:
+            if diff.is_differentiable_type(x.type):
+                x = self.v(diff.DetachOp(x))
+                self.lost_derivatives[x.owner] = target
+            out.append(x)
         return out
+
+    def seal(self, vals: list[SSAValue], t: T.Type) -> list[SSAValue]:
+        """A struct value as built: its `no_diff` fields hold their values without derivative."""
+        mask = T.no_diff_leaves(t)
+        if not any(mask):
+            return vals
+        return [self.v(diff.DetachOp(x)) if m and diff.is_differentiable_type(x.type) else x
+                for x, m in zip(vals, mask)]
 
     def build_vector(self, comps: list[SSAValue], t: T.Vector) -> list[SSAValue]:
         vt = VectorType(T.ir_scalar(t.elem), [t.n])
@@ -277,8 +296,29 @@ class ExprLowering:
 
     def ternary(self, e: A.Ternary) -> list[SSAValue]:
         (c,) = self.lower_as(e.cond, T.BOOL)
+        if isinstance(c.type, IntegerType) and (_may_fault(e.a) or _may_fault(e.b)):
+            return self.short_circuit(c, e)
         a, b = self.lower_as(e.a, e.ty), self.lower_as(e.b, e.ty)
         return [self.v(arith.SelectOp(c, x, y)) for x, y in zip(a, b)]
+
+    def short_circuit(self, c: SSAValue, e: A.Ternary) -> list[SSAValue]:
+        """`c ? a : b` with a scalar condition evaluates one side, as in Slang: the other side's
+        derivative must not enter the result (sqrt(x) at x < 0 gives NaN, and 0 * NaN is NaN)."""
+        from xdsl.dialects import scf
+        from xdsl.ir import Block, Region
+
+        blocks = []
+        for side in (e.a, e.b):
+            blk = Block()
+            saved = self.block  # type: ignore[has-type]
+            self.block = blk
+            vals = self.lower_as(side, e.ty)
+            blk.add_op(scf.YieldOp(*vals))
+            self.block = saved
+            blocks.append(blk)
+        types = [x.type for x in blocks[0].last_op.operands]  # type: ignore[union-attr]
+        op = self.emit(scf.IfOp(c, types, Region(blocks[0]), Region(blocks[1])))
+        return list(op.results)
 
     def assign(self, e: A.Assign) -> list[SSAValue]:
         t = e.target.ty
@@ -548,8 +588,10 @@ class ExprLowering:
                 n = T.leaf_count(t.elem)
                 new = vals + base[n:] if target.name in ("p", "primal") else base[:n] + vals
             elif isinstance(t, T.Struct):
-                i, _, _ = t.field(target.name)  # type: ignore[misc]
+                i, _, nd = t.field(target.name)  # type: ignore[misc]
                 start, n = T.field_offset(t, i)
+                if nd and t.differentiable:
+                    vals = self.lose_derivative(vals, target)
                 new = base[:start] + vals + base[start + n :]
             else:
                 idx = [SWIZZLE[ch] for ch in target.name]
@@ -617,6 +659,16 @@ class ExprLowering:
 
     def math_unary(self, name: str, x: SSAValue) -> SSAValue:
         return self.v(getattr(math, MATH_UNARY[name])(x))
+
+
+def _may_fault(e: A.Expr) -> bool:
+    """Whether evaluating `e` may give NaN or Inf where its value is not wanted (a call or a
+    division), and has no side effect on variables (which selects over a region would hide)."""
+    nodes = list(A.walk(e))
+    if any(isinstance(n, A.Assign | A.IncDec) or isinstance(n, A.Call) and n.kind == "call" and any(
+            p.direction != "in" for p in n.target[2]) for n in nodes):
+        return False
+    return any(isinstance(n, A.Call) or isinstance(n, A.Binary) and n.op == "/" for n in nodes)
 
 
 def in_memory(e: A.Expr) -> bool:

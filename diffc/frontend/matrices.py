@@ -201,6 +201,9 @@ def check_ctor(c: Checker, e: A.Call, t: T.Matrix) -> T.Type:
         one = c.expr(e.args[0])
         if isinstance(one, T.Scalar) or isinstance(one, T.Matrix) and T.convertible(one, t):
             return t
+        if isinstance(one, T.Matrix) and one.rows >= t.rows and one.cols >= t.cols:
+            e.truncate = True  # type: ignore[attr-defined]  # HLSL: the upper-left R x C block
+            return t
     total = components_count(c, e.args, t)
     if total != t.rows * t.cols:
         raise _err(ARG_COUNT, f"{t} constructor needs {t.rows * t.cols} elements, got {total}", e)
@@ -266,6 +269,11 @@ class MatrixLowering:
         return out
 
     def matrix_ctor(self, e: A.Call, t: T.Matrix) -> list[SSAValue]:
+        if getattr(e, "truncate", False):
+            src = e.args[0].ty
+            rows = self.expr(e.args[0])[: t.rows]
+            comps = [x for row in rows for x in self.row_comps(row, src)[: t.cols]]
+            return self.rows_of([self.convert([x], T.Scalar(src.elem.kind), t.elem)[0] for x in comps], t)
         if len(e.args) == 1 and isinstance(e.args[0].ty, T.Scalar | T.Matrix) and not isinstance(e.args[0], A.InitList):
             return self.lower_as(e.args[0], t)
         return self.rows_of(self.matrix_components(e.args, t.elem), t)

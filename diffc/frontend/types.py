@@ -326,6 +326,19 @@ def leaf_names(t: Type, base: str) -> list[str]:
     return [base]
 
 
+def no_diff_leaves(t: Type) -> list[bool]:
+    """Per leaf: whether it sits in a `no_diff` field of a differentiable struct (at any depth),
+    so that the value stored there must drop its derivative."""
+    if isinstance(t, Array):
+        return no_diff_leaves(t.elem) * t.n
+    if isinstance(t, Struct):
+        out: list[bool] = []
+        for _, ft, nd in t.fields:
+            out += [True] * leaf_count(ft) if nd and t.differentiable else no_diff_leaves(ft)
+        return out
+    return [False] * leaf_count(t)
+
+
 def leaves(t: Type) -> list[tuple[Attribute, bool]]:
     """IR type of each leaf and whether that leaf carries a derivative."""
     if isinstance(t, Scalar):

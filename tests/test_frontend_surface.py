@@ -1,0 +1,133 @@
+"""Smaller pieces of Slang that real programs use: vector conversions between ints and floats,
+`static const` array sizes, `fwd_diff(S.method)`, matrix truncation, `p->x` on a vector
+pointer, `let r = <void call>`, and custom backward derivatives reached inside branches and of
+functions that write buffers. Expected values are worked out by hand or by numpy here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from slang_harness import Compiled
+
+from diffc import cli
+
+
+def _run(tmp_path, capsys, body: str, globals_: str = "", n: int = 4) -> list[float]:
+    src = f"""{globals_}
+//TEST_INPUT:ubuffer(data=[{' '.join('0' * n)}], stride=4):out,name=outputBuffer
+RWStructuredBuffer<float> outputBuffer;
+[numthreads(1, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID) {{
+{body}
+}}
+"""
+    path = tmp_path / "k.slang"
+    path.write_text(src)
+    assert cli.main(["run", str(path)]) == 0, capsys.readouterr().err
+    return [float(v) for v in capsys.readouterr().out.split()[2:]]
+
+
+def test_vector_conversions_between_ints_and_floats(tmp_path, capsys):
+    body = """
+    uint2 u = (uint2)float2(1.5, 2.5);
+    int2 i = (int2)float2(-1.5, 2.5);
+    float2 f = (float2)uint2(7, 4000000000);
+    float2 b = (float2)bool2(false, true);
+    outputBuffer[0] = u.y; outputBuffer[1] = i.x; outputBuffer[2] = f.y; outputBuffer[3] = b.y;"""
+    assert _run(tmp_path, capsys, body) == [2.0, -1.0, np.float32(4e9), 1.0]
+
+
+def test_static_const_int_is_an_array_size(tmp_path, capsys):
+    globals_ = "static const uint levels = 3;\nfloat total(float a[levels]) { return a[0] + a[1] + a[2]; }"
+    body = "float a[levels] = { 1.0, 2.0, 4.0 }; outputBuffer[0] = total(a);"
+    assert _run(tmp_path, capsys, body, globals_, n=1) == [7.0]
+
+
+def test_differentiating_a_method_through_its_type(tmp_path, capsys):
+    globals_ = """
+struct A : IDifferentiable {
+    float x;
+    [Differentiable] float f(float y) { return x * x * y; }
+    [Differentiable] static float s(float y) { return y * y; }
+};"""
+    body = """
+    A a = { 2.0 };
+    A.Differential da = { 1.0 };
+    let r = fwd_diff(A.f)(DifferentialPair<A>(a, da), diffPair(3.0, 0.0));
+    outputBuffer[0] = r.p;
+    outputBuffer[1] = r.d;
+    outputBuffer[2] = fwd_diff(A::s)(diffPair(5.0, 1.0)).d;"""
+    # x^2 y = 12; d/dx along x: 2 x y = 12; d(y^2)/dy at 5 = 10
+    assert _run(tmp_path, capsys, body, globals_, n=3) == [12.0, 12.0, 10.0]
+
+
+def test_matrix_constructor_truncates_to_the_upper_left_block():
+    src = "[Differentiable] float2 f(float3 x, float3 y) { float2x3 m = float2x3(x, y); let s = float2x2(m); return s[0] + 2.0 * s[1]; }"
+    c = Compiled(src, "f")
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])
+    (r,) = c.primal([x, y])
+    np.testing.assert_allclose(r, x[:2] + 2 * y[:2])
+    c.check_derivatives([x, y])
+
+
+def test_arrow_on_a_pointer_to_a_vector_reads_a_component():
+    src = "[Differentiable] float f(float x, no_diff float4* p) { return x * (p->x + p->w); }"
+    from diffc.frontend import compile_slang
+
+    text = str(compile_slang(src, "p.slang"))
+    assert text.count("memref.load") == 2
+
+
+def test_let_may_hold_the_nothing_a_void_call_returns(tmp_path, capsys):
+    globals_ = """
+struct A : IDifferentiable { float x; float y; };
+[Differentiable] float f(A a) { return a.x * a.y; }"""
+    body = """
+    A a = { 2.0, 3.0 };
+    var p = diffPair(a);
+    let rs = bwd_diff(f)(p, 1.0);
+    outputBuffer[0] = p.d.x;
+    outputBuffer[1] = p.d.y;"""
+    assert _run(tmp_path, capsys, body, globals_, n=2) == [3.0, 2.0]
+
+
+def test_custom_backward_with_a_buffer_write_inside_a_branch_and_loop(tmp_path, capsys):
+    globals_ = """
+RWStructuredBuffer<float> log;
+[BackwardDerivative(set_bwd)]
+void set(uint i, float x) { log[i] = x; }
+void set_bwd(uint i, inout DifferentialPair<float> x) { x = DifferentialPair<float>(x.p, 1.0f); }
+[Differentiable]
+void run(uint i, float x) {
+    for (int k = 0; k < 1; k++) { if (i == 0) { x = x * 2.0f; } }
+    if (i == 0) { set(i, x); }
+}
+//TEST_INPUT:ubuffer(data=[0], stride=4):name=log"""
+    body = """
+    DifferentialPair<float> a = DifferentialPair<float>(1.0, 0.0);
+    bwd_diff(run)(0, a);
+    outputBuffer[0] = a.d;"""
+    # set's custom derivative gives 1 for its x, which is 2 * run's x
+    assert _run(tmp_path, capsys, body, globals_, n=1) == [2.0]
+
+
+@pytest.mark.parametrize("mode", ["fwd", "bwd"])
+def test_a_buffer_write_in_a_function_with_only_a_custom_derivative_of_that_mode_is_fine(mode):
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    src = f"""
+RWStructuredBuffer<float> out;
+DifferentialPair<float> g_fwd(DifferentialPair<float> x) {{ return diffPair(x.p, 3.0 * x.d); }}
+void g_bwd(inout DifferentialPair<float> x, float d) {{ x = diffPair(x.p, 3.0 * d); }}
+[{'ForwardDerivative(g_fwd)' if mode == 'fwd' else 'BackwardDerivative(g_bwd)'}]
+float g(float x) {{ out[0] = x; return 3.0 * x; }}
+[Differentiable] float f(float x) {{ return g(x); }}
+void use() {{ {'fwd_diff(f)(diffPair(1.0, 1.0));' if mode == 'fwd' else 'var p = diffPair(1.0); bwd_diff(f)(p, 1.0);'} }}
+"""
+    compile_slang(src, "w.slang")
+    other = "bwd" if mode == "fwd" else "fwd"
+    wrong = src.replace("void use() {", "void use2() { " + (
+        "fwd_diff(f)(diffPair(1.0, 1.0));" if other == "fwd" else "var q = diffPair(1.0); bwd_diff(f)(q, 1.0);") + " }\nvoid use() {")
+    with pytest.raises(DiffcError, match="E0006"):  # the other mode differentiates g's body
+        compile_slang(wrong, "w.slang")
