@@ -62,6 +62,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         if name == "diffPair":
             _count(e, "diffPair", (1, 2))
             p = c.expr(e.args[0])
+            if T.is_numeric(p) and T.elem_of(p) in (T.INT, T.UINT):
+                p = T.with_elem(p, T.FLOAT)  # as Slang: `let x = 2; diffPair(x)` is a pair of floats
             if not T.is_differentiable(p):
                 raise err(TYPE_MISMATCH, f"diffPair needs a differentiable value, got {p}", e.args[0])
             if len(e.args) == 2:
