@@ -131,3 +131,53 @@ void use() {{ {'fwd_diff(f)(diffPair(1.0, 1.0));' if mode == 'fwd' else 'var p =
         "fwd_diff(f)(diffPair(1.0, 1.0));" if other == "fwd" else "var q = diffPair(1.0); bwd_diff(f)(q, 1.0);") + " }\nvoid use() {")
     with pytest.raises(DiffcError, match="E0006"):  # the other mode differentiates g's body
         compile_slang(wrong, "w.slang")
+
+
+def test_buffers_of_structs_and_arrays_hold_consecutive_scalars(tmp_path, capsys):
+    globals_ = """
+struct V { float a; float2 b; };
+//TEST_INPUT:ubuffer(data=[1 2 3 4 5 6], stride=4):name=verts
+RWStructuredBuffer<V> verts;
+//TEST_INPUT:ubuffer(data=[0 0 0 0], stride=4):name=pairs
+RWStructuredBuffer<float[2]> pairs;
+[Differentiable] float f(float x, no_diff V v) { return x * v.a + v.b.y; }"""
+    body = """
+    V v = verts[1];
+    verts[0].b.x = 10.0;
+    pairs[1] = { 7.0, 8.0 };
+    outputBuffer[0] = v.a + 10 * v.b.x;
+    outputBuffer[1] = verts[0].b.x + pairs[1][1];
+    outputBuffer[2] = fwd_diff(f)(diffPair(2.0, 1.0), verts[1]).d;
+    outputBuffer[3] = verts[1].b.y;"""
+    # element 1 of verts is (4, 5, 6); element 0's b.x is written; df/dx = v.a
+    assert _run(tmp_path, capsys, body, globals_) == [54.0, 18.0, 4.0, 6.0]
+
+
+def test_a_buffer_of_structs_of_mixed_scalars_is_refused_with_the_reason(tmp_path):
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    with pytest.raises(DiffcError, match=r"m\.slang:2:1: error\[E0008\]: a buffer of M is not supported"):
+        compile_slang("struct M { float a; int b; };\nRWStructuredBuffer<M> ms;\n", "m.slang")
+
+
+def test_constref_parameters_and_matrix_layout_qualifiers():
+    src = """
+    [Differentiable] float f(__constref float3x3 m, float x, no_diff __constref float y) { return m[0][1] * x * y; }
+    [Differentiable] float g(row_major float3x3 w, float x) { column_major float3x3 v = w; return v[2][2] * x; }
+    """
+    c = Compiled(src, "f")
+    m = [np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]), np.array([7.0, 8.0, 9.0])]
+    assert c.primal(m + [1.5, 2.0])[0] == pytest.approx(6.0)
+    c.check_derivatives(m + [1.5, 2.0])
+    Compiled(src, "g").check_derivatives(m + [0.5])
+
+
+@pytest.mark.parametrize("decl,name", [("int16_t i = 0;", "int16_t"), ("Texture2D t;", "Texture2D"),
+                                       ("Optional<float> o;", "Optional")])
+def test_known_slang_types_that_are_not_supported_are_named(decl, name):
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    with pytest.raises(DiffcError, match=rf"t\.slang:1:\d+: error\[E0008\]: type '{name}' is not supported"):
+        compile_slang(f"void f() {{ {decl} }}", "t.slang")

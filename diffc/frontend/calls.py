@@ -159,6 +159,7 @@ def _no_diff_meaningless(c: Checker, e: A.Call, name: str, differentiable: bool)
         c.warn(e, f"'no_diff' has no meaning on a call of differentiable function '{name}': its derivative "
                   "still flows (use detach(...) to drop it)")
         e.no_diff = False
+        e.no_diff_written = True  # type: ignore[attr-defined]  # the IDifferentiablePtrType twin choice reads it
 
 
 def _bind_method(e: A.Call, fi, this: A.Expr | None) -> None:

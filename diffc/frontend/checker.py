@@ -211,10 +211,11 @@ class Checker:
             a = t.args[0]
             atomic = isinstance(a, A.TypeRef) and a.name == "Atomic" and len(a.args) == 1
             elem = self._type_arg(t, a.args[0] if atomic else a)
-            if not T.is_numeric(elem):
-                # one memref per buffer holds one scalar or vector per element
-                raise err(UNSUPPORTED, f"a buffer of {elem} is not supported (elements must be scalars or "
-                          f"vectors): use a pointer '{elem}*', which lays {elem} out as consecutive scalars", t)
+            if not T.is_numeric(elem) and (atomic or T.pointee_scalar(elem) is None):
+                # one memref holds the elements: scalars, vectors, or aggregates of one scalar type
+                # laid out as consecutive scalars (as a pointer lays them out)
+                raise err(UNSUPPORTED, f"a buffer of {elem} is not supported (elements must be scalars, vectors, "
+                          "or structs and arrays whose fields are all of one scalar type)", t)
             return T.Buffer(elem, atomic)
         if n in self.structs:
             return self.structs[n]
@@ -702,6 +703,8 @@ class Checker:
                 if inner.ty.by_value:
                     raise err(UNSUPPORTED, f"cannot write through {inner.ty}: a pointer to a struct that holds "
                               "pointers is passed by value", e)
+                return t
+            if isinstance(base, A.Index) and isinstance(inner.ty, T.Buffer):  # a buffer element: memory too
                 return t
             base = inner
         if isinstance(base, A.Name) and isinstance(base.sym, Local):

@@ -114,7 +114,8 @@ class CallLowering:
         f, twin = self.lowering
         if twin:
             return True
-        if e.no_diff or not f.body_differentiated or has_ptr_twin(f):  # f's primal: never differentiated
+        # `no_diff` (even where it has no meaning for the derivative) keeps the primal call
+        if e.no_diff or getattr(e, "no_diff_written", False) or not f.body_differentiated or has_ptr_twin(f):
             return False
         arg = next(a for a, p in zip(e.args, callee.params) if ptr_param(p))
         raise err(UNSUPPORTED, f"'{f.name}' is differentiable but takes no IDifferentiablePtrType parameter "

@@ -452,6 +452,11 @@ class ExprLowering:
             return self.pointer_at(e.operand, None)
         assert isinstance(e, A.Member | A.Index)
         t = e.base.ty
+        if T.is_aggregate_buffer(t):  # `buf[i]`: element i's scalars
+            (buf,) = self.expr(e.base)
+            size = len(T.scalar_leaves(t.elem) or [])
+            i = self.index_value(e.index)
+            return buf, i if size == 1 else self.v(arith.MuliOp(i, self.index_const(size)))
         if isinstance(t, T.Pointer):
             if isinstance(e, A.Index):
                 return self.pointer_at(e.base, e.index)
@@ -681,6 +686,8 @@ def in_memory(e: A.Expr) -> bool:
     t = e.base.ty
     if isinstance(t, T.Pointer):
         return not t.by_value
+    if isinstance(e, A.Index) and T.is_aggregate_buffer(t):
+        return True
     if isinstance(e, A.Member) and not (isinstance(t, T.Struct) or (isinstance(t, T.Vector) and len(e.name) == 1)):
         return False
     if isinstance(e, A.Index) and not isinstance(t, T.Array | T.Vector):

@@ -16,7 +16,14 @@ GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer"
                  "matrix"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
-PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
+PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
+# Matrix layout qualifiers: values are the same either way (memory layout is row-major).
+MATRIX_LAYOUTS = {"row_major", "column_major"}
+# Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
+UNSUPPORTED_TYPES = {"int8_t", "uint8_t", "int16_t", "uint16_t", "int64_t", "uint64_t", "Texture1D", "Texture2D",
+                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr", "CoopVec",
+                     "Array", "Tuple", "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
+                     "ParameterBlock", "dyn", "some"}
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
@@ -119,7 +126,8 @@ class Parser:
         return (start, self.toks[self.i - 1].end)
 
     def is_type_name(self, name: str) -> bool:
-        return is_builtin_type_name(name) or name in self.type_names
+        return (is_builtin_type_name(name) or name in self.type_names or name in MATRIX_LAYOUTS
+                or name in UNSUPPORTED_TYPES)  # the last ones: so that type_ref names them
 
     # ---- top level ----
     def parse_program(self) -> A.Program:
@@ -275,9 +283,13 @@ class Parser:
 
     # ---- types ----
     def type_ref(self) -> A.TypeRef:
+        while self.tok.kind == "ident" and self.tok.text in MATRIX_LAYOUTS:
+            self.i += 1
         t = self.tok
         if t.kind != "ident":
             self.error("expected a type")
+        if t.text in UNSUPPORTED_TYPES:
+            raise FrontendError(UNSUPPORTED, f"type '{t.text}' is not supported", t.start, t.end)
         if not self.is_type_name(t.text):
             raise FrontendError(UNDEFINED, f"unknown type '{t.text}'", t.start, t.end)
         self.i += 1
@@ -306,11 +318,19 @@ class Parser:
                 args.append(self.tok.text)
                 self.i += 1
             else:
-                args.append(self.type_ref())
+                args.append(self.type_position_dims(self.type_ref()))  # `DifferentialPair<float[3]>`
             if not self.accept(","):
                 break
         self.expect(">")
         return args
+
+    def type_position_dims(self, t: A.TypeRef) -> A.TypeRef:
+        """`T[2][1]` as a type is an array of 1 of `T[2]`: the reverse of a declarator's
+        `T x[2][1]`, which `resolve` reads outermost first."""
+        dims = list(t.dims)
+        t = self.array_dims(t)
+        new = t.dims[len(dims):]
+        return t if len(new) < 2 else A.TypeRef(t.name, t.args, dims + new[::-1], t.pointer, span=t.span)
 
     def array_dims(self, t: A.TypeRef) -> A.TypeRef:
         dims = []

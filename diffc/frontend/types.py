@@ -290,6 +290,11 @@ def scalar_leaves(t: Type) -> list[Scalar] | None:
     return None
 
 
+def is_aggregate_buffer(t: Type) -> bool:
+    """A buffer of structs or arrays: its memref holds their scalars one after another."""
+    return isinstance(t, Buffer) and isinstance(t.elem, Struct | Array | Matrix)
+
+
 def pointee_scalar(t: Type) -> Scalar | None:
     """The one scalar element type a pointer to t addresses memory in, or None if t mixes several."""
     ss = scalar_leaves(t)
@@ -359,6 +364,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
     if isinstance(t, PtrPair):
         return [(ir, False) for ir, _ in leaves(t.elem) + leaves(differential(t.elem))]
     if isinstance(t, Buffer):
+        if is_aggregate_buffer(t):
+            return [(MemRefType(ir_scalar(pointee_scalar(t.elem)), [DYNAMIC_INDEX]), False)]
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
         return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
     if isinstance(t, Pointer):
