@@ -159,6 +159,24 @@ def test_min_max_split_a_tie_half_and_half(name, form):
     assert central == pytest.approx(0.5)
 
 
+@pytest.mark.parametrize("form", ["float", "float3"])
+def test_clamp_and_saturate_keep_x_derivative_on_the_closed_range(form):
+    """At x == lo or x == hi the derivative is not defined; Slang gives it all to x."""
+    c = Compiled(f"[Differentiable] {form} f({form} x, {form} lo, {form} hi) {{ return clamp(x, lo, hi); }}", "f")
+    s = Compiled(f"[Differentiable] {form} f({form} x) {{ return saturate(x); }}", "f")
+    vec = form == "float3"
+    x = np.array([0.0, 1.0, 0.5]) if vec else 0.0
+    lo, hi = (np.zeros(3), np.ones(3)) if vec else (0.0, 1.0)
+    one = np.ones(3) if vec else 1.0
+    np.testing.assert_array_equal(c.bwd([x, lo, hi], [one]), [one, 0 * one, 0 * one])
+    _, (t,) = c.fwd([x, lo, hi], [0.4 * one, 0.8 * one, 0.5 * one])
+    np.testing.assert_allclose(t, 0.4 * one)
+    np.testing.assert_array_equal(s.bwd([x], [one])[0], one)
+    outside = np.array([-0.5, 1.5, 2.0]) if vec else -0.5
+    np.testing.assert_array_equal(c.bwd([outside, lo, hi], [one])[0], 0 * one)
+    np.testing.assert_array_equal(s.bwd([outside], [one])[0], 0 * one)
+
+
 def test_copysign_derivative_is_zero_at_zero_magnitude():
     c = Compiled("[Differentiable] float2 f(float2 x, float2 y) { return copysign(x, y); }", "f")
     x, y = np.array([0.0, -2.0]), np.array([-1.0, 3.0])

@@ -52,9 +52,9 @@ class BuiltinLowering:
         if name in ("min", "max"):
             return [self.minmax(name, xs[0], xs[1], ct)]
         if name == "clamp":
-            return [self.minmax("min", self.minmax("max", xs[0], xs[1], ct), xs[2], ct)]
+            return [self.clamp(xs[0], xs[1], xs[2], ct)]
         if name == "saturate":
-            return [self.minmax("min", self.minmax("max", xs[0], c(0.0), ct), c(1.0), ct)]
+            return [self.clamp(xs[0], c(0.0), c(1.0), ct)]
         if name == "frac":
             return [self.v(arith.SubfOp(xs[0], self.v(math.FloorOp(xs[0]))))]
         if name == "rcp":
@@ -176,6 +176,19 @@ class BuiltinLowering:
         for v in lanes[1:]:
             acc = self.v(arith.OrIOp(acc, v) if name == "any" else arith.AndIOp(acc, v))
         return acc
+
+    def clamp(self, x: SSAValue, lo: SSAValue, hi: SSAValue, t: T.Type) -> SSAValue:
+        """Floats: `x < lo ? lo : x > hi ? hi : x`, so that x keeps its derivative on the whole
+        closed range (Slang's convention at the edges, where the derivative is not defined;
+        min(max(...)) would split it there)."""
+        if not T.is_floating(t):
+            return self.minmax("min", self.minmax("max", x, lo, t), hi, t)
+        if isinstance(t, T.Vector):
+            s = T.ir_scalar(t.elem)
+            lanes = [self.clamp(*(self.v(vector.ExtractOp(v, [i], s)) for v in (x, lo, hi)), t.elem) for i in range(t.n)]
+            return self.build_vector(lanes, t)[0]
+        low = self.v(arith.SelectOp(self.v(arith.CmpfOp(x, lo, "olt")), lo, x))
+        return self.v(arith.SelectOp(self.v(arith.CmpfOp(x, hi, "ogt")), hi, low))
 
     def minmax(self, which: str, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
         if T.is_floating(t):
