@@ -87,6 +87,34 @@ def test_elementwise_intrinsic(name, form):
         assert np.all(np.asarray(tangents) == 0.0)
 
 
+OTHER_WIDTHS = {
+    # the intrinsics test_slang_semantics.py checks on float and float3, here on the other forms
+    "exp": ([uniform(-2, 2)], np.exp), "log": ([uniform(0.2, 5)], np.log), "sqrt": ([uniform(0.2, 5)], np.sqrt),
+    "sin": ([uniform(-2, 2)], np.sin), "cos": ([uniform(-2, 2)], np.cos), "tan": ([uniform(-1, 1)], np.tan),
+    "asin": ([uniform(-0.8, 0.8)], np.arcsin), "acos": ([uniform(-0.8, 0.8)], np.arccos),
+    "atan": ([uniform(-2, 2)], np.arctan), "tanh": ([uniform(-1, 1)], np.tanh),
+    "abs": ([away_from_zero(0.2, 1)], np.abs), "frac": ([away_from_integers(-3, 3)], lambda x: x - np.floor(x)),
+    "min": ([uniform(-1, 1), uniform(-1, 1)], np.minimum), "max": ([uniform(-1, 1), uniform(-1, 1)], np.maximum),
+    "atan2": ([uniform(-1, 1), away_from_zero(0.3, 2)], np.arctan2),
+    "clamp": ([uniform(-2, 2), uniform(-1, -0.2), uniform(0.2, 1)], lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)),
+    "saturate": ([uniform(-0.5, 1.5)], lambda x: np.clip(x, 0.0, 1.0)),
+    "lerp": ([uniform(-1, 1), uniform(-1, 1), uniform(0, 1)], lambda a, b, t: a + (b - a) * t),
+    "fma": ([uniform(-1, 1)] * 3, lambda a, b, c: a * b + c), "mad": ([uniform(-1, 1)] * 3, lambda a, b, c: a * b + c),
+}
+
+
+@pytest.mark.parametrize("form", ["float2", "float4", "double", "double2", "half2"])
+@pytest.mark.parametrize("name", sorted(OTHER_WIDTHS))
+def test_intrinsic_on_other_widths_and_types(name, form):
+    samplers, ref = OTHER_WIDTHS[name]
+    params = ", ".join(f"{form} a{i}" for i in range(len(samplers)))
+    c = Compiled(f"[Differentiable] {form} f({params}) {{ return {name}({', '.join(f'a{i}' for i in range(len(samplers)))}); }}", "f")
+    args = [_sample(s, _shape(form)) for s in samplers]
+    rtol = 1e-3 if form.startswith("half") else 1e-12
+    np.testing.assert_allclose(c.primal(args)[0], ref(*args), rtol=rtol)
+    c.check_derivatives(args, rtol=max(rtol, 1e-5))
+
+
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_refract(n):
     ty = f"float{n}"
@@ -273,6 +301,7 @@ float classify(float3 a, float3 b) {
 uint bits_of(float x) { return asuint(x); }
 float from_bits(int i) { return asfloat(i); }
 int3 signs(float3 v) { return sign(v); }
+int3 int_signs(int3 v) { return sign(v) * 10 + sign(v.x); }
 float pi() { return float.getPi() + double.getPi(); }
 """
 
@@ -289,6 +318,7 @@ def test_plain_code_intrinsics():
     assert run("bits_of", -2.0) % 2**32 == 0xC0000000  # i32 is signless in the IR
     assert run("from_bits", 0x40490FDB) == pytest.approx(math.pi, rel=1e-7)
     np.testing.assert_array_equal(run("signs", np.array([-2.0, 0.0, 0.5])), [-1, 0, 1])
+    np.testing.assert_array_equal(run("int_signs", np.array([-7, 0, 3])), [-11, -1, 9])
     assert run("pi") == pytest.approx(2 * math.pi, rel=1e-7)  # float.getPi() is a float
 
 
@@ -406,6 +436,7 @@ def test_intrinsics_through_opencl(tmp_path):
     ("float f(float a) { return refract(a, a, a); }", "E0003", 27, "refract needs vectors"),
     ("float f(half a) { return asfloat(a); }", "E0003", 26, "asfloat needs 32-bit"),
     ("float f(int a) { return float(isnan(a)); }", "E0003", 31, "isnan needs float"),
+    ("float f(uint a) { return float(sign(a)); }", "E0003", 32, "sign needs float or int"),
     ("float f(float a) { return int.getPi(); }", "E0004", 31, "type int has no method 'getPi'"),
     ("float f(float a) { float s; sincos(a, s, 1.0); return s; }", "E0003", 42, "assignment"),
     ("float f(float a) { return fwd_diff(sin)({a, 1.0}).d; }", "E0008", 41, "initializer list"),

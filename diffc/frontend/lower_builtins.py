@@ -10,7 +10,7 @@ from __future__ import annotations
 import math as pymath
 
 from xdsl.dialects import arith, math, vector
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import SSAValue
 
 from diffc.frontend import ast as A
@@ -149,7 +149,6 @@ class BuiltinLowering:
     def compare_builtin(self, name: str, xs: list[SSAValue]) -> SSAValue:
         """sign (an int), step(edge, x) (0 or 1), isnan / isinf / isfinite (bools) of scalars."""
         t = xs[0].type
-        zero = self.v(arith.ConstantOp(FloatAttr(0.0, t)))
         if name == "step":
             return self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[1], xs[0], "oge")), t))
         if name == "isnan":
@@ -158,8 +157,14 @@ class BuiltinLowering:
             inf = self.v(arith.ConstantOp(FloatAttr(float("inf"), t)))
             return self.v(arith.CmpfOp(self.v(math.AbsFOp(xs[0])), inf, "oeq" if name == "isinf" else "olt"))
         i32 = T.ir_scalar(T.INT)
-        pos = self.v(arith.ExtUIOp(self.v(arith.CmpfOp(xs[0], zero, "ogt")), i32))
-        neg = self.v(arith.ExtUIOp(self.v(arith.CmpfOp(xs[0], zero, "olt")), i32))
+        if isinstance(t, IntegerType):  # sign of an int
+            zero = self.v(arith.ConstantOp(IntegerAttr(0, t)))
+            gt, lt = arith.CmpiOp(xs[0], zero, "sgt"), arith.CmpiOp(xs[0], zero, "slt")
+        else:
+            zero = self.v(arith.ConstantOp(FloatAttr(0.0, t)))
+            gt, lt = arith.CmpfOp(xs[0], zero, "ogt"), arith.CmpfOp(xs[0], zero, "olt")
+        pos = self.v(arith.ExtUIOp(self.v(gt), i32))
+        neg = self.v(arith.ExtUIOp(self.v(lt), i32))
         return self.v(arith.SubiOp(pos, neg))
 
     def any_all(self, name: str, x: SSAValue, t: T.Type) -> SSAValue:
