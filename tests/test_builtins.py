@@ -205,12 +205,13 @@ def test_clamp_and_saturate_keep_x_derivative_on_the_closed_range(form):
     np.testing.assert_array_equal(s.bwd([outside], [one])[0], 0 * one)
 
 
-def test_copysign_derivative_is_zero_at_zero_magnitude():
-    c = Compiled("[Differentiable] float2 f(float2 x, float2 y) { return copysign(x, y); }", "f")
-    x, y = np.array([0.0, -2.0]), np.array([-1.0, 3.0])
-    (dx, dy) = c.bwd([x, y], [np.array([1.0, 1.0])])
-    np.testing.assert_array_equal(dx, [0.0, -1.0])  # |x| is even at 0; sign(x) sign(y) elsewhere
-    np.testing.assert_array_equal(dy, [0.0, 0.0])
+def test_copysign_derivative_is_zero_at_zero_magnitude_and_at_the_jump():
+    c = Compiled("[Differentiable] float3 f(float3 x, float3 y) { return copysign(x, y); }", "f")
+    x, y = np.array([0.0, -2.0, 3.0]), np.array([-1.0, 3.0, 0.0])
+    (dx, dy) = c.bwd([x, y], [np.ones(3)])
+    # |x| is even at x == 0; sign(x) sign(y) elsewhere; copysign jumps at y == 0 (Slang: 0)
+    np.testing.assert_array_equal(dx, [0.0, -1.0, 0.0])
+    np.testing.assert_array_equal(dy, [0.0, 0.0, 0.0])
 
 
 def test_sqrt_derivative_is_finite_at_zero_as_in_slang():

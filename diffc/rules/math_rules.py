@@ -1,7 +1,7 @@
 """Derivative rules of the math dialect (data for the registry in diffc.rules).
 
 Conventions where the derivative is not defined: absf'(0) = copysign(1, x) (+-1, not 0);
-sqrt'(x) = 0.5 / sqrt(max(x, 1e-7)) (Slang's: finite at 0); d copysign(x, y)/dx is 0 at x == 0;
+sqrt'(x) = 0.5 / sqrt(max(x, 1e-7)) (Slang's: finite at 0); d copysign(x, y)/dx is 0 at x == 0 or y == 0;
 d powf(x, y)/dy at x == 0 is 0 (the log is clamped to -1e4, so 0 * log stays 0);
 floor/ceil/round/roundeven/trunc have a zero derivative.
 """
@@ -85,9 +85,11 @@ register_rule(
 
 
 def _copysign_dx(b: RuleBuilder, x, y):
-    # copysign(x, y) = |x| sign(y): d/dx = sign(x) sign(y) = copysign(1, x*y), and 0 at x == 0
-    # (|x| is even there: central differences and Slang's stdlib both give 0)
-    at_zero = b.cmpf("oeq", x, b.const(0.0, x))
+    # copysign(x, y) = |x| sign(y): d/dx = sign(x) sign(y) = copysign(1, x*y); 0 at x == 0 (|x| is
+    # even there: central differences and Slang's stdlib both give 0) and at y == 0, where
+    # copysign jumps from -|x| to |x| and so has no derivative (Slang's 0)
+    zero = b.const(0.0, x)
+    at_zero = b.op(arith.OrIOp, b.cmpf("oeq", x, zero), b.cmpf("oeq", y, zero))
     return b.select(at_zero, 0.0, _sign(b, b.mul(x, y)), x)
 
 
