@@ -16,7 +16,7 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import BUILTINS, FLOAT_CONSTANTS
 from diffc.frontend.checker import FuncInfo, PInfo, err
-from diffc.frontend.errors import TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
+from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
@@ -25,9 +25,12 @@ _BITS_TO = {"asfloat": T.FLOAT, "asint": T.INT, "asuint": T.UINT}
 _VECTOR_ONLY = {"dot", "cross", "reflect", "refract"}
 
 
-def check_builtin(c: Checker, e: A.Call, name: str) -> T.Type:
-    from diffc.frontend.calls import _count
+def _count(e: A.Call, what: str, n: int) -> None:
+    if len(e.args) != n:
+        raise err(ARG_COUNT, f"{what} expects {n} argument{'s' if n != 1 else ''}, got {len(e.args)}", e)
 
+
+def check_builtin(c: Checker, e: A.Call, name: str) -> T.Type:
     b = BUILTINS[name]
     _count(e, name, b.arity)
     outs = [i for i, k in enumerate(b.params) if k == "o"]
@@ -112,8 +115,6 @@ def _matrix_common(name: str, ts: list[T.Type], args: list[A.Node], m: T.Matrix)
 
 def check_type_method(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
     """`float.getPi()` and the like: a constant of a float type (None: not such a call)."""
-    from diffc.frontend.calls import _count
-
     if callee.name not in FLOAT_CONSTANTS:
         return None
     t = c.resolve(callee.base.type)  # type: ignore[attr-defined]
@@ -129,13 +130,12 @@ def check_type_method(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
 
 
 def instantiate_builtin(c: Checker, ref: T.BuiltinRef, e: A.Call) -> T.FuncRef:
-    """The instance of intrinsic `ref.name` that call `e` of `ref` (a derivative of it) needs, as
-    a reference to a function with the same derivative modes."""
+    """The instance of intrinsic `ref.builtin` that call `e` of `ref` (a derivative of it) needs,
+    as a reference to a function with the same derivative modes."""
     b = BUILTINS[ref.builtin]
-    n_in = sum(1 for k in (b.params or "T" * b.arity) if k != "o")
+    kinds = b.params or "T" * b.arity
+    n_in = sum(1 for k in kinds if k != "o")
     if len(e.args) < n_in:
-        from diffc.frontend.errors import ARG_COUNT
-
         raise err(ARG_COUNT, f"{ref.name()} needs at least {n_in} arguments, got {len(e.args)}", e)
     ts = []
     for a in e.args[:n_in]:
@@ -147,7 +147,6 @@ def instantiate_builtin(c: Checker, ref: T.BuiltinRef, e: A.Call) -> T.FuncRef:
             if isinstance(t, T.Pair):
                 t = t.elem
         ts.append(t)
-    kinds = b.params or "T" * b.arity
     # sincos-like intrinsics: an out parameter has the type of the first input
     it = iter(zip(ts, e.args))
     full = [(ts[0], e) if k == "o" else next(it) for k in kinds]
