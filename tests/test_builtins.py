@@ -301,6 +301,8 @@ float classify(float3 a, float3 b) {
 }
 uint bits_of(float x) { return asuint(x); }
 float from_bits(int i) { return asfloat(i); }
+uint3 vector_bits(float3 v) { return asuint(v); }
+float3 vector_round_trip(float3 v) { return asfloat(asint(v)) * 2.0; }
 int3 signs(float3 v) { return sign(v); }
 int3 int_signs(int3 v) { return sign(v) * 10 + sign(v.x); }
 float pi() { return float.getPi() + double.getPi(); }
@@ -318,6 +320,9 @@ def test_plain_code_intrinsics():
     assert run("bits_of", 1.0) == 0x3F800000
     assert run("bits_of", -2.0) % 2**32 == 0xC0000000  # i32 is signless in the IR
     assert run("from_bits", 0x40490FDB) == pytest.approx(math.pi, rel=1e-7)
+    bits = np.asarray(run("vector_bits", np.array([1.0, -2.0, 0.5]))).astype(np.int64) % 2**32
+    np.testing.assert_array_equal(bits, [0x3F800000, 0xC0000000, 0x3F000000])
+    np.testing.assert_array_equal(run("vector_round_trip", np.array([1.5, -0.25, 3.0])), [3.0, -0.5, 6.0])
     np.testing.assert_array_equal(run("signs", np.array([-2.0, 0.0, 0.5])), [-1, 0, 1])
     np.testing.assert_array_equal(run("int_signs", np.array([-7, 0, 3])), [-11, -1, 9])
     assert run("pi") == pytest.approx(2 * math.pi, rel=1e-7)  # float.getPi() is a float
