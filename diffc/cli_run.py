@@ -7,6 +7,9 @@ Annotations (one per line, anywhere in the file):
 
 `data` lists the initial elements (spaces or commas between them); `count=N` pads with zeros
 (or sets the size of a buffer without data). `out` marks buffers printed after the run.
+`stride` is 4 for buffers of scalars; a buffer of vectors (`RWStructuredBuffer<float3>`) reads
+one element every `stride` bytes of `data` (stride=16: a float3 and one padding word), or
+tightly packed where the stride is smaller than the vector, and prints all of `data` back.
 
 A buffer binds to the entry point's global buffer of that name, or to a pointer parameter of
 that name (whose offset is then 0). Scalar parameters have no annotation here: they are a
@@ -35,6 +38,7 @@ class TestBuffer:
     where: SourceLocation
     line: str
     type_name: str = "float"
+    stride: int = 4  # bytes from one element to the next in `data` (a multiple of 4)
 
     def format(self, v) -> str:
         if self.type_name in ("float", "double", "half"):
@@ -47,9 +51,10 @@ def _error(where: SourceLocation, line: str, message: str) -> DiffcError:
     return DiffcError(format_diagnostic(where, message, "test-input", source))
 
 
-def _options(text: str, where, line) -> tuple[list[str], int | None]:
+def _options(text: str, where, line) -> tuple[list[str], int | None, int]:
     data: list[str] = []
     count = None
+    stride = 4
     rest = text
     m = re.search(r"data\s*=\s*\[([^\]]*)\]", rest)
     if m:
@@ -61,13 +66,15 @@ def _options(text: str, where, line) -> tuple[list[str], int | None]:
         key, _, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if key == "stride":
-            if value != "4":
-                raise _error(where, line, f"TEST_INPUT: only stride=4 (32-bit elements) is supported, got stride={value}")
+            if not (value.isdigit() and int(value) > 0 and int(value) % 4 == 0):
+                raise _error(where, line, f"TEST_INPUT: stride must be a positive multiple of 4 bytes (the data "
+                                          f"are 32-bit words), got stride={value}")
+            stride = int(value)
         elif key == "count" and value.isdigit():
             count = int(value)
         else:
-            raise _error(where, line, f"TEST_INPUT: unknown ubuffer option '{part}' (known: data=[...], stride=4, count=N)")
-    return data, count
+            raise _error(where, line, f"TEST_INPUT: unknown ubuffer option '{part}' (known: data=[...], stride=N, count=N)")
+    return data, count, stride
 
 
 def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
@@ -82,12 +89,12 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
         body = stripped[len("//TEST_INPUT"):].lstrip(":").strip()
         m = _NEW.match(body)
         if m:
-            data, count = _options(m.group("opts"), where, line)
-            buffers.append(TestBuffer(m.group("name"), data, count, bool(m.group("out")), where, line))
+            data, count, stride = _options(m.group("opts"), where, line)
+            buffers.append(TestBuffer(m.group("name"), data, count, bool(m.group("out")), where, line, stride=stride))
             continue
         m = _OLD.match(body)
         if m:
-            data, count = _options(m.group("opts"), where, line)
+            data, count, stride = _options(m.group("opts"), where, line)
             flags = [f.strip() for f in (m.group("flags") or "").split(",") if f.strip()]
             name = next((f.split("=", 1)[1].strip() for f in flags if f.startswith("name=")), None)
             if not name:
@@ -95,7 +102,7 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
             unknown = [f for f in flags if f != "out" and not f.startswith("name=")]
             if unknown:
                 raise _error(where, line, f"TEST_INPUT: unknown flag '{unknown[0]}' (known: out, name=NAME)")
-            buffers.append(TestBuffer(name, data, count, "out" in flags, where, line))
+            buffers.append(TestBuffer(name, data, count, "out" in flags, where, line, stride=stride))
             continue
         raise _error(
             where, line,
@@ -120,6 +127,42 @@ def _dtype(element) -> tuple[np.dtype, str]:
     if isinstance(element, IntegerType) and element.width.data == 32:
         return np.dtype(np.int32), "int"
     raise DiffcError(f"error: buffers of element type {element} are not supported by diffc run")
+
+
+@dataclass
+class _VectorLayout:
+    """A buffer of vectors: `data` holds one element every `words` 32-bit words (the TEST_INPUT's
+    stride, or the vector's own size when the stride is smaller, as in a float4 buffer declared
+    with stride=4); on the device each element takes `device_lanes` scalars (OpenCL's float3 is
+    as large as a float4). Padding words keep their data."""
+
+    scalar: object
+    lanes: int
+    words: int
+    device_lanes: int
+
+    @staticmethod
+    def of(element, stride: int) -> _VectorLayout | None:
+        from xdsl.dialects.builtin import VectorType
+
+        if not isinstance(element, VectorType):
+            return None
+        n = element.get_shape()[0]
+        return _VectorLayout(element.element_type, n, max(stride // 4, n), 4 if n == 3 else n)
+
+    def to_device(self, words: np.ndarray) -> np.ndarray:
+        count = -(-len(words) // self.words)
+        padded = np.zeros(count * self.words, words.dtype)
+        padded[: len(words)] = words
+        out = np.zeros((count, self.device_lanes), words.dtype)
+        out[:, : self.lanes] = padded.reshape(count, self.words)[:, : self.lanes]
+        return out
+
+    def from_device(self, dev: np.ndarray, words: np.ndarray) -> None:
+        for k in range(dev.shape[0]):
+            at = k * self.words
+            n = min(self.lanes, len(words) - at)
+            words[at: at + n] = dev[k, :n]
 
 
 def _array(b: TestBuffer, dtype: np.dtype, max_bytes: int | None = None) -> np.ndarray:
@@ -239,11 +282,16 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
                 f"error: {filename}: buffer '{name}' is used by '{entry}' but no //TEST_INPUT declares it "
                 f"(add e.g. //TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))"
             )
-        dtype, b.type_name = _dtype(t.element_type)
+        layout = _VectorLayout.of(t.element_type, b.stride)
+        if layout is None and b.stride != 4:
+            raise _error(b.where, b.line, f"TEST_INPUT: stride={b.stride} does not fit '{name}', a buffer of "
+                                          "32-bit scalars (stride=4)")
+        dtype, b.type_name = _dtype(layout.scalar if layout else t.element_type)
         arr = _array(b, dtype, int(dev.cl_device.max_mem_alloc_size))
-        mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
+        dev_arr = layout.to_device(arr) if layout else arr
+        mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=dev_arr)
         args.append(mem)
-        arrays.append((b, arr, mem))
+        arrays.append((b, arr, mem, dev_arr, layout))
     options = options_for_device(dev.cl_device)
     program = build_program(emit_opencl(module, options), tuple(build_options(options)))
     kernels = [k for k in program.all_kernels()]
@@ -267,7 +315,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
                          f"in groups of {local}: {e}") from None
     _flush_c_stdout()
-    used = {b.name for b, _, _ in arrays}
+    used = {b.name for b, *_ in arrays}
     for b in buffers:
         if b.name not in used:
             # declared but unused by this entry point: printed with its initial data
@@ -276,12 +324,15 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     for b in buffers:
         if not b.out:
             continue
-        hit = next(((arr, mem) for bb, arr, mem in arrays if bb is b), None)
+        hit = next((rest for bb, *rest in arrays if bb is b), None)
         if hit is None:
             out.append((b, _array(b, np.dtype(np.float32), int(dev.cl_device.max_mem_alloc_size))))
             continue
-        arr, mem = hit
-        cl.enqueue_copy(dev.queue, arr, mem)
+        arr, mem, dev_arr, layout = hit
+        cl.enqueue_copy(dev.queue, dev_arr, mem)
+        dev.queue.finish()
+        if layout:
+            layout.from_device(dev_arr, arr)
         out.append((b, arr))
     dev.queue.finish()
     return out

@@ -512,6 +512,11 @@ class DiffcFunctions(InterpreterFunctions):
     @impl(arith.BitcastOp)
     def run_bitcast(self, interp: Interpreter, op: arith.BitcastOp, args: PythonValues):
         src, dst = op.input.type, op.result.type
+        if isinstance(src, VectorType):  # lane by lane (vectors are float64 arrays here)
+            sf, df = _BITS[_bit_format(src.element_type)], _BITS[_bit_format(dst.element_type)]
+            to_src = int if isinstance(src.element_type, IntegerType) else float
+            lanes = [struct.unpack(df, struct.pack(sf, to_src(x)))[0] for x in np.asarray(args[0]).ravel()]
+            return (np.array(lanes, dtype=np.float64).reshape(np.shape(args[0])),)
         raw = struct.pack(_BITS[_bit_format(src)], args[0])
         return (struct.unpack(_BITS[_bit_format(dst)], raw)[0],)
 
@@ -546,7 +551,10 @@ class DiffcFunctions(InterpreterFunctions):
         vec, *dyn = args
         dyn_it = iter(dyn)
         pos = tuple(p if isinstance(p, int) else next(dyn_it) for p in _positions(op))
-        return (_out(np.asarray(vec)[pos]),)
+        lane = _out(np.asarray(vec)[pos])
+        if isinstance(op.result.type, IntegerType):  # integer lanes are held as float64
+            lane = int(lane)
+        return (lane,)
 
     @impl(vector.InsertOp)
     def run_insert(self, interp: Interpreter, op: vector.InsertOp, args: PythonValues):

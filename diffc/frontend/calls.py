@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
+from diffc.frontend.builtin_types import check_builtin, check_type_method, instantiate_builtin
 from diffc.frontend.matrices import MATRIX_FUNCS, check_ctor as check_matrix_ctor
 from diffc.frontend.matrices import check_call as check_matrix_call
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
@@ -47,7 +48,10 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         name = callee.id
         if name in DERIV:
             _count(e, name, 1)
-            f = c.expr(e.args[0])
+            f = _builtin_ref(c, e.args[0])
+            if isinstance(f, T.BuiltinRef):  # fwd_diff(sin): typed when called
+                e.kind = "funcref"
+                return T.BuiltinRef(f.builtin, f.mode + (DERIV[name],))
             if not isinstance(f, T.FuncRef):
                 raise err(TYPE_MISMATCH, f"{name} needs a function, got {f}", e.args[0])
             fi = c.funcs[f.func]
@@ -58,6 +62,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         if name == "diffPair":
             _count(e, "diffPair", (1, 2))
             p = c.expr(e.args[0])
+            if T.is_numeric(p) and T.elem_of(p) in (T.INT, T.UINT):
+                p = T.with_elem(p, T.FLOAT)  # as Slang: `let x = 2; diffPair(x)` is a pair of floats
             if not T.is_differentiable(p):
                 raise err(TYPE_MISMATCH, f"diffPair needs a differentiable value, got {p}", e.args[0])
             if len(e.args) == 2:
@@ -88,7 +94,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return check_matrix_call(c, e, name)
         if name in BUILTINS:
             _no_diff_meaningless(c, e, name, slang_differentiable(name))
-            return _builtin(c, e, name)
+            return check_builtin(c, e, name)
         if name in WAVE_IDENTITY or name in WAVE_CONSTANT:
             return _wave(c, e, name)
         if name == "bit_cast":
@@ -107,6 +113,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             c.expect_type(a, t)
         return t
     f = c.expr(callee)
+    if isinstance(f, T.BuiltinRef):
+        f = instantiate_builtin(c, f, e)
     if not isinstance(f, T.FuncRef):
         raise err(TYPE_MISMATCH, f"a value of type {f} cannot be called", callee)
     fi = c.funcs[f.func]
@@ -168,6 +176,9 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
     if isinstance(callee.base, A.TypeExpr):
         if callee.name in ("dzero", "dadd"):
             return None
+        const = check_type_method(c, e, callee)
+        if const is not None:
+            return const
         st = c.resolve(callee.base.type)
         if not (isinstance(st, T.Struct) and callee.name in st.methods):
             raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
@@ -263,35 +274,13 @@ def _active(a: A.Expr) -> bool:
     return True
 
 
-def _builtin(c: Checker, e: A.Call, name: str) -> T.Type:
-    arity, rule, _ = BUILTINS[name]
-    _count(e, name, arity)
-    ts = [c.expr(a) for a in e.args]
-    for a, t in zip(e.args, ts):
-        if not T.is_numeric(t):
-            raise err(TYPE_MISMATCH, f"{name} needs numbers, got {t}", a)
-    common = ts[0]
-    for a, t in zip(e.args[1:], ts[1:]):
-        nxt = T.common_type(common, t)
-        if nxt is None:
-            raise err(TYPE_MISMATCH, f"{name}: cannot combine {common} and {t}", a)
-        common = nxt
-    if rule != "same" or name in ("abs",) and False:
-        e0 = T.elem_of(common)
-        if e0 is not None and not T.is_float_scalar(e0):
-            common = T.with_elem(common, T.FLOAT)
-    if name in ("dot", "cross", "distance", "reflect") and not isinstance(common, T.Vector):
-        if name != "distance":
-            raise err(TYPE_MISMATCH, f"{name} needs vectors, got {common}", e)
-    if name == "cross" and (not isinstance(common, T.Vector) or common.n != 3):
-        raise err(TYPE_MISMATCH, f"cross needs 3-vectors, got {common}", e)
-    e.kind = "builtin"
-    e.target = (name, common)
-    if rule == "scalar":
-        el = T.elem_of(common)
-        assert el is not None
-        return el
-    return common
+def _builtin_ref(c: Checker, a: A.Expr) -> T.Type:
+    """The function a derivative operator is applied to; an intrinsic's name (not shadowed by a
+    variable or a function) is a BuiltinRef."""
+    if isinstance(a, A.Name) and a.id in BUILTINS and c.lookup(a.id) is None and a.id not in c.funcs:
+        a.ty = T.BuiltinRef(a.id)
+        return a.ty
+    return c.expr(a)
 
 
 def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:

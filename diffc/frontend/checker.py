@@ -593,6 +593,11 @@ class Checker:
                     return T.FuncRef(owner.methods[e.id])
             if e.id in self.funcs:
                 return T.FuncRef(e.id)
+            from diffc.frontend.builtins import BUILTINS
+
+            if e.id in BUILTINS:
+                raise err(UNSUPPORTED, f"intrinsic '{e.id}' used as a value is not supported: call it, or give it "
+                          "to fwd_diff / bwd_diff", e)
             raise err(UNDEFINED, f"undefined name '{e.id}'", e)
         if isinstance(e, A.Unary) and e.op == "*":
             t = self.expr(e.operand)

@@ -24,6 +24,7 @@ from diffc.frontend.ast import walk
 from diffc.frontend.checker import Checker, FuncInfo, Local, err, ptr_param
 from diffc.frontend.loop_bounds import for_shape, own_jumps, static_bound, trip_count
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
+from diffc.frontend.lower_builtins import BuiltinLowering
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
 from diffc.frontend.matrices import MatrixLowering
@@ -43,7 +44,7 @@ class LoopCtx:
     cont: str | None
 
 
-class Lowering(ExprLowering, CallLowering, MatrixLowering):
+class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
     def __init__(self, checker: Checker, source_map: SourceMap):
         self.c = checker
         self.source_map = source_map  # span offsets -> file:line:col (through the preprocessor)

@@ -3,14 +3,14 @@ Slang's write-back of `.d`), diffPair, detach, intrinsics, constructors, dzero/d
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, math, memref, vector
-from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, UnitAttr
+from xdsl.dialects import arith, func, memref, vector
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.builtins import ATOMIC_KINDS, MATH_UNARY, WAVE_CONSTANT
+from diffc.frontend.builtins import ATOMIC_KINDS, WAVE_CONSTANT
 from diffc.frontend.checker import derivative_signature, err, ptr_param
 from diffc.frontend.defaults import is_default_arg
 from diffc.frontend.errors import UNSUPPORTED
@@ -43,6 +43,8 @@ class CallLowering:
             return self.matrix_ctor(e, e.target) if isinstance(e.target, T.Matrix) else self.ctor(e)
         if k == "matrix":
             return self.matrix_call(e)
+        if k == "float_constant":  # float.getPi()
+            return self.const(e.target, e.ty)
         if k == "dzero":
             return self.const(0, e.target)
         if k == "dadd":
@@ -230,107 +232,3 @@ class CallLowering:
             else:
                 comps += self.lower_as(a, t.elem)
         return self.build_vector(comps, t)
-
-    # ---- intrinsics ----
-    def builtin(self, e: A.Call) -> list[SSAValue]:
-        name, ct = e.target
-        xs = [self.lower_as(a, ct)[0] for a in e.args]
-        fl = T.is_floating(ct)
-        el = T.elem_of(ct)
-        c = lambda v: self.const(v, ct)[0]  # noqa: E731
-        if name in MATH_UNARY:
-            return [self.math_unary(name, xs[0])]
-        if name == "abs":
-            return [self.v(math.AbsFOp(xs[0]) if fl else math.AbsIOp(xs[0]))]
-        if name in ("min", "max"):
-            return [self.minmax(name, xs[0], xs[1], ct)]
-        if name == "clamp":
-            return [self.minmax("min", self.minmax("max", xs[0], xs[1], ct), xs[2], ct)]
-        if name == "saturate":
-            return [self.minmax("min", self.minmax("max", xs[0], c(0.0), ct), c(1.0), ct)]
-        if name == "frac":
-            return [self.v(arith.SubfOp(xs[0], self.v(math.FloorOp(xs[0]))))]
-        if name == "pow":
-            return [self.v(math.PowFOp(xs[0], xs[1]))]
-        if name == "atan2":
-            return [self.v(math.Atan2Op(xs[0], xs[1]))]
-        if name == "fmod":
-            return [self.fmod(xs[0], xs[1])]
-        if name == "fma":
-            return [self.v(math.FmaOp(xs[0], xs[1], xs[2]))]
-        if name == "mad":
-            return [self.v(arith.AddfOp(self.v(arith.MulfOp(xs[0], xs[1])), xs[2]))]
-        if name == "lerp":
-            d = self.v(arith.SubfOp(xs[1], xs[0]))
-            return [self.v(arith.AddfOp(xs[0], self.v(arith.MulfOp(d, xs[2]))))]
-        if name == "smoothstep":
-            num = self.v(arith.SubfOp(xs[2], xs[0]))
-            den = self.v(arith.SubfOp(xs[1], xs[0]))
-            t = self.minmax("min", self.minmax("max", self.v(arith.DivfOp(num, den)), c(0.0), ct), c(1.0), ct)
-            poly = self.v(arith.SubfOp(c(3.0), self.v(arith.MulfOp(c(2.0), t))))
-            return [self.v(arith.MulfOp(self.v(arith.MulfOp(t, t)), poly))]
-        if name in ("sign", "step") and isinstance(ct, T.Vector):  # xDSL's cmpf is scalar only
-            s = T.ir_scalar(el)
-            lanes = [[self.v(vector.ExtractOp(x, [i], s)) for x in xs] for i in range(ct.n)]
-            return self.build_vector([self.compare_builtin(name, ls) for ls in lanes], ct)
-        if name in ("sign", "step"):
-            return [self.compare_builtin(name, xs)]
-        if name == "dot":
-            return [self.dot(xs[0], xs[1], ct)]
-        if name == "length":
-            return [self.length(xs[0], ct)]
-        if name == "distance":
-            return [self.length(self.v(arith.SubfOp(xs[0], xs[1])), ct)]
-        if name == "normalize":
-            if not isinstance(ct, T.Vector):
-                return [self.v(arith.DivfOp(xs[0], self.v(math.AbsFOp(xs[0]))))]
-            inv = self.v(math.RsqrtOp(self.dot(xs[0], xs[0], ct)))
-            return [self.v(arith.MulfOp(xs[0], self.convert([inv], el, ct)[0]))]
-        if name == "reflect":
-            d = self.dot(xs[1], xs[0], ct)
-            two_d = self.v(arith.MulfOp(self.const(2.0, el)[0], d))
-            return [self.v(arith.SubfOp(xs[0], self.v(arith.MulfOp(self.convert([two_d], el, ct)[0], xs[1]))))]
-        if name == "cross":
-            s = T.ir_scalar(el)
-            a = [self.v(vector.ExtractOp(xs[0], [i], s)) for i in range(3)]
-            b = [self.v(vector.ExtractOp(xs[1], [i], s)) for i in range(3)]
-
-            def m(i, j):
-                return self.v(arith.SubfOp(self.v(arith.MulfOp(a[i], b[j])), self.v(arith.MulfOp(a[j], b[i]))))
-
-            return self.build_vector([m(1, 2), m(2, 0), m(0, 1)], ct)
-        raise err(UNSUPPORTED, f"intrinsic '{name}' is not supported", e)
-
-    def compare_builtin(self, name: str, xs: list[SSAValue]) -> SSAValue:
-        """sign(x) or step(edge, x) of scalars: 0/1 from comparisons (zero derivative)."""
-        t = xs[0].type
-        if name == "step":
-            return self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[1], xs[0], "oge")), t))
-        zero = self.v(arith.ConstantOp(FloatAttr(0.0, t)))
-        pos = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], zero, "ogt")), t))
-        neg = self.v(arith.UIToFPOp(self.v(arith.CmpfOp(xs[0], zero, "olt")), t))
-        return self.v(arith.SubfOp(pos, neg))
-
-    def minmax(self, which: str, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
-        if T.is_floating(t):
-            cls = arith.MinimumfOp if which == "min" else arith.MaximumfOp
-        elif T.elem_of(t) == T.UINT:
-            cls = arith.MinUIOp if which == "min" else arith.MaxUIOp
-        else:
-            cls = arith.MinSIOp if which == "min" else arith.MaxSIOp
-        return self.v(cls(a, b))
-
-    def dot(self, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
-        prod = self.v(arith.MulfOp(a, b))
-        if not isinstance(t, T.Vector):
-            return prod
-        s = T.ir_scalar(t.elem)
-        acc = self.v(vector.ExtractOp(prod, [0], s))
-        for i in range(1, t.n):
-            acc = self.v(arith.AddfOp(acc, self.v(vector.ExtractOp(prod, [i], s))))
-        return acc
-
-    def length(self, x: SSAValue, t: T.Type) -> SSAValue:
-        if not isinstance(t, T.Vector):
-            return self.v(math.AbsFOp(x))
-        return self.v(math.SqrtOp(self.dot(x, x, t)))

@@ -92,6 +92,11 @@ class ExprLowering:
     def convert_elem(self, x: SSAValue, se: T.Scalar, de: T.Scalar, src: T.Type) -> SSAValue:
         out = T.ir_scalar(de) if not isinstance(src, T.Vector) else VectorType(T.ir_scalar(de), [src.n])
         sf, df = T.is_float_scalar(se), T.is_float_scalar(de)
+        if isinstance(src, T.Vector) and (sf != df or de.kind == "bool" or se.kind == "bool"):
+            # xDSL's int <-> float casts and comparisons are scalar only: convert lane by lane
+            lanes = [self.convert_elem(self.v(vector.ExtractOp(x, [i], T.ir_scalar(se))), se, de, se)
+                     for i in range(src.n)]
+            return self.build_vector(lanes, T.Vector(de, src.n))[0]
         if de.kind == "bool":
             zero = self.const(0, T.with_elem(src, se))[0]
             if sf:
@@ -101,11 +106,6 @@ class ExprLowering:
             ba = T.RANK[se.kind]
             bb = T.RANK[de.kind]
             return self.v(arith.ExtFOp(x, out) if bb > ba else arith.TruncFOp(x, out))
-        if (sf or df) and isinstance(src, T.Vector):
-            # xDSL's int <-> float conversions verify scalars only: convert lane by lane
-            lanes = [self.v(vector.ExtractOp(x, [i], T.ir_scalar(se))) for i in range(src.n)]
-            conv = [self.convert_elem(y, se, de, se) for y in lanes]
-            return self.build_vector(conv, T.Vector(de, src.n))[0]
         if sf:
             return self.v(arith.FPToUIOp(x, out) if de.kind == "uint" else arith.FPToSIOp(x, out))
         if df:
@@ -278,12 +278,21 @@ class ExprLowering:
         assert c is not None
         a, b = self.lower_as(e.lhs, c), self.lower_as(e.rhs, c)
         if e.op in CMP_F:
-            el = T.elem_of(c)
-            if T.is_floating(c):
-                return [self.v(arith.CmpfOp(a[0], b[0], CMP_F[e.op]))]
-            table = CMP_U if el in (T.UINT, T.BOOL) else CMP_S
-            return [self.v(arith.CmpiOp(a[0], b[0], table[e.op]))]
+            return [self.compare(e.op, a[0], b[0], c)]
         return self.arith(e.op, a, b, c)
+
+    def compare(self, op: str, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
+        el = T.elem_of(t)
+        assert el is not None
+        if isinstance(t, T.Vector):  # xDSL's cmpf / cmpi are scalar only: lane by lane
+            s = T.ir_scalar(el)
+            lanes = [self.compare(op, self.v(vector.ExtractOp(a, [i], s)), self.v(vector.ExtractOp(b, [i], s)), el)
+                     for i in range(t.n)]
+            return self.build_vector(lanes, T.Vector(T.BOOL, t.n))[0]
+        if T.is_floating(t):
+            return self.v(arith.CmpfOp(a, b, CMP_F[op]))
+        table = CMP_U if el in (T.UINT, T.BOOL) else CMP_S
+        return self.v(arith.CmpiOp(a, b, table[op]))
 
     def ternary(self, e: A.Ternary) -> list[SSAValue]:
         (c,) = self.lower_as(e.cond, T.BOOL)

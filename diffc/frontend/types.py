@@ -172,6 +172,21 @@ class FuncRef(Type):
         return s
 
 
+@dataclass(frozen=True)
+class BuiltinRef(Type):
+    """An intrinsic used as a function, `fwd_diff(sin)`: it gets its instance (a FuncRef) when
+    called, from the argument types (frontend/builtin_types.py)."""
+
+    builtin: str
+    mode: tuple[str, ...] = ()
+
+    def name(self) -> str:
+        s = self.builtin
+        for m in self.mode:
+            s = f"{m}_diff({s})"
+        return s
+
+
 FLOAT, HALF, DOUBLE = Scalar("float"), Scalar("half"), Scalar("double")
 INT, UINT, BOOL = Scalar("int"), Scalar("uint"), Scalar("bool")
 VOID = Void()

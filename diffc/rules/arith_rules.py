@@ -1,17 +1,17 @@
 """Derivative rules of the arith dialect (data for the registry in diffc.rules).
 
-Conventions where the derivative is not defined: min/max give the whole derivative to the lhs on
-a tie; the `num` variants give it to the operand that is not NaN. xDSL 0.74's cmpf and select are
-scalar only, so on vectors min/max pick with the sign of (rhs - lhs) instead of a comparison:
-0.5 + 0.5 * copysign(1, rhs - lhs) is exactly 1 or 0 (NaN inputs then give no useful pick).
+Conventions where the derivative is not defined: min/max split the derivative half and half
+between equal operands (as Slang's stdlib does, and as central differences see it); the `num`
+variants give it to the operand that is not NaN. xDSL 0.74's cmpf is scalar only, so on vectors
+the partials are built lane by lane.
 """
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import VectorType
-from xdsl.dialects.math import CopySignOp, TruncOp
+from xdsl.dialects.math import TruncOp
 
 from diffc.rules import CONVERT, RuleBuilder, register_nondifferentiable, register_rule
 from diffc.rules.arith_ext import RemFOp
+from diffc.rules.lanes import lanewise
 
 register_rule(arith.AddfOp, lambda b, op: [1.0, 1.0])
 register_rule(arith.SubfOp, lambda b, op: [1.0, -1.0])
@@ -23,24 +23,25 @@ register_rule(arith.NegfOp, lambda b, op: [-1.0])
 register_rule(RemFOp, lambda b, op: [1.0, b.neg(b.op(TruncOp, b.div(op.lhs, op.rhs)))])
 
 
+def _pick_scalar(b: RuleBuilder, x, y, lhs_pred: str, num: bool):
+    """The lhs partial of min/max of scalars: 1 where lhs is chosen, 0.5 on a tie."""
+    wins = b.cmpf(lhs_pred, x, y)
+    if num:  # minnum(x, NaN) = x
+        wins = b.op(arith.OrIOp, wins, b.cmpf("uno", y, y))
+    tie = b.cmpf("oeq", x, y)
+    return b.select(wins, 1.0, b.select(tie, 0.5, 0.0, x), x)
+
+
 def _pick(b: RuleBuilder, op, lhs_pred: str, num: bool):
     """Partials [lhs chosen, rhs chosen] of a min/max op."""
-    x, y = op.lhs, op.rhs
-    if isinstance(x.type, VectorType):
-        # min: lhs chosen iff y - x >= 0; max: iff x - y >= 0.
-        diff = b.sub(y, x) if lhs_pred == "ole" else b.sub(x, y)
-        p = b.add(0.5, b.mul(0.5, b.op(CopySignOp, b.const(1.0, x), diff)))
-        return [p, b.sub(1.0, p)]
-    cond = b.cmpf(lhs_pred, x, y)
-    if num:  # minnum(x, NaN) = x
-        cond = b.op(arith.OrIOp, cond, b.cmpf("uno", y, y))
-    return [b.select(cond, 1.0, 0.0, x), b.select(cond, 0.0, 1.0, x)]
+    p = lanewise(b, lambda x, y: _pick_scalar(b, x, y, lhs_pred, num), op.lhs, op.rhs)
+    return [p, b.sub(1.0, p)]
 
 
-register_rule(arith.MinimumfOp, lambda b, op: _pick(b, op, "ole", False))
-register_rule(arith.MaximumfOp, lambda b, op: _pick(b, op, "oge", False))
-register_rule(arith.MinnumfOp, lambda b, op: _pick(b, op, "ole", True))
-register_rule(arith.MaxnumfOp, lambda b, op: _pick(b, op, "oge", True))
+register_rule(arith.MinimumfOp, lambda b, op: _pick(b, op, "olt", False))
+register_rule(arith.MaximumfOp, lambda b, op: _pick(b, op, "ogt", False))
+register_rule(arith.MinnumfOp, lambda b, op: _pick(b, op, "olt", True))
+register_rule(arith.MaxnumfOp, lambda b, op: _pick(b, op, "ogt", True))
 
 
 # select(c, t, f): the tangent / adjoint goes to the chosen value. The hooks avoid multiplying

@@ -1,6 +1,7 @@
 """Derivative rules of the math dialect (data for the registry in diffc.rules).
 
 Conventions where the derivative is not defined: absf'(0) = copysign(1, x) (+-1, not 0);
+sqrt'(x) = 0.5 / sqrt(max(x, 1e-7)) (Slang's: finite at 0); d copysign(x, y)/dx is 0 at x == 0 or y == 0;
 d powf(x, y)/dy at x == 0 is 0 (the log is clamped to -1e4, so 0 * log stays 0);
 floor/ceil/round/roundeven/trunc have a zero derivative.
 """
@@ -10,10 +11,12 @@ import math as pymath
 from xdsl.dialects import arith, math
 
 from diffc.rules import RuleBuilder, register_nondifferentiable, register_rule
+from diffc.rules.lanes import lanewise
 
 LN2 = pymath.log(2.0)
 LN10 = pymath.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / pymath.sqrt(pymath.pi)
+_SQRT_FLOOR = pymath.sqrt(1.0e-7)  # Slang clamps sqrt's argument to 1e-7 in its derivative
 _LOG_FLOOR = -1.0e4  # below log(smallest denormal) = -745 in f64, and representable in f16
 
 
@@ -32,7 +35,8 @@ register_rule(math.LogOp, lambda b, op: [b.div(1.0, op.operand)])
 register_rule(math.Log2Op, lambda b, op: [b.div(1.0, b.mul(op.operand, LN2))])
 register_rule(math.Log10Op, lambda b, op: [b.div(1.0, b.mul(op.operand, LN10))])
 register_rule(math.Log1pOp, lambda b, op: [b.div(1.0, b.add(op.operand, 1.0))])
-register_rule(math.SqrtOp, lambda b, op: [b.div(0.5, op.result)])
+# 0.5 / sqrt(max(x, 1e-7)), as Slang's stdlib: finite at 0 (where the true derivative is infinite)
+register_rule(math.SqrtOp, lambda b, op: [b.div(0.5, b.op(arith.MaximumfOp, op.result, b.const(_SQRT_FLOOR, op.result)))])
 # x^(-1/2)' = -1/2 x^(-3/2) = -0.5 * r / x
 register_rule(math.RsqrtOp, lambda b, op: [b.div(b.mul(op.result, -0.5), op.operand)])
 # cbrt' = 1 / (3 r^2)
@@ -78,8 +82,18 @@ register_rule(
     math.ErfOp,
     lambda b, op: [b.mul(b.op(math.ExpOp, b.neg(_sq(b, op.operand))), TWO_OVER_SQRT_PI)],
 )
-# copysign(x, y) = |x| sign(y): d/dx = sign(x) sign(y) = copysign(1, x*y); d/dy = 0
-register_rule(math.CopySignOp, lambda b, op: [_sign(b, b.mul(op.lhs, op.rhs)), None])
+
+
+def _copysign_dx(b: RuleBuilder, x, y):
+    # copysign(x, y) = |x| sign(y): d/dx = sign(x) sign(y) = copysign(1, x*y); 0 at x == 0 (|x| is
+    # even there: central differences and Slang's stdlib both give 0) and at y == 0, where
+    # copysign jumps from -|x| to |x| and so has no derivative (Slang's 0)
+    zero = b.const(0.0, x)
+    at_zero = b.op(arith.OrIOp, b.cmpf("oeq", x, zero), b.cmpf("oeq", y, zero))
+    return b.select(at_zero, 0.0, _sign(b, b.mul(x, y)), x)
+
+
+register_rule(math.CopySignOp, lambda b, op: [lanewise(b, lambda x, y: _copysign_dx(b, x, y), op.lhs, op.rhs), None])
 register_rule(math.FmaOp, lambda b, op: [op.b, op.a, 1.0])
 
 register_nondifferentiable(
