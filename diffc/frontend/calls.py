@@ -104,6 +104,10 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         for a in e.args:
             c.expect_type(a, t)
         return t
+    if c.overloads:
+        from diffc.frontend.overloads import resolve_call
+
+        resolve_call(c, e)
     f = c.expr(callee)
     if not isinstance(f, T.FuncRef):
         raise err(TYPE_MISMATCH, f"a value of type {f} cannot be called", callee)

@@ -124,6 +124,7 @@ class Checker:
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
         self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
+        self.overloads: dict[str, list[str]] = {}  # first overload's symbol -> every overload's (overloads.py)
 
     # ---- types ----
     def resolve(self, t: A.TypeRef) -> T.Type:
@@ -245,19 +246,45 @@ class Checker:
                 if d.init is not None:
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
-                prev = self.funcs.get(d.name)
-                if prev is not None and prev.decl is not None and prev.decl.body is not None and d.body is not None:
-                    raise err(UNSUPPORTED, f"function '{d.name}' is defined twice (overloading is not supported)",
-                              d.name_span)
                 if d.generic_params:
+                    if d.name in self.funcs or d.name in self.func_templates:
+                        raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
+                                  d.name_span)
                     self.func_templates[d.name] = d
                 else:
-                    top.append(self.add_func(self.func_info(d)))
+                    if d.name in self.func_templates:
+                        raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
+                                  d.name_span)
+                    f = self.declare_func(d, None, d.name)
+                    if f is not None:
+                        top.append(f)
         for f in top:
             self.link_derivatives(f, None)
         while self.pending:
             f = self.pending.pop(0)
             self.check_func(f, f.decl)  # type: ignore[arg-type]
+
+    def declare_func(self, d: A.Func, owner: T.Struct | None, base: str) -> FuncInfo | None:
+        """Adds function or method `d` under symbol `base`, or as a further overload of it; a
+        definition replaces its earlier declaration (same parameter types). None: nothing new."""
+        from diffc.frontend.overloads import add_overload, overload_symbol, same_signature
+
+        f = self.func_info(d, owner, base)
+        if base not in self.funcs:
+            return self.add_func(f)
+        same = next((s for s in self.overloads.get(base, [base]) if same_signature(self.funcs[s], f)), None)
+        if same is None:
+            f.name = overload_symbol(self, base, f)
+            add_overload(self, base, f)
+            return self.add_func(f)
+        prev = self.funcs[same]
+        if prev.decl is not None and prev.decl.body is not None and d.body is not None:
+            what = f"method '{d.name}' of {owner.sname}" if owner is not None else f"function '{d.name}'"
+            raise err(REDEFINED, f"{what} is defined twice with the same parameter types", d.name_span)
+        if d.body is None:
+            return None
+        f.name = same
+        return self.add_func(f)
 
     def add_func(self, f: FuncInfo) -> FuncInfo:
         self.funcs[f.name] = f
@@ -271,7 +298,9 @@ class Checker:
         for key, attr in f.attrs.items():
             if key not in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
                 continue
-            target = self.attr_func(attr, owner)
+            from diffc.frontend.overloads import pick_derivative
+
+            target = pick_derivative(self, self.attr_func(attr, owner), f, key, attr)
             if key == "ForwardDerivative":
                 f.fwd_custom, self.funcs[target].fwd_of = target, f.name
             elif key == "BackwardDerivative":
@@ -364,11 +393,8 @@ class Checker:
         for m in d.methods:
             if m.generic_params:
                 raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)
-            if m.name in s.methods:
-                raise err(UNSUPPORTED, f"method '{m.name}' of {name} is defined twice (overloading is not supported)",
-                          m.name_span)
-            s.methods[m.name] = f"{name}_{m.name}"
-        infos = [self.add_func(self.func_info(m, s, s.methods[m.name])) for m in d.methods]
+            s.methods.setdefault(m.name, f"{name}_{m.name}")
+        infos = [f for m in d.methods if (f := self.declare_func(m, s, s.methods[m.name])) is not None]
         for f in infos:
             self.link_derivatives(f, s)
         self.restore(saved)
@@ -577,6 +603,10 @@ class Checker:
                 if e.id in owner.methods:
                     return T.FuncRef(owner.methods[e.id])
             if e.id in self.funcs:
+                if e.id in self.overloads:
+                    from diffc.frontend.overloads import check_unresolved
+
+                    check_unresolved(self, e)
                 return T.FuncRef(e.id)
             raise err(UNDEFINED, f"undefined name '{e.id}'", e)
         if isinstance(e, A.Unary) and e.op == "*":
