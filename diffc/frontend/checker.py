@@ -597,7 +597,8 @@ class Checker:
                 if e.id in owner.statics:
                     e.sym = owner.statics[e.id]
                     return e.sym.ty
-                if owner.field(e.id) is not None and not self.func.is_static:  # type: ignore[union-attr]
+                # in an instance method, or a constructor (inits.py: a static with a local `this`)
+                if owner.field(e.id) is not None and (not self.func.is_static or self.lookup("this")):  # type: ignore[union-attr]
                     _as_this_member(e)
                     return self._expr(e)
                 if e.id in owner.methods:

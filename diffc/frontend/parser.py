@@ -6,6 +6,7 @@ import re
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
+from diffc.frontend.inits import INIT, constructor_method
 from diffc.frontend.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
@@ -229,6 +230,10 @@ class Parser:
                 self.expect(";")
                 self.type_names.add(aname.text)
                 aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))
+                continue
+            if self.at(INIT) and self.peek().text == "(":
+                ctor = self.function(attrs, mods, A.TypeRef(name.text), self.ident(), fstart)
+                methods.append(constructor_method(ctor, name.text))
                 continue
             t = self.array_dims(self.type_ref())
             fname = self.ident("a field name")
