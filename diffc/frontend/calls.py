@@ -117,7 +117,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         raise err(TYPE_MISMATCH, f"a value of type {f} cannot be called", callee)
     fi = c.funcs[f.func]
     params, ret = derivative_signature(fi, f.mode)
-    what = f"'{f.name()}'"
+    what = f"'{fi.owner.sname}'" if fi.decl is not None and fi.decl.name == INIT and fi.owner else f"'{f.name()}'"
     fill_defaults(c, e, params)
     if len(e.args) != len(params):
         raise err(ARG_COUNT, f"{what} expects {len(params)} argument{'s' if len(params) != 1 else ''}, got {len(e.args)}", e)
@@ -138,8 +138,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                 raise err(TYPE_MISMATCH, f"{what} expects {p.ty} for parameter '{p.name}', got {got}", a)
     caller = c.func
     if (not f.mode and caller is not None and caller.body_differentiated and not fi.differentiable
-            and not e.no_diff and not (caller.bwd_of or caller.fwd_of) and _can_carry_out(fi)):
+            and not e.no_diff and not (caller.bwd_of or caller.fwd_of)):
+        if not _can_carry_out(fi):
+            e.no_diff = True  # nothing it returns has a derivative: call it on detached values
         for a, p in zip(e.args, params):
+            if e.no_diff:
+                break
             if p.direction != "out" and T.is_differentiable(p.ty) and not p.no_diff and _active(a):
                 raise err(NOT_DIFFERENTIABLE,
                           f"'{fi.name}' is not differentiable but gets a derivative-carrying value in "

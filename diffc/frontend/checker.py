@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices
+from diffc.frontend import matrices, properties
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import trip_count
 from diffc.frontend.errors import (
@@ -124,6 +124,7 @@ class Checker:
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
         self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
+        self.enums: dict[str, dict[str, Local]] = {}  # enum name -> its cases (constants)
         self.overloads: dict[str, list[str]] = {}  # first overload's symbol -> every overload's (overloads.py)
 
     # ---- types ----
@@ -234,6 +235,8 @@ class Checker:
                     self.declare_struct(d, d.name)
             elif isinstance(d, A.Typedef):
                 self.typedefs[d.name] = self.resolve(d.type)
+            elif isinstance(d, A.Enum):
+                self.declare_enum(d)
             elif isinstance(d, A.Global):
                 if d.name in self.scopes[0]:
                     raise err(REDEFINED, f"a second global named '{d.name}'", d)
@@ -285,6 +288,31 @@ class Checker:
             return None
         f.name = same
         return self.add_func(f)
+
+    def declare_enum(self, d: A.Enum) -> None:
+        """An enum is its integer type (int unless given) with constant cases; the cases of a
+        plain (unscoped) enum are also global names."""
+        if d.name in self.structs or d.name in self.typedefs:
+            raise err(REDEFINED, f"a second type named '{d.name}'", d)
+        ty = self.resolve(d.base) if d.base is not None else T.INT
+        if not (isinstance(ty, T.Scalar) and ty.kind in ("int", "uint")):
+            raise err(TYPE_MISMATCH, f"an enum's type must be int or uint, got {ty}", d.base or d)
+        self.typedefs[d.name] = ty
+        cases: dict[str, Local] = {}
+        nxt = 0
+        for c in d.cases:
+            if c.value is not None:
+                nxt = _const_int(c.value, {k: int(v.value.value) for k, v in cases.items()})  # type: ignore[union-attr]
+            if c.name in cases:
+                raise err(REDEFINED, f"a second case named '{c.name}' in enum '{d.name}'", c)
+            cases[c.name] = Local(c.name, ty, False, value=A.Num(nxt, False, "u" if ty == T.UINT else "", span=c.span, ty=ty))
+            nxt += 1
+        self.enums[d.name] = cases
+        if not d.scoped:
+            for name, loc in cases.items():
+                if name in self.scopes[0]:
+                    raise err(REDEFINED, f"a second global named '{name}'", d)
+                self.scopes[0][name] = loc
 
     def add_func(self, f: FuncInfo) -> FuncInfo:
         self.funcs[f.name] = f
@@ -390,6 +418,12 @@ class Checker:
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
         s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
+        own = s.aliases.get("Differential")
+        if s.differentiable and own is not None and own is not s.diff_struct and not (
+                own is s and T.same_layout_differential(s, s.diff_struct)):  # type: ignore[arg-type]
+            alias = next(a for a in d.aliases if a.name == "Differential")
+            raise err(UNSUPPORTED, f"a Differential type of its own for IDifferentiable '{name}' is not supported "
+                      "(the Differential is synthesized from the differentiable fields)", alias)
         for m in d.methods:
             if m.generic_params:
                 raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)
@@ -601,6 +635,9 @@ class Checker:
                 if owner.field(e.id) is not None and (not self.func.is_static or self.lookup("this")):  # type: ignore[union-attr]
                     _as_this_member(e)
                     return self._expr(e)
+                if properties.has_property(owner.methods, e.id) and not self.func.is_static:  # type: ignore[union-attr]
+                    _as_this_member(e)
+                    return self._expr(e)
                 if e.id in owner.methods:
                     return T.FuncRef(owner.methods[e.id])
             if e.id in self.funcs:
@@ -638,6 +675,9 @@ class Checker:
                 raise err(TYPE_MISMATCH, f"the branches of '?:' have types {a} and {b}", e)
             return c
         if isinstance(e, A.Assign):
+            if self._is_property(e.target):
+                properties.write(e)
+                return self._expr(e)
             t = self.lvalue(e.target)
             if e.op == "=":
                 self.expect_type(e.value, t)
@@ -673,6 +713,16 @@ class Checker:
         if isinstance(e, A.InitList):
             raise err(TYPE_MISMATCH, "an initializer list needs a declared type", e)
         raise err(UNSUPPORTED, f"unsupported expression {type(e).__name__}", e)
+
+    def _is_property(self, target: A.Expr) -> bool:
+        if isinstance(target, A.Name) and self.lookup(target.id) is None and self.func is not None \
+                and self.func.owner is not None and properties.has_property(self.func.owner.methods, target.id):
+            _as_this_member(target)  # a sibling property inside a method
+        if not isinstance(target, A.Member) or isinstance(target.base, A.TypeExpr):
+            return False
+        t = self.expr(target.base)
+        st = t.elem if isinstance(t, T.Pointer) else t
+        return isinstance(st, T.Struct) and st.field(target.name) is None and properties.has_property(st.methods, target.name)
 
     def binary(self, e: A.Binary) -> T.Type:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
@@ -710,6 +760,8 @@ class Checker:
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
+            if isinstance(inner.ty, T.Buffer):  # a buffer is a handle: its elements are memory
+                return t
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer
                 if inner.ty.by_value:
                     raise err(UNSUPPORTED, f"cannot write through {inner.ty}: a pointer to a struct that holds "
@@ -724,6 +776,12 @@ class Checker:
 
     def member(self, e: A.Member) -> T.Type:
         if isinstance(e.base, A.TypeExpr):
+            cases = self.enums.get(e.base.type.name)
+            if cases is not None and not e.base.type.dims:  # `Color.Red`, `Color::Red`
+                if e.name not in cases:
+                    raise err(UNKNOWN_MEMBER, f"enum {e.base.type.name} has no case '{e.name}'", e.name_span)
+                e.static = cases[e.name]  # type: ignore[attr-defined]
+                return e.static.ty  # type: ignore[attr-defined]
             st = self.resolve(e.base.type)
             if isinstance(st, T.Struct) and e.name in st.statics:  # `Optimizer::learningRate`
                 e.static = st.statics[e.name]  # type: ignore[attr-defined]
@@ -733,6 +791,9 @@ class Checker:
         if isinstance(t, T.Pointer):
             if isinstance(t.elem, T.Struct) and t.elem.field(e.name) is not None:
                 return t.elem.field(e.name)[1]  # type: ignore[index]
+            if isinstance(t.elem, T.Struct) and properties.has_property(t.elem.methods, e.name):
+                properties.read(e)
+                return self._expr(e)
             raise err(UNKNOWN_MEMBER, f"type {t.elem} has no member '{e.name}'", e.name_span)
         if e.arrow:
             raise err(TYPE_MISMATCH, f"'->' needs a pointer, got {t}", e.base)
@@ -745,6 +806,9 @@ class Checker:
             f = t.field(e.name)
             if f is not None:
                 return f[1]
+            if properties.has_property(t.methods, e.name):
+                properties.read(e)
+                return self._expr(e)
         elif isinstance(t, T.Matrix):
             mt = matrices.member(t, e.name, e.name_span)
             if mt is not None:
@@ -784,3 +848,18 @@ def _as_this_member(e: A.Name) -> None:
     name, span = e.id, e.span
     e.__class__ = A.Member  # type: ignore[assignment]
     e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
+
+
+def _const_int(e: A.Expr, known: dict[str, int]) -> int:
+    """The value of an enum case: an integer literal, an earlier case, or -, +, *, <<, | of those."""
+    if isinstance(e, A.Num) and not e.is_float:
+        return int(e.value)
+    if isinstance(e, A.Name) and e.id in known:
+        return known[e.id]
+    if isinstance(e, A.Unary) and e.op in ("-", "+", "~"):
+        v = _const_int(e.operand, known)
+        return -v if e.op == "-" else ~v if e.op == "~" else v
+    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "<<", ">>", "|", "&"):
+        a, b = _const_int(e.lhs, known), _const_int(e.rhs, known)
+        return {"+": a + b, "-": a - b, "*": a * b, "<<": a << b, ">>": a >> b, "|": a | b, "&": a & b}[e.op]
+    raise err(UNSUPPORTED, "an enum case value other than a constant integer expression is not supported", e)

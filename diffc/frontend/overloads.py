@@ -16,6 +16,7 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.checker import derivative_signature, err
 from diffc.frontend.errors import REDEFINED, TYPE_MISMATCH, UNSUPPORTED
+from diffc.frontend.inits import INIT
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker, FuncInfo, PInfo
@@ -148,8 +149,13 @@ def pick(c: Checker, base: str, args: list[A.Expr], where: A.Node, modes: tuple[
 
 
 def _source_name(c: Checker, base: str) -> str:
+    """How the source names the function: `f`, a method `m`, a constructor `S`."""
     fi = c.funcs[base]
-    return fi.decl.name if fi.decl is not None else base
+    if fi.decl is None:
+        return base
+    if fi.decl.name == INIT and fi.owner is not None:
+        return fi.owner.sname
+    return fi.decl.name
 
 
 def _signature(fi: FuncInfo) -> str:

@@ -7,6 +7,7 @@ import re
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend.inits import INIT, constructor_method
+from diffc.frontend.properties import parse_property
 from diffc.frontend.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
@@ -175,6 +176,8 @@ class Parser:
             self.i += 1
         if self.at("struct"):
             return self.struct()
+        if self.at("enum"):
+            return self.enum(start)
         t = self.array_dims(self.type_ref())
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
@@ -182,6 +185,25 @@ class Parser:
         init = self.expr() if self.accept("=") else None
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
+
+    def enum(self, start: int) -> A.Enum:
+        """`enum [class] Name [: T] { A, B = 5, C }`."""
+        self.expect("enum")
+        scoped = bool(self.accept("class"))
+        name = self.ident("an enum name")
+        self.type_names.add(name.text)
+        base = self.type_ref() if self.accept(":") else None
+        self.expect("{")
+        cases: list[A.EnumCase] = []
+        while not self.accept("}"):
+            case = self.ident("an enum case name")
+            value = self.assignment() if self.accept("=") else None
+            cases.append(A.EnumCase(case.text, value, span=self.span_from(case.start)))
+            if not self.accept(","):
+                self.expect("}")
+                break
+        self.accept(";")
+        return A.Enum(name.text, cases, base, scoped, span=self.span_from(start))
 
     def generic_params(self) -> list[str]:
         """`<int N, int M>` after a struct or function name: int value parameters only."""
@@ -223,10 +245,19 @@ class Parser:
             while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
                 mods.add(self.tok.text)
                 self.i += 1
-            if self.accept("typealias"):
-                aname = self.ident("a type name")
-                self.expect("=")
-                at = self.array_dims(self.type_ref())
+            if self.at("property") and self.peek().kind == "ident":
+                self.i += 1
+                methods.extend(parse_property(self, mods, fstart))
+                continue
+            if self.at("typedef") or self.at("typealias"):
+                if self.accept("typedef"):  # `typedef T Name;`
+                    at = self.array_dims(self.type_ref())
+                    aname = self.ident("a type name")
+                else:  # `typealias Name = T;`
+                    self.i += 1
+                    aname = self.ident("a type name")
+                    self.expect("=")
+                    at = self.array_dims(self.type_ref())
                 self.expect(";")
                 self.type_names.add(aname.text)
                 aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))
