@@ -24,19 +24,24 @@ from diffc.frontend.errors import FrontendError
 def compile_slang(text: str, filename: str = "<input>") -> ModuleOp:
     """Parses, checks and lowers Slang source; raises `DiffcError` with a located message."""
     from diffc.frontend.checker import Checker
+    from diffc.frontend.imports import Loader
     from diffc.frontend.lower import Lowering
-    from diffc.frontend.parser import MAX_NESTING, parse
+    from diffc.frontend.parser import MAX_NESTING
 
     # The parser caps nesting (parser.MAX_NESTING); each level is a dozen or so Python frames
     # of recursive descent (and a few of checking and lowering), more than the default allows.
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20 * MAX_NESTING + 1000))
+    loader = Loader(filename)
+    sources = loader.sources  # every file read so far: an error names the file it is in
     try:
-        prog = parse(text, filename)
+        prog = loader.parse(text, filename)  # with the files it imports (imports.py)
         checker = Checker()
         checker.check_program(prog)
-        return Lowering(checker, text, filename).module(prog)
+        return Lowering(checker, text, filename, sources).module(prog)
     except FrontendError as e:
+        if len(sources.bases) > 1:
+            raise sources.error(e) from None
         raise e.to_diffc_error(text, filename) from None
     finally:
         sys.setrecursionlimit(limit)

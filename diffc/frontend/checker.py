@@ -284,8 +284,11 @@ class Checker:
         if prev.decl is not None and prev.decl.body is not None and d.body is not None:
             what = f"method '{d.name}' of {owner.sname}" if owner is not None else f"function '{d.name}'"
             raise err(REDEFINED, f"{what} is defined twice with the same parameter types", d.name_span)
+        # a declaration and the definition are one function: attributes of either apply
         if d.body is None:
+            prev.attrs.update({k: a for k, a in f.attrs.items() if k not in prev.attrs})
             return None
+        f.attrs = {**prev.attrs, **f.attrs}
         f.name = same
         return self.add_func(f)
 

@@ -44,9 +44,10 @@ class LoopCtx:
 
 
 class Lowering(ExprLowering, CallLowering, MatrixLowering):
-    def __init__(self, checker: Checker, text: str = "", filename: str = "<input>"):
+    def __init__(self, checker: Checker, text: str = "", filename: str = "<input>", sources=None):
         self.c = checker
         self.text, self.filename = text, filename
+        self.sources = sources  # imports.SourceMap of a program of several files, else None
         # The statement / expression being lowered, innermost last: each op it emits gets its
         # file:line:col (so pass errors are located) and is remembered in `spans`, for the
         # located checks of derivative_checks.py.
@@ -66,9 +67,15 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
         if self.at:
             node = self.at[-1]
             self.spans[op] = node
-            line, col = self.line_col(node.span[0])
-            op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
+            op.location = self.location(node.span[0])
         return super().emit(op)
+
+    def location(self, offset: int) -> FileLineColLoc:
+        if self.sources is not None and len(self.sources.bases) > 1:
+            name, line, col = self.sources.line_col(offset)
+        else:
+            name, (line, col) = self.filename, self.line_col(offset)
+        return FileLineColLoc(StringAttr(name), IntAttr(line), IntAttr(col))
 
     def line_col(self, offset: int) -> tuple[int, int]:
         if not hasattr(self, "_line_starts"):
@@ -155,8 +162,7 @@ class Lowering(ExprLowering, CallLowering, MatrixLowering):
                          arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
                          res_attrs=dicts(res_attrs) if any(res_attrs) else None)
         if f.decl is not None:  # at its name: where a pass's error about the function points
-            line, col = self.line_col(getattr(f.decl, "name_span", f.decl.span)[0])
-            op.location = FileLineColLoc(StringAttr(self.filename), IntAttr(line), IntAttr(col))
+            op.location = self.location(getattr(f.decl, "name_span", f.decl.span)[0])
         at = f.attrs
         if has_ptr_twin(f) and not twin:
             at = {k: a for k, a in at.items() if k in ("shader", "numthreads")}

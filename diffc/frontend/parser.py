@@ -24,6 +24,7 @@ MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of 
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
 GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
 
+IMPORT_WORDS = {"import", "__include", "module", "implementing"}  # imports.py reads the files
 KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
             "default", "no_diff", "true", "false", "let", "var", "const"}
 BINARY_PREC = [
@@ -46,9 +47,18 @@ def is_builtin_type_name(name: str) -> bool:
 
 
 class Parser:
-    def __init__(self, text: str, filename: str):
+    def __init__(self, text: str, filename: str, base: int = 0):
+        """`base`: where this file's offsets start in a program of several files (imports.py)."""
         self.text = text
-        self.toks = tokenize(text, filename)
+        try:
+            self.toks = tokenize(text, filename)
+        except FrontendError as e:
+            e.start, e.end = e.start + base, e.end + base
+            raise
+        if base:
+            for t in self.toks:
+                t.start, t.end = t.start + base, t.end + base
+        self.loader = None  # imports.Loader: reads the files that `import` and `__include` name
         self.i = 0
         self.type_names: set[str] = set()
         self.generic_structs: set[str] = set()
@@ -127,7 +137,8 @@ class Parser:
     def parse_program(self) -> A.Program:
         decls: list[A.Node] = []
         while self.tok.kind != "eof":
-            decls.append(self.top_decl())
+            d = self.top_decl()
+            decls.extend(d.decls if isinstance(d, A.Program) else [d])  # an import: its file's declarations
         return A.Program(decls, span=(0, len(self.text)))
 
     def attributes(self) -> list[A.Attr]:
@@ -156,6 +167,8 @@ class Parser:
         attrs = self.attributes()
         if self.at("struct"):
             return self.struct()
+        if self.starts_import():
+            return self.import_decl(start)
         if self.accept("typedef"):
             t = self.type_ref()
             name = self.ident("a type name")
@@ -185,6 +198,33 @@ class Parser:
         init = self.expr() if self.accept("=") else None
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
+
+    def starts_import(self) -> bool:
+        k = 0
+        while self.peek(k).text in ("__exported", "public", "internal", "private"):
+            k += 1
+        t, nxt = self.peek(k), self.peek(k + 1)
+        return t.kind == "ident" and t.text in IMPORT_WORDS and (nxt.kind == "string" or nxt.kind == "ident")
+
+    def import_decl(self, start: int) -> A.Program:
+        """`[__exported] import a.b;`, `import "file";`, `__include x;`, `module x;`, `implementing x;`:
+        the declarations the loader reads from that file, as a Program to splice in."""
+        while self.tok.text in ("__exported", "public", "internal", "private"):
+            self.i += 1
+        kind = self.ident().text
+        if self.tok.kind == "string":
+            name, quoted = str(self.tok.value), True
+            self.i += 1
+        else:
+            parts = [self.ident("a module name").text]
+            while self.accept("."):
+                parts.append(self.ident("a module name").text)
+            name, quoted = ".".join(parts), False
+        self.expect(";")
+        span = self.span_from(start)
+        if self.loader is None:
+            raise FrontendError(UNSUPPORTED, f"'{kind}' is not supported here (no file to read it from)", *span)
+        return A.Program(self.loader.load(kind, name, quoted, span), span=span)
 
     def enum(self, start: int) -> A.Enum:
         """`enum [class] Name [: T] { A, B = 5, C }`."""
