@@ -241,7 +241,9 @@ class Checker:
                 if d.name in self.scopes[0]:
                     raise err(REDEFINED, f"a second global named '{d.name}'", d)
                 ty = self.resolve(d.type)
-                if "static" in d.mods and "const" in d.mods and d.init is not None and T.is_numeric(ty):
+                if "groupshared" in d.mods:
+                    raise err(UNSUPPORTED, f"groupshared variable '{d.name}' is not supported", d)
+                if "static" in d.mods and "const" in d.mods and d.init is not None and _plain_value(ty):
                     self.expect_type(d.init, ty)
                     self.scopes[0][d.name] = Local(d.name, ty, False, value=d.init)
                     continue
@@ -356,7 +358,8 @@ class Checker:
         is_static = "static" in d.mods
         if owner is not None and not is_static:
             mutating = any(a.name == "mutating" for a in d.attrs)
-            carries = owner.differentiable or T.is_ptr_differentiable(owner)
+            no_diff_this = any(a.name == "NoDiffThis" for a in d.attrs)  # `this` carries no derivative
+            carries = (owner.differentiable or T.is_ptr_differentiable(owner)) and not no_diff_this
             params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
@@ -412,8 +415,9 @@ class Checker:
         for f in d.fields:
             ty = self.resolve(f.type)
             if "static" in f.mods:
-                if "const" not in f.mods or f.init is None or not T.is_numeric(ty):
-                    raise err(UNSUPPORTED, "a static field must be a 'static const' number with a value", f)
+                if "const" not in f.mods or f.init is None or not _plain_value(ty):
+                    raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
+                              "structs of them) with an initializer", f)
                 self.expect_type(f.init, ty)
                 s.statics[f.name] = Local(f.name, ty, False, value=f.init)
             elif f.init is not None:
@@ -866,3 +870,13 @@ def _const_int(e: A.Expr, known: dict[str, int]) -> int:
         a, b = _const_int(e.lhs, known), _const_int(e.rhs, known)
         return {"+": a + b, "-": a - b, "*": a * b, "<<": a << b, ">>": a >> b, "|": a | b, "&": a & b}[e.op]
     raise err(UNSUPPORTED, "an enum case value other than a constant integer expression is not supported", e)
+
+
+def _plain_value(t: T.Type) -> bool:
+    """A type a `static const` may have: its value is lowered where it is used, so it holds no
+    buffers or pointers (numbers, matrices, and arrays and structs of them)."""
+    if T.is_numeric(t) or isinstance(t, T.Matrix):
+        return True
+    if isinstance(t, T.Array):
+        return _plain_value(t.elem)
+    return isinstance(t, T.Struct) and all(_plain_value(ft) for _, ft, _ in t.fields)

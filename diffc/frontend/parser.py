@@ -24,6 +24,10 @@ MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of 
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
 GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
 
+# Attributes that change what a program means and that this front end does not implement: each
+# is a located E0008 (attributes not named here, such as [ForceInline], change no result and are
+# accepted and ignored).
+REFUSED_ATTRS = {"TreatAsDifferentiable", "PrimalSubstitute", "PrimalSubstituteOf", "DerivativeMember"}
 IMPORT_WORDS = {"import", "__include", "module", "implementing"}  # imports.py reads the files
 KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
             "default", "no_diff", "true", "false", "let", "var", "const"}
@@ -40,6 +44,12 @@ BINARY_PREC = [
     ["*", "/", "%"],
 ]
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+
+
+def refuse_attrs(attrs: list[A.Attr]) -> None:
+    for a in attrs:
+        if a.name in REFUSED_ATTRS:
+            raise FrontendError(UNSUPPORTED, f"[{a.name}] is not supported", a.span[0], a.span[1])
 
 
 def is_builtin_type_name(name: str) -> bool:
@@ -195,6 +205,7 @@ class Parser:
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
             return self.function(attrs, mods, t, name, start)
+        t = self.array_dims(t)  # `static const float W[3] = {...};`
         init = self.expr() if self.accept("=") else None
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
@@ -311,6 +322,7 @@ class Parser:
             if self.at("(") or self.at("<"):
                 methods.append(self.function(attrs, mods, t, fname, fstart))
                 continue
+            refuse_attrs(attrs)
             while True:
                 ft = self.array_dims(t)
                 init = self.assignment() if self.accept("=") else None
@@ -323,6 +335,7 @@ class Parser:
         return A.Struct(name.text, bases, fields, methods, gparams, aliases, span=self.span_from(start))
 
     def function(self, attrs, ret_mods, ret, name: Token, start: int) -> A.Func:
+        refuse_attrs(attrs)
         gparams = self.generic_params()
         self.expect("(")
         params: list[A.Param] = []
@@ -339,7 +352,7 @@ class Parser:
                 semantic = self.ident("a semantic").text if self.accept(":") else None
                 default = self.assignment() if self.accept("=") else None
                 params.append(A.Param(mods, pt, pname.text, semantic, default, span=self.span_from(pstart)))
-                if not self.accept(","):
+                if not self.accept(",") or self.at(")"):  # Slang accepts a trailing comma
                     break
         self.expect(")")
         if self.accept(":"):
