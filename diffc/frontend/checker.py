@@ -344,9 +344,15 @@ class Checker:
                 self.funcs[target].bwd_custom, f.bwd_of = f.name, target
 
     def attr_func(self, attr: A.Attr, owner: T.Struct | None = None) -> str:
-        if len(attr.args) != 1 or not isinstance(attr.args[0], A.Name):
+        arg = attr.args[0] if len(attr.args) == 1 else None
+        if isinstance(arg, A.Member) and isinstance(arg.base, A.TypeExpr):  # a method: `S::m`
+            st = self.resolve(arg.base.type)
+            if not (isinstance(st, T.Struct) and arg.name in st.methods):
+                raise err(UNKNOWN_MEMBER, f"type {st} has no method '{arg.name}'", arg.name_span)
+            return st.methods[arg.name]
+        if not isinstance(arg, A.Name):
             raise err(ARG_COUNT, f"[{attr.name}] takes one function name", attr)
-        name = attr.args[0].id
+        name = arg.id
         if owner is not None and name in owner.methods:
             return owner.methods[name]
         if name not in self.funcs:
@@ -793,6 +799,13 @@ class Checker:
             if isinstance(st, T.Struct) and e.name in st.statics:  # `Optimizer::learningRate`
                 e.static = st.statics[e.name]  # type: ignore[attr-defined]
                 return e.static.ty  # type: ignore[attr-defined]
+            if isinstance(st, T.Struct) and e.name in st.methods:  # `fwd_diff(S::m)`: `this` comes first
+                sym = st.methods[e.name]
+                if sym in self.overloads:
+                    from diffc.frontend.overloads import check_unresolved
+
+                    check_unresolved(self, A.Name(sym, span=e.span))
+                return T.FuncRef(sym)
             raise err(UNKNOWN_MEMBER, f"'{e.base.type.name}.{e.name}' must be called", e)
         t = self.expr(e.base)
         if isinstance(t, T.Pointer):

@@ -166,11 +166,15 @@ def resolve_call(c: Checker, e: A.Call) -> None:
     """Rewrites an overloaded callee of `e` to the chosen overload's symbol: a plain name, a bound
     method (`this` is already the first argument), or the function inside `fwd_diff(...)` /
     `bwd_diff(...)` chains."""
-    callee, modes = e.callee, []
+    callee, modes, holder = e.callee, [], None
     while isinstance(callee, A.Call) and isinstance(callee.callee, A.Name) and callee.callee.id in DERIV \
             and len(callee.args) == 1 and c.lookup(callee.callee.id) is None:
         modes.append(DERIV[callee.callee.id])
-        callee = callee.args[0]
+        holder, callee = callee, callee.args[0]
+    if holder is not None and isinstance(callee, A.Member) and isinstance(callee.base, A.TypeExpr):
+        st = c.resolve(callee.base.type)  # `fwd_diff(S::m)`: m's symbol, resolved below when overloaded
+        if isinstance(st, T.Struct) and st.methods.get(callee.name) in c.overloads:
+            holder.args[0] = callee = A.Name(st.methods[callee.name], span=callee.span)
     if not isinstance(callee, A.Name) or getattr(callee, _RESOLVED, False) or c.lookup(callee.id) is not None:
         return
     if callee.id not in c.overloads:
@@ -198,7 +202,9 @@ def pick_derivative(c: Checker, name: str, f: FuncInfo, key: str, where: A.Node)
         cand = c.funcs[sym]
         deriv, of = (cand, f) if not key.endswith("Of") else (f, cand)
         params, ret = derivative_signature(of, mode)
-        if [p.ty for p in params if p.name != "this"] == [p.ty for p in deriv.params if p.name != "this"] and \
+        # a method's own `this` is no parameter of the signature; a free function's first one may be
+        keep = lambda ps: [p.ty for p in ps if p.name != "this" or not deriv.owner]  # noqa: E731
+        if keep(params) == keep(deriv.params) and \
                 (mode == ("bwd",) or ret == deriv.ret):
             fits.append(sym)
     if len(fits) != 1:

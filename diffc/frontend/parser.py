@@ -6,6 +6,7 @@ import re
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
+from diffc.frontend.func_extensions import KEYWORD as FUNC_EXTENSION, parse_func_extension
 from diffc.frontend.inits import INIT, constructor_method
 from diffc.frontend.properties import parse_property
 from diffc.frontend.lexer import Token, tokenize
@@ -179,6 +180,8 @@ class Parser:
             return self.struct()
         if self.starts_import():
             return self.import_decl(start)
+        if self.at(FUNC_EXTENSION):
+            return parse_func_extension(self, attrs, start)
         if self.accept("typedef"):
             t = self.type_ref()
             name = self.ident("a type name")
@@ -202,6 +205,7 @@ class Parser:
         if self.at("enum"):
             return self.enum(start)
         t = self.array_dims(self.type_ref())
+        self.refuse_operator()
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
             return self.function(attrs, mods, t, name, start)
@@ -209,6 +213,11 @@ class Parser:
         init = self.expr() if self.accept("=") else None
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
+
+    def refuse_operator(self) -> None:
+        if self.at("operator") and self.peek().kind == "punct":
+            t = self.tok
+            raise FrontendError(UNSUPPORTED, "operator overloading ('operator') is not supported", t.start, t.end)
 
     def starts_import(self) -> bool:
         k = 0
@@ -318,6 +327,7 @@ class Parser:
                 methods.append(constructor_method(ctor, name.text))
                 continue
             t = self.array_dims(self.type_ref())
+            self.refuse_operator()
             fname = self.ident("a field name")
             if self.at("(") or self.at("<"):
                 methods.append(self.function(attrs, mods, t, fname, fstart))
@@ -334,7 +344,8 @@ class Parser:
         self.accept(";")
         return A.Struct(name.text, bases, fields, methods, gparams, aliases, span=self.span_from(start))
 
-    def function(self, attrs, ret_mods, ret, name: Token, start: int) -> A.Func:
+    def function(self, attrs, ret_mods, ret, name: Token, start: int, arrow_result: bool = False) -> A.Func:
+        """From the generic parameters on; `arrow_result`: the result type may follow as `-> T`."""
         refuse_attrs(attrs)
         gparams = self.generic_params()
         self.expect("(")
@@ -355,6 +366,8 @@ class Parser:
                 if not self.accept(",") or self.at(")"):  # Slang accepts a trailing comma
                     break
         self.expect(")")
+        if arrow_result and self.accept("->"):
+            ret = self.array_dims(self.type_ref())
         if self.accept(":"):
             self.ident("a semantic")
         body = None if self.accept(";") else self.block()
