@@ -67,3 +67,23 @@ def test_derivative_member_on_a_field_is_refused():
 
 def test_groupshared_is_refused_located():
     expect_error("groupshared float cache[4];\n", "E0008", 1, 1, "groupshared variable 'cache' is not supported")
+
+
+def test_slang_syntax_details_trailing_commas_unnamed_prototype_parameters_and_type_position_arrays():
+    src = """
+float g(float, float);
+float g(float a, float b) { return a * b; }
+float total(float x)
+{
+    float t[1][2] = { { x, 2.0 * x } };
+    DifferentialPair<float[2][1]> p = diffPair(t);  // float[2][1] is an array of 1 of float[2]
+    float[3] w = { 1.0, 2.0, 3.0, };
+    return g(p.p[0][1], w[2],) + p.p[0][0];
+}
+"""
+    assert run(src, "total", 1.5)[0] == pytest.approx(2 * 1.5 * 3.0 + 1.5)
+
+
+def test_calling_a_function_that_is_never_defined_is_located():
+    expect_error("float h(float x);\nfloat g(float x) { return h(x); }\n", "E0008", 2, 27,
+                 "calling 'h', which is declared but never defined")

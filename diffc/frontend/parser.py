@@ -204,7 +204,7 @@ class Parser:
             return self.struct()
         if self.at("enum"):
             return self.enum(start)
-        t = self.array_dims(self.type_ref())
+        t = self.array_dims(self.type_ref(), type_position=True)
         self.refuse_operator()
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
@@ -311,13 +311,13 @@ class Parser:
                 continue
             if self.at("typedef") or self.at("typealias"):
                 if self.accept("typedef"):  # `typedef T Name;`
-                    at = self.array_dims(self.type_ref())
+                    at = self.array_dims(self.type_ref(), type_position=True)
                     aname = self.ident("a type name")
                 else:  # `typealias Name = T;`
                     self.i += 1
                     aname = self.ident("a type name")
                     self.expect("=")
-                    at = self.array_dims(self.type_ref())
+                    at = self.array_dims(self.type_ref(), type_position=True)
                 self.expect(";")
                 self.type_names.add(aname.text)
                 aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))
@@ -326,7 +326,7 @@ class Parser:
                 ctor = self.function(attrs, mods, A.TypeRef(name.text), self.ident(), fstart)
                 methods.append(constructor_method(ctor, name.text))
                 continue
-            t = self.array_dims(self.type_ref())
+            t = self.array_dims(self.type_ref(), type_position=True)
             self.refuse_operator()
             fname = self.ident("a field name")
             if self.at("(") or self.at("<"):
@@ -357,8 +357,11 @@ class Parser:
                 while self.tok.kind == "ident" and self.tok.text in PARAM_MODS:
                     mods.add(self.tok.text)
                     self.i += 1
-                pt = self.array_dims(self.type_ref())
-                pname = self.ident("a parameter name")
+                pt = self.array_dims(self.type_ref(), type_position=True)
+                if self.at(",") or self.at(")"):  # `float f(float, float);`: a parameter without a name
+                    pname = Token("ident", f"_param{len(params)}", self.tok.start, self.tok.start)
+                else:
+                    pname = self.ident("a parameter name")
                 pt = self.array_dims(pt)
                 semantic = self.ident("a semantic").text if self.accept(":") else None
                 default = self.assignment() if self.accept("=") else None
@@ -367,7 +370,7 @@ class Parser:
                     break
         self.expect(")")
         if arrow_result and self.accept("->"):
-            ret = self.array_dims(self.type_ref())
+            ret = self.array_dims(self.type_ref(), type_position=True)
         if self.accept(":"):
             self.ident("a semantic")
         body = None if self.accept(";") else self.block()
@@ -408,13 +411,15 @@ class Parser:
                 args.append(self.tok.text)
                 self.i += 1
             else:
-                args.append(self.type_ref())
+                args.append(self.array_dims(self.type_ref(), type_position=True))  # `DifferentialPair<float[3]>`
             if not self.accept(","):
                 break
         self.expect(">")
         return args
 
-    def array_dims(self, t: A.TypeRef) -> A.TypeRef:
+    def array_dims(self, t: A.TypeRef, type_position: bool = False) -> A.TypeRef:
+        """`[N]...` after a type (`type_position`: `D[2][1]` is an array of 1 of D[2], as in Slang) or
+        after a declared name (`D x[1][2]`: x is an array of 1 of D[2], as in C)."""
         dims = []
         while self.at("["):
             self.i += 1
@@ -429,7 +434,8 @@ class Parser:
             self.expect("]")
         if not dims:
             return t
-        return A.TypeRef(t.name, t.args, t.dims + dims, t.pointer, span=self.span_from(t.span[0]))
+        dims = dims[::-1] + t.dims if type_position else dims + t.dims  # outermost first
+        return A.TypeRef(t.name, t.args, dims, t.pointer, span=self.span_from(t.span[0]))
 
     # ---- statements ----
     def block(self) -> A.Block:
@@ -453,6 +459,11 @@ class Parser:
 
         if nxt.text == "." and self.peek(2).text == "Differential":
             return self.peek(3).kind == "ident"
+        if nxt.text == "[":  # `float[3] w`: sizes, then a name
+            k = 1
+            while self.peek(k).text == "[" and self.peek(k + 2).text == "]":
+                k += 3
+            return k > 1 and self.peek(k).kind == "ident"
         if nxt.text == "*":  # `float* p`
             k = 1
             while self.peek(k).text == "*":
@@ -568,7 +579,7 @@ class Parser:
                 dstart = self.tok.start
                 ty = None
                 if kind == "typed":
-                    ty = self.type_ref()
+                    ty = self.array_dims(self.type_ref(), type_position=True)
                 name = self.ident("a variable name")
                 if kind != "typed" and self.accept(":"):
                     ty = self.type_ref()
@@ -678,7 +689,7 @@ class Parser:
                 args = []
                 if not self.at(")"):
                     args.append(self.assignment())
-                    while self.accept(","):
+                    while self.accept(",") and not self.at(")"):  # Slang accepts a trailing comma
                         args.append(self.assignment())
                 self.expect(")")
                 e = A.Call(e, args, span=self.span_from(start))

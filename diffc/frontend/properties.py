@@ -22,12 +22,12 @@ def parse_property(p: Parser, mods: set[str], start: int) -> list[A.Func]:
     if p.peek().text == ":":  # `property name : T`
         name = p.ident("a property name")
         p.expect(":")
-        ty = p.array_dims(p.type_ref())
+        ty = p.array_dims(p.type_ref(), type_position=True)
     else:
         while p.tok.text == "no_diff":
             mods = mods | {"no_diff"}
             p.i += 1
-        ty = p.array_dims(p.type_ref())
+        ty = p.array_dims(p.type_ref(), type_position=True)
         name = p.ident("a property name")
     p.expect("{")
     methods: list[A.Func] = []
@@ -48,7 +48,7 @@ def parse_property(p: Parser, mods: set[str], start: int) -> list[A.Func]:
             continue
         pname = "newValue"
         if p.accept("("):  # `set(T v)`
-            p.array_dims(p.type_ref())
+            p.array_dims(p.type_ref(), type_position=True)
             pname = p.ident("a parameter name").text
             p.expect(")")
         body = p.block()
