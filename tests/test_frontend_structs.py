@@ -147,3 +147,26 @@ def test_a_method_writes_through_a_buffer_field_without_being_mutating():
     front("struct G { RWStructuredBuffer<float> out; void put(int i, float v) { out[i] = v; } }\n"
           "RWStructuredBuffer<float> buf;\nvoid g() { G s = { buf }; s.put(0, 1.0); }\n")
     expect_error("struct G { float v; void put(float x) { v = x; } }\n", "E0003", 1, 41, "cannot assign to 'this'")
+
+
+def test_an_initializer_list_of_a_struct_with_constructors_calls_one():
+    src = CTORS + """
+[Differentiable]
+float h(float x, float y)
+{
+    Seg s = { x };        // __init(float): b = 2x, not the field-wise { a = x, b = 0 }
+    Seg t = { x, y };
+    return s.b + t.a;
+}
+struct Box { float t; __init(float x) { t = x; } }
+[Differentiable]
+float boxed(float y)
+{
+    Box d = { y };  // Box is not differentiable: no derivative through it (Slang gives 0 too)
+    return d.t + y * y;
+}
+float boxSlope(float y) { return fwd_diff(boxed)(diffPair(y, 1.0)).d; }
+"""
+    assert run(src, "h", 0.5, 1.5)[0] == pytest.approx(2 * 0.5 + 0.75)
+    Compiled(src, "h").check_derivatives([0.5, 1.5])
+    assert run(src, "boxSlope", 3.0)[0] == pytest.approx(6.0)

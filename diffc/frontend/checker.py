@@ -16,6 +16,7 @@ from diffc.frontend.errors import (
     REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
+from diffc.frontend.inits import INIT, as_constructor_call
 from diffc.frontend.parser import SCALAR_ALIASES
 
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
@@ -603,6 +604,10 @@ class Checker:
         if isinstance(want, T.Matrix):
             matrices.check_init_list(self, e, want)
             return
+        if isinstance(want, T.Struct) and INIT in want.methods and (e.items or self._has_default_ctor(want)):
+            as_constructor_call(e, want.methods[INIT])
+            self.expect_type(e, want)
+            return
         e.ty = want
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
@@ -620,6 +625,10 @@ class Checker:
             raise err(ARG_COUNT, f"too many initializers for {want}: expected {len(items)}, got {len(e.items)}", e)
         for it, t in zip(e.items, items):
             self.expect_type(it, t)
+
+    def _has_default_ctor(self, s: T.Struct) -> bool:
+        syms = self.overloads.get(s.methods[INIT], [s.methods[INIT]])
+        return any(not self.funcs[x].params for x in syms)
 
     def expr(self, e: A.Expr) -> T.Type:
         e.ty = self._expr(e)
