@@ -87,3 +87,10 @@ float total(float x)
 def test_calling_a_function_that_is_never_defined_is_located():
     expect_error("float h(float x);\nfloat g(float x) { return h(x); }\n", "E0008", 2, 27,
                  "calling 'h', which is declared but never defined")
+
+
+def test_a_void_call_may_initialize_a_name_that_cannot_be_used():
+    src = ("[Differentiable] float f(float x) { return x * x; }\n"
+           "float g(float x) { var p = diffPair(x); let r = bwd_diff(f)(p, 1.0); return p.d; }\n")
+    assert run(src, "g", 3.0)[0] == pytest.approx(6.0)
+    expect_error(src.replace("return p.d;", "return r + p.d;"), "E0003", 2, 77, "cannot combine void and float")

@@ -527,7 +527,9 @@ class Checker:
             else:
                 assert s.init is not None
                 ty = self.expr(s.init)
-                if isinstance(ty, T.Void | T.FuncRef | T.StringT):
+                # `let r = bwd_diff(f)(...);`: Slang lets a void call initialize an (unusable) name
+                void_call = isinstance(ty, T.Void) and isinstance(s.init, A.Call)
+                if isinstance(ty, T.Void | T.FuncRef | T.StringT) and not void_call:
                     raise err(TYPE_MISMATCH, f"cannot declare a variable of type {ty}", s.init)
             s.decl_ty = ty
             if s.name in self.scopes[-1]:
