@@ -170,3 +170,21 @@ float boxSlope(float y) { return fwd_diff(boxed)(diffPair(y, 1.0)).d; }
     assert run(src, "h", 0.5, 1.5)[0] == pytest.approx(2 * 0.5 + 0.75)
     Compiled(src, "h").check_derivatives([0.5, 1.5])
     assert run(src, "boxSlope", 3.0)[0] == pytest.approx(6.0)
+
+
+def test_differential_names_the_structs_own_differential_inside_it():
+    src = """
+struct V : IDifferentiable
+{
+    float x;
+    no_diff float k;
+    static Differential unit() { Differential d = { 1.0 }; return d; }
+}
+float slope(float x)
+{
+    V v = { x, 3.0 };
+    return fwd_diff(sq)(diffPair(v, V.unit())).d;
+}
+[Differentiable] float sq(V v) { return v.x * v.x * v.k; }
+"""
+    assert run(src, "slope", 0.5)[0] == pytest.approx(2 * 0.5 * 3.0)

@@ -438,6 +438,8 @@ class Checker:
             alias = next(a for a in d.aliases if a.name == "Differential")
             raise err(UNSUPPORTED, f"a Differential type of its own for IDifferentiable '{name}' is not supported "
                       "(the Differential is synthesized from the differentiable fields)", alias)
+        if s.diff_struct is not None:
+            s.aliases.setdefault("Differential", s.diff_struct)  # `Differential` in its methods
         for m in d.methods:
             if m.generic_params:
                 raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)

@@ -292,6 +292,8 @@ class Parser:
             bases.append(self.ident("an interface name").text)
             while self.accept(","):
                 bases.append(self.ident("an interface name").text)
+        if "IDifferentiable" in bases:
+            self.type_names.add("Differential")  # inside, `Differential` is the struct's (checker)
         self.expect("{")
         fields: list[A.Field] = []
         methods: list[A.Func] = []
