@@ -188,3 +188,17 @@ float slope(float x)
 [Differentiable] float sq(V v) { return v.x * v.x * v.k; }
 """
     assert run(src, "slope", 0.5)[0] == pytest.approx(2 * 0.5 * 3.0)
+
+
+def test_constructor_of_a_generic_struct():
+    src = """
+struct V<int N> : IDifferentiable
+{
+    float v[N];
+    [Differentiable] __init(float x) { for (int i = 0; i < N; i++) v[i] = x * (i + 1); }
+    [Differentiable] float sum() { float s = 0.0; for (int i = 0; i < N; i++) s += v[i]; return s; }
+}
+[Differentiable] float f(float x) { V<3> a = V<3>(x); V<2> b = { x }; return a.sum() * x + b.sum(); }
+"""
+    assert run(src, "f", 2.0)[0] == pytest.approx(6 * 2.0 * 2.0 + 3 * 2.0)
+    Compiled(src, "f").check_derivatives([0.7])

@@ -13,13 +13,15 @@ from diffc.frontend import ast as A
 INIT = "__init"
 
 
-def constructor_method(func: A.Func, struct_name: str) -> A.Func:
-    """The static method that `__init(...) { body }` of `struct_name` means (in place)."""
-    func.ret = A.TypeRef(struct_name, span=func.name_span)
+def constructor_method(func: A.Func, struct_name: str, generic_params: list[str]) -> A.Func:
+    """The static method that `__init(...) { body }` of `struct_name` means (in place); the struct's
+    type is `S<N, ...>` in a generic struct (its instances substitute the values)."""
+    func.ret = A.TypeRef(struct_name, list(generic_params), span=func.name_span)
     func.mods = set(func.mods) | {"static"}
     if func.body is not None:
         at = func.body.span
-        this = A.VarDecl("typed", A.TypeRef(struct_name, span=func.name_span), "this", None, span=(at[0], at[0]))
+        this = A.VarDecl("typed", A.TypeRef(struct_name, list(generic_params), span=func.name_span), "this", None,
+                         span=(at[0], at[0]))
         for node in A.walk(func.body):
             if isinstance(node, A.Return) and node.value is None:
                 node.value = A.Name("this", span=node.span)

@@ -326,7 +326,7 @@ class Parser:
                 continue
             if self.at(INIT) and self.peek().text == "(":
                 ctor = self.function(attrs, mods, A.TypeRef(name.text), self.ident(), fstart)
-                methods.append(constructor_method(ctor, name.text))
+                methods.append(constructor_method(ctor, name.text, gparams))
                 continue
             t = self.array_dims(self.type_ref(), type_position=True)
             self.refuse_operator()
