@@ -635,6 +635,9 @@ class Checker:
         return any(not self.funcs[x].params for x in syms)
 
     def expr(self, e: A.Expr) -> T.Type:
+        if getattr(e, "typed_for_overloads", False):  # typed just now to pick an overload (overloads.py)
+            del e.typed_for_overloads  # type: ignore[attr-defined]
+            return e.ty
         e.ty = self._expr(e)
         return e.ty
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from diffc.frontend.checker import Checker, FuncInfo, PInfo
 
 _RESOLVED = "overload_resolved"  # set on a Name whose id is already one overload's symbol
+TYPED_ONCE = "typed_for_overloads"  # an argument typed to pick an overload: Checker.expr reuses it once
 DERIV = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
 
 
@@ -121,6 +122,7 @@ def _arg_types(c: Checker, args: list[A.Expr]) -> list[str]:
             shown.append("{...}")
         else:
             shown.append(str(c.expr(a)))
+            setattr(a, TYPED_ONCE, True)  # the call's own check reuses this type (no re-walk)
     return shown
 
 
