@@ -29,25 +29,25 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
     message. `filename` is where `#include "x"` looks first; `defines` are macros defined
     beforehand (like `-D name=value`), `include_dirs` where `#include` looks next."""
     from diffc.frontend.checker import Checker
+    from diffc.frontend.imports import Loader
     from diffc.frontend.lower import Lowering
-    from diffc.frontend.parser import MAX_NESTING, parse
-    from diffc.frontend.preprocess import preprocess
-
-    pre = preprocess(text, filename, defines, include_dirs)
+    from diffc.frontend.parser import MAX_NESTING
 
     # The parser caps nesting (parser.MAX_NESTING); each level is a dozen or so Python frames
     # of recursive descent (and a few of checking and lowering), more than the default allows.
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20 * MAX_NESTING + 1000))
+    loader = Loader(filename, defines, include_dirs)
+    sources = loader.sources  # every file read so far, preprocessed: an error names the file it is in
     try:
-        prog = parse(pre.text, filename)
+        prog = loader.parse(text, filename)  # with the files it imports (imports.py)
         checker = Checker()
         checker.check_program(prog)
-        module = Lowering(checker, pre.source_map).module(prog)
-        _print_warnings(checker.warnings, pre.source_map)
+        module = Lowering(checker, sources).module(prog)
+        _print_warnings(checker.warnings, sources)
         return module
     except FrontendError as e:
-        raise e.to_diffc_error(pre.source_map) from None
+        raise e.to_diffc_error(sources) from None
     finally:
         sys.setrecursionlimit(limit)
 

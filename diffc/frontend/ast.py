@@ -269,6 +269,22 @@ class Typedef(Node):
 
 
 @dataclass
+class EnumCase(Node):
+    name: str
+    value: Expr | None  # `B = 5`; None: one more than the case before (0 for the first)
+
+
+@dataclass
+class Enum(Node):
+    """`enum E { A, B = 5 }` / `enum class E : uint { ... }`: an integer type with named constants."""
+
+    name: str
+    cases: list[EnumCase]
+    base: TypeRef | None = None
+    scoped: bool = False  # `enum class`: cases only as E.A / E::A
+
+
+@dataclass
 class Global(Node):
     mods: set[str]
     type: TypeRef

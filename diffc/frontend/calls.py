@@ -14,6 +14,7 @@ from diffc.frontend.matrices import check_call as check_matrix_call
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker import derivative_signature, err
 from diffc.frontend.defaults import fill_defaults, is_default_arg
+from diffc.frontend.inits import INIT
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
@@ -103,7 +104,10 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _interlocked_add(c, e, name)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
     if isinstance(callee, A.TypeExpr):
-        return _constructor(c, e, c.resolve(callee.type))
+        t = c.resolve(callee.type)
+        if not (isinstance(t, T.Struct) and INIT in t.methods):
+            return _constructor(c, e, t)
+        e.callee = callee = A.Name(t.methods[INIT], span=callee.span)  # `S(...)` calls S's __init
     if isinstance(callee, A.Member) and isinstance(callee.base, A.TypeExpr) and callee.name in ("dzero", "dadd"):
         t = T.differential(c.resolve(callee.base.type))
         e.kind = callee.name
@@ -112,6 +116,10 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         for a in e.args:
             c.expect_type(a, t)
         return t
+    if c.overloads:
+        from diffc.frontend.overloads import resolve_call
+
+        resolve_call(c, e)
     f = c.expr(callee)
     if isinstance(f, T.BuiltinRef):
         f = instantiate_builtin(c, f, e)
@@ -120,7 +128,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     fi = c.funcs[f.func]
     _no_diff_meaningless(c, e, fi.name, fi.differentiable or bool(f.mode))
     params, ret = derivative_signature(fi, f.mode)
-    what = f"'{f.name()}'"
+    what = f"'{fi.owner.sname}'" if fi.decl is not None and fi.decl.name == INIT and fi.owner else f"'{f.name()}'"
     fill_defaults(c, e, params)
     if len(e.args) != len(params):
         raise err(ARG_COUNT, f"{what} expects {len(params)} argument{'s' if len(params) != 1 else ''}, got {len(e.args)}", e)
@@ -142,7 +150,11 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     caller = c.func
     if (not f.mode and caller is not None and caller.body_differentiated and not fi.differentiable
             and not e.no_diff and not (caller.bwd_of or caller.fwd_of)):
+        if not _can_carry_out(fi):
+            e.no_diff = True  # nothing it returns has a derivative: call it on detached values
         for a, p in zip(e.args, params):
+            if e.no_diff:
+                break
             if p.direction != "out" and T.is_differentiable(p.ty) and not p.no_diff and _active(a):
                 raise err(NOT_DIFFERENTIABLE,
                           f"'{fi.name}' is not differentiable but gets a derivative-carrying value in "
@@ -266,6 +278,15 @@ def _bits(t: T.Scalar) -> int:
     return {"half": 16, "float": 32, "int": 32, "uint": 32, "double": 64, "bool": 1}[t.kind]
 
 
+def _can_carry_out(fi) -> bool:
+    """Whether a derivative could leave a call of `fi`: through its result or an out/inout
+    parameter of a differentiable type. (A non-differentiable struct's constructor cannot: its
+    value has no derivative, as in Slang, so such a call is no error.)"""
+    if T.is_differentiable(fi.ret) and not fi.ret_no_diff:
+        return True
+    return any(p.direction != "in" and T.is_differentiable(p.ty) and not p.no_diff for p in fi.params)
+
+
 def _active(a: A.Expr) -> bool:
     if isinstance(a, A.Num | A.BoolLit):
         return False
@@ -302,7 +323,7 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
         return t
     if isinstance(t, T.Matrix):
         return check_matrix_ctor(c, e, t)
-    if isinstance(t, T.Pair):  # DifferentialPair<T>(primal, differential)
+    if isinstance(t, T.Pair):  # DifferentialPair<T>(primal, differential): what diffPair builds
         _count(e, t.name(), 2)
         c.expect_type(e.args[0], t.elem)
         c.expect_type(e.args[1], T.differential(t.elem))

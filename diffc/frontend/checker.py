@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices
+from diffc.frontend import matrices, properties
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import static_bound
 from diffc.frontend.errors import (
@@ -16,6 +16,7 @@ from diffc.frontend.errors import (
     REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
+from diffc.frontend.inits import INIT, as_constructor_call
 from diffc.frontend.parser import SCALAR_ALIASES
 
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
@@ -125,6 +126,8 @@ class Checker:
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
         self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
         self.warnings: list[tuple[tuple[int, int], str]] = []  # (span, message), in source order
+        self.enums: dict[str, dict[str, Local]] = {}  # enum name -> its cases (constants)
+        self.overloads: dict[str, list[str]] = {}  # first overload's symbol -> every overload's (overloads.py)
 
     def warn(self, node: A.Node, message: str) -> None:
         if (node.span, message) not in self.warnings:  # a generic body is checked once per instance
@@ -248,11 +251,15 @@ class Checker:
                     self.declare_struct(d, d.name)
             elif isinstance(d, A.Typedef):
                 self.typedefs[d.name] = self.resolve(d.type)
+            elif isinstance(d, A.Enum):
+                self.declare_enum(d)
             elif isinstance(d, A.Global):
                 if d.name in self.scopes[0]:
                     raise err(REDEFINED, f"a second global named '{d.name}'", d)
                 ty = self.resolve(d.type)
-                if "static" in d.mods and "const" in d.mods and d.init is not None and T.is_numeric(ty):
+                if "groupshared" in d.mods:
+                    raise err(UNSUPPORTED, f"groupshared variable '{d.name}' is not supported", d)
+                if "static" in d.mods and "const" in d.mods and d.init is not None and _plain_value(ty):
                     self.expect_type(d.init, ty)
                     self.scopes[0][d.name] = Local(d.name, ty, False, value=d.init)
                     continue
@@ -260,19 +267,73 @@ class Checker:
                 if d.init is not None:
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
-                prev = self.funcs.get(d.name)
-                if prev is not None and prev.decl is not None and prev.decl.body is not None and d.body is not None:
-                    raise err(UNSUPPORTED, f"function '{d.name}' is defined twice (overloading is not supported)",
-                              d.name_span)
                 if d.generic_params:
+                    if d.name in self.funcs or d.name in self.func_templates:
+                        raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
+                                  d.name_span)
                     self.func_templates[d.name] = d
                 else:
-                    top.append(self.add_func(self.func_info(d)))
+                    if d.name in self.func_templates:
+                        raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
+                                  d.name_span)
+                    f = self.declare_func(d, None, d.name)
+                    if f is not None:
+                        top.append(f)
         for f in top:
             self.link_derivatives(f, None)
         while self.pending:
             f = self.pending.pop(0)
             self.check_func(f, f.decl)  # type: ignore[arg-type]
+
+    def declare_func(self, d: A.Func, owner: T.Struct | None, base: str) -> FuncInfo | None:
+        """Adds function or method `d` under symbol `base`, or as a further overload of it; a
+        definition replaces its earlier declaration (same parameter types). None: nothing new."""
+        from diffc.frontend.overloads import add_overload, overload_symbol, same_signature
+
+        f = self.func_info(d, owner, base)
+        if base not in self.funcs:
+            return self.add_func(f)
+        same = next((s for s in self.overloads.get(base, [base]) if same_signature(self.funcs[s], f)), None)
+        if same is None:
+            f.name = overload_symbol(self, base, f)
+            add_overload(self, base, f)
+            return self.add_func(f)
+        prev = self.funcs[same]
+        if prev.decl is not None and prev.decl.body is not None and d.body is not None:
+            what = f"method '{d.name}' of {owner.sname}" if owner is not None else f"function '{d.name}'"
+            raise err(REDEFINED, f"{what} is defined twice with the same parameter types", d.name_span)
+        # a declaration and the definition are one function: attributes of either apply
+        if d.body is None:
+            prev.attrs.update({k: a for k, a in f.attrs.items() if k not in prev.attrs})
+            return None
+        f.attrs = {**prev.attrs, **f.attrs}
+        f.name = same
+        return self.add_func(f)
+
+    def declare_enum(self, d: A.Enum) -> None:
+        """An enum is its integer type (int unless given) with constant cases; the cases of a
+        plain (unscoped) enum are also global names."""
+        if d.name in self.structs or d.name in self.typedefs:
+            raise err(REDEFINED, f"a second type named '{d.name}'", d)
+        ty = self.resolve(d.base) if d.base is not None else T.INT
+        if not (isinstance(ty, T.Scalar) and ty.kind in ("int", "uint")):
+            raise err(TYPE_MISMATCH, f"an enum's type must be int or uint, got {ty}", d.base or d)
+        self.typedefs[d.name] = ty
+        cases: dict[str, Local] = {}
+        nxt = 0
+        for c in d.cases:
+            if c.value is not None:
+                nxt = _const_int(c.value, {k: int(v.value.value) for k, v in cases.items()})  # type: ignore[union-attr]
+            if c.name in cases:
+                raise err(REDEFINED, f"a second case named '{c.name}' in enum '{d.name}'", c)
+            cases[c.name] = Local(c.name, ty, False, value=A.Num(nxt, False, "u" if ty == T.UINT else "", span=c.span, ty=ty))
+            nxt += 1
+        self.enums[d.name] = cases
+        if not d.scoped:
+            for name, loc in cases.items():
+                if name in self.scopes[0]:
+                    raise err(REDEFINED, f"a second global named '{name}'", d)
+                self.scopes[0][name] = loc
 
     def add_func(self, f: FuncInfo) -> FuncInfo:
         self.funcs[f.name] = f
@@ -286,7 +347,9 @@ class Checker:
         for key, attr in f.attrs.items():
             if key not in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
                 continue
-            target = self.attr_func(attr, owner)
+            from diffc.frontend.overloads import pick_derivative
+
+            target = pick_derivative(self, self.attr_func(attr, owner), f, key, attr)
             if key == "ForwardDerivative":
                 f.fwd_custom, self.funcs[target].fwd_of = target, f.name
             elif key == "BackwardDerivative":
@@ -297,9 +360,15 @@ class Checker:
                 self.funcs[target].bwd_custom, f.bwd_of = f.name, target
 
     def attr_func(self, attr: A.Attr, owner: T.Struct | None = None) -> str:
-        if len(attr.args) != 1 or not isinstance(attr.args[0], A.Name):
+        arg = attr.args[0] if len(attr.args) == 1 else None
+        if isinstance(arg, A.Member) and isinstance(arg.base, A.TypeExpr):  # a method: `S::m`
+            st = self.resolve(arg.base.type)
+            if not (isinstance(st, T.Struct) and arg.name in st.methods):
+                raise err(UNKNOWN_MEMBER, f"type {st} has no method '{arg.name}'", arg.name_span)
+            return st.methods[arg.name]
+        if not isinstance(arg, A.Name):
             raise err(ARG_COUNT, f"[{attr.name}] takes one function name", attr)
-        name = attr.args[0].id
+        name = arg.id
         if owner is not None and name in owner.methods:
             return owner.methods[name]
         if name not in self.funcs:
@@ -311,7 +380,8 @@ class Checker:
         is_static = "static" in d.mods
         if owner is not None and not is_static:
             mutating = any(a.name == "mutating" for a in d.attrs)
-            carries = owner.differentiable or T.is_ptr_differentiable(owner)
+            no_diff_this = any(a.name == "NoDiffThis" for a in d.attrs)  # `this` carries no derivative
+            carries = (owner.differentiable or T.is_ptr_differentiable(owner)) and not no_diff_this
             params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
@@ -367,8 +437,9 @@ class Checker:
         for f in d.fields:
             ty = self.resolve(f.type)
             if "static" in f.mods:
-                if "const" not in f.mods or f.init is None or not T.is_numeric(ty):
-                    raise err(UNSUPPORTED, "a static field must be a 'static const' number with a value", f)
+                if "const" not in f.mods or f.init is None or not _plain_value(ty):
+                    raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
+                              "structs of them) with an initializer", f)
                 self.expect_type(f.init, ty)
                 s.statics[f.name] = Local(f.name, ty, False, value=f.init)
             elif f.init is not None:
@@ -376,14 +447,19 @@ class Checker:
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
         s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
+        own = s.aliases.get("Differential")
+        if s.differentiable and own is not None and own is not s.diff_struct and not (
+                own is s and T.same_layout_differential(s, s.diff_struct)):  # type: ignore[arg-type]
+            alias = next(a for a in d.aliases if a.name == "Differential")
+            raise err(UNSUPPORTED, f"a Differential type of its own for IDifferentiable '{name}' is not supported "
+                      "(the Differential is synthesized from the differentiable fields)", alias)
+        if s.diff_struct is not None:
+            s.aliases.setdefault("Differential", s.diff_struct)  # `Differential` in its methods
         for m in d.methods:
             if m.generic_params:
                 raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)
-            if m.name in s.methods:
-                raise err(UNSUPPORTED, f"method '{m.name}' of {name} is defined twice (overloading is not supported)",
-                          m.name_span)
-            s.methods[m.name] = f"{name}_{m.name}"
-        infos = [self.add_func(self.func_info(m, s, s.methods[m.name])) for m in d.methods]
+            s.methods.setdefault(m.name, f"{name}_{m.name}")
+        infos = [f for m in d.methods if (f := self.declare_func(m, s, s.methods[m.name])) is not None]
         for f in infos:
             self.link_derivatives(f, s)
         self.restore(saved)
@@ -468,7 +544,9 @@ class Checker:
             else:
                 assert s.init is not None
                 ty = self.expr(s.init)
-                if isinstance(ty, T.FuncRef | T.StringT) or isinstance(ty, T.Void) and not s.is_const:
+                # `let r = bwd_diff(f)(...);`: Slang lets a void call initialize an (unusable) name
+                void_call = isinstance(ty, T.Void) and isinstance(s.init, A.Call)
+                if isinstance(ty, T.Void | T.FuncRef | T.StringT) and not void_call:
                     raise err(TYPE_MISMATCH, f"cannot declare a variable of type {ty}", s.init)
             s.decl_ty = ty
             if s.name in self.scopes[-1]:
@@ -545,6 +623,10 @@ class Checker:
         if isinstance(want, T.Matrix):
             matrices.check_init_list(self, e, want)
             return
+        if isinstance(want, T.Struct) and INIT in want.methods and (e.items or self._has_default_ctor(want)):
+            as_constructor_call(e, want.methods[INIT])
+            self.expect_type(e, want)
+            return
         e.ty = want
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
@@ -563,7 +645,14 @@ class Checker:
         for it, t in zip(e.items, items):
             self.expect_type(it, t)
 
+    def _has_default_ctor(self, s: T.Struct) -> bool:
+        syms = self.overloads.get(s.methods[INIT], [s.methods[INIT]])
+        return any(not self.funcs[x].params for x in syms)
+
     def expr(self, e: A.Expr) -> T.Type:
+        if getattr(e, "typed_for_overloads", False):  # typed just now to pick an overload (overloads.py)
+            del e.typed_for_overloads  # type: ignore[attr-defined]
+            return e.ty
         e.ty = self._expr(e)
         return e.ty
 
@@ -586,12 +675,20 @@ class Checker:
                 if e.id in owner.statics:
                     e.sym = owner.statics[e.id]
                     return e.sym.ty
-                if owner.field(e.id) is not None and not self.func.is_static:  # type: ignore[union-attr]
+                # in an instance method, or a constructor (inits.py: a static with a local `this`)
+                if owner.field(e.id) is not None and (not self.func.is_static or self.lookup("this")):  # type: ignore[union-attr]
+                    _as_this_member(e)
+                    return self._expr(e)
+                if properties.has_property(owner.methods, e.id) and not self.func.is_static:  # type: ignore[union-attr]
                     _as_this_member(e)
                     return self._expr(e)
                 if e.id in owner.methods:
                     return T.FuncRef(owner.methods[e.id])
             if e.id in self.funcs:
+                if e.id in self.overloads:
+                    from diffc.frontend.overloads import check_unresolved
+
+                    check_unresolved(self, e)
                 return T.FuncRef(e.id)
             from diffc.frontend.builtins import BUILTINS
 
@@ -627,6 +724,9 @@ class Checker:
                 raise err(TYPE_MISMATCH, f"the branches of '?:' have types {a} and {b}", e)
             return c
         if isinstance(e, A.Assign):
+            if self._is_property(e.target):
+                properties.write(e)
+                return self._expr(e)
             t = self.lvalue(e.target)
             if e.op == "=":
                 self.expect_type(e.value, t)
@@ -662,6 +762,16 @@ class Checker:
         if isinstance(e, A.InitList):
             raise err(TYPE_MISMATCH, "an initializer list needs a declared type", e)
         raise err(UNSUPPORTED, f"unsupported expression {type(e).__name__}", e)
+
+    def _is_property(self, target: A.Expr) -> bool:
+        if isinstance(target, A.Name) and self.lookup(target.id) is None and self.func is not None \
+                and self.func.owner is not None and properties.has_property(self.func.owner.methods, target.id):
+            _as_this_member(target)  # a sibling property inside a method
+        if not isinstance(target, A.Member) or isinstance(target.base, A.TypeExpr):
+            return False
+        t = self.expr(target.base)
+        st = t.elem if isinstance(t, T.Pointer) else t
+        return isinstance(st, T.Struct) and st.field(target.name) is None and properties.has_property(st.methods, target.name)
 
     def binary(self, e: A.Binary) -> T.Type:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
@@ -699,6 +809,8 @@ class Checker:
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
+            if isinstance(inner.ty, T.Buffer):  # a buffer is a handle: its elements are memory
+                return t
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer
                 if inner.ty.by_value:
                     raise err(UNSUPPORTED, f"cannot write through {inner.ty}: a pointer to a struct that holds "
@@ -715,12 +827,23 @@ class Checker:
 
     def member(self, e: A.Member) -> T.Type:
         if isinstance(e.base, A.TypeExpr):
+            cases = self.enums.get(e.base.type.name)
+            if cases is not None and not e.base.type.dims:  # `Color.Red`, `Color::Red`
+                if e.name not in cases:
+                    raise err(UNKNOWN_MEMBER, f"enum {e.base.type.name} has no case '{e.name}'", e.name_span)
+                e.static = cases[e.name]  # type: ignore[attr-defined]
+                return e.static.ty  # type: ignore[attr-defined]
             st = self.resolve(e.base.type)
             if isinstance(st, T.Struct) and e.name in st.statics:  # `Optimizer::learningRate`
                 e.static = st.statics[e.name]  # type: ignore[attr-defined]
                 return e.static.ty  # type: ignore[attr-defined]
-            if isinstance(st, T.Struct) and e.name in st.methods:  # `fwd_diff(S.m)`: `this` comes first
-                return T.FuncRef(st.methods[e.name])
+            if isinstance(st, T.Struct) and e.name in st.methods:  # `fwd_diff(S::m)`: `this` comes first
+                sym = st.methods[e.name]
+                if sym in self.overloads:
+                    from diffc.frontend.overloads import check_unresolved
+
+                    check_unresolved(self, A.Name(sym, span=e.span))
+                return T.FuncRef(sym)
             raise err(UNKNOWN_MEMBER, f"'{e.base.type.name}.{e.name}' must be called", e)
         t = self.expr(e.base)
         if isinstance(t, T.Pointer) and not t.by_value and isinstance(t.elem, T.Vector | T.Scalar):
@@ -731,6 +854,9 @@ class Checker:
         if isinstance(t, T.Pointer):
             if isinstance(t.elem, T.Struct) and t.elem.field(e.name) is not None:
                 return t.elem.field(e.name)[1]  # type: ignore[index]
+            if isinstance(t.elem, T.Struct) and properties.has_property(t.elem.methods, e.name):
+                properties.read(e)
+                return self._expr(e)
             raise err(UNKNOWN_MEMBER, f"type {t.elem} has no member '{e.name}'", e.name_span)
         if e.arrow:
             raise err(TYPE_MISMATCH, f"'->' needs a pointer, got {t}", e.base)
@@ -743,6 +869,9 @@ class Checker:
             f = t.field(e.name)
             if f is not None:
                 return f[1]
+            if properties.has_property(t.methods, e.name):
+                properties.read(e)
+                return self._expr(e)
         elif isinstance(t, T.Matrix):
             mt = matrices.member(t, e.name, e.name_span)
             if mt is not None:
@@ -782,3 +911,28 @@ def _as_this_member(e: A.Name) -> None:
     name, span = e.id, e.span
     e.__class__ = A.Member  # type: ignore[assignment]
     e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
+
+
+def _const_int(e: A.Expr, known: dict[str, int]) -> int:
+    """The value of an enum case: an integer literal, an earlier case, or -, +, *, <<, | of those."""
+    if isinstance(e, A.Num) and not e.is_float:
+        return int(e.value)
+    if isinstance(e, A.Name) and e.id in known:
+        return known[e.id]
+    if isinstance(e, A.Unary) and e.op in ("-", "+", "~"):
+        v = _const_int(e.operand, known)
+        return -v if e.op == "-" else ~v if e.op == "~" else v
+    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "<<", ">>", "|", "&"):
+        a, b = _const_int(e.lhs, known), _const_int(e.rhs, known)
+        return {"+": a + b, "-": a - b, "*": a * b, "<<": a << b, ">>": a >> b, "|": a | b, "&": a & b}[e.op]
+    raise err(UNSUPPORTED, "an enum case value other than a constant integer expression is not supported", e)
+
+
+def _plain_value(t: T.Type) -> bool:
+    """A type a `static const` may have: its value is lowered where it is used, so it holds no
+    buffers or pointers (numbers, matrices, and arrays and structs of them)."""
+    if T.is_numeric(t) or isinstance(t, T.Matrix):
+        return True
+    if isinstance(t, T.Array):
+        return _plain_value(t.elem)
+    return isinstance(t, T.Struct) and all(_plain_value(ft) for _, ft, _ in t.fields)

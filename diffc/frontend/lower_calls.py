@@ -78,6 +78,9 @@ class CallLowering:
         twin = has_ptr_twin(fi) and (bool(modes) or self.calls_ptr_twin(e, fi))
         base = ptr_twin_name(fname) if twin else fname
         sym = self.deriv_symbol(base, modes[:-1], e) if modes else base
+        if sym not in self.func_ops:  # declared (`float f(float);`) and never defined
+            raise err(UNSUPPORTED, f"calling '{fi.decl.name if fi.decl else fname}', which is declared but never "
+                      "defined (a function without a body), is not supported", e)
         target = self.func_ops[sym]
         if modes and modes[-1] == "bwd":
             inner_params, inner_ret = derivative_signature(fi, modes[:-1])

@@ -6,6 +6,9 @@ import re
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
+from diffc.frontend.func_extensions import KEYWORD as FUNC_EXTENSION, parse_func_extension
+from diffc.frontend.inits import INIT, constructor_method
+from diffc.frontend.properties import parse_property
 from diffc.frontend.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
@@ -29,6 +32,11 @@ MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of 
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
 GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
 
+# Attributes that change what a program means and that this front end does not implement: each
+# is a located E0008 (attributes not named here, such as [ForceInline], change no result and are
+# accepted and ignored).
+REFUSED_ATTRS = {"TreatAsDifferentiable", "PrimalSubstitute", "PrimalSubstituteOf", "DerivativeMember"}
+IMPORT_WORDS = {"import", "__include", "module", "implementing"}  # imports.py reads the files
 KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
             "default", "no_diff", "true", "false", "let", "var", "const"}
 BINARY_PREC = [
@@ -46,14 +54,29 @@ BINARY_PREC = [
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 
 
+def refuse_attrs(attrs: list[A.Attr]) -> None:
+    for a in attrs:
+        if a.name in REFUSED_ATTRS:
+            raise FrontendError(UNSUPPORTED, f"[{a.name}] is not supported", a.span[0], a.span[1])
+
+
 def is_builtin_type_name(name: str) -> bool:
     return name in SCALARS or name in SCALAR_ALIASES or name in GENERIC_TYPES or bool(_VEC.match(name) or _MAT.match(name))
 
 
 class Parser:
-    def __init__(self, text: str, filename: str):
+    def __init__(self, text: str, filename: str, base: int = 0):
+        """`base`: where this file's offsets start in a program of several files (imports.py)."""
         self.text = text
-        self.toks = tokenize(text, filename)
+        try:
+            self.toks = tokenize(text, filename)
+        except FrontendError as e:
+            e.start, e.end = e.start + base, e.end + base
+            raise
+        if base:
+            for t in self.toks:
+                t.start, t.end = t.start + base, t.end + base
+        self.loader = None  # imports.Loader: reads the files that `import` and `__include` name
         self.i = 0
         self.type_names: set[str] = set()
         self.generic_structs: set[str] = set()
@@ -133,7 +156,8 @@ class Parser:
     def parse_program(self) -> A.Program:
         decls: list[A.Node] = []
         while self.tok.kind != "eof":
-            decls.append(self.top_decl())
+            d = self.top_decl()
+            decls.extend(d.decls if isinstance(d, A.Program) else [d])  # an import: its file's declarations
         return A.Program(decls, span=(0, len(self.text)))
 
     def attributes(self) -> list[A.Attr]:
@@ -162,6 +186,10 @@ class Parser:
         attrs = self.attributes()
         if self.at("struct"):
             return self.struct()
+        if self.starts_import():
+            return self.import_decl(start)
+        if self.at(FUNC_EXTENSION):
+            return parse_func_extension(self, attrs, start)
         if self.accept("typedef"):
             t = self.type_ref()
             name = self.ident("a type name")
@@ -182,13 +210,68 @@ class Parser:
             self.i += 1
         if self.at("struct"):
             return self.struct()
-        t = self.array_dims(self.type_ref())
+        if self.at("enum"):
+            return self.enum(start)
+        t = self.array_dims(self.type_ref(), type_position=True)
+        self.refuse_operator()
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
             return self.function(attrs, mods, t, name, start)
+        t = self.array_dims(t)  # `static const float W[3] = {...};`
         init = self.expr() if self.accept("=") else None
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
+
+    def refuse_operator(self) -> None:
+        if self.at("operator") and self.peek().kind == "punct":
+            t = self.tok
+            raise FrontendError(UNSUPPORTED, "operator overloading ('operator') is not supported", t.start, t.end)
+
+    def starts_import(self) -> bool:
+        k = 0
+        while self.peek(k).text in ("__exported", "public", "internal", "private"):
+            k += 1
+        t, nxt = self.peek(k), self.peek(k + 1)
+        return t.kind == "ident" and t.text in IMPORT_WORDS and (nxt.kind == "string" or nxt.kind == "ident")
+
+    def import_decl(self, start: int) -> A.Program:
+        """`[__exported] import a.b;`, `import "file";`, `__include x;`, `module x;`, `implementing x;`:
+        the declarations the loader reads from that file, as a Program to splice in."""
+        while self.tok.text in ("__exported", "public", "internal", "private"):
+            self.i += 1
+        kind = self.ident().text
+        if self.tok.kind == "string":
+            name, quoted = str(self.tok.value), True
+            self.i += 1
+        else:
+            parts = [self.ident("a module name").text]
+            while self.accept("."):
+                parts.append(self.ident("a module name").text)
+            name, quoted = ".".join(parts), False
+        self.expect(";")
+        span = self.span_from(start)
+        if self.loader is None:
+            raise FrontendError(UNSUPPORTED, f"'{kind}' is not supported here (no file to read it from)", *span)
+        return A.Program(self.loader.load(kind, name, quoted, span), span=span)
+
+    def enum(self, start: int) -> A.Enum:
+        """`enum [class] Name [: T] { A, B = 5, C }`."""
+        self.expect("enum")
+        scoped = bool(self.accept("class"))
+        name = self.ident("an enum name")
+        self.type_names.add(name.text)
+        base = self.type_ref() if self.accept(":") else None
+        self.expect("{")
+        cases: list[A.EnumCase] = []
+        while not self.accept("}"):
+            case = self.ident("an enum case name")
+            value = self.assignment() if self.accept("=") else None
+            cases.append(A.EnumCase(case.text, value, span=self.span_from(case.start)))
+            if not self.accept(","):
+                self.expect("}")
+                break
+        self.accept(";")
+        return A.Enum(name.text, cases, base, scoped, span=self.span_from(start))
 
     def generic_params(self) -> list[str]:
         """`<int N, int M>` after a struct or function name: int value parameters only."""
@@ -217,6 +300,8 @@ class Parser:
             bases.append(self.ident("an interface name").text)
             while self.accept(","):
                 bases.append(self.ident("an interface name").text)
+        if "IDifferentiable" in bases:
+            self.type_names.add("Differential")  # inside, `Differential` is the struct's (checker)
         self.expect("{")
         fields: list[A.Field] = []
         methods: list[A.Func] = []
@@ -230,19 +315,34 @@ class Parser:
             while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
                 mods.add(self.tok.text)
                 self.i += 1
-            if self.accept("typealias"):
-                aname = self.ident("a type name")
-                self.expect("=")
-                at = self.array_dims(self.type_ref())
+            if self.at("property") and self.peek().kind == "ident":
+                self.i += 1
+                methods.extend(parse_property(self, mods, fstart))
+                continue
+            if self.at("typedef") or self.at("typealias"):
+                if self.accept("typedef"):  # `typedef T Name;`
+                    at = self.array_dims(self.type_ref(), type_position=True)
+                    aname = self.ident("a type name")
+                else:  # `typealias Name = T;`
+                    self.i += 1
+                    aname = self.ident("a type name")
+                    self.expect("=")
+                    at = self.array_dims(self.type_ref(), type_position=True)
                 self.expect(";")
                 self.type_names.add(aname.text)
                 aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))
                 continue
-            t = self.array_dims(self.type_ref())
+            if self.at(INIT) and self.peek().text == "(":
+                ctor = self.function(attrs, mods, A.TypeRef(name.text), self.ident(), fstart)
+                methods.append(constructor_method(ctor, name.text, gparams))
+                continue
+            t = self.array_dims(self.type_ref(), type_position=True)
+            self.refuse_operator()
             fname = self.ident("a field name")
             if self.at("(") or self.at("<"):
                 methods.append(self.function(attrs, mods, t, fname, fstart))
                 continue
+            refuse_attrs(attrs)
             while True:
                 ft = self.array_dims(t)
                 init = self.assignment() if self.accept("=") else None
@@ -254,7 +354,9 @@ class Parser:
         self.accept(";")
         return A.Struct(name.text, bases, fields, methods, gparams, aliases, span=self.span_from(start))
 
-    def function(self, attrs, ret_mods, ret, name: Token, start: int) -> A.Func:
+    def function(self, attrs, ret_mods, ret, name: Token, start: int, arrow_result: bool = False) -> A.Func:
+        """From the generic parameters on; `arrow_result`: the result type may follow as `-> T`."""
+        refuse_attrs(attrs)
         gparams = self.generic_params()
         self.expect("(")
         params: list[A.Param] = []
@@ -265,15 +367,20 @@ class Parser:
                 while self.tok.kind == "ident" and self.tok.text in PARAM_MODS:
                     mods.add(self.tok.text)
                     self.i += 1
-                pt = self.array_dims(self.type_ref())
-                pname = self.ident("a parameter name")
+                pt = self.array_dims(self.type_ref(), type_position=True)
+                if self.at(",") or self.at(")"):  # `float f(float, float);`: a parameter without a name
+                    pname = Token("ident", f"_param{len(params)}", self.tok.start, self.tok.start)
+                else:
+                    pname = self.ident("a parameter name")
                 pt = self.array_dims(pt)
                 semantic = self.ident("a semantic").text if self.accept(":") else None
                 default = self.assignment() if self.accept("=") else None
                 params.append(A.Param(mods, pt, pname.text, semantic, default, span=self.span_from(pstart)))
-                if not self.accept(","):
+                if not self.accept(",") or self.at(")"):  # Slang accepts a trailing comma
                     break
         self.expect(")")
+        if arrow_result and self.accept("->"):
+            ret = self.array_dims(self.type_ref(), type_position=True)
         if self.accept(":"):
             self.ident("a semantic")
         body = None if self.accept(";") else self.block()
@@ -318,21 +425,15 @@ class Parser:
                 args.append(self.tok.text)
                 self.i += 1
             else:
-                args.append(self.type_position_dims(self.type_ref()))  # `DifferentialPair<float[3]>`
+                args.append(self.array_dims(self.type_ref(), type_position=True))  # `DifferentialPair<float[3]>`
             if not self.accept(","):
                 break
         self.expect(">")
         return args
 
-    def type_position_dims(self, t: A.TypeRef) -> A.TypeRef:
-        """`T[2][1]` as a type is an array of 1 of `T[2]`: the reverse of a declarator's
-        `T x[2][1]`, which `resolve` reads outermost first."""
-        dims = list(t.dims)
-        t = self.array_dims(t)
-        new = t.dims[len(dims):]
-        return t if len(new) < 2 else A.TypeRef(t.name, t.args, dims + new[::-1], t.pointer, span=t.span)
-
-    def array_dims(self, t: A.TypeRef) -> A.TypeRef:
+    def array_dims(self, t: A.TypeRef, type_position: bool = False) -> A.TypeRef:
+        """`[N]...` after a type (`type_position`: `D[2][1]` is an array of 1 of D[2], as in Slang) or
+        after a declared name (`D x[1][2]`: x is an array of 1 of D[2], as in C)."""
         dims = []
         while self.at("["):
             self.i += 1
@@ -347,7 +448,8 @@ class Parser:
             self.expect("]")
         if not dims:
             return t
-        return A.TypeRef(t.name, t.args, t.dims + dims, t.pointer, span=self.span_from(t.span[0]))
+        dims = dims[::-1] + t.dims if type_position else dims + t.dims  # outermost first
+        return A.TypeRef(t.name, t.args, dims, t.pointer, span=self.span_from(t.span[0]))
 
     # ---- statements ----
     def block(self) -> A.Block:
@@ -371,6 +473,11 @@ class Parser:
 
         if nxt.text == "." and self.peek(2).text == "Differential":
             return self.peek(3).kind == "ident"
+        if nxt.text == "[":  # `float[3] w`: sizes, then a name
+            k = 1
+            while self.peek(k).text == "[" and self.peek(k + 2).text == "]":
+                k += 3
+            return k > 1 and self.peek(k).kind == "ident"
         if nxt.text == "*":  # `float* p`
             k = 1
             while self.peek(k).text == "*":
@@ -486,7 +593,7 @@ class Parser:
                 dstart = self.tok.start
                 ty = None
                 if kind == "typed":
-                    ty = self.type_ref()
+                    ty = self.array_dims(self.type_ref(), type_position=True)
                 name = self.ident("a variable name")
                 if kind != "typed" and self.accept(":"):
                     ty = self.type_ref()
@@ -596,7 +703,7 @@ class Parser:
                 args = []
                 if not self.at(")"):
                     args.append(self.assignment())
-                    while self.accept(","):
+                    while self.accept(",") and not self.at(")"):  # Slang accepts a trailing comma
                         args.append(self.assignment())
                 self.expect(")")
                 e = A.Call(e, args, span=self.span_from(start))

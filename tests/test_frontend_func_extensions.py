@@ -1,0 +1,91 @@
+"""`__func_extension fwd_diff(f)` / `bwd_diff(f)`: custom derivatives given apart from the
+function (free functions, overloads told apart by signature, static and instance methods),
+`fwd_diff(S::m)` on a method, and located E0008 for the forms not supported."""
+
+from __future__ import annotations
+
+import pytest
+from slang_helpers import expect_error, run
+
+# The extensions are deliberately not the true derivatives (a factor 10 on the true one), so a
+# result equal to 10x the finite difference shows the extension, and nothing else, was used.
+SRC = """
+float cube(float x) { return x * x * x; }
+__func_extension fwd_diff(cube)(DifferentialPair<float> x) -> DifferentialPair<float>
+{
+    return diffPair(cube(x.p), 10.0 * 3.0 * x.p * x.p * x.d);
+}
+__func_extension bwd_diff(cube)(inout DifferentialPair<float> x, float dOut) -> void
+{
+    x = diffPair(x.p, 10.0 * 3.0 * x.p * x.p * dOut);
+}
+float prod(float x) { return x * x; }
+float prod(float x, float y) { return x * y; }
+__func_extension fwd_diff(prod)(DifferentialPair<float> a, DifferentialPair<float> b) -> DifferentialPair<float>
+{
+    return diffPair(a.p * b.p, 10.0 * (a.d * b.p + a.p * b.d));
+}
+__func_extension fwd_diff(prod)(DifferentialPair<float> a) -> DifferentialPair<float>
+{
+    return diffPair(a.p * a.p, 10.0 * 2.0 * a.p * a.d);
+}
+struct Vec : IDifferentiable
+{
+    float x;
+    float y;
+    float len2() { return x * x + y * y; }
+    static float twice(float v) { return 2.0 * v; }
+}
+__func_extension fwd_diff(Vec::len2)(DifferentialPair<Vec> self) -> DifferentialPair<float>
+{
+    return diffPair(self.p.len2(), 10.0 * 2.0 * (self.p.x * self.d.x + self.p.y * self.d.y));
+}
+__func_extension bwd_diff(Vec::twice)(inout DifferentialPair<float> v, float dOut) -> void
+{
+    v = diffPair(v.p, 10.0 * 2.0 * dOut);
+}
+float cubeFwd(float x) { return fwd_diff(cube)(diffPair(x, 1.0)).d; }
+float cubeBwd(float x) { var p = diffPair(x); bwd_diff(cube)(p, 1.0); return p.d; }
+float prod1(float x) { return fwd_diff(prod)(diffPair(x, 1.0)).d; }
+float prod2(float x, float y) { return fwd_diff(prod)(diffPair(x, 1.0), diffPair(y, 0.0)).d; }
+float lenFwd(float x, float y)
+{
+    Vec v = { x, y };
+    Vec.Differential dv = { 1.0, 0.0 };
+    return fwd_diff(Vec::len2)(diffPair(v, dv)).d;
+}
+float twiceBwd(float v) { var p = diffPair(v); bwd_diff(Vec::twice)(p, 1.0); return p.d; }
+"""
+
+
+def fd(f, *xs, i=0, h=1e-6):
+    a, b = list(xs), list(xs)
+    a[i] += h
+    b[i] -= h
+    return (f(*a) - f(*b)) / (2 * h)
+
+
+@pytest.mark.parametrize("name, args, true", [
+    ("cubeFwd", (0.7,), lambda x: x ** 3),
+    ("cubeBwd", (0.7,), lambda x: x ** 3),
+    ("prod1", (0.7,), lambda x: x * x),
+    ("prod2", (0.7, -1.3), lambda x, y: x * y),
+    ("lenFwd", (0.7, -1.3), lambda x, y: x * x + y * y),
+    ("twiceBwd", (0.7,), lambda v: 2.0 * v),
+])
+def test_func_extensions_are_the_derivatives_used(name, args, true):
+    assert run(SRC, name, *args)[0] == pytest.approx(10.0 * fd(true, *args), rel=1e-6)
+
+
+def test_unsupported_forms_are_located():
+    expect_error("float f(float x) { return x; }\n__func_extension __apply(f)(float x) -> float { return x; }\n",
+                 "E0008", 2, 18, "__func_extension __apply is not supported")
+    expect_error("__func_extension<T> fwd_diff(f)(T x) -> T { return x; }\n", "E0008", 1, 1,
+                 "a generic __func_extension is not supported")
+    expect_error("struct C { void operator()(float x) { } }\n", "E0008", 1, 17, "operator overloading")
+
+
+def test_an_extension_that_fits_no_overload_is_located():
+    expect_error("float p(float x) { return x; }\nfloat p(float x, float y) { return x; }\n"
+                 "__func_extension fwd_diff(p)(DifferentialPair<float2> a) -> DifferentialPair<float2> { return a; }\n",
+                 "E0003", 3, 27, "no overload of 'p' has the signature the derivative needs")
