@@ -38,6 +38,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             callee = e.callee
         elif callee.id in c.func_templates:
             callee.id = c.instantiate_func(callee.id, callee, e.args)
+    _instantiate_differentiated(c, e)
     if isinstance(callee, A.Member):
         bound = _method_callee(c, e, callee)
         if bound is not None:
@@ -139,6 +140,19 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     e.kind = "call"
     e.target = (f.func, f.mode, params)
     return ret
+
+
+def _instantiate_differentiated(c: Checker, e: A.Call) -> None:
+    """`bwd_diff(f)(dpx, dpy, dOut)` with f generic: f's instance is inferred from the
+    arguments of its derivative (a DifferentialPair<X> argument for a parameter T gives T = X)."""
+    inner = e.callee
+    while isinstance(inner, A.Call) and isinstance(inner.callee, A.Name) and inner.callee.id in DERIV \
+            and len(inner.args) == 1:
+        inner = inner.args[0]
+    if inner is e.callee or not isinstance(inner, A.Name) or c.lookup(inner.id) is not None:
+        return
+    if inner.id in c.func_templates and inner.id not in c.funcs:
+        inner.id = c.instantiate_func(inner.id, inner, e.args, through_pairs=True)
 
 
 def _bind_method(e: A.Call, fi, this: A.Expr | None) -> None:

@@ -16,6 +16,7 @@ from diffc.frontend.errors import (
     REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
+from diffc.frontend.interfaces import Interfaces, dynamic_dispatch, mark_nondiff_generic_values
 from diffc.frontend.parser import SCALAR_ALIASES
 
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
@@ -124,6 +125,8 @@ class Checker:
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
         self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
+        self.ifaces = Interfaces(self)
+        self.extensions: dict[str, list[A.Extension]] = {}  # struct name -> its `extension` blocks
 
     # ---- types ----
     def resolve(self, t: A.TypeRef) -> T.Type:
@@ -136,6 +139,16 @@ class Checker:
                 raise err(UNDEFINED, f"array size '{n}' is not a compile-time int", t)
             ty = T.Array(ty, n)
         return ty
+
+    def member_type(self, base: T.Type, m: str, t: A.TypeRef) -> T.Type:
+        """`X.Differential`, or `X.A` for a typealias (an associated type) of struct X."""
+        if m == "Differential":
+            if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)):
+                raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
+            return T.differential(base)
+        if isinstance(base, T.Struct) and m in base.aliases:
+            return base.aliases[m]
+        raise err(UNDEFINED, f"type {base} has no member type '{m}'", t)
 
     def _type_arg(self, t: A.TypeRef, arg) -> T.Type:
         """A type argument of `t` (the parser keeps names it does not know as types as str, and
@@ -157,17 +170,22 @@ class Checker:
         return p
 
     def _resolve_base(self, t: A.TypeRef) -> T.Type:
+        if t.fixed is not None:  # a generic instance's type parameter (generics.py), maybe `T.Differential`
+            ty = t.fixed
+            for m in t.name.split(".")[1:]:
+                ty = self.member_type(ty, m, t)
+            return ty
         n = SCALAR_ALIASES.get(t.name, t.name)
         for scope in reversed(self.alias_scopes):
             if n in scope:
                 return scope[n]
+        if "." in n:
+            head, m = n.rsplit(".", 1)
+            return self.member_type(self._resolve_base(A.TypeRef(head, t.args, span=t.span)), m, t)
         if n in self.struct_templates:
             return self.instantiate_struct(n, t)
-        if n.endswith(".Differential"):
-            base = self._resolve_base(A.TypeRef(n[: -len(".Differential")], t.args, span=t.span))
-            if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)):
-                raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
-            return T.differential(base)
+        if self.ifaces.is_interface(n):
+            raise dynamic_dispatch(n, t)
         if n == "void":
             return T.VOID
         if n in T.RANK:
@@ -224,7 +242,18 @@ class Checker:
     def check_program(self, prog: A.Program) -> None:
         top: list[FuncInfo] = []
         for d in prog.decls:
-            if isinstance(d, A.Struct):
+            if isinstance(d, A.Extension):
+                self.extensions.setdefault(d.target.name, []).append(d)
+        for d in prog.decls:
+            if isinstance(d, A.Interface):
+                self.ifaces.declare(d)
+            elif isinstance(d, A.Extension):
+                if d.target.name not in self.extensions or (
+                        d.target.name not in self.structs and d.target.name not in self.struct_templates
+                        and not any(isinstance(x, A.Struct) and x.name == d.target.name for x in prog.decls)):
+                    raise err(UNSUPPORTED, f"an extension of '{d.target.name}' is not supported (only of "
+                              "structs declared in this file)", d.target)
+            elif isinstance(d, A.Struct):
                 if d.name in self.structs or d.name in self.struct_templates:
                     raise err(REDEFINED, f"a second struct named '{d.name}'", d)
                 if d.generic_params:
@@ -249,6 +278,7 @@ class Checker:
                 if prev is not None and prev.decl is not None and prev.decl.body is not None and d.body is not None:
                     raise err(UNSUPPORTED, f"function '{d.name}' is defined twice (overloading is not supported)",
                               d.name_span)
+                self.ifaces.implicit_generics(d)
                 if d.generic_params:
                     self.func_templates[d.name] = d
                 else:
@@ -341,10 +371,16 @@ class Checker:
         self.scopes, self.func, self.alias_scopes = saved
 
     def declare_struct(self, d: A.Struct, name: str, template=None) -> T.Struct:
-        s = T.Struct(name, differentiable="IDifferentiable" in d.bases, template=template)
+        from diffc.frontend.extensions import apply_extensions
+
+        d = apply_extensions(self, d, template)
+        self.ifaces.complete_struct(d)
+        s = T.Struct(name, differentiable=self.ifaces.makes_differentiable(d.bases), template=template,
+                     conformances=list(d.bases))
         self.structs[name] = s
         saved = self.outside_functions()
         self.alias_scopes.append(s.aliases)
+        s.aliases["This"] = s
         for a in d.aliases:
             s.aliases[a.name] = self.resolve(a.type)
         if "IDifferentiablePtrType" in d.bases:
@@ -361,14 +397,17 @@ class Checker:
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
         s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
+        if s.diff_struct is not None:
+            s.aliases.setdefault("Differential", s.diff_struct)
         for m in d.methods:
-            if m.generic_params:
-                raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)
-            if m.name in s.methods:
+            if m.name in s.methods or m.name in s.method_templates:
                 raise err(UNSUPPORTED, f"method '{m.name}' of {name} is defined twice (overloading is not supported)",
                           m.name_span)
-            s.methods[m.name] = f"{name}_{m.name}"
-        infos = [self.add_func(self.func_info(m, s, s.methods[m.name])) for m in d.methods]
+            if m.generic_params:
+                s.method_templates[m.name] = m
+            else:
+                s.methods[m.name] = f"{name}_{m.name}"
+        infos = [self.add_func(self.func_info(m, s, s.methods[m.name])) for m in d.methods if not m.generic_params]
         for f in infos:
             self.link_derivatives(f, s)
         self.restore(saved)
@@ -390,48 +429,73 @@ class Checker:
                       f"IDifferentiablePtrType struct that is its own Differential, got {dt}", alias)
         return dt
 
+    def generic_arg(self, name: str, a, where: A.Node):
+        """One explicit generic argument: an int, or a type (a TypeRef the parser made)."""
+        if isinstance(a, int):
+            return a
+        if isinstance(a, A.TypeRef):
+            return self.resolve(a)
+        raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int or a type", where)
+
+    def bind_generics(self, name: str, d: A.Func | A.Struct, env: dict, where: A.Node) -> tuple:
+        """Checks an instance's arguments against the parameters' kinds and interfaces; the values
+        in parameter order."""
+        for p in d.generic_params:
+            v = env[p]
+            if p in d.type_params:
+                if isinstance(v, int):
+                    raise err(TYPE_MISMATCH, f"generic parameter '{p}' of '{name}' is a type, got {v}", where)
+                self.ifaces.check_constraints(v, p, d.type_params[p], where)
+            elif not isinstance(v, int):
+                raise err(UNDEFINED, f"generic argument {v} of '{name}' is not a compile-time int", where)
+        return tuple(env[p] for p in d.generic_params)
+
     def instantiate_struct(self, name: str, t: A.TypeRef) -> T.Struct:
         d = self.struct_templates[name]
         if len(t.args) != len(d.generic_params):
             raise err(ARG_COUNT, f"'{name}' takes {len(d.generic_params)} generic arguments, got {len(t.args)}", t)
-        for a in t.args:
-            if not isinstance(a, int):
-                raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int", t)
-        values = tuple(t.args)
+        env = {p: self.generic_arg(name, a, t) for p, a in zip(d.generic_params, t.args)}
+        values = self.bind_generics(name, d, env, t)
         iname = instance_name(name, values)
         if iname not in self.structs:
-            inst = substitute(d, dict(zip(d.generic_params, values)))
-            inst.generic_params = []
+            inst = substitute(d, env)
+            inst.generic_params, inst.type_params = [], {}
             self.declare_struct(inst, iname, (name, values))
         return self.structs[iname]
 
-    def instantiate_func(self, name: str, callee: A.Name, args: list[A.Expr]) -> str:
-        """The instance of generic function `name` a call needs: explicit arguments first, the rest
-        inferred from the argument types."""
-        d = self.func_templates[name]
+    def instantiate_func(self, name: str, callee: A.Name, args: list[A.Expr], through_pairs: bool = False,
+                         d: A.Func | None = None, owner: T.Struct | None = None) -> str:
+        """The instance of generic function `name` (or of generic method `d` of `owner`) a call
+        needs: explicit arguments first, the rest inferred from the argument types (with
+        `through_pairs`, the arguments of its fwd_diff/bwd_diff: a DifferentialPair<X> argument
+        gives X)."""
+        d = d or self.func_templates[name]
         params = d.generic_params
         if len(callee.targs) > len(params):
             raise err(ARG_COUNT, f"'{name}' takes {len(params)} generic arguments, got {len(callee.targs)}", callee)
-        env: dict[str, int] = {}
-        for p, a in zip(params, callee.targs):
-            if not isinstance(a, int):
-                raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int", callee)
-            env[p] = a
+        env: dict = {p: self.generic_arg(name, a, callee) for p, a in zip(params, callee.targs)}
         for pd, a in zip(d.params, args):
-            if not isinstance(a, A.InitList):
-                infer(pd.type, self.expr(a), params, env)
+            if not isinstance(a, A.InitList) and len(env) < len(params):
+                got = self.expr(a)
+                if through_pairs and isinstance(got, T.Pair) and pd.type.name != "DifferentialPair":
+                    got = got.elem
+                infer(pd.type, got, params, env)
         missing = [p for p in params if p not in env]
         if missing:
             raise err(TYPE_MISMATCH, f"cannot infer generic parameter '{missing[0]}' of '{name}' from the "
                       f"arguments: give it explicitly ({name}<...>(...))", callee)
-        values = tuple(env[p] for p in params)
-        iname = instance_name(name, values)
+        values = self.bind_generics(name, d, env, callee)
+        base = f"{owner.sname}_{d.name}" if owner is not None else name
+        iname = instance_name(base, values)
         if iname not in self.funcs:
             inst = substitute(d, env)
-            inst.generic_params, inst.name = [], iname
+            inst.generic_params, inst.type_params, inst.name = [], {}, iname
+            mark_nondiff_generic_values(inst, d, env, self.ifaces)
             saved = self.outside_functions()
-            f = self.add_func(self.func_info(inst))
-            self.link_derivatives(f, None)
+            if owner is not None:
+                self.alias_scopes.append(owner.aliases)
+            f = self.add_func(self.func_info(inst, owner, iname))
+            self.link_derivatives(f, owner)
             self.restore(saved)
         return iname
 
@@ -446,7 +510,10 @@ class Checker:
             for x in s.decls:
                 self.stmt(x)
         elif isinstance(s, A.VarDecl):
-            if s.type is not None:
+            if s.type is not None and s.init is not None and self.ifaces.is_interface(s.type.name) and not s.type.dims:
+                ty = self.expr(s.init)  # `IFoo x = A(...);`: x is an A, statically
+                self.ifaces.check_constraints(ty, s.name, [s.type.name], s.init)
+            elif s.type is not None:
                 ty = self.resolve(s.type)
                 if s.init is not None:
                     self.expect_type(s.init, ty)
@@ -577,6 +644,9 @@ class Checker:
                 if e.id in owner.methods:
                     return T.FuncRef(owner.methods[e.id])
             if e.id in self.funcs:
+                return T.FuncRef(e.id)
+            if e.id in self.func_templates and e.targs:  # `fwd_diff(f<float>)`
+                e.id = self.instantiate_func(e.id, e, [])
                 return T.FuncRef(e.id)
             raise err(UNDEFINED, f"undefined name '{e.id}'", e)
         if isinstance(e, A.Unary) and e.op == "*":

@@ -84,10 +84,12 @@ class Struct(Type):
     methods: dict[str, str] = field(default_factory=dict)  # method name -> its function's name
     statics: dict[str, object] = field(default_factory=dict)  # `static const` field -> checker Local
     aliases: dict[str, Type] = field(default_factory=dict)  # `typealias` inside the struct
-    template: tuple[str, tuple[int, ...]] | None = None  # generic struct and arguments it instantiates
+    template: tuple[str, tuple] | None = None  # generic struct and the arguments (ints, types) it instantiates
     # `: IDifferentiablePtrType`: its `typealias Differential` (a struct that is its own Differential).
     # Such a value carries no SSA derivative; derivatives are written through the Differential's pointers.
     ptr_differential: Struct | None = None
+    conformances: list[str] = field(default_factory=list)  # the interfaces it names (interfaces.py)
+    method_templates: dict[str, object] = field(default_factory=dict)  # generic methods: name -> ast.Func
 
     def name(self) -> str:
         return self.sname
