@@ -110,6 +110,7 @@ class Member(Expr):
     name: str
     name_span: Span = (0, 0)
     arrow: bool = False  # `p->name` (`.` works on pointers too, as in Slang)
+    targs: list[Any] = field(default_factory=list)  # a generic method's explicit arguments: `T::make<4>()`
 
 
 @dataclass

@@ -170,6 +170,11 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         if callee.name in ("dzero", "dadd"):
             return None
         st = c.resolve(callee.base.type)
+        if callee.name == "getPi" and T.is_float_scalar(st):  # IFloat's `T.getPi()`
+            _count(e, f"{st}.getPi", 0)
+            e.kind, e.target = "getPi", st
+            return st
+        _generic_method(c, e, callee, st)
         if not (isinstance(st, T.Struct) and callee.name in st.methods):
             raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
         fi = c.funcs[st.methods[callee.name]]
@@ -182,6 +187,7 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
             isinstance(callee.base, A.Index) and isinstance(callee.base.base.ty, T.Buffer) and callee.base.base.ty.atomic):
         return _atomic_method(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
+    _generic_method(c, e, callee, st)
     if isinstance(st, T.Struct) and callee.name in st.methods:
         fi = c.funcs[st.methods[callee.name]]
         this = None
@@ -195,6 +201,18 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
     if isinstance(bt, T.Struct | T.Pointer):
         raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
     return None
+
+
+def _generic_method(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> None:
+    """`obj.m<float>(x)`, `S::make<4>()`: a generic method's instance (a method of its struct,
+    named `S_m_float`), which the call then binds like any method."""
+    if not (isinstance(st, T.Struct) and callee.name in st.method_templates):
+        return
+    d = st.method_templates[callee.name]
+    named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
+    iname = c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
+    callee.name = f"{callee.name}<{iname}>"
+    st.methods[callee.name] = iname
 
 
 def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Type:

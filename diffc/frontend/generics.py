@@ -55,7 +55,7 @@ def _subst_in(node, env: dict[str, Value]) -> None:
         node.args = [_value(a, env) for a in node.args]
         node.dims = [env[d] if isinstance(d, str) and isinstance(env.get(d), int) else d for d in node.dims]
         _fix(node, env)
-    if isinstance(node, A.Name):
+    if isinstance(node, A.Name | A.Member):
         node.targs = [_value(a, env) for a in node.targs]
     if not dataclasses.is_dataclass(node):
         return
@@ -103,8 +103,10 @@ def infer(ref: A.TypeRef, got: T.Type, params: list[str], env: dict[str, Value])
                 infer(a, v, params, env)
     if isinstance(got, T.Pair) and ref.name == "DifferentialPair" and ref.args and isinstance(ref.args[0], A.TypeRef):
         infer(ref.args[0], got.elem, params, env)
-    if isinstance(got, T.Vector) and ref.name == "vector" and len(ref.args) == 2:
+    shape = {"vector": (T.Vector, ("n",)), "matrix": (T.Matrix, ("rows", "cols"))}.get(ref.name)
+    if shape and isinstance(got, shape[0]) and len(ref.args) == 1 + len(shape[1]):  # vector<T, N>, matrix<T, R, C>
         if isinstance(ref.args[0], A.TypeRef):
             infer(ref.args[0], got.elem, params, env)
-        if isinstance(ref.args[1], str) and ref.args[1] in params:
-            env.setdefault(ref.args[1], got.n)
+        for a, attr in zip(ref.args[1:], shape[1]):
+            if isinstance(a, str) and a in params:
+                env.setdefault(a, getattr(got, attr))

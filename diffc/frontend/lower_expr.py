@@ -60,7 +60,12 @@ class ExprLowering:
                     or carries else x for x, carries in zip(self.const(value, t.elem), [c for _, c in T.leaves(t.elem)])]
         if isinstance(t, T.Void):
             return []
-        raise TypeError(t)
+        from diffc.frontend.checker import err
+        from diffc.frontend.errors import UNSUPPORTED
+
+        # a local without an initializer whose type holds a buffer or pointer: no value to start from
+        raise err(UNSUPPORTED, f"a value of type {t} needs an initializer (it has no default value)",
+                  self.at[-1] if self.at else (0, 0))
 
     def zero_of(self, ir) -> SSAValue:
         if isinstance(ir, diff.PairType):

@@ -292,6 +292,13 @@ class Parser:
         while self.at("where"):
             self.i += 1
             while True:
+                if self.peek().text in (".", "=="):  # `where T.Differential == T`: assumed, not checked
+                    self.type_ref()
+                    self.expect("==")
+                    self.type_ref()
+                    if not self.accept(","):
+                        break
+                    continue
                 name = self.ident("a generic parameter name")
                 if name.text not in type_params:
                     raise FrontendError(UNDEFINED, f"'{name.text}' in 'where' is not a generic type parameter",
@@ -330,6 +337,8 @@ class Parser:
             fstart = self.tok.start
             if self.tok.kind == "eof":
                 self.error("expected '}'")
+            if self.accept(";"):
+                continue
             attrs = self.attributes()
             mods = set()
             while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
@@ -432,6 +441,8 @@ class Parser:
             mstart = self.tok.start
             if self.tok.kind == "eof":
                 self.error("expected '}'")
+            if self.accept(";"):
+                continue
             attrs = self.attributes()
             mods = set()
             while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
@@ -490,7 +501,7 @@ class Parser:
         if self.at("<") and (t.text in GENERIC_TYPES or t.text in self.generic_structs):
             args = self.generic_args()
         name = t.text
-        while self.at(".") and self.is_member_type(self.peek()):
+        while (self.at(".") or self.at("::")) and self.is_member_type(self.peek()):
             self.i += 2
             name += "." + self.toks[self.i - 1].text
         pointer = 0
@@ -554,9 +565,9 @@ class Parser:
         if not self.is_type_name(t.text):  # `Foo x`: a declaration with an unknown type
             return nxt.kind == "ident" and t.text not in KEYWORDS and nxt.text not in KEYWORDS
 
-        if nxt.text == ".":
+        if nxt.text in (".", "::"):
             k = 1
-            while self.peek(k).text == "." and (self.peek(k + 1).text == "Differential"
+            while self.peek(k).text in (".", "::") and (self.peek(k + 1).text == "Differential"
                                                 or self.peek(k + 1).text in self.type_names):
                 k += 2
             return k > 1 and self.peek(k).kind == "ident"
@@ -794,7 +805,7 @@ class Parser:
                 self.i += 1
                 name = self.ident("a member name")
                 e = A.Member(e, name.text, (name.start, name.end), arrow, span=self.span_from(start))
-            elif self.at("<") and isinstance(e, A.Name) and not e.targs and self._generic_call_args(e):
+            elif self.at("<") and isinstance(e, A.Name | A.Member) and not e.targs and self._generic_call_args(e):
                 pass
             elif self.accept("["):
                 idx = self.expr()
@@ -807,7 +818,7 @@ class Parser:
             else:
                 return e
 
-    def _generic_call_args(self, e: A.Name) -> bool:
+    def _generic_call_args(self, e: A.Name | A.Member) -> bool:
         """`f<4, N>(...)`, `bit_cast<uint>(x)`: explicit generic arguments when a call follows;
         otherwise `<` is a comparison and nothing is consumed."""
         save = self.i
