@@ -243,11 +243,14 @@ class Checker:
         top: list[FuncInfo] = []
         for d in prog.decls:
             if isinstance(d, A.Extension):
-                self.extensions.setdefault(d.target.name, []).append(d)
+                blanket = d.target.name in d.type_params  # `extension<T : IFoo> T`: every conforming struct
+                self.extensions.setdefault("" if blanket else d.target.name, []).append(d)
         for d in prog.decls:
             if isinstance(d, A.Interface):
                 self.ifaces.declare(d)
             elif isinstance(d, A.Extension):
+                if d.target.name in d.type_params:
+                    continue
                 if d.target.name not in self.extensions or (
                         d.target.name not in self.structs and d.target.name not in self.struct_templates
                         and not any(isinstance(x, A.Struct) and x.name == d.target.name for x in prog.decls)):
@@ -400,6 +403,7 @@ class Checker:
         if s.diff_struct is not None:
             s.aliases.setdefault("Differential", s.diff_struct)
         for m in d.methods:
+            self.ifaces.implicit_generics(m)
             if m.name in s.methods or m.name in s.method_templates:
                 raise err(UNSUPPORTED, f"method '{m.name}' of {name} is defined twice (overloading is not supported)",
                           m.name_span)
@@ -511,6 +515,7 @@ class Checker:
                 self.stmt(x)
         elif isinstance(s, A.VarDecl):
             if s.type is not None and s.init is not None and self.ifaces.is_interface(s.type.name) and not s.type.dims:
+                s.init = self.ifaces.view(s.type.name, s.init)
                 ty = self.expr(s.init)  # `IFoo x = A(...);`: x is an A, statically
                 self.ifaces.check_constraints(ty, s.name, [s.type.name], s.init)
             elif s.type is not None:

@@ -5,6 +5,7 @@ myvector<N>`, its parameters bound to the instance's arguments) or to one instan
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,8 @@ def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
     from diffc.frontend.checker import err
 
     exts = c.extensions.get(template[0] if template else d.name, [])
-    if not exts:
+    blanket = c.extensions.get("", [])
+    if not exts and not blanket:
         return d
     d = dataclasses.replace(d, bases=list(d.bases), methods=list(d.methods), aliases=list(d.aliases))
     for x in exts:
@@ -36,7 +38,23 @@ def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
         d.bases += [b for b in body.bases if b not in d.bases]
         if not template and x.target.args:
             raise err(UNSUPPORTED, f"'{d.name}' is not generic", x.target)
+    for x in blanket:
+        param = x.target.name
+        if set(x.type_params[param]) <= c.ifaces.closure(d.bases):
+            body = _as_this(x, param)
+            d.methods += [m for m in body.methods if m.name not in {k.name for k in d.methods}]
+            d.aliases += body.aliases
     return d
+
+
+def _as_this(x: A.Extension, param: str) -> A.Extension:
+    """A copy of blanket extension `x` (`extension<T : IFoo> T`) with its parameter named `This`,
+    the struct it is applied to."""
+    out = copy.deepcopy(x)
+    for n in A.walk(out):
+        if isinstance(n, A.TypeRef) and n.name.split(".")[0] == param:
+            n.name = "This" + n.name[len(param):]
+    return out
 
 
 def _binding(c: Checker, x: A.Extension, template) -> dict | None:

@@ -71,6 +71,21 @@ class Interfaces:
                 todo += self.decls[n].bases
         return out
 
+    def assoc_constraints(self, names: list[str], assoc: str) -> list[str]:
+        """The interfaces associated type `assoc` of interfaces `names` must conform to."""
+        out: list[str] = []
+        for n in self.closure(names):
+            if n in self.decls:
+                out += self.decls[n].assoc.get(assoc, [])
+        return out
+
+    def view(self, name: str, init: A.Expr) -> A.Expr:
+        """A value seen through interface `name` (`IFoo x = a;`): without IDifferentiable in the
+        interface it carries no derivative, as Slang differentiates only through the interface."""
+        if self.makes_differentiable([name]):
+            return init
+        return A.Call(A.Name("detach", span=init.span), [init], span=init.span)
+
     def makes_differentiable(self, names: list[str]) -> bool:
         return bool(self.closure(names) & DIFFERENTIABLE_ROOTS)
 
@@ -141,9 +156,18 @@ def mark_nondiff_generic_values(inst: A.Func, tmpl: A.Func, env: dict, ifaces: I
     """In an instance of `tmpl`, parameters and the result declared as a type parameter without a
     differentiable interface are `no_diff` (Slang differentiates values of a generic type only
     through IDifferentiable)."""
-    plain = {n for n, cs in tmpl.type_params.items() if not ifaces.makes_differentiable(cs)}
+    def plain(ref: A.TypeRef) -> bool:
+        head, *rest = ref.name.split(".")
+        if head not in tmpl.type_params:
+            return False
+        if not rest:
+            return not ifaces.makes_differentiable(tmpl.type_params[head])
+        if len(rest) == 1 and rest[0] != "Differential":  # `T::Params`: as its associated type's interfaces say
+            return not ifaces.makes_differentiable(ifaces.assoc_constraints(tmpl.type_params[head], rest[0]))
+        return False
+
     for p, tp in zip(inst.params, tmpl.params):
-        if tp.type.name in plain and T.is_differentiable(env[tp.type.name]):
+        if plain(tp.type):
             p.mods = set(p.mods) | {"no_diff"}
-    if tmpl.ret.name in plain and T.is_differentiable(env[tmpl.ret.name]):
+    if plain(tmpl.ret):
         inst.ret_mods = set(inst.ret_mods) | {"no_diff"}

@@ -22,6 +22,8 @@ MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of 
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
 GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
 
+# the standard library's interfaces, as names (values of these types are refused: interfaces.py)
+BUILTIN_INTERFACE_NAMES = {"IDifferentiable", "IFloat", "IArithmetic", "IInteger", "IComparable"}
 KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
             "default", "no_diff", "true", "false", "let", "var", "const"}
 BINARY_PREC = [
@@ -48,8 +50,10 @@ class Parser:
         self.text = text
         self.toks = tokenize(text, filename)
         self.i = 0
+        # interfaces may be named before their declaration (a function's parameter, a struct's base)
+        self.interfaces: set[str] = set(BUILTIN_INTERFACE_NAMES) | {
+            b.text for a, b in zip(self.toks, self.toks[1:]) if a.text == "interface" and b.kind == "ident"}
         self.type_names: set[str] = {"This"}
-        self.interfaces: set[str] = set()
         self.scoped_type_names: list[str] = []  # type parameters of the declarations being parsed
         self.generic_structs: set[str] = set()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
@@ -344,10 +348,15 @@ class Parser:
             while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
                 mods.add(self.tok.text)
                 self.i += 1
-            if self.accept("typealias"):
-                aname = self.ident("a type name")
-                self.expect("=")
-                at = self.array_dims(self.type_ref())
+            if self.at("typealias") or self.at("typedef"):  # `typealias X = T;`, `typedef T X;`
+                if self.accept("typealias"):
+                    aname = self.ident("a type name")
+                    self.expect("=")
+                    at = self.array_dims(self.type_ref())
+                else:
+                    self.i += 1
+                    at = self.array_dims(self.type_ref())
+                    aname = self.ident("a type name")
                 self.expect(";")
                 self.type_names.add(aname.text)
                 aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))

@@ -1,0 +1,185 @@
+"""Type generics, monomorphized like int generics: `<T>`, `<T : I>`, `__generic<...>`, `where`
+clauses, explicit and inferred type arguments, generic structs and methods, `T.Differential`,
+`T.dzero()`, `T.dadd()`, `T(1.0)`, and derivatives of generic functions in both modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from slang_harness import Compiled
+from slang_helpers import central_difference, expect_error, funcs, front, run
+
+
+def test_builtin_float_generic_instances_and_arithmetic():
+    src = """
+[Differentiable]
+T poly<T : __BuiltinFloatingPointType>(T x) { return x * x * T(3.0) + T(1.0); }
+[Differentiable] float f(float x) { return poly(x) + poly<float>(x * 2.0); }
+[Differentiable] float3 g(float3 v) { return poly(v); }
+"""
+    names = set(funcs(front(src)))
+    assert {"poly_float", "poly_float3", "f", "g"} <= names
+    c = Compiled(src, "f")
+    x = 0.45
+    assert c.primal([x])[0] == pytest.approx(3 * x * x + 1 + 3 * 4 * x * x + 1)
+    c.check_derivatives([x])
+    g = Compiled(src, "g")
+    v = np.array([0.1, -0.7, 1.2])
+    np.testing.assert_allclose(g.primal([v])[0], 3 * v * v + 1, rtol=1e-6)
+    g.check_derivatives([v])
+
+
+def test_prefix_form_where_clause_and_ifloat():
+    src = """
+__generic<T>
+[Differentiable]
+T mix(T a, T b, T t) where T : IFloat { return a + (b - a) * t; }
+[Differentiable]
+T cube<T>(T x) where T : IDifferentiable, T : IFloat { return x * x * x; }
+[Differentiable] float f(float a, float b, float t) { return mix(a, b, t) + cube(t); }
+"""
+    c = Compiled(src, "f")
+    a, b, t = 0.2, 1.4, 0.35
+    assert c.primal([a, b, t])[0] == pytest.approx(a + (b - a) * t + t ** 3)
+    c.check_derivatives([a, b, t])
+
+
+def test_fwd_diff_and_bwd_diff_of_a_generic_function():
+    """`fwd_diff(f<float>)` names the instance explicitly; `bwd_diff(f)` infers it from the
+    DifferentialPair arguments."""
+    src = """
+[Differentiable]
+T g<T : IFloat>(T x, T y) { return sin(x) * y + x * x; }
+float dfdx(float x, float y) { return fwd_diff(g<float>)(diffPair(x, 1.0), diffPair(y, 0.0)).d; }
+float dfdy_rev(float x, float y)
+{
+    var px = diffPair(x);
+    var py = diffPair(y);
+    bwd_diff(g)(px, py, 1.0);
+    return py.d;
+}
+float3 grad3(float3 x, float3 y)
+{
+    DifferentialPair<float3> px = diffPair(x);
+    DifferentialPair<float3> py = diffPair(y);
+    bwd_diff(g)(px, py, float3(1.0));
+    return px.d;
+}
+"""
+    g = lambda x, y: np.sin(x) * y + x * x  # noqa: E731
+    (d,) = run(src, "dfdx", 0.8, 1.7)
+    assert d == pytest.approx(central_difference(g, [0.8, 1.7], 0), rel=1e-5)
+    (d,) = run(src, "dfdy_rev", 0.8, 1.7)
+    assert d == pytest.approx(central_difference(g, [0.8, 1.7], 1), rel=1e-5)
+    assert "g_float3" in funcs(front(src))
+
+
+def test_generic_struct_over_a_type_with_methods():
+    src = """
+struct Pair2<T : IDifferentiable> : IDifferentiable
+{
+    T a; T b;
+    [Differentiable] T sum() { return a + b; }
+}
+[Differentiable]
+float f(float x, float y)
+{
+    Pair2<float> p = { x, y };
+    Pair2<float2> q = { float2(x, y), float2(y, x) };
+    float2 s = q.sum();
+    return p.sum() * s.x + s.y * x;
+}
+"""
+    c = Compiled(src, "f")
+    x, y = 0.3, 1.1
+    assert c.primal([x, y])[0] == pytest.approx((x + y) * (x + y) + (y + x) * x)
+    c.check_derivatives([x, y])
+
+
+def test_generic_struct_inferred_from_an_argument():
+    src = """
+struct Box<T> { T v; }
+T unbox<T>(Box<T> b) { return b.v; }
+float f(float x) { Box<float> b = { x }; Box<int> i = { 3 }; return unbox(b) + float(unbox(i)); }
+"""
+    assert run(src, "f", 1.5) == pytest.approx((4.5,))
+
+
+def test_generic_method():
+    src = """
+struct Acc
+{
+    float k;
+    [Differentiable] T scaled<T : IFloat>(T x) { return x * T(k); }
+    static T twice<T : IFloat>(T x) { return x + x; }
+}
+[Differentiable] float f(Acc a, float x) { return a.scaled(x) + a.scaled<float>(x * x); }
+float g(float x) { return Acc::twice<float>(x) + Acc.twice(x); }
+"""
+    c = Compiled(src, "f")
+    assert c.primal([2.0, 0.5])[0] == pytest.approx(2.0 * 0.5 + 2.0 * 0.25)
+    c.check_derivatives([2.0, 0.5])
+    assert run(src, "g", 1.5) == pytest.approx((6.0,))
+
+
+def test_differential_dzero_dadd_of_a_type_parameter():
+    src = """
+struct V : IDifferentiable { float a; float b; }
+[Differentiable]
+float f<T : IDifferentiable>(T x, float s)
+{
+    T.Differential z = T.dzero();
+    T.Differential w = T.dadd(z, z);
+    return s * s;
+}
+float g(float s)
+{
+    V v = { 1.0, 2.0 };
+    V.Differential d = V.dzero();
+    return f(v, s) + f(s, s) + d.a;
+}
+"""
+    assert run(src, "g", 3.0) == pytest.approx((18.0,))
+
+
+def test_generic_value_parameter_forms():
+    src = """
+__generic<let N : int>
+float total(float v[N]) { float s = 0.0; for (int i = 0; i < N; i++) s += v[i]; return s; }
+vector<T, N> twice<T : IFloat, let N : int>(vector<T, N> v) { return v + v; }
+float f(float x) { float a[3] = { x, 1.0, 2.0 }; float2 t = twice(float2(x, 1.0)); return total(a) + t.x + t.y; }
+"""
+    assert run(src, "f", 0.5) == pytest.approx((3.5 + 1.0 + 2.0,))
+
+
+def test_unconstrained_type_parameter_is_not_differentiated():
+    """Slang differentiates a value of a generic type only through IDifferentiable (or IFloat):
+    an unconstrained `T` parameter of an instance for float is no_diff."""
+    src = """
+[Differentiable] T ident<T>(T x) { return x; }
+[Differentiable] float f(float x) { return ident(x) * x; }
+"""
+    c = Compiled(src, "f")
+    _, (t,) = c.fwd([1.5], [1.0])
+    assert t == pytest.approx(1.5)  # only the second factor's derivative
+
+
+def test_constraint_violation_is_located():
+    src = """
+T half_of<T : IFloat>(T x) { return x / T(2.0); }
+int f(int x) { return half_of(x); }
+"""
+    expect_error(src, "E0003", 3, 23, "int does not conform to 'IFloat'")
+
+
+def test_uninferable_type_parameter_is_located():
+    src = """
+T make<T : IFloat>() { return T(1.0); }
+float f() { return make(); }
+"""
+    expect_error(src, "E0003", 3, 20, "cannot infer generic parameter 'T' of 'make'")
+
+
+def test_generic_interface_is_refused_located():
+    expect_error("interface IBox<T> { T get(); }\n", "E0008", 1, 11, "generic interface 'IBox' is not supported")
