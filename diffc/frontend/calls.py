@@ -92,6 +92,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _wave(c, e, name)
         if name == "bit_cast":
             return _bit_cast(c, e, callee)
+        if name == "createDynamicObject":
+            return _dynamic_object(c, e, callee)
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
@@ -268,6 +270,21 @@ def _bit_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
     e.kind = "bitcast"
     e.target = dst
     return dst
+
+
+def _dynamic_object(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
+    """`createDynamicObject<I>(id, data)`: a value of interface I's union (dynamic.py) whose tag is
+    id; each implementation laid out as data's leaves holds data, the others zeros (the bits of an
+    'any value' reinterpreted, as far as the leaves match)."""
+    _count(e, "createDynamicObject", 2)
+    if len(callee.targs) != 1 or not isinstance(callee.targs[0], A.TypeRef) or \
+            not c.ifaces.is_interface(callee.targs[0].name):
+        raise err(ARG_COUNT, "createDynamicObject needs an interface: createDynamicObject<I>(id, data)", callee)
+    dyn = c.resolve(callee.targs[0])
+    c.expect_type(e.args[0], T.INT)
+    c.expr(e.args[1])
+    e.kind, e.target = "dynamic_object", dyn
+    return dyn
 
 
 def _bits(t: T.Scalar) -> int:

@@ -16,7 +16,7 @@ from diffc.frontend.errors import (
     REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import infer, instance_name, substitute
-from diffc.frontend.interfaces import Interfaces, dynamic_dispatch, mark_nondiff_generic_values
+from diffc.frontend.interfaces import Interfaces, mark_nondiff_generic_values
 from diffc.frontend.parser import SCALAR_ALIASES
 
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
@@ -160,6 +160,9 @@ class Checker:
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:
             raise err(UNSUPPORTED, "pointers to pointers are not supported", t)
+        if self.ifaces.is_interface(t.name):
+            raise err(UNSUPPORTED, f"a pointer to interface '{t.name}' (dynamic dispatch through memory) is not "
+                      "supported", t)
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
         else:
@@ -184,8 +187,10 @@ class Checker:
             return self.member_type(self._resolve_base(A.TypeRef(head, t.args, span=t.span)), m, t)
         if n in self.struct_templates:
             return self.instantiate_struct(n, t)
-        if self.ifaces.is_interface(n):
-            raise dynamic_dispatch(n, t)
+        if self.ifaces.is_interface(n):  # a value whose implementation is chosen at run time
+            from diffc.frontend.dynamic import union_of
+
+            return union_of(self, n, t)
         if n == "void":
             return T.VOID
         if n in T.RANK:
@@ -329,7 +334,8 @@ class Checker:
         is_static = "static" in d.mods
         if owner is not None and not is_static:
             mutating = any(a.name == "mutating" for a in d.attrs)
-            carries = owner.differentiable or T.is_ptr_differentiable(owner)
+            carries = (owner.differentiable or T.is_ptr_differentiable(owner)) and not any(
+                a.name == "NoDiffThis" for a in d.attrs)
             params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
@@ -373,13 +379,15 @@ class Checker:
     def restore(self, saved) -> None:
         self.scopes, self.func, self.alias_scopes = saved
 
-    def declare_struct(self, d: A.Struct, name: str, template=None) -> T.Struct:
+    def declare_struct(self, d: A.Struct, name: str, template=None, dynamic_of: str | None = None) -> T.Struct:
         from diffc.frontend.extensions import apply_extensions
 
         d = apply_extensions(self, d, template)
         self.ifaces.complete_struct(d)
         s = T.Struct(name, differentiable=self.ifaces.makes_differentiable(d.bases), template=template,
-                     conformances=list(d.bases))
+                     conformances=list(d.bases), dynamic_of=dynamic_of)
+        if dynamic_of is None:
+            self.ifaces.check_not_frozen(d, name)
         self.structs[name] = s
         saved = self.outside_functions()
         self.alias_scopes.append(s.aliases)
@@ -514,7 +522,8 @@ class Checker:
             for x in s.decls:
                 self.stmt(x)
         elif isinstance(s, A.VarDecl):
-            if s.type is not None and s.init is not None and self.ifaces.is_interface(s.type.name) and not s.type.dims:
+            if s.type is not None and s.init is not None and self.ifaces.is_interface(s.type.name) and \
+                    not s.type.dims and not self.reassigned(s.name):
                 s.init = self.ifaces.view(s.type.name, s.init)
                 ty = self.expr(s.init)  # `IFoo x = A(...);`: x is an A, statically
                 self.ifaces.check_constraints(ty, s.name, [s.type.name], s.init)
@@ -578,6 +587,24 @@ class Checker:
             pass
         else:
             raise err(UNSUPPORTED, f"unsupported statement {type(s).__name__}", s)
+
+    def reassigned(self, name: str) -> bool:
+        """Whether the function being checked assigns to a variable called `name` (an interface-typed
+        local that is only initialized keeps its initializer's type, statically)."""
+        body = self.func.decl.body if self.func is not None and self.func.decl is not None else None
+        for n in A.walk(body):
+            if isinstance(n, A.Assign | A.IncDec):
+                t = n.target
+                while isinstance(t, A.Member | A.Index):
+                    t = t.base
+                if isinstance(t, A.Name) and t.id == name:
+                    return True
+            if isinstance(n, A.Call) and isinstance(n.callee, A.Name):  # an out or inout argument
+                d = self.funcs[n.callee.id].decl if n.callee.id in self.funcs else self.func_templates.get(n.callee.id)
+                for a, p in zip(n.args, d.params if d is not None else []):
+                    if isinstance(a, A.Name) and a.id == name and p.mods & {"out", "inout"}:
+                        return True
+        return False
 
     def loop_bound(self, s: A.For | A.While) -> None:
         if self.func is None or not self.func.backward:

@@ -32,17 +32,19 @@ DIFFERENTIABLE_ROOTS = {"IDifferentiable"} | FLOAT_INTERFACES
 BUILTIN_INTERFACES = DIFFERENTIABLE_ROOTS | ARITHMETIC_INTERFACES | INTEGER_INTERFACES | {"IDifferentiablePtrType"}
 
 
-def dynamic_dispatch(name: str, node) -> Exception:
-    from diffc.frontend.checker import err
-
-    return err(UNSUPPORTED, f"dynamic dispatch over interface '{name}' is not supported (a value of an "
-               "interface type must have a concrete type known where it is used)", node)
-
-
 class Interfaces:
     def __init__(self, checker: Checker):
         self.c = checker
         self.decls: dict[str, A.Interface] = {}
+        self.frozen: dict[str, int] = {}  # interfaces whose tagged union (dynamic.py) is made
+
+    def check_not_frozen(self, d: A.Struct, name: str) -> None:
+        """A struct implementing an interface whose union was already made would be missing from it."""
+        from diffc.frontend.checker import err
+
+        for i in self.closure(d.bases) & set(self.frozen):
+            raise err(UNSUPPORTED, f"'{name}' implements '{i}' after a dynamic '{i}' value was used: declare "
+                      "every implementation before the first such use", d)
 
     def declare(self, d: A.Interface) -> None:
         from diffc.frontend.checker import err
@@ -145,7 +147,7 @@ class Interfaces:
         parameter's concrete type (in place), so each call specializes it."""
         for p in d.params:
             head = p.type.name.split(".")[0]
-            if head in self.decls and not p.type.args and head not in d.type_params:
+            if head in self.decls and not p.type.args and not p.type.pointer and head not in d.type_params:
                 tp = f"{p.name}__type"
                 d.generic_params.append(tp)
                 d.type_params[tp] = [head]

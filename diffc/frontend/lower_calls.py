@@ -39,6 +39,14 @@ class CallLowering:
             return self.matrix_call(e)
         if k == "dzero":
             return self.const(0, e.target)
+        if k == "dynamic_object":  # createDynamicObject<I>(id, data)
+            (tag,) = self.lower_as(e.args[0], T.INT)
+            data = self.expr(e.args[1])
+            out = [tag]
+            for _, ft, _ in e.target.fields[1:]:
+                fits = T.leaf_types(ft) == [x.type for x in data]
+                out += data if fits else self.const(0, ft)
+            return out
         if k == "getPi":
             return self.const(3.141592653589793, e.target)
         if k == "dadd":
