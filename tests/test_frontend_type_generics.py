@@ -181,5 +181,24 @@ float f() { return make(); }
     expect_error(src, "E0003", 3, 20, "cannot infer generic parameter 'T' of 'make'")
 
 
-def test_generic_interface_is_refused_located():
-    expect_error("interface IBox<T> { T get(); }\n", "E0008", 1, 11, "generic interface 'IBox' is not supported")
+def test_generic_interface_conformance_and_interface_typed_parameter():
+    """A generic interface constrains by name (its arguments are not checked); a parameter of
+    such an interface type specializes the function."""
+    src = """
+interface IRead<T> { T read(T x); }
+struct Twice : IRead<float> { float read(float x) { return 2.0 * x; } }
+float use(IRead<float> r, float x) { return r.read(x); }
+float g<R : IRead<float>>(R r, float x) { return r.read(x) + 1.0; }
+float f(float x) { Twice t; return use(t, x) + g(t, x); }
+"""
+    assert run(src, "f", 1.5) == pytest.approx((7.0,))
+
+
+def test_generic_interface_limits_are_located():
+    base = "interface IRead<T> { T read(T x); T twice(T x) { return read(x) + read(x); } }\n"
+    expect_error(base + "struct S : IRead<float> { float read(float x) { return x; } }\n", "E0008", 2, 1,
+                 "default implementation of 'twice' in generic interface 'IRead' is not supported")
+    expect_error("interface IRead<T> { T read(T x); }\nstruct S : IRead<float> { float read(float x) { return x; } }\n"
+                 "float f() { IRead<float> r; return 0.0; }\n", "E0008", 3, 13,
+                 "dynamic dispatch over generic interface 'IRead' is not supported")
+    expect_error("float f<each T>(T x) { return 0.0; }\n", "E0008", 1, 9, "variadic generic parameters")

@@ -476,7 +476,7 @@ class Checker:
         return self.structs[iname]
 
     def instantiate_func(self, name: str, callee: A.Name, args: list[A.Expr], through_pairs: bool = False,
-                         d: A.Func | None = None, owner: T.Struct | None = None) -> str:
+                         d: A.Func | None = None, owner: T.Struct | None = None, env: dict | None = None) -> str:
         """The instance of generic function `name` (or of generic method `d` of `owner`) a call
         needs: explicit arguments first, the rest inferred from the argument types (with
         `through_pairs`, the arguments of its fwd_diff/bwd_diff: a DifferentialPair<X> argument
@@ -485,7 +485,8 @@ class Checker:
         params = d.generic_params
         if len(callee.targs) > len(params):
             raise err(ARG_COUNT, f"'{name}' takes {len(params)} generic arguments, got {len(callee.targs)}", callee)
-        env: dict = {p: self.generic_arg(name, a, callee) for p, a in zip(params, callee.targs)}
+        env = dict(env or {})
+        env.update({p: self.generic_arg(name, a, callee) for p, a in zip(params, callee.targs)})
         for pd, a in zip(d.params, args):
             if not isinstance(a, A.InitList) and len(env) < len(params):
                 got = self.expr(a)
@@ -503,6 +504,7 @@ class Checker:
             inst = substitute(d, env)
             inst.generic_params, inst.type_params, inst.name = [], {}, iname
             mark_nondiff_generic_values(inst, d, env, self.ifaces)
+            self.instantiate_derivatives(inst, d, env)
             saved = self.outside_functions()
             if owner is not None:
                 self.alias_scopes.append(owner.aliases)
@@ -510,6 +512,21 @@ class Checker:
             self.link_derivatives(f, owner)
             self.restore(saved)
         return iname
+
+    def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict) -> None:
+        """`[BackwardDerivative(g)]` on a generic f names generic g too: f's instance names g's
+        instance for the same arguments (g's parameters bound by name, else by position)."""
+        for a in inst.attrs:
+            if not (a.name.endswith("Derivative") or a.name.endswith("DerivativeOf")) or len(a.args) != 1:
+                continue
+            g = a.args[0]
+            if not (isinstance(g, A.Name) and g.id in self.func_templates):
+                continue
+            gd = self.func_templates[g.id]
+            by_pos = dict(zip(d.generic_params, gd.generic_params))
+            genv = {by_pos.get(p, p): v for p, v in env.items()}
+            if set(gd.generic_params) <= set(genv):
+                g.id = self.instantiate_func(g.id, A.Name(g.id, span=g.span), [], env=genv)
 
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:

@@ -35,6 +35,8 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
     impls = [s for s in c.structs.values() if s.dynamic_of is None and name in c.ifaces.closure(s.conformances)]
     if not impls:
         raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}': no struct implements it", where)
+    if idecl.generic_params:
+        raise err(UNSUPPORTED, f"dynamic dispatch over generic interface '{name}' is not supported", where)
     reqs = [m for n in sorted(c.ifaces.closure([name])) if n in c.ifaces.decls for m in c.ifaces.decls[n].methods]
     for n in c.ifaces.closure([name]):
         if n in c.ifaces.decls and c.ifaces.decls[n].assoc:

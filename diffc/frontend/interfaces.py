@@ -139,6 +139,9 @@ class Interfaces:
                 if m.body is None:
                     raise err(TYPE_MISMATCH, f"'{d.name}' does not implement '{m.name}', required by interface "
                               f"'{iname}'", d)
+                if idecl.generic_params:
+                    raise err(UNSUPPORTED, f"the default implementation of '{m.name}' in generic interface "
+                              f"'{iname}' is not supported: define it in '{d.name}'", d)
                 d.methods.append(copy.deepcopy(m))
                 own.add(m.name)
 
@@ -147,7 +150,7 @@ class Interfaces:
         parameter's concrete type (in place), so each call specializes it."""
         for p in d.params:
             head = p.type.name.split(".")[0]
-            if head in self.decls and not p.type.args and not p.type.pointer and head not in d.type_params:
+            if head in self.decls and not p.type.pointer and head not in d.type_params:
                 tp = f"{p.name}__type"
                 d.generic_params.append(tp)
                 d.type_params[tp] = [head]

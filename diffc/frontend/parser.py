@@ -216,6 +216,9 @@ class Parser:
             return names, type_params
         while True:
             t = self.ident("a generic parameter")
+            if t.text == "each":
+                raise FrontendError(UNSUPPORTED, "variadic generic parameters ('each') are not supported",
+                                    t.start, t.end)
             if t.text in ("int", "uint"):
                 names.append(self.ident("a generic parameter name").text)
             elif t.text == "let":
@@ -262,13 +265,13 @@ class Parser:
                 k += 1
             k += 1
         if self.peek(k).kind == "ident" and self.peek(k + 1).text == "<":
-            save = self.i
+            save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it after
             self.i += k + 1
             try:
                 self.generic_params()
             except FrontendError:
                 pass
-            self.i = save
+            self.i, self.toks = save, toks
 
     def conformances(self) -> list[str]:
         """`IFoo`, `IFoo & IBar`, `IModel<float[2]>` (the arguments of a generic interface are
@@ -439,9 +442,8 @@ class Parser:
         self.interfaces.add(name.text)
         mark = len(self.scoped_type_names)
         gparams, _ = self.generic_params()
-        if gparams:
-            raise FrontendError(UNSUPPORTED, f"generic interface '{name.text}' is not supported", name.start,
-                                name.end)
+        if gparams:  # `IModel<float[2]>` then parses; conformance is by the interface's name (interfaces.py)
+            self.generic_structs.add(name.text)
         bases = self.bases()
         self.expect("{")
         methods: list[A.Func] = []
@@ -477,7 +479,7 @@ class Parser:
             methods.append(self.function(attrs, mods, t, mname, mstart))
         self.accept(";")
         self.end_generic(mark)
-        return A.Interface(name.text, bases, methods, assoc, span=self.span_from(start))
+        return A.Interface(name.text, bases, methods, assoc, gparams, span=self.span_from(start))
 
     def extension(self) -> A.Extension:
         start = self.expect("extension").start
@@ -531,7 +533,7 @@ class Parser:
                 args.append(self.tok.text)
                 self.i += 1
             else:
-                args.append(self.type_ref())
+                args.append(self.array_dims(self.type_ref()))
             if not self.accept(","):
                 break
         self.expect(">")
@@ -830,16 +832,16 @@ class Parser:
     def _generic_call_args(self, e: A.Name | A.Member) -> bool:
         """`f<4, N>(...)`, `bit_cast<uint>(x)`: explicit generic arguments when a call follows;
         otherwise `<` is a comparison and nothing is consumed."""
-        save = self.i
+        save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it on failure
         try:
             args = self.generic_args()
         except FrontendError:
-            self.i = save
+            self.i, self.toks = save, toks
             return False
         # `fwd_diff(f<float>)`: a generic function named with type arguments, not called here
         named = (self.at(")") or self.at(",")) and all(isinstance(a, A.TypeRef) for a in args)
         if not (self.at("(") or named):
-            self.i = save
+            self.i, self.toks = save, toks
             return False
         e.targs = args
         return True
