@@ -299,3 +299,22 @@ float g<T : I>(T t) { return 0.0; }
 float h() { S s = { 1.0 }; return g(s); }
 """
     expect_error(src, "E0003", 5, 35, "S does not conform to 'I'")
+
+
+def test_treat_as_differentiable_implementation_has_zero_derivative():
+    """`[TreatAsDifferentiable]` satisfies a differentiable requirement with a derivative of zero:
+    the primal is the method's value, and derivatives see it as a constant."""
+    src = """
+interface IFoo { [Differentiable] float f(float v); }
+struct Tex : IFoo { uint k; [TreatAsDifferentiable] float f(float v) { return float(k) * v + 1.0; } }
+[Differentiable] float use(IFoo o, float x) { float s = o.f(x); return s / x; }
+[Differentiable] float g(float x) { Tex t = { 2 }; return use(t, x); }
+"""
+    c = Compiled(src, "g")
+    x = 2.0
+    assert c.primal([x])[0] == pytest.approx((2 * x + 1) / x)
+    s = 2 * x + 1  # held constant: d/dx (s / x) = -s / x^2
+    _, (t,) = c.fwd([x], [1.0])
+    assert t == pytest.approx(central_difference(lambda x_: s / x_, [x], 0), rel=1e-6)
+    (gx,) = c.bwd([x], [1.0])
+    assert gx == pytest.approx(t)

@@ -52,7 +52,12 @@ class FuncInfo:
 
     @property
     def differentiable(self) -> bool:
-        return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom)
+        return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom) or self.zero_derivative
+
+    @property
+    def zero_derivative(self) -> bool:
+        """`[TreatAsDifferentiable]`: differentiable, with derivative zero (its inputs are detached)."""
+        return "TreatAsDifferentiable" in self.attrs
 
     @property
     def body_differentiated(self) -> bool:
