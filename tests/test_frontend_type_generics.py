@@ -202,3 +202,40 @@ def test_generic_interface_limits_are_located():
                  "float f() { IRead<float> r; return 0.0; }\n", "E0008", 3, 13,
                  "dynamic dispatch over generic interface 'IRead' is not supported")
     expect_error("float f<each T>(T x) { return 0.0; }\n", "E0008", 1, 9, "variadic generic parameters")
+
+
+def test_array_size_expressions_and_writes_at_generic_indices():
+    """`float c[D - 1]` and `idx[D - 1] = ...` in generic code: sizes and indices are constants
+    once D is substituted (a generic method of a generic struct sees both parameters)."""
+    src = """
+struct G<let D : int>
+{
+    float k;
+    float tail<let N : int>(float c[D - 1], float v[2 * N])
+    {
+        int idx[D];
+        idx[D - 1] = N;
+        float s = 0.0;
+        for (int i = 0; i < D - 1; i++) s += c[i];
+        return k * s + v[2 * N - 1] + float(idx[D - 1]);
+    }
+}
+float f(float x) { G<3> g = { x }; float c[2] = { x, 1.0 }; float v[4] = { 0.0, 0.0, 0.0, 5.0 }; return g.tail<2>(c, v); }
+"""
+    x = 0.5
+    assert run(src, "f", x) == pytest.approx((x * (x + 1.0) + 5.0 + 2.0,))
+
+
+def test_buffer_element_written_through_a_field_in_a_plain_method():
+    src = """
+RWStructuredBuffer<float> out;
+struct Sink<let D : int> { RWStructuredBuffer<float> buf; void put(float v) { buf[D] = v; } }
+void main() { Sink<1> s = { out }; s.put(2.0); }
+"""
+    front(src)  # a buffer element is memory: writing it does not need a mutable `this`
+
+
+def test_shift_after_a_failed_generic_argument_parse():
+    src = "int f(int a, int b) { return (a < b >> 1) ? 1 : 2; }\n"
+    assert run(src, "f", 1, 8) == (1,)
+    assert run(src, "f", 5, 8) == (2,)

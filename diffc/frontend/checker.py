@@ -15,7 +15,7 @@ from diffc.frontend.errors import (
     ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     REDEFINED, UNSUPPORTED, FrontendError,
 )
-from diffc.frontend.generics import infer, instance_name, substitute
+from diffc.frontend.generics import const_int, infer, instance_name, substitute
 from diffc.frontend.interfaces import Interfaces, mark_nondiff_generic_values
 from diffc.frontend.parser import SCALAR_ALIASES
 
@@ -140,6 +140,11 @@ class Checker:
         else:
             ty = self._resolve_base(t)
         for n in reversed(t.dims):
+            if isinstance(n, A.Expr):
+                v = const_int(n)
+                if v is None or v < 0:
+                    raise err(UNDEFINED, "array size is not a non-negative compile-time int", n)
+                n = v
             if not isinstance(n, int):
                 raise err(UNDEFINED, f"array size '{n}' is not a compile-time int", t)
             ty = T.Array(ty, n)
@@ -803,6 +808,8 @@ class Checker:
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
+            if isinstance(inner.ty, T.Buffer) and isinstance(base, A.Index):
+                return t  # a buffer element is memory, whatever holds the buffer (a struct's field: `this`)
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer
                 if inner.ty.by_value:
                     raise err(UNSUPPORTED, f"cannot write through {inner.ty}: a pointer to a struct that holds "

@@ -60,9 +60,9 @@ def _subst_in(node, env: dict[str, Value]) -> None:
     if not dataclasses.is_dataclass(node):
         return
     for f in dataclasses.fields(node):
-        if f.name in ("ty", "sym", "target", "decl_ty", "span", "fixed"):
-            continue
         v = getattr(node, f.name)
+        if f.name in ("ty", "sym", "target", "decl_ty", "span", "fixed") and not isinstance(v, A.Node):
+            continue  # the checker's resolutions (an assignment's `target` is a node: substituted)
         if isinstance(v, A.Name) and isinstance(env.get(v.id), int):
             setattr(node, f.name, A.Num(env[v.id], False, span=v.span))
         elif isinstance(v, A.Name) and v.id in env:  # a type parameter used as a value: `T(1.0)`
@@ -75,6 +75,25 @@ def _subst_in(node, env: dict[str, Value]) -> None:
                     _subst_in(x, env)
         elif isinstance(v, A.Node):
             _subst_in(v, env)
+
+
+def const_int(e) -> int | None:
+    """The value of an array size like `D - 1` once D is an int literal, or None."""
+    if isinstance(e, int):
+        return e
+    if isinstance(e, A.Num) and not e.is_float:
+        return int(e.value)
+    if isinstance(e, A.Unary) and e.op in ("-", "+"):
+        v = const_int(e.operand)
+        return None if v is None else (-v if e.op == "-" else v)
+    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/", "%", "<<", ">>"):
+        a, b = const_int(e.lhs), const_int(e.rhs)
+        if a is None or b is None or (e.op in ("/", "%") and b == 0):
+            return None
+        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: int(a / b),
+               "%": lambda: a - int(a / b) * b, "<<": lambda: a << b, ">>": lambda: a >> b}
+        return ops[e.op]()
+    return None
 
 
 def infer(ref: A.TypeRef, got: T.Type, params: list[str], env: dict[str, Value]) -> None:

@@ -544,6 +544,10 @@ class Parser:
         while self.at("["):
             self.i += 1
             n = self.tok
+            if self.peek().text != "]" and n.kind in ("ident", "int", "punct") and n.text != "]":
+                dims.append(self.expr())  # `D - 1`: evaluated once generic parameters are substituted
+                self.expect("]")
+                continue
             if n.kind == "ident" and not self.is_type_name(n.text):
                 dims.append(n.text)  # a generic int parameter, substituted when instantiated
             elif n.kind == "int":
