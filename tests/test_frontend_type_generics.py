@@ -239,3 +239,33 @@ def test_shift_after_a_failed_generic_argument_parse():
     src = "int f(int a, int b) { return (a < b >> 1) ? 1 : 2; }\n"
     assert run(src, "f", 1, 8) == (1,)
     assert run(src, "f", 5, 8) == (2,)
+
+
+@pytest.mark.parametrize("link", ["of", "on"])
+def test_generic_custom_derivative_is_instantiated_with_its_function(link):
+    """A generic function whose only derivative is a generic custom one (named from either side)
+    gets that derivative's instance for the same arguments; `Array<T, N>` is `T[N]`."""
+    attr_on = "[BackwardDerivative(norm4_bwd)]" if link == "on" else ""
+    attr_of = "[BackwardDerivativeOf(norm4)]" if link == "of" else ""
+    src = f"""
+{attr_on}
+float norm4<let N : int>(Array<float, N> x) {{ float r = 0.0; for (int i = 0; i < N; i++) r += x[i] * x[i] * x[i] * x[i]; return r; }}
+{attr_of}
+void norm4_bwd<let N : int>(inout DifferentialPair<Array<float, N>> x, float dResult)
+{{
+    Array<float, N> d;
+    for (int i = 0; i < N; i++) d[i] = 4.0 * x.p[i] * x.p[i] * x.p[i] * dResult;
+    x = diffPair(x.p, d);
+}}
+float3 grad(float a, float b, float c)
+{{
+    Array<float, 3> x = {{ a, b, c }};
+    DifferentialPair<Array<float, 3>> p = diffPair(x, {{}});
+    bwd_diff(norm4)(p, 1.0);
+    return float3(p.d[0], p.d[1], p.d[2]);
+}}
+"""
+    xs = [0.5, -1.2, 0.8]
+    (g,) = run(src, "grad", *xs)
+    want = [central_difference(lambda *v: sum(t ** 4 for t in v), xs, i) for i in range(3)]
+    assert list(g) == pytest.approx(want, rel=1e-5)

@@ -216,6 +216,11 @@ class Checker:
             if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:
                 raise err(TYPE_MISMATCH, "vector<T, N> needs a scalar type T and a constant N from 1 to 4", t)
             return T.Vector(e, t.args[1])
+        if n == "Array" and len(t.args) == 2:  # `Array<T, N>` is `T[N]`
+            e = self._type_arg(t, t.args[0])
+            if not isinstance(t.args[1], int) or t.args[1] < 0:
+                raise err(UNDEFINED, f"the size of {t.name}<...> must be a compile-time int, got '{t.args[1]}'", t)
+            return T.Array(e, t.args[1])
         if n == "DifferentialPair" and len(t.args) == 1:
             inner = self._type_arg(t, t.args[0])
             if not T.is_differentiable(inner):
@@ -521,6 +526,8 @@ class Checker:
             f = self.add_func(self.func_info(inst, owner, iname))
             self.link_derivatives(f, owner)
             self.restore(saved)
+            if owner is None:
+                self.instantiate_derivative_of(name, env)
         return iname
 
     def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict) -> None:
@@ -537,6 +544,18 @@ class Checker:
             genv = {by_pos.get(p, p): v for p, v in env.items()}
             if set(gd.generic_params) <= set(genv):
                 g.id = self.instantiate_func(g.id, A.Name(g.id, span=g.span), [], env=genv)
+
+    def instantiate_derivative_of(self, name: str, env: dict) -> None:
+        """A generic g marked `[BackwardDerivativeOf(f)]` (f generic): f's new instance gets g's
+        instance for the same arguments (which then links itself to f's instance)."""
+        for gname, gd in list(self.func_templates.items()):
+            for a in gd.attrs:
+                if a.name.endswith("DerivativeOf") and len(a.args) == 1 and isinstance(a.args[0], A.Name) \
+                        and a.args[0].id == name:
+                    by_pos = dict(zip(self.func_templates[name].generic_params, gd.generic_params))
+                    genv = {by_pos.get(p, p): v for p, v in env.items()}
+                    if set(gd.generic_params) <= set(genv):
+                        self.instantiate_func(gname, A.Name(gname, span=a.span), [], env=genv)
 
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:

@@ -13,7 +13,7 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
-                 "matrix"}
+                 "matrix", "Array"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform"}
