@@ -113,14 +113,17 @@ struct Acc
     float k;
     [Differentiable] T scaled<T : IFloat>(T x) { return x * T(k); }
     static T twice<T : IFloat>(T x) { return x + x; }
+    float both(float x) { return twice(x) + scaled<float>(x); }  // generic siblings, called bare
 }
 [Differentiable] float f(Acc a, float x) { return a.scaled(x) + a.scaled<float>(x * x); }
 float g(float x) { return Acc::twice<float>(x) + Acc.twice(x); }
+float h(float x) { Acc a = { 3.0 }; return a.both(x); }
 """
     c = Compiled(src, "f")
     assert c.primal([2.0, 0.5])[0] == pytest.approx(2.0 * 0.5 + 2.0 * 0.25)
     c.check_derivatives([2.0, 0.5])
     assert run(src, "g", 1.5) == pytest.approx((6.0,))
+    assert run(src, "h", 1.5) == pytest.approx((3.0 + 4.5,))
 
 
 def test_differential_dzero_dadd_of_a_type_parameter():

@@ -31,7 +31,12 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     callee = e.callee
     if isinstance(callee, A.Name) and c.lookup(callee.id) is None:
         owner = c.func.owner if c.func is not None else None
-        if owner is not None and callee.id in owner.methods:  # a sibling method: `eval(x)` is `this.eval(x)`
+        if owner is not None and callee.id in owner.method_templates:  # a generic sibling method
+            d = owner.method_templates[callee.id]
+            fi = c.funcs[c.instantiate_func(callee.id, callee, e.args, d=d, owner=owner)]  # type: ignore[arg-type]
+            _bind_method(e, fi, None if fi.is_static else A.Name("this", span=callee.span))
+            callee = e.callee
+        elif owner is not None and callee.id in owner.methods:  # a sibling method: `eval(x)` is `this.eval(x)`
             fi = c.funcs[owner.methods[callee.id]]
             this = None if fi.is_static else A.Name("this", span=callee.span)
             _bind_method(e, fi, this)
@@ -176,10 +181,10 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
             _count(e, f"{st}.getPi", 0)
             e.kind, e.target = "getPi", st
             return st
-        _generic_method(c, e, callee, st)
-        if not (isinstance(st, T.Struct) and callee.name in st.methods):
+        fname = _method_function(c, e, callee, st)
+        if fname is None:
             raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
-        fi = c.funcs[st.methods[callee.name]]
+        fi = c.funcs[fname]
         if not fi.is_static:
             raise err(TYPE_MISMATCH, f"'{callee.name}' is not static: call it on a value", callee.name_span)
         _bind_method(e, fi, None)
@@ -189,9 +194,9 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
             isinstance(callee.base, A.Index) and isinstance(callee.base.base.ty, T.Buffer) and callee.base.base.ty.atomic):
         return _atomic_method(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
-    _generic_method(c, e, callee, st)
-    if isinstance(st, T.Struct) and callee.name in st.methods:
-        fi = c.funcs[st.methods[callee.name]]
+    fname = _method_function(c, e, callee, st)
+    if fname is not None:
+        fi = c.funcs[fname]
         this = None
         if not fi.is_static:
             this = callee.base
@@ -205,16 +210,16 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
     return None
 
 
-def _generic_method(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> None:
-    """`obj.m<float>(x)`, `S::make<4>()`: a generic method's instance (a method of its struct,
-    named `S_m_float`), which the call then binds like any method."""
-    if not (isinstance(st, T.Struct) and callee.name in st.method_templates):
-        return
-    d = st.method_templates[callee.name]
-    named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
-    iname = c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
-    callee.name = f"{callee.name}<{iname}>"
-    st.methods[callee.name] = iname
+def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str | None:
+    """The function of method `callee.name` of struct st, or None: for a generic method
+    (`obj.m<float>(x)`, `S::make<4>()`), the instance the call needs (named `S_m_float`)."""
+    if not isinstance(st, T.Struct):
+        return None
+    if callee.name in st.method_templates:
+        d = st.method_templates[callee.name]
+        named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
+        return c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
+    return st.methods.get(callee.name)
 
 
 def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Type:
