@@ -272,3 +272,15 @@ float3 grad(float a, float b, float c)
     (g,) = run(src, "grad", *xs)
     want = [central_difference(lambda *v: sum(t ** 4 for t in v), xs, i) for i in range(3)]
     assert list(g) == pytest.approx(want, rel=1e-5)
+
+
+def test_unconstrained_field_of_a_generic_struct_is_not_differentiated():
+    src = """
+struct Holder<T, U : IDifferentiable> : IDifferentiable { T plain; U diff; }
+[Differentiable] float f(Holder<float, float> h) { return h.plain * h.diff; }
+"""
+    c = Compiled(src, "f")
+    assert c.diff_args == [1]  # only the IDifferentiable field's leaf carries a derivative
+    c2 = Compiled(src.replace("T plain", "U plain"), "f")
+    assert c2.diff_args == [0, 1]
+    c2.check_derivatives([0.5, 2.0])

@@ -487,6 +487,7 @@ class Checker:
         if iname not in self.structs:
             inst = substitute(d, env)
             inst.generic_params, inst.type_params = [], {}
+            mark_nondiff_generic_values(inst, d, self.ifaces)
             self.declare_struct(inst, iname, (name, values))
         return self.structs[iname]
 
@@ -518,7 +519,7 @@ class Checker:
         if iname not in self.funcs:
             inst = substitute(d, env)
             inst.generic_params, inst.type_params, inst.name = [], {}, iname
-            mark_nondiff_generic_values(inst, d, env, self.ifaces)
+            mark_nondiff_generic_values(inst, d, self.ifaces)
             self.instantiate_derivatives(inst, d, env)
             saved = self.outside_functions()
             if owner is not None:

@@ -157,10 +157,10 @@ class Interfaces:
                 p.type = A.TypeRef(tp, [], p.type.dims, p.type.pointer, span=p.type.span)
 
 
-def mark_nondiff_generic_values(inst: A.Func, tmpl: A.Func, env: dict, ifaces: Interfaces) -> None:
-    """In an instance of `tmpl`, parameters and the result declared as a type parameter without a
-    differentiable interface are `no_diff` (Slang differentiates values of a generic type only
-    through IDifferentiable)."""
+def mark_nondiff_generic_values(inst: A.Func | A.Struct, tmpl: A.Func | A.Struct, ifaces: Interfaces) -> None:
+    """In an instance of `tmpl`, parameters, the result and fields declared as a type parameter
+    without a differentiable interface are `no_diff` (Slang differentiates values of a generic
+    type only through IDifferentiable)."""
     def plain(ref: A.TypeRef) -> bool:
         head, *rest = ref.name.split(".")
         if head not in tmpl.type_params:
@@ -171,8 +171,13 @@ def mark_nondiff_generic_values(inst: A.Func, tmpl: A.Func, env: dict, ifaces: I
             return not ifaces.makes_differentiable(ifaces.assoc_constraints(tmpl.type_params[head], rest[0]))
         return False
 
-    for p, tp in zip(inst.params, tmpl.params):
+    if isinstance(inst, A.Struct):
+        for f, tf in zip(inst.fields, tmpl.fields):  # type: ignore[union-attr]
+            if plain(tf.type):
+                f.mods = set(f.mods) | {"no_diff"}
+        return
+    for p, tp in zip(inst.params, tmpl.params):  # type: ignore[union-attr]
         if plain(tp.type):
             p.mods = set(p.mods) | {"no_diff"}
-    if plain(tmpl.ret):
-        inst.ret_mods = set(inst.ret_mods) | {"no_diff"}
+    if plain(tmpl.ret):  # type: ignore[union-attr]
+        inst.ret_mods = set(inst.ret_mods) | {"no_diff"}  # type: ignore[union-attr]
