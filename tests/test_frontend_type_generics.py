@@ -284,3 +284,20 @@ struct Holder<T, U : IDifferentiable> : IDifferentiable { T plain; U diff; }
     c2 = Compiled(src.replace("T plain", "U plain"), "f")
     assert c2.diff_args == [0, 1]
     c2.check_derivatives([0.5, 2.0])
+
+
+def test_default_values_of_generic_parameters():
+    src = """
+struct W<int L, int S = L - 1, T = float> { T v[S]; }
+float f<int N, int M = 2 * N>(float x) { return x * float(M); }
+float g(float x)
+{
+    W<4> w;            // S = 3, T = float
+    w.v[2] = x;
+    W<3, 1, int> q;    // all given
+    q.v[0] = 2;
+    return w.v[2] + float(q.v[0]) + f<3>(x);
+}
+"""
+    assert run(src, "g", 1.5) == pytest.approx((1.5 + 2.0 + 9.0,))
+    expect_error(src.replace("W<4> w;", "W<4, 3, float, 1> w;"), "E0005", 6, 5, "'W' takes 3 generic arguments, got 4")

@@ -245,6 +245,7 @@ class Func(Node):
     generic_params: list[str] = field(default_factory=list)  # `<int N, int M>`, `<T : IFoo>`
     mods: set[str] = field(default_factory=set)  # static, public, ...
     type_params: dict[str, list[str]] = field(default_factory=dict)  # type parameter -> its interfaces
+    generic_defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> default (TypeRef or int Expr)
 
 
 @dataclass
@@ -264,6 +265,7 @@ class Struct(Node):
     generic_params: list[str] = field(default_factory=list)
     aliases: list[Typedef] = field(default_factory=list)  # `typealias X = T;` inside the struct
     type_params: dict[str, list[str]] = field(default_factory=dict)  # type parameter -> its interfaces
+    generic_defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> default (TypeRef or int Expr)
 
 
 @dataclass

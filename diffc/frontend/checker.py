@@ -477,11 +477,28 @@ class Checker:
                 raise err(UNDEFINED, f"generic argument {v} of '{name}' is not a compile-time int", where)
         return tuple(env[p] for p in d.generic_params)
 
+    def generic_defaults(self, d: A.Func | A.Struct, env: dict) -> None:
+        """Binds (in place) the parameters `env` lacks that have a default value (`int M = N - 1`,
+        `T = float`), in order, each default seeing the parameters before it."""
+        for p in d.generic_params:
+            if p in env or p not in d.generic_defaults:
+                continue
+            dv = substitute(d.generic_defaults[p], env)
+            if isinstance(dv, A.TypeRef):
+                env[p] = self.resolve(dv)
+            else:
+                v = const_int(dv)
+                if v is None:
+                    raise err(UNDEFINED, f"the default of generic parameter '{p}' is not a compile-time int", dv)
+                env[p] = v
+
     def instantiate_struct(self, name: str, t: A.TypeRef) -> T.Struct:
         d = self.struct_templates[name]
-        if len(t.args) != len(d.generic_params):
+        required = len([p for p in d.generic_params if p not in d.generic_defaults])
+        if not required <= len(t.args) <= len(d.generic_params):
             raise err(ARG_COUNT, f"'{name}' takes {len(d.generic_params)} generic arguments, got {len(t.args)}", t)
         env = {p: self.generic_arg(name, a, t) for p, a in zip(d.generic_params, t.args)}
+        self.generic_defaults(d, env)
         values = self.bind_generics(name, d, env, t)
         iname = instance_name(name, values)
         if iname not in self.structs:
@@ -509,6 +526,7 @@ class Checker:
                 if through_pairs and isinstance(got, T.Pair) and pd.type.name != "DifferentialPair":
                     got = got.elem
                 infer(pd.type, got, params, env)
+        self.generic_defaults(d, env)
         missing = [p for p in params if p not in env]
         if missing:
             raise err(TYPE_MISMATCH, f"cannot infer generic parameter '{missing[0]}' of '{name}' from the "

@@ -55,6 +55,7 @@ class Parser:
             b.text for a, b in zip(self.toks, self.toks[1:]) if a.text == "interface" and b.kind == "ident"}
         self.type_names: set[str] = {"This"}
         self.scoped_type_names: list[str] = []  # type parameters of the declarations being parsed
+        self.generic_defaults: dict[str, A.Node] = {}  # default values of the generic parameters just parsed
         self.generic_structs: set[str] = set()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
@@ -235,9 +236,9 @@ class Parser:
                 type_params[t.text] = self.conformances() if self.accept(":") else []
                 self.scoped_type_names.append(t.text)
                 self.type_names.add(t.text)
-            if self.at("="):
-                raise FrontendError(UNSUPPORTED, "default values of generic parameters are not supported",
-                                    self.tok.start, self.tok.end)
+            if self.accept("="):  # `int M = N - 1`, `T = float`: used when an instance does not give it
+                p = names[-1]
+                self.generic_defaults[p] = self.array_dims(self.type_ref()) if p in type_params else self.binary(8)
             if not self.accept(","):
                 break
         self.expect(">")
@@ -386,7 +387,8 @@ class Parser:
             self.expect(";")
         self.accept(";")
         self.end_generic(mark)
-        return A.Struct(name.text, bases, fields, methods, gparams, aliases, type_params, span=self.span_from(start))
+        return A.Struct(name.text, bases, fields, methods, gparams, aliases, type_params, self.defaults_of(gparams),
+                        span=self.span_from(start))
 
     def function(self, attrs, ret_mods, ret, name: Token, start: int,
                  prefix: tuple[list[str], dict[str, list[str]]] | None = None) -> A.Func:
@@ -419,7 +421,11 @@ class Parser:
         self.end_generic(mark)
         return A.Func(attrs, ret_mods, ret, name.text, params, body,
                       span=self.span_from(start), name_span=(name.start, name.end),
-                      generic_params=gparams, mods=set(ret_mods), type_params=type_params)
+                      generic_params=gparams, mods=set(ret_mods), type_params=type_params,
+                      generic_defaults=self.defaults_of(gparams))
+
+    def defaults_of(self, gparams: list[str]) -> dict[str, A.Node]:
+        return {p: self.generic_defaults.pop(p) for p in gparams if p in self.generic_defaults}
 
     def generic_prefixed(self, attrs, mods: set[str], start: int) -> A.Node:
         """`__generic<T : IFoo> struct S ...` or `__generic<T> T f(T x) ...`: the parameters
