@@ -318,3 +318,14 @@ struct Tex : IFoo { uint k; [TreatAsDifferentiable] float f(float v) { return fl
     assert t == pytest.approx(central_difference(lambda x_: s / x_, [x], 0), rel=1e-6)
     (gx,) = c.bwd([x], [1.0])
     assert gx == pytest.approx(t)
+
+
+def test_extension_static_const_and_field_refusal():
+    src = """
+struct S { float a; }
+extension S { static const float K = 2.5; float scaled() { return a * K; } }
+float f(float x) { S s = { x }; return s.scaled(); }
+"""
+    assert run(src, "f", 2.0) == pytest.approx((5.0,))
+    expect_error("struct S { float a; }\nextension S { float b; }\n", "E0008", 2, 15,
+                 "an extension cannot add fields")

@@ -290,6 +290,7 @@ class Extension(Node):
     aliases: list[Typedef] = field(default_factory=list)
     generic_params: list[str] = field(default_factory=list)
     type_params: dict[str, list[str]] = field(default_factory=dict)
+    statics: list[Field] = field(default_factory=list)  # `static const` fields
 
 
 @dataclass

@@ -26,7 +26,8 @@ def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
     blanket = c.extensions.get("", [])
     if not exts and not blanket:
         return d
-    d = dataclasses.replace(d, bases=list(d.bases), methods=list(d.methods), aliases=list(d.aliases))
+    d = dataclasses.replace(d, bases=list(d.bases), methods=list(d.methods), aliases=list(d.aliases),
+                            fields=list(d.fields))
     for x in exts:
         env = _binding(c, x, template)
         if env is None:
@@ -35,6 +36,7 @@ def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
         for m in body.methods:
             d.methods.append(m)
         d.aliases += body.aliases
+        d.fields += body.statics
         d.bases += [b for b in body.bases if b not in d.bases]
         if not template and x.target.args:
             raise err(UNSUPPORTED, f"'{d.name}' is not generic", x.target)

@@ -495,8 +495,13 @@ class Parser:
         bases = self.bases()
         self.where_clauses(type_params)
         body = self.struct_body_after_brace(target.name)
+        for f in body.fields:
+            if "static" in f.mods:
+                continue
+            raise FrontendError(UNSUPPORTED, "an extension cannot add fields (only methods, typealiases and "
+                                "conformances)", f.span[0], f.span[1])
         self.end_generic(mark)
-        return A.Extension(target, bases, body.methods, body.aliases, gparams, type_params,
+        return A.Extension(target, bases, body.methods, body.aliases, gparams, type_params, body.fields,
                            span=self.span_from(start))
 
     def struct_body_after_brace(self, name: str) -> A.Struct:
