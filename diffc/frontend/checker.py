@@ -269,11 +269,8 @@ class Checker:
             if isinstance(d, A.Interface):
                 self.ifaces.declare(d)
             elif isinstance(d, A.Extension):
-                if d.target.name in d.type_params:
-                    continue
-                if d.target.name not in self.extensions or (
-                        d.target.name not in self.structs and d.target.name not in self.struct_templates
-                        and not any(isinstance(x, A.Struct) and x.name == d.target.name for x in prog.decls)):
+                structs = {x.name for x in prog.decls if isinstance(x, A.Struct)}
+                if d.target.name not in d.type_params and d.target.name not in structs:
                     raise err(UNSUPPORTED, f"an extension of '{d.target.name}' is not supported (only of "
                               "structs declared in this file)", d.target)
             elif isinstance(d, A.Struct):
