@@ -329,3 +329,16 @@ float f(float x) { S s = { x }; return s.scaled(); }
     assert run(src, "f", 2.0) == pytest.approx((5.0,))
     expect_error("struct S { float a; }\nextension S { float b; }\n", "E0008", 2, 15,
                  "an extension cannot add fields")
+
+
+def test_interfaces_may_name_later_interfaces_and_clash_with_structs():
+    src = """
+interface I : J { float f(); }
+interface J { float g(); }
+struct S : I { float f() { return 1.0; } float g() { return 2.0; } }
+float use<T : J>(T t) { return t.g(); }
+float h() { S s; return s.f() + use(s); }
+"""
+    assert run(src, "h") == pytest.approx((3.0,))
+    expect_error("interface I { float f(); }\nstruct I { float v; }\n", "E0009", 2, 1, "a second struct (or interface)")
+    expect_error("interface I : K { float f(); }\n", "E0002", 1, 1, "unknown interface 'K'")

@@ -265,17 +265,18 @@ class Checker:
             if isinstance(d, A.Extension):
                 blanket = d.target.name in d.type_params  # `extension<T : IFoo> T`: every conforming struct
                 self.extensions.setdefault("" if blanket else d.target.name, []).append(d)
-        for d in prog.decls:
             if isinstance(d, A.Interface):
                 self.ifaces.declare(d)
-            elif isinstance(d, A.Extension):
+        self.ifaces.check_bases()
+        for d in prog.decls:
+            if isinstance(d, A.Extension):
                 structs = {x.name for x in prog.decls if isinstance(x, A.Struct)}
                 if d.target.name not in d.type_params and d.target.name not in structs:
                     raise err(UNSUPPORTED, f"an extension of '{d.target.name}' is not supported (only of "
                               "structs declared in this file)", d.target)
             elif isinstance(d, A.Struct):
-                if d.name in self.structs or d.name in self.struct_templates:
-                    raise err(REDEFINED, f"a second struct named '{d.name}'", d)
+                if d.name in self.structs or d.name in self.struct_templates or d.name in self.ifaces.decls:
+                    raise err(REDEFINED, f"a second struct (or interface) named '{d.name}'", d)
                 if d.generic_params:
                     self.struct_templates[d.name] = d
                 else:

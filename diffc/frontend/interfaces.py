@@ -52,10 +52,17 @@ class Interfaces:
 
         if d.name in self.decls or d.name in self.c.structs or d.name in self.c.struct_templates:
             raise err(REDEFINED, f"a second type named '{d.name}'", d)
-        for b in d.bases:
-            if b not in self.decls and b not in BUILTIN_INTERFACES:
-                raise err(UNDEFINED, f"unknown interface '{b}'", d)
         self.decls[d.name] = d
+
+    def check_bases(self) -> None:
+        """Every interface an interface inherits from exists (once all are declared: an interface
+        may name one declared after it)."""
+        from diffc.frontend.checker import err
+
+        for d in self.decls.values():
+            for b in d.bases:
+                if b not in self.decls and b not in BUILTIN_INTERFACES:
+                    raise err(UNDEFINED, f"unknown interface '{b}'", d)
 
     def is_interface(self, name: str) -> bool:
         return name in self.decls or name in BUILTIN_INTERFACES
@@ -112,8 +119,8 @@ class Interfaces:
             if not self.is_interface(n):
                 raise err(UNDEFINED, f"unknown interface '{n}' (constraint of '{param}')", where)
             if not self.conforms(ty, n):
-                raise err(TYPE_MISMATCH, f"{ty} does not conform to '{n}' (required of generic parameter "
-                          f"'{param}')", where)
+                shown = param.removesuffix("__type")  # an interface-typed parameter (implicit_generics)
+                raise err(TYPE_MISMATCH, f"{ty} does not conform to '{n}' (required of '{shown}')", where)
 
     # ---- structs that implement interfaces ----
     def complete_struct(self, d: A.Struct) -> None:
