@@ -26,6 +26,7 @@ import numpy as np
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
 
 _OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?::(?P<flags>.*))?$")
+_CONFORMANCE = re.compile(r"^type_conformance\s+(?P<struct>\w+)\s*:\s*(?P<iface>\w+)\s*=\s*(?P<id>\d+)\s*$")
 _NEW = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<out>out\s+)?ubuffer\((?P<opts>[^)]*)\)\s*$")
 
 
@@ -80,6 +81,7 @@ def _options(text: str, where, line) -> tuple[list[str], int | None, int]:
 def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
     """Every `//TEST_INPUT` ubuffer of the file; a malformed one is a located error."""
     buffers: list[TestBuffer] = []
+    conformances: dict[str, list[tuple[int, str, SourceLocation, str]]] = {}
     for n, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
         if not stripped.startswith("//TEST_INPUT"):
@@ -87,6 +89,10 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
         col = len(line) - len(stripped) + 1
         where = SourceLocation(filename, n, col)
         body = stripped[len("//TEST_INPUT"):].lstrip(":").strip()
+        m = _CONFORMANCE.match(body)
+        if m:
+            conformances.setdefault(m.group("iface"), []).append((int(m.group("id")), m.group("struct"), where, line))
+            continue
         m = _NEW.match(body)
         if m:
             data, count, stride = _options(m.group("opts"), where, line)
@@ -109,12 +115,30 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
             "TEST_INPUT: cannot read this annotation; expected 'ubuffer(data=[...], stride=4):out,name=NAME' "
             "or 'set NAME = out ubuffer(data=[...], stride=4)'",
         )
+    _check_conformance_ids(text, conformances)
     seen: dict[str, TestBuffer] = {}
     for b in buffers:
         if b.name in seen:
             raise _error(b.where, b.line, f"TEST_INPUT: buffer '{b.name}' is declared twice")
         seen[b.name] = b
     return buffers
+
+
+def _check_conformance_ids(text: str, conformances: dict) -> None:
+    """`type_conformance A:IFoo = 0`: the id a dynamic IFoo value's tag has when it holds an A.
+    The front end numbers the structs implementing an interface in declaration order
+    (frontend/dynamic.py), so the ids must be 0, 1, ... in that order."""
+    for entries in conformances.values():
+        def declared_at(name: str) -> int:
+            m = re.search(rf"\bstruct\s+{name}\b", text)
+            return m.start() if m else len(text)
+
+        entries = sorted(entries)
+        by_declaration = sorted(entries, key=lambda e: declared_at(e[1]))
+        for k, (e, d) in enumerate(zip(entries, by_declaration)):
+            if e[0] != k or e[1] != d[1]:
+                raise _error(e[2], e[3], "TEST_INPUT: type_conformance ids must be 0, 1, ... in the order the "
+                             "structs are declared (the tag of a dynamic interface value is that index)")
 
 
 def _dtype(element) -> tuple[np.dtype, str]:

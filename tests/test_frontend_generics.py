@@ -136,8 +136,8 @@ float g(float x)
 """, "E0003", 21, 13, "cannot infer generic parameter 'M'")
 
 
-def test_type_generic_parameters_are_unsupported():
-    expect_error("struct Box<T> { float x; }\n", "E0008", 1, 12, "only 'int' generic value parameters")
+def test_non_int_generic_value_parameters_are_unsupported():
+    expect_error("struct Box<let X : float> { float x; }\n", "E0008", 1, 20, "generic value parameters of type 'float'")
 
 
 def test_wrong_number_of_generic_arguments():

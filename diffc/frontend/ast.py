@@ -20,6 +20,7 @@ class TypeRef(Node):
     args: list[Any] = field(default_factory=list)  # TypeRef, int, or str (a generic int parameter)
     dims: list[Any] = field(default_factory=list)  # array sizes (int or generic parameter name), outermost first
     pointer: int = 0  # how many `*` follow the type
+    fixed: Any = field(default=None, repr=False)  # a resolved type a generic instance put here (generics.py)
 
 
 @dataclass
@@ -109,6 +110,7 @@ class Member(Expr):
     name: str
     name_span: Span = (0, 0)
     arrow: bool = False  # `p->name` (`.` works on pointers too, as in Slang)
+    targs: list[Any] = field(default_factory=list)  # a generic method's explicit arguments: `T::make<4>()`
 
 
 @dataclass
@@ -240,8 +242,10 @@ class Func(Node):
     params: list[Param]
     body: Block | None
     name_span: Span = (0, 0)
-    generic_params: list[str] = field(default_factory=list)  # `<int N, int M>`
+    generic_params: list[str] = field(default_factory=list)  # `<int N, int M>`, `<T : IFoo>`
     mods: set[str] = field(default_factory=set)  # static, public, ...
+    type_params: dict[str, list[str]] = field(default_factory=dict)  # type parameter -> its interfaces
+    generic_defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> default (TypeRef or int Expr)
 
 
 @dataclass
@@ -260,6 +264,33 @@ class Struct(Node):
     methods: list[Func] = field(default_factory=list)
     generic_params: list[str] = field(default_factory=list)
     aliases: list[Typedef] = field(default_factory=list)  # `typealias X = T;` inside the struct
+    type_params: dict[str, list[str]] = field(default_factory=dict)  # type parameter -> its interfaces
+    generic_defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> default (TypeRef or int Expr)
+
+
+@dataclass
+class Interface(Node):
+    """`interface I : J { float f(float x); associatedtype A : IFoo; ... }` (interfaces.py)."""
+
+    name: str
+    bases: list[str]
+    methods: list[Func]  # requirements; one with a body is a default implementation
+    assoc: dict[str, list[str]] = field(default_factory=dict)  # associatedtype -> its interfaces
+    generic_params: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Extension(Node):
+    """`extension S : I { methods }`, `extension float : I { ... }`: methods and conformances
+    added to an existing type."""
+
+    target: TypeRef
+    bases: list[str]
+    methods: list[Func]
+    aliases: list[Typedef] = field(default_factory=list)
+    generic_params: list[str] = field(default_factory=list)
+    type_params: dict[str, list[str]] = field(default_factory=dict)
+    statics: list[Field] = field(default_factory=list)  # `static const` fields
 
 
 @dataclass

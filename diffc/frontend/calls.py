@@ -33,13 +33,19 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     callee = e.callee
     if isinstance(callee, A.Name) and c.lookup(callee.id) is None:
         owner = c.func.owner if c.func is not None else None
-        if owner is not None and callee.id in owner.methods:  # a sibling method: `eval(x)` is `this.eval(x)`
+        if owner is not None and callee.id in owner.method_templates:  # a generic sibling method
+            d = owner.method_templates[callee.id]
+            fi = c.funcs[c.instantiate_func(callee.id, callee, e.args, d=d, owner=owner)]  # type: ignore[arg-type]
+            _bind_method(e, fi, None if fi.is_static else A.Name("this", span=callee.span))
+            callee = e.callee
+        elif owner is not None and callee.id in owner.methods:  # a sibling method: `eval(x)` is `this.eval(x)`
             fi = c.funcs[owner.methods[callee.id]]
             this = None if fi.is_static else A.Name("this", span=callee.span)
             _bind_method(e, fi, this)
             callee = e.callee
         elif callee.id in c.func_templates:
             callee.id = c.instantiate_func(callee.id, callee, e.args)
+    _instantiate_differentiated(c, e)
     if isinstance(callee, A.Member):
         bound = _method_callee(c, e, callee)
         if bound is not None:
@@ -100,6 +106,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _wave(c, e, name)
         if name == "bit_cast":
             return _bit_cast(c, e, callee)
+        if name == "createDynamicObject":
+            return _dynamic_object(c, e, callee)
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
@@ -174,6 +182,19 @@ def _no_diff_meaningless(c: Checker, e: A.Call, name: str, differentiable: bool)
         e.no_diff_written = True  # type: ignore[attr-defined]  # the IDifferentiablePtrType twin choice reads it
 
 
+def _instantiate_differentiated(c: Checker, e: A.Call) -> None:
+    """`bwd_diff(f)(dpx, dpy, dOut)` with f generic: f's instance is inferred from the
+    arguments of its derivative (a DifferentialPair<X> argument for a parameter T gives T = X)."""
+    inner = e.callee
+    while isinstance(inner, A.Call) and isinstance(inner.callee, A.Name) and inner.callee.id in DERIV \
+            and len(inner.args) == 1:
+        inner = inner.args[0]
+    if inner is e.callee or not isinstance(inner, A.Name) or c.lookup(inner.id) is not None:
+        return
+    if inner.id in c.func_templates and inner.id not in c.funcs:
+        inner.id = c.instantiate_func(inner.id, inner, e.args, through_pairs=True)
+
+
 def _bind_method(e: A.Call, fi, this: A.Expr | None) -> None:
     """Rewrites a method call into a call of the method's function, `this` first."""
     e.callee = A.Name(fi.name, span=e.callee.span)
@@ -192,9 +213,14 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         if const is not None:
             return const
         st = c.resolve(callee.base.type)
-        if not (isinstance(st, T.Struct) and callee.name in st.methods):
+        if callee.name == "getPi" and T.is_float_scalar(st):  # IFloat's `T.getPi()`
+            _count(e, f"{st}.getPi", 0)
+            e.kind, e.target = "getPi", st
+            return st
+        fname = _method_function(c, e, callee, st)
+        if fname is None:
             raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
-        fi = c.funcs[st.methods[callee.name]]
+        fi = c.funcs[fname]
         if not fi.is_static:
             raise err(TYPE_MISMATCH, f"'{callee.name}' is not static: call it on a value", callee.name_span)
         _bind_method(e, fi, None)
@@ -204,8 +230,9 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
             isinstance(callee.base, A.Index) and isinstance(callee.base.base.ty, T.Buffer) and callee.base.base.ty.atomic):
         return _atomic_method(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
-    if isinstance(st, T.Struct) and callee.name in st.methods:
-        fi = c.funcs[st.methods[callee.name]]
+    fname = _method_function(c, e, callee, st)
+    if fname is not None:
+        fi = c.funcs[fname]
         this = None
         if not fi.is_static:
             this = callee.base
@@ -217,6 +244,18 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
     if isinstance(bt, T.Struct | T.Pointer):
         raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
     return None
+
+
+def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str | None:
+    """The function of method `callee.name` of struct st, or None: for a generic method
+    (`obj.m<float>(x)`, `S::make<4>()`), the instance the call needs (named `S_m_float`)."""
+    if not isinstance(st, T.Struct):
+        return None
+    if callee.name in st.method_templates:
+        d = st.method_templates[callee.name]
+        named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
+        return c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
+    return st.methods.get(callee.name)
 
 
 def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Type:
@@ -272,6 +311,21 @@ def _bit_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
     e.kind = "bitcast"
     e.target = dst
     return dst
+
+
+def _dynamic_object(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
+    """`createDynamicObject<I>(id, data)`: a value of interface I's union (dynamic.py) whose tag is
+    id; each implementation laid out as data's leaves holds data, the others zeros (the bits of an
+    'any value' reinterpreted, as far as the leaves match)."""
+    _count(e, "createDynamicObject", 2)
+    if len(callee.targs) != 1 or not isinstance(callee.targs[0], A.TypeRef) or \
+            not c.ifaces.is_interface(callee.targs[0].name):
+        raise err(ARG_COUNT, "createDynamicObject needs an interface: createDynamicObject<I>(id, data)", callee)
+    dyn = c.resolve(callee.targs[0])
+    c.expect_type(e.args[0], T.INT)
+    c.expr(e.args[1])
+    e.kind, e.target = "dynamic_object", dyn
+    return dyn
 
 
 def _bits(t: T.Scalar) -> int:

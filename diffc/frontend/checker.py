@@ -15,8 +15,9 @@ from diffc.frontend.errors import (
     ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     REDEFINED, UNSUPPORTED, FrontendError,
 )
-from diffc.frontend.generics import infer, instance_name, substitute
+from diffc.frontend.generics import const_int, infer, instance_name, substitute
 from diffc.frontend.inits import INIT, as_constructor_call
+from diffc.frontend.interfaces import Interfaces, mark_nondiff_generic_values
 from diffc.frontend.parser import SCALAR_ALIASES
 
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
@@ -52,7 +53,12 @@ class FuncInfo:
 
     @property
     def differentiable(self) -> bool:
-        return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom)
+        return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom) or self.zero_derivative
+
+    @property
+    def zero_derivative(self) -> bool:
+        """`[TreatAsDifferentiable]`: differentiable, with derivative zero (its inputs are detached)."""
+        return "TreatAsDifferentiable" in self.attrs
 
     @property
     def body_differentiated(self) -> bool:
@@ -128,6 +134,8 @@ class Checker:
         self.warnings: list[tuple[tuple[int, int], str]] = []  # (span, message), in source order
         self.enums: dict[str, dict[str, Local]] = {}  # enum name -> its cases (constants)
         self.overloads: dict[str, list[str]] = {}  # first overload's symbol -> every overload's (overloads.py)
+        self.ifaces = Interfaces(self)
+        self.extensions: dict[str, list[A.Extension]] = {}  # struct name -> its `extension` blocks
 
     def warn(self, node: A.Node, message: str) -> None:
         if (node.span, message) not in self.warnings:  # a generic body is checked once per instance
@@ -140,19 +148,34 @@ class Checker:
         else:
             ty = self._resolve_base(t)
         for n in reversed(t.dims):
-            size = n if isinstance(n, int) else self.const_int(n)
+            if isinstance(n, A.Expr):
+                v = const_int(n)
+                if v is None or v < 0:
+                    raise err(UNDEFINED, "array size is not a non-negative compile-time int", n)
+                n = v
+            size = n if isinstance(n, int) else self.static_const_int(n)
             if size is None:
                 raise err(UNDEFINED, f"array size '{n}' is not a compile-time int", t)
             ty = T.Array(ty, size)
         return ty
 
-    def const_int(self, name: str) -> int | None:
+    def static_const_int(self, name: str) -> int | None:
         """The value of a `static const` int global written as a literal (an array size)."""
         loc = self.scopes[0].get(name) if isinstance(name, str) else None
         v = loc.value if loc is not None else None
         if isinstance(v, A.Num) and not v.is_float and isinstance(loc.ty, T.Scalar) and loc.ty.kind in ("int", "uint"):
             return int(v.value)
         return None
+
+    def member_type(self, base: T.Type, m: str, t: A.TypeRef) -> T.Type:
+        """`X.Differential`, or `X.A` for a typealias (an associated type) of struct X."""
+        if m == "Differential":
+            if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)):
+                raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
+            return T.differential(base)
+        if isinstance(base, T.Struct) and m in base.aliases:
+            return base.aliases[m]
+        raise err(UNDEFINED, f"type {base} has no member type '{m}'", t)
 
     def _type_arg(self, t: A.TypeRef, arg) -> T.Type:
         """A type argument of `t` (the parser keeps names it does not know as types as str, and
@@ -164,6 +187,9 @@ class Checker:
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:
             raise err(UNSUPPORTED, "pointers to pointers are not supported", t)
+        if self.ifaces.is_interface(t.name):
+            raise err(UNSUPPORTED, f"a pointer to interface '{t.name}' (dynamic dispatch through memory) is not "
+                      "supported", t)
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
         else:
@@ -174,17 +200,24 @@ class Checker:
         return p
 
     def _resolve_base(self, t: A.TypeRef) -> T.Type:
+        if t.fixed is not None:  # a generic instance's type parameter (generics.py), maybe `T.Differential`
+            ty = t.fixed
+            for m in t.name.split(".")[1:]:
+                ty = self.member_type(ty, m, t)
+            return ty
         n = SCALAR_ALIASES.get(t.name, t.name)
         for scope in reversed(self.alias_scopes):
             if n in scope:
                 return scope[n]
+        if "." in n:
+            head, m = n.rsplit(".", 1)
+            return self.member_type(self._resolve_base(A.TypeRef(head, t.args, span=t.span)), m, t)
         if n in self.struct_templates:
             return self.instantiate_struct(n, t)
-        if n.endswith(".Differential"):
-            base = self._resolve_base(A.TypeRef(n[: -len(".Differential")], t.args, span=t.span))
-            if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)):
-                raise err(TYPE_MISMATCH, f"type {base} is not differentiable", t)
-            return T.differential(base)
+        if self.ifaces.is_interface(n):  # a value whose implementation is chosen at run time
+            from diffc.frontend.dynamic import union_of
+
+            return union_of(self, n, t)
         if n == "void":
             return T.VOID
         if n in T.RANK:
@@ -200,6 +233,11 @@ class Checker:
             if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:
                 raise err(TYPE_MISMATCH, "vector<T, N> needs a scalar type T and a constant N from 1 to 4", t)
             return T.Vector(e, t.args[1])
+        if n == "Array" and len(t.args) == 2:  # `Array<T, N>` is `T[N]`
+            e = self._type_arg(t, t.args[0])
+            if not isinstance(t.args[1], int) or t.args[1] < 0:
+                raise err(UNDEFINED, f"the size of {t.name}<...> must be a compile-time int, got '{t.args[1]}'", t)
+            return T.Array(e, t.args[1])
         if n == "DifferentialPair" and len(t.args) == 1:
             inner = self._type_arg(t, t.args[0])
             if not T.is_differentiable(inner):
@@ -242,9 +280,21 @@ class Checker:
     def check_program(self, prog: A.Program) -> None:
         top: list[FuncInfo] = []
         for d in prog.decls:
-            if isinstance(d, A.Struct):
-                if d.name in self.structs or d.name in self.struct_templates:
-                    raise err(REDEFINED, f"a second struct named '{d.name}'", d)
+            if isinstance(d, A.Extension):
+                blanket = d.target.name in d.type_params  # `extension<T : IFoo> T`: every conforming struct
+                self.extensions.setdefault("" if blanket else d.target.name, []).append(d)
+            if isinstance(d, A.Interface):
+                self.ifaces.declare(d)
+        self.ifaces.check_bases()
+        for d in prog.decls:
+            if isinstance(d, A.Extension):
+                structs = {x.name for x in prog.decls if isinstance(x, A.Struct)}
+                if d.target.name not in d.type_params and d.target.name not in structs:
+                    raise err(UNSUPPORTED, f"an extension of '{d.target.name}' is not supported (only of "
+                              "structs declared in this file)", d.target)
+            elif isinstance(d, A.Struct):
+                if d.name in self.structs or d.name in self.struct_templates or d.name in self.ifaces.decls:
+                    raise err(REDEFINED, f"a second struct (or interface) named '{d.name}'", d)
                 if d.generic_params:
                     self.struct_templates[d.name] = d
                 else:
@@ -267,6 +317,7 @@ class Checker:
                 if d.init is not None:
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
+                self.ifaces.implicit_generics(d)
                 if d.generic_params:
                     if d.name in self.funcs or d.name in self.func_templates:
                         raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
@@ -425,11 +476,19 @@ class Checker:
     def restore(self, saved) -> None:
         self.scopes, self.func, self.alias_scopes = saved
 
-    def declare_struct(self, d: A.Struct, name: str, template=None) -> T.Struct:
-        s = T.Struct(name, differentiable="IDifferentiable" in d.bases, template=template)
+    def declare_struct(self, d: A.Struct, name: str, template=None, dynamic_of: str | None = None) -> T.Struct:
+        from diffc.frontend.extensions import apply_extensions
+
+        d = apply_extensions(self, d, template)
+        self.ifaces.complete_struct(d)
+        s = T.Struct(name, differentiable=self.ifaces.makes_differentiable(d.bases), template=template,
+                     conformances=list(d.bases), dynamic_of=dynamic_of)
+        if dynamic_of is None:
+            self.ifaces.check_not_frozen(d, name)
         self.structs[name] = s
         saved = self.outside_functions()
         self.alias_scopes.append(s.aliases)
+        s.aliases["This"] = s
         for a in d.aliases:
             s.aliases[a.name] = self.resolve(a.type)
         if "IDifferentiablePtrType" in d.bases:
@@ -456,10 +515,16 @@ class Checker:
         if s.diff_struct is not None:
             s.aliases.setdefault("Differential", s.diff_struct)  # `Differential` in its methods
         for m in d.methods:
+            self.ifaces.implicit_generics(m)
+            if m.name in s.method_templates or m.generic_params and m.name in s.methods:
+                raise err(UNSUPPORTED, f"overloading generic method '{m.name}' of {name} is not supported",
+                          m.name_span)
             if m.generic_params:
-                raise err(UNSUPPORTED, "generic methods are not supported", m.name_span)
-            s.methods.setdefault(m.name, f"{name}_{m.name}")
-        infos = [f for m in d.methods if (f := self.declare_func(m, s, s.methods[m.name])) is not None]
+                s.method_templates[m.name] = m
+            else:
+                s.methods.setdefault(m.name, f"{name}_{m.name}")
+        infos = [f for m in d.methods
+                 if not m.generic_params and (f := self.declare_func(m, s, s.methods[m.name])) is not None]
         for f in infos:
             self.link_derivatives(f, s)
         self.restore(saved)
@@ -481,50 +546,125 @@ class Checker:
                       f"IDifferentiablePtrType struct that is its own Differential, got {dt}", alias)
         return dt
 
+    def generic_arg(self, name: str, a, where: A.Node):
+        """One explicit generic argument: an int, or a type (a TypeRef the parser made)."""
+        if isinstance(a, int):
+            return a
+        if isinstance(a, A.TypeRef):
+            return self.resolve(a)
+        raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int or a type", where)
+
+    def bind_generics(self, name: str, d: A.Func | A.Struct, env: dict, where: A.Node) -> tuple:
+        """Checks an instance's arguments against the parameters' kinds and interfaces; the values
+        in parameter order."""
+        for p in d.generic_params:
+            v = env[p]
+            if p in d.type_params:
+                if isinstance(v, int):
+                    raise err(TYPE_MISMATCH, f"generic parameter '{p}' of '{name}' is a type, got {v}", where)
+                self.ifaces.check_constraints(v, p, d.type_params[p], where)
+            elif not isinstance(v, int):
+                raise err(UNDEFINED, f"generic argument {v} of '{name}' is not a compile-time int", where)
+        return tuple(env[p] for p in d.generic_params)
+
+    def generic_defaults(self, d: A.Func | A.Struct, env: dict) -> None:
+        """Binds (in place) the parameters `env` lacks that have a default value (`int M = N - 1`,
+        `T = float`), in order, each default seeing the parameters before it."""
+        for p in d.generic_params:
+            if p in env or p not in d.generic_defaults:
+                continue
+            dv = substitute(d.generic_defaults[p], env)
+            if isinstance(dv, A.TypeRef):
+                env[p] = self.resolve(dv)
+            else:
+                v = const_int(dv)
+                if v is None:
+                    raise err(UNDEFINED, f"the default of generic parameter '{p}' is not a compile-time int", dv)
+                env[p] = v
+
     def instantiate_struct(self, name: str, t: A.TypeRef) -> T.Struct:
         d = self.struct_templates[name]
-        if len(t.args) != len(d.generic_params):
+        required = len([p for p in d.generic_params if p not in d.generic_defaults])
+        if not required <= len(t.args) <= len(d.generic_params):
             raise err(ARG_COUNT, f"'{name}' takes {len(d.generic_params)} generic arguments, got {len(t.args)}", t)
-        for a in t.args:
-            if not isinstance(a, int):
-                raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int", t)
-        values = tuple(t.args)
+        env = {p: self.generic_arg(name, a, t) for p, a in zip(d.generic_params, t.args)}
+        self.generic_defaults(d, env)
+        values = self.bind_generics(name, d, env, t)
         iname = instance_name(name, values)
         if iname not in self.structs:
-            inst = substitute(d, dict(zip(d.generic_params, values)))
-            inst.generic_params = []
+            inst = substitute(d, env)
+            inst.generic_params, inst.type_params = [], {}
+            mark_nondiff_generic_values(inst, d, self.ifaces)
             self.declare_struct(inst, iname, (name, values))
         return self.structs[iname]
 
-    def instantiate_func(self, name: str, callee: A.Name, args: list[A.Expr]) -> str:
-        """The instance of generic function `name` a call needs: explicit arguments first, the rest
-        inferred from the argument types."""
-        d = self.func_templates[name]
+    def instantiate_func(self, name: str, callee: A.Name, args: list[A.Expr], through_pairs: bool = False,
+                         d: A.Func | None = None, owner: T.Struct | None = None, env: dict | None = None) -> str:
+        """The instance of generic function `name` (or of generic method `d` of `owner`) a call
+        needs: explicit arguments first, the rest inferred from the argument types (with
+        `through_pairs`, the arguments of its fwd_diff/bwd_diff: a DifferentialPair<X> argument
+        gives X)."""
+        d = d or self.func_templates[name]
         params = d.generic_params
         if len(callee.targs) > len(params):
             raise err(ARG_COUNT, f"'{name}' takes {len(params)} generic arguments, got {len(callee.targs)}", callee)
-        env: dict[str, int] = {}
-        for p, a in zip(params, callee.targs):
-            if not isinstance(a, int):
-                raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int", callee)
-            env[p] = a
+        env = dict(env or {})
+        env.update({p: self.generic_arg(name, a, callee) for p, a in zip(params, callee.targs)})
         for pd, a in zip(d.params, args):
-            if not isinstance(a, A.InitList):
-                infer(pd.type, self.expr(a), params, env)
+            if not isinstance(a, A.InitList) and len(env) < len(params):
+                got = self.expr(a)
+                if through_pairs and isinstance(got, T.Pair) and pd.type.name != "DifferentialPair":
+                    got = got.elem
+                infer(pd.type, got, params, env)
+        self.generic_defaults(d, env)
         missing = [p for p in params if p not in env]
         if missing:
             raise err(TYPE_MISMATCH, f"cannot infer generic parameter '{missing[0]}' of '{name}' from the "
                       f"arguments: give it explicitly ({name}<...>(...))", callee)
-        values = tuple(env[p] for p in params)
-        iname = instance_name(name, values)
+        values = self.bind_generics(name, d, env, callee)
+        base = f"{owner.sname}_{d.name}" if owner is not None else name
+        iname = instance_name(base, values)
         if iname not in self.funcs:
             inst = substitute(d, env)
-            inst.generic_params, inst.name = [], iname
+            inst.generic_params, inst.type_params, inst.name = [], {}, iname
+            mark_nondiff_generic_values(inst, d, self.ifaces)
+            self.instantiate_derivatives(inst, d, env)
             saved = self.outside_functions()
-            f = self.add_func(self.func_info(inst))
-            self.link_derivatives(f, None)
+            if owner is not None:
+                self.alias_scopes.append(owner.aliases)
+            f = self.add_func(self.func_info(inst, owner, iname))
+            self.link_derivatives(f, owner)
             self.restore(saved)
+            if owner is None:
+                self.instantiate_derivative_of(name, env)
         return iname
+
+    def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict) -> None:
+        """`[BackwardDerivative(g)]` on a generic f names generic g too: f's instance names g's
+        instance for the same arguments (g's parameters bound by name, else by position)."""
+        for a in inst.attrs:
+            if not (a.name.endswith("Derivative") or a.name.endswith("DerivativeOf")) or len(a.args) != 1:
+                continue
+            g = a.args[0]
+            if not (isinstance(g, A.Name) and g.id in self.func_templates):
+                continue
+            gd = self.func_templates[g.id]
+            by_pos = dict(zip(d.generic_params, gd.generic_params))
+            genv = {by_pos.get(p, p): v for p, v in env.items()}
+            if set(gd.generic_params) <= set(genv):
+                g.id = self.instantiate_func(g.id, A.Name(g.id, span=g.span), [], env=genv)
+
+    def instantiate_derivative_of(self, name: str, env: dict) -> None:
+        """A generic g marked `[BackwardDerivativeOf(f)]` (f generic): f's new instance gets g's
+        instance for the same arguments (which then links itself to f's instance)."""
+        for gname, gd in list(self.func_templates.items()):
+            for a in gd.attrs:
+                if a.name.endswith("DerivativeOf") and len(a.args) == 1 and isinstance(a.args[0], A.Name) \
+                        and a.args[0].id == name:
+                    by_pos = dict(zip(self.func_templates[name].generic_params, gd.generic_params))
+                    genv = {by_pos.get(p, p): v for p, v in env.items()}
+                    if set(gd.generic_params) <= set(genv):
+                        self.instantiate_func(gname, A.Name(gname, span=a.span), [], env=genv)
 
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:
@@ -537,7 +677,12 @@ class Checker:
             for x in s.decls:
                 self.stmt(x)
         elif isinstance(s, A.VarDecl):
-            if s.type is not None:
+            if s.type is not None and s.init is not None and self.ifaces.is_interface(s.type.name) and \
+                    not s.type.dims and not self.reassigned(s.name):
+                s.init = self.ifaces.view(s.type.name, s.init)
+                ty = self.expr(s.init)  # `IFoo x = A(...);`: x is an A, statically
+                self.ifaces.check_constraints(ty, s.name, [s.type.name], s.init)
+            elif s.type is not None:
                 ty = self.resolve(s.type)
                 if s.init is not None:
                     self.expect_type(s.init, ty)
@@ -599,6 +744,24 @@ class Checker:
             pass
         else:
             raise err(UNSUPPORTED, f"unsupported statement {type(s).__name__}", s)
+
+    def reassigned(self, name: str) -> bool:
+        """Whether the function being checked assigns to a variable called `name` (an interface-typed
+        local that is only initialized keeps its initializer's type, statically)."""
+        body = self.func.decl.body if self.func is not None and self.func.decl is not None else None
+        for n in A.walk(body):
+            if isinstance(n, A.Assign | A.IncDec):
+                t = n.target
+                while isinstance(t, A.Member | A.Index):
+                    t = t.base
+                if isinstance(t, A.Name) and t.id == name:
+                    return True
+            if isinstance(n, A.Call) and isinstance(n.callee, A.Name):  # an out or inout argument
+                d = self.funcs[n.callee.id].decl if n.callee.id in self.funcs else self.func_templates.get(n.callee.id)
+                for a, p in zip(n.args, d.params if d is not None else []):
+                    if isinstance(a, A.Name) and a.id == name and p.mods & {"out", "inout"}:
+                        return True
+        return False
 
     def loop_bound(self, s: A.For | A.While) -> None:
         if self.func is None or not self.func.backward:
@@ -689,6 +852,9 @@ class Checker:
                     from diffc.frontend.overloads import check_unresolved
 
                     check_unresolved(self, e)
+                return T.FuncRef(e.id)
+            if e.id in self.func_templates and e.targs:  # `fwd_diff(f<float>)`
+                e.id = self.instantiate_func(e.id, e, [])
                 return T.FuncRef(e.id)
             from diffc.frontend.builtins import BUILTINS
 
@@ -809,8 +975,8 @@ class Checker:
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
-            if isinstance(inner.ty, T.Buffer):  # a buffer is a handle: its elements are memory
-                return t
+            if isinstance(inner.ty, T.Buffer) and isinstance(base, A.Index):
+                return t  # a buffer element is memory, whatever holds the buffer (a struct's field: `this`)
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer
                 if inner.ty.by_value:
                     raise err(UNSUPPORTED, f"cannot write through {inner.ty}: a pointer to a struct that holds "

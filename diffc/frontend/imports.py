@@ -72,6 +72,7 @@ class Loader:
         self.loaded: set[str] = set()  # real paths of files read (or being read)
         self.type_names: set[str] = set()
         self.generic_structs: set[str] = set()
+        self.interfaces: set[str] = set()
 
     def parse(self, text: str, filename: str) -> A.Program:
         """The program of `filename`, its imports spliced in."""
@@ -80,7 +81,10 @@ class Loader:
         pre = preprocess(text, filename, self.defines, self.include_dirs)  # each file on its own
         base = self.sources.add(pre)
         p = Parser(pre.text, filename, base=base)
-        p.type_names, p.generic_structs = self.type_names, self.generic_structs
+        # names every file shares: types, generic structs, interfaces (a later file sees an earlier one's)
+        self.type_names |= p.type_names
+        self.interfaces |= p.interfaces
+        p.type_names, p.generic_structs, p.interfaces = self.type_names, self.generic_structs, self.interfaces
         p.loader = self
         return p.parse_program()
 

@@ -226,6 +226,8 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 arg.name_hint = name  # parameter names survive into the IR, the C and the Python API
                 names.append(name)
             args = args[n:]
+            if f.zero_derivative:  # [TreatAsDifferentiable]: nothing that flows in carries a derivative
+                vals = [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in vals]
             self.bindings[id(loc)] = Binding(p.ty, list(vals))
         if "diffc.shader" in op.attributes:
             self.keep_entry_param_names(op, names)

@@ -47,6 +47,16 @@ class CallLowering:
             return self.const(e.target, e.ty)
         if k == "dzero":
             return self.const(0, e.target)
+        if k == "dynamic_object":  # createDynamicObject<I>(id, data)
+            (tag,) = self.lower_as(e.args[0], T.INT)
+            data = self.expr(e.args[1])
+            out = [tag]
+            for _, ft, _ in e.target.fields[1:]:
+                fits = T.leaf_types(ft) == [x.type for x in data]
+                out += data if fits else self.const(0, ft)
+            return out
+        if k == "getPi":
+            return self.const(3.141592653589793, e.target)
         if k == "dadd":
             a, b = self.lower_as(e.args[0], e.ty), self.lower_as(e.args[1], e.ty)
             return [self.v(arith.AddfOp(x, y)) for x, y in zip(a, b)]

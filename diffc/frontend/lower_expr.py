@@ -60,7 +60,12 @@ class ExprLowering:
                     or carries else x for x, carries in zip(self.const(value, t.elem), [c for _, c in T.leaves(t.elem)])]
         if isinstance(t, T.Void):
             return []
-        raise TypeError(t)
+        from diffc.frontend.checker import err
+        from diffc.frontend.errors import UNSUPPORTED
+
+        # a local without an initializer whose type holds a buffer or pointer: no value to start from
+        raise err(UNSUPPORTED, f"a value of type {t} needs an initializer (it has no default value)",
+                  self.at[-1] if self.at else (0, 0))
 
     def zero_of(self, ir) -> SSAValue:
         if isinstance(ir, diff.PairType):
@@ -73,6 +78,8 @@ class ExprLowering:
         return self.v(arith.ConstantOp(FloatAttr(0.0, ir)))
 
     def convert(self, vals: list[SSAValue], src: T.Type, dst: T.Type) -> list[SSAValue]:
+        if isinstance(dst, T.Struct) and T.union_slot(dst, src) is not None:
+            return self.into_union(vals, T.union_slot(dst, src), dst)  # type: ignore[arg-type]
         if isinstance(dst, T.Matrix) and src != dst:
             return self.matrix_convert(vals, src, dst)  # type: ignore[attr-defined]
         if src == dst or not (T.is_numeric(src) and T.is_numeric(dst)):
@@ -88,6 +95,15 @@ class ExprLowering:
         if isinstance(dst, T.Vector) and not isinstance(src, T.Vector):
             x = self.v(vector.BroadcastOp(x, VectorType(T.ir_scalar(de), [dst.n])))
         return [x]
+
+    def into_union(self, vals: list[SSAValue], slot: int, dyn: T.Struct,
+                   tag: SSAValue | None = None) -> list[SSAValue]:
+        """A value of interface union `dyn` (dynamic.py) holding `vals` in field `slot` (the tag
+        slot - 1 unless given), zeros elsewhere."""
+        out = [tag] if tag is not None else self.const(slot - 1, T.INT)
+        for i, (_, ft, _) in enumerate(dyn.fields[1:], 1):
+            out += vals if i == slot else self.const(0, ft)
+        return out
 
     def convert_elem(self, x: SSAValue, se: T.Scalar, de: T.Scalar, src: T.Type) -> SSAValue:
         out = T.ir_scalar(de) if not isinstance(src, T.Vector) else VectorType(T.ir_scalar(de), [src.n])

@@ -16,7 +16,7 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
-                 "matrix"}
+                 "matrix", "Array"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
@@ -25,8 +25,8 @@ MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"int8_t", "uint8_t", "int16_t", "uint16_t", "int64_t", "uint64_t", "Texture1D", "Texture2D",
                      "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr", "CoopVec",
-                     "Array", "Tuple", "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
-                     "ParameterBlock", "dyn", "some"}
+                     "Tuple", "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
+                     "ParameterBlock"}
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
@@ -35,8 +35,10 @@ GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBIL
 # Attributes that change what a program means and that this front end does not implement: each
 # is a located E0008 (attributes not named here, such as [ForceInline], change no result and are
 # accepted and ignored).
-REFUSED_ATTRS = {"TreatAsDifferentiable", "PrimalSubstitute", "PrimalSubstituteOf", "DerivativeMember"}
+REFUSED_ATTRS = {"PrimalSubstitute", "PrimalSubstituteOf", "DerivativeMember"}
 IMPORT_WORDS = {"import", "__include", "module", "implementing"}  # imports.py reads the files
+# the standard library's interfaces, as names (values of these types are refused: interfaces.py)
+BUILTIN_INTERFACE_NAMES = {"IDifferentiable", "IFloat", "IArithmetic", "IInteger", "IComparable"}
 KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
             "default", "no_diff", "true", "false", "let", "var", "const"}
 BINARY_PREC = [
@@ -78,7 +80,12 @@ class Parser:
                 t.start, t.end = t.start + base, t.end + base
         self.loader = None  # imports.Loader: reads the files that `import` and `__include` name
         self.i = 0
-        self.type_names: set[str] = set()
+        # interfaces may be named before their declaration (a function's parameter, a struct's base)
+        self.interfaces: set[str] = set(BUILTIN_INTERFACE_NAMES) | {
+            b.text for a, b in zip(self.toks, self.toks[1:]) if a.text == "interface" and b.kind == "ident"}
+        self.type_names: set[str] = {"This"}
+        self.scoped_type_names: list[str] = []  # type parameters of the declarations being parsed
+        self.generic_defaults: dict[str, A.Node] = {}  # default values of the generic parameters just parsed
         self.generic_structs: set[str] = set()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
@@ -149,15 +156,23 @@ class Parser:
         return (start, self.toks[self.i - 1].end)
 
     def is_type_name(self, name: str) -> bool:
-        return (is_builtin_type_name(name) or name in self.type_names or name in MATRIX_LAYOUTS
-                or name in UNSUPPORTED_TYPES)  # the last ones: so that type_ref names them
+        return (is_builtin_type_name(name) or name in self.type_names or name in self.interfaces
+                or name in MATRIX_LAYOUTS or name in UNSUPPORTED_TYPES)  # the last ones: so that type_ref names them
+
+    def is_member_type(self, t: Token) -> bool:
+        """`T.Differential`, `T.A` (an associated type or a struct's typealias), not `T.dzero()`."""
+        if t.kind != "ident" or self.peek(2).text == "(":
+            return False
+        return t.text == "Differential" or t.text in self.type_names
 
     # ---- top level ----
     def parse_program(self) -> A.Program:
         decls: list[A.Node] = []
         while self.tok.kind != "eof":
+            mark = len(self.scoped_type_names)
             d = self.top_decl()
             decls.extend(d.decls if isinstance(d, A.Program) else [d])  # an import: its file's declarations
+            self.end_generic(mark)
         return A.Program(decls, span=(0, len(self.text)))
 
     def attributes(self) -> list[A.Attr]:
@@ -184,12 +199,21 @@ class Parser:
         if self.accept(";"):
             return self.top_decl() if self.tok.kind != "eof" else A.Program([], span=(start, start))
         attrs = self.attributes()
+        while self.tok.kind == "ident" and self.tok.text in VISIBILITY and self.peek().text in (
+                "struct", "interface", "extension", "__generic"):
+            self.i += 1
         if self.at("struct"):
             return self.struct()
         if self.starts_import():
             return self.import_decl(start)
         if self.at(FUNC_EXTENSION):
             return parse_func_extension(self, attrs, start)
+        if self.at("interface"):
+            return self.interface()
+        if self.at("extension"):
+            return self.extension()
+        if self.at("__generic"):
+            return self.generic_prefixed(attrs, set(), start)
         if self.accept("typedef"):
             t = self.type_ref()
             name = self.ident("a type name")
@@ -212,6 +236,7 @@ class Parser:
             return self.struct()
         if self.at("enum"):
             return self.enum(start)
+        self.prescan_generics()
         t = self.array_dims(self.type_ref(), type_position=True)
         self.refuse_operator()
         name = self.ident("a name")
@@ -273,33 +298,136 @@ class Parser:
         self.accept(";")
         return A.Enum(name.text, cases, base, scoped, span=self.span_from(start))
 
-    def generic_params(self) -> list[str]:
-        """`<int N, int M>` after a struct or function name: int value parameters only."""
-        names = []
-        if self.accept("<"):
-            while True:
+    def generic_params(self) -> tuple[list[str], dict[str, list[str]]]:
+        """`<int N, let M : int, T, U : IFoo & IBar>` after a struct or function name (or in
+        `__generic<...>`): the parameter names in order and, for each type parameter, the
+        interfaces it must conform to. Type parameters become type names until `end_generic`."""
+        names: list[str] = []
+        type_params: dict[str, list[str]] = {}
+        if not self.accept("<"):
+            return names, type_params
+        while True:
+            t = self.ident("a generic parameter")
+            if t.text == "each":
+                raise FrontendError(UNSUPPORTED, "variadic generic parameters ('each') are not supported",
+                                    t.start, t.end)
+            if t.text in ("int", "uint"):
+                names.append(self.ident("a generic parameter name").text)
+            elif t.text == "let":
+                names.append(self.ident("a generic parameter name").text)
+                self.expect(":")
                 kind = self.ident("'int'")
                 if kind.text not in ("int", "uint"):
-                    raise FrontendError(UNSUPPORTED, "only 'int' generic value parameters are supported",
-                                        kind.start, kind.end)
-                names.append(self.ident("a generic parameter name").text)
-                if not self.accept(","):
-                    break
-            self.expect(">")
-        return names
+                    raise FrontendError(UNSUPPORTED, f"generic value parameters of type '{kind.text}' are not "
+                                        "supported (only int)", kind.start, kind.end)
+            else:
+                if t.text == "typename":
+                    t = self.ident("a generic parameter name")
+                names.append(t.text)
+                type_params[t.text] = self.conformances() if self.accept(":") else []
+                self.scoped_type_names.append(t.text)
+                self.type_names.add(t.text)
+            if self.accept("="):  # `int M = N - 1`, `T = float`: used when an instance does not give it
+                p = names[-1]
+                self.generic_defaults[p] = self.array_dims(self.type_ref()) if p in type_params else self.binary(8)
+            if not self.accept(","):
+                break
+        self.expect(">")
+        return names, type_params
 
-    def struct(self) -> A.Struct:
+    def prescan_generics(self) -> None:
+        """`T f<T>(T x)`: the result type names a type parameter declared after it. When a
+        function's generic parameters follow its name, they are type names from its result type on
+        (the caller ends them with the declaration)."""
+        k = 0
+        while self.peek(k).kind == "ident" and self.peek(k + 1).text == ".":
+            k += 2
+        if self.peek(k).kind != "ident":
+            return
+        k += 1
+        if self.peek(k).text == "<":  # `vector<T, N> f<T>(...)`: skip the result's own arguments
+            depth = 0
+            while self.peek(k).kind != "eof":
+                depth += {"<": 1, ">": -1, ">>": -2}.get(self.peek(k).text, 0)
+                k += 1
+                if depth <= 0:
+                    break
+        while self.peek(k).text in ("[", "*"):
+            while self.peek(k).text not in ("]", "*") and self.peek(k).kind != "eof":
+                k += 1
+            k += 1
+        if self.peek(k).kind == "ident" and self.peek(k + 1).text == "<":
+            save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it after
+            self.i += k + 1
+            try:
+                self.generic_params()
+            except FrontendError:
+                pass
+            self.i, self.toks = save, toks
+
+    def conformances(self) -> list[str]:
+        """`IFoo`, `IFoo & IBar`, `IModel<float[2]>` (the arguments of a generic interface are
+        not kept): interface names."""
+        out = [self.ident("an interface name").text]
+        if self.at("<"):
+            self.generic_args()
+        while self.accept("&"):
+            out.append(self.ident("an interface name").text)
+            if self.at("<"):
+                self.generic_args()
+        return out
+
+    def bases(self) -> list[str]:
+        """`: IFoo, IDifferentiable` after a struct, interface or extension name."""
+        out: list[str] = []
+        if self.accept(":"):
+            out += self.conformances()
+            while self.accept(","):
+                out += self.conformances()
+        return out
+
+    def where_clauses(self, type_params: dict[str, list[str]]) -> None:
+        """`where T : IFoo` (several, each after its own `where`, or joined by `,`)."""
+        while self.at("where"):
+            self.i += 1
+            while True:
+                if self.peek().text in (".", "=="):  # `where T.Differential == T`: assumed, not checked
+                    self.type_ref()
+                    self.expect("==")
+                    self.type_ref()
+                    if not self.accept(","):
+                        break
+                    continue
+                name = self.ident("a generic parameter name")
+                if name.text not in type_params:
+                    raise FrontendError(UNDEFINED, f"'{name.text}' in 'where' is not a generic type parameter",
+                                        name.start, name.end)
+                self.expect(":")
+                type_params[name.text] += self.conformances()
+                if not (self.at(",") and self.peek().kind == "ident" and self.peek(2).text == ":"):
+                    break
+                self.i += 1
+
+    def end_generic(self, mark: int) -> None:
+        """Type parameters declared since `mark` stop being type names (their declaration ended)."""
+        while len(self.scoped_type_names) > mark:
+            name = self.scoped_type_names.pop()
+            if name not in self.scoped_type_names:
+                self.type_names.discard(name)
+
+    def struct(self, prefix: tuple[list[str], dict[str, list[str]]] | None = None) -> A.Struct:
+        """A struct; `prefix`: the parameters of a `__generic<...>` before it."""
+        mark = len(self.scoped_type_names) - len(prefix[1] if prefix else {})
         start = self.expect("struct").start
         name = self.ident("a struct name")
         self.type_names.add(name.text)
-        gparams = self.generic_params()
+        gparams, type_params = self.generic_params()
+        if prefix:
+            gparams, type_params = prefix[0] + gparams, {**prefix[1], **type_params}
         if gparams:
             self.generic_structs.add(name.text)
-        bases = []
-        if self.accept(":"):
-            bases.append(self.ident("an interface name").text)
-            while self.accept(","):
-                bases.append(self.ident("an interface name").text)
+        bases = self.bases()
+        self.where_clauses(type_params)
         if "IDifferentiable" in bases:
             self.type_names.add("Differential")  # inside, `Differential` is the struct's (checker)
         self.expect("{")
@@ -310,6 +438,8 @@ class Parser:
             fstart = self.tok.start
             if self.tok.kind == "eof":
                 self.error("expected '}'")
+            if self.accept(";"):
+                continue
             attrs = self.attributes()
             mods = set()
             while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
@@ -336,6 +466,13 @@ class Parser:
                 ctor = self.function(attrs, mods, A.TypeRef(name.text), self.ident(), fstart)
                 methods.append(constructor_method(ctor, name.text, gparams))
                 continue
+            if self.at("__generic"):
+                methods.append(self.generic_prefixed(attrs, mods, fstart))
+                continue
+            self.prescan_generics()
+            if self.at("struct") or self.at("interface") or self.at("extension"):
+                raise FrontendError(UNSUPPORTED, f"a nested '{self.tok.text}' declaration is not supported",
+                                    self.tok.start, self.tok.end)
             t = self.array_dims(self.type_ref(), type_position=True)
             self.refuse_operator()
             fname = self.ident("a field name")
@@ -352,12 +489,19 @@ class Parser:
                 fname = self.ident("a field name")
             self.expect(";")
         self.accept(";")
-        return A.Struct(name.text, bases, fields, methods, gparams, aliases, span=self.span_from(start))
+        self.end_generic(mark)
+        return A.Struct(name.text, bases, fields, methods, gparams, aliases, type_params, self.defaults_of(gparams),
+                        span=self.span_from(start))
 
-    def function(self, attrs, ret_mods, ret, name: Token, start: int, arrow_result: bool = False) -> A.Func:
-        """From the generic parameters on; `arrow_result`: the result type may follow as `-> T`."""
+    def function(self, attrs, ret_mods, ret, name: Token, start: int, arrow_result: bool = False,
+                 prefix: tuple[list[str], dict[str, list[str]]] | None = None) -> A.Func:
+        """From the generic parameters on; `arrow_result`: the result type may follow as `-> T`;
+        `prefix`: the generic parameters of a `__generic<...>` before the declaration."""
         refuse_attrs(attrs)
-        gparams = self.generic_params()
+        mark = len(self.scoped_type_names) - len(prefix[1] if prefix else {})
+        gparams, type_params = self.generic_params()
+        if prefix:
+            gparams, type_params = prefix[0] + gparams, {**prefix[1], **type_params}
         self.expect("(")
         params: list[A.Param] = []
         if not self.at(")"):
@@ -383,10 +527,100 @@ class Parser:
             ret = self.array_dims(self.type_ref(), type_position=True)
         if self.accept(":"):
             self.ident("a semantic")
+        self.where_clauses(type_params)
         body = None if self.accept(";") else self.block()
+        self.end_generic(mark)
         return A.Func(attrs, ret_mods, ret, name.text, params, body,
                       span=self.span_from(start), name_span=(name.start, name.end),
-                      generic_params=gparams, mods=set(ret_mods))
+                      generic_params=gparams, mods=set(ret_mods), type_params=type_params,
+                      generic_defaults=self.defaults_of(gparams))
+
+    def defaults_of(self, gparams: list[str]) -> dict[str, A.Node]:
+        return {p: self.generic_defaults.pop(p) for p in gparams if p in self.generic_defaults}
+
+    def generic_prefixed(self, attrs, mods: set[str], start: int) -> A.Node:
+        """`__generic<T : IFoo> struct S ...` or `__generic<T> T f(T x) ...`: the parameters
+        belong to the declaration that follows."""
+        self.expect("__generic")
+        prefix = self.generic_params()
+        attrs = attrs + self.attributes()
+        while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"}:
+            mods = mods | {self.tok.text}
+            self.i += 1
+        if self.at("struct"):
+            return self.struct(prefix)
+        t = self.array_dims(self.type_ref())
+        name = self.ident("a name")
+        return self.function(attrs, mods, t, name, start, prefix=prefix)
+
+    def interface(self) -> A.Interface:
+        start = self.expect("interface").start
+        name = self.ident("an interface name")
+        self.interfaces.add(name.text)
+        mark = len(self.scoped_type_names)
+        gparams, _ = self.generic_params()
+        if gparams:  # `IModel<float[2]>` then parses; conformance is by the interface's name (interfaces.py)
+            self.generic_structs.add(name.text)
+        bases = self.bases()
+        self.expect("{")
+        methods: list[A.Func] = []
+        assoc: dict[str, list[str]] = {}
+        while not self.accept("}"):
+            mstart = self.tok.start
+            if self.tok.kind == "eof":
+                self.error("expected '}'")
+            if self.accept(";"):
+                continue
+            attrs = self.attributes()
+            mods = set()
+            while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
+                mods.add(self.tok.text)
+                self.i += 1
+            if self.accept("associatedtype"):
+                aname = self.ident("a type name")
+                assoc[aname.text] = self.bases()
+                self.where_clauses(assoc)
+                self.expect(";")
+                self.type_names.add(aname.text)
+                continue
+            if self.at("__generic"):
+                methods.append(self.generic_prefixed(attrs, mods, mstart))  # type: ignore[arg-type]
+                continue
+            if self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
+                raise FrontendError(UNSUPPORTED, f"'{self.tok.text}' in an interface is not supported",
+                                    self.tok.start, self.tok.end)
+            t = self.array_dims(self.type_ref())
+            mname = self.ident("a method name")
+            if not (self.at("(") or self.at("<")):
+                self.error("expected a method (interfaces hold methods and associated types)")
+            methods.append(self.function(attrs, mods, t, mname, mstart))
+        self.accept(";")
+        self.end_generic(mark)
+        return A.Interface(name.text, bases, methods, assoc, gparams, span=self.span_from(start))
+
+    def extension(self) -> A.Extension:
+        start = self.expect("extension").start
+        mark = len(self.scoped_type_names)
+        gparams, type_params = self.generic_params()
+        target = self.type_ref()
+        bases = self.bases()
+        self.where_clauses(type_params)
+        body = self.struct_body_after_brace(target.name)
+        for f in body.fields:
+            if "static" in f.mods:
+                continue
+            raise FrontendError(UNSUPPORTED, "an extension cannot add fields (only methods, typealiases and "
+                                "conformances)", f.span[0], f.span[1])
+        self.end_generic(mark)
+        return A.Extension(target, bases, body.methods, body.aliases, gparams, type_params, body.fields,
+                           span=self.span_from(start))
+
+    def struct_body_after_brace(self, name: str) -> A.Struct:
+        """An extension's `{ ... }`: parsed as a struct body (fields are refused by the checker)."""
+        save = self.toks[self.i - 1]
+        self.toks.insert(self.i, Token("ident", "struct", save.end, save.end))
+        self.toks.insert(self.i + 1, Token("ident", name, save.end, save.end))
+        return self.struct()
 
     # ---- types ----
     def type_ref(self) -> A.TypeRef:
@@ -404,9 +638,9 @@ class Parser:
         if self.at("<") and (t.text in GENERIC_TYPES or t.text in self.generic_structs):
             args = self.generic_args()
         name = t.text
-        while self.at(".") and self.peek().text == "Differential":
+        while (self.at(".") or self.at("::")) and self.is_member_type(self.peek()):
             self.i += 2
-            name += ".Differential"
+            name += "." + self.toks[self.i - 1].text
         pointer = 0
         while self.at("*") and (self.peek().kind == "ident" or self.peek().text in (")", ",", ">", "*", ">>")):
             self.i += 1
@@ -438,6 +672,10 @@ class Parser:
         while self.at("["):
             self.i += 1
             n = self.tok
+            if self.peek().text != "]" and n.kind in ("ident", "int", "punct") and n.text != "]":
+                dims.append(self.expr())  # `D - 1`: evaluated once generic parameters are substituted
+                self.expect("]")
+                continue
             if n.kind == "ident" and not self.is_type_name(n.text):
                 dims.append(n.text)  # a generic int parameter, substituted when instantiated
             elif n.kind == "int":
@@ -471,8 +709,12 @@ class Parser:
         if not self.is_type_name(t.text):  # `Foo x`: a declaration with an unknown type
             return nxt.kind == "ident" and t.text not in KEYWORDS and nxt.text not in KEYWORDS
 
-        if nxt.text == "." and self.peek(2).text == "Differential":
-            return self.peek(3).kind == "ident"
+        if nxt.text in (".", "::"):  # `T.Differential x`, `S::A x`
+            k = 1
+            while self.peek(k).text in (".", "::") and (self.peek(k + 1).text == "Differential"
+                                                or self.peek(k + 1).text in self.type_names):
+                k += 2
+            return k > 1 and self.peek(k).kind == "ident"
         if nxt.text == "[":  # `float[3] w`: sizes, then a name
             k = 1
             while self.peek(k).text == "[" and self.peek(k + 2).text == "]":
@@ -712,7 +954,7 @@ class Parser:
                 self.i += 1
                 name = self.ident("a member name")
                 e = A.Member(e, name.text, (name.start, name.end), arrow, span=self.span_from(start))
-            elif self.at("<") and isinstance(e, A.Name) and not e.targs and self._generic_call_args(e):
+            elif self.at("<") and isinstance(e, A.Name | A.Member) and not e.targs and self._generic_call_args(e):
                 pass
             elif self.accept("["):
                 idx = self.expr()
@@ -725,17 +967,19 @@ class Parser:
             else:
                 return e
 
-    def _generic_call_args(self, e: A.Name) -> bool:
+    def _generic_call_args(self, e: A.Name | A.Member) -> bool:
         """`f<4, N>(...)`, `bit_cast<uint>(x)`: explicit generic arguments when a call follows;
         otherwise `<` is a comparison and nothing is consumed."""
-        save = self.i
+        save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it on failure
         try:
             args = self.generic_args()
         except FrontendError:
-            self.i = save
+            self.i, self.toks = save, toks
             return False
-        if not self.at("("):
-            self.i = save
+        # `fwd_diff(f<float>)`: a generic function named with type arguments, not called here
+        named = (self.at(")") or self.at(",")) and all(isinstance(a, A.TypeRef) for a in args)
+        if not (self.at("(") or named):
+            self.i, self.toks = save, toks
             return False
         e.targs = args
         return True

@@ -84,10 +84,13 @@ class Struct(Type):
     methods: dict[str, str] = field(default_factory=dict)  # method name -> its function's name
     statics: dict[str, object] = field(default_factory=dict)  # `static const` field -> checker Local
     aliases: dict[str, Type] = field(default_factory=dict)  # `typealias` inside the struct
-    template: tuple[str, tuple[int, ...]] | None = None  # generic struct and arguments it instantiates
+    template: tuple[str, tuple] | None = None  # generic struct and the arguments (ints, types) it instantiates
     # `: IDifferentiablePtrType`: its `typealias Differential` (a struct that is its own Differential).
     # Such a value carries no SSA derivative; derivatives are written through the Differential's pointers.
     ptr_differential: Struct | None = None
+    conformances: list[str] = field(default_factory=list)  # the interfaces it names (interfaces.py)
+    method_templates: dict[str, object] = field(default_factory=dict)  # generic methods: name -> ast.Func
+    dynamic_of: str | None = None  # the interface whose tagged union this is (dynamic.py)
 
     def name(self) -> str:
         return self.sname
@@ -426,8 +429,18 @@ def convertible(src: Type, dst: Type) -> bool:
     if isinstance(dst, Matrix):  # a scalar fills every element; a matrix converts its elements
         return isinstance(src, Scalar) or isinstance(src, Matrix) and (src.rows, src.cols) == (dst.rows, dst.cols)
     if isinstance(src, Struct) and isinstance(dst, Struct):
-        return same_layout_differential(src, dst)
+        return same_layout_differential(src, dst) or union_slot(dst, src) is not None
     return False
+
+
+def union_slot(dyn: Struct, t: Type) -> int | None:
+    """The field of interface union `dyn` (dynamic.py) that holds a value of struct t, or None."""
+    if dyn.dynamic_of is None or t is dyn:
+        return None
+    for i, (_, ft, _) in enumerate(dyn.fields):
+        if i > 0 and ft is t:
+            return i
+    return None
 
 
 def same_layout_differential(a: Struct, b: Struct) -> bool:

@@ -1,0 +1,78 @@
+"""Dynamic dispatch over an interface, where the concrete type is chosen at run time (an
+interface-typed local assigned in branches, an interface result or field, `createDynamicObject`):
+a tagged union. A value of interface I is a struct named I whose fields are `__tag` (an int: which
+implementation) and one field per struct implementing I (in declaration order; tag k is the k-th),
+holding that implementation's value when the tag selects it and zeros otherwise. Each of I's
+methods is a method of that struct that switches on the tag and calls the implementation's method,
+so calls, derivatives (the switch is an scf.if chain over calls), fields in memory and parameters
+need nothing new. I's union is differentiable when I is (IDifferentiable among its interfaces)."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+from diffc.frontend import ast as A
+from diffc.frontend import types as T
+from diffc.frontend.errors import UNSUPPORTED
+
+if TYPE_CHECKING:
+    from diffc.frontend.checker import Checker
+
+TAG = "__tag"
+DISPATCH_ATTRS = {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable", "mutating"}
+
+
+def union_of(c: Checker, name: str, where) -> T.Struct:
+    """Interface `name`'s union struct, made at its first use from the structs implementing it."""
+    from diffc.frontend.checker import err
+
+    if name in c.structs:
+        return c.structs[name]
+    idecl = c.ifaces.decls.get(name)
+    if idecl is None:
+        raise err(UNSUPPORTED, f"a value of built-in interface '{name}' (dynamic dispatch) is not supported", where)
+    impls = [s for s in c.structs.values() if s.dynamic_of is None and name in c.ifaces.closure(s.conformances)]
+    if not impls:
+        raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}': no struct implements it", where)
+    if idecl.generic_params:
+        raise err(UNSUPPORTED, f"dynamic dispatch over generic interface '{name}' is not supported", where)
+    reqs = [m for n in sorted(c.ifaces.closure([name])) if n in c.ifaces.decls for m in c.ifaces.decls[n].methods]
+    for n in c.ifaces.closure([name]):
+        if n in c.ifaces.decls and c.ifaces.decls[n].assoc:
+            raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}', which has associated types, "
+                      "is not supported", where)
+    fields = [A.Field(set(), A.TypeRef("int", span=where.span), TAG, span=where.span)]
+    fields += [A.Field(set(), A.TypeRef(s.sname, fixed=s, span=where.span), s.sname, span=where.span) for s in impls]
+    methods = [_dispatcher(m, impls, where) for m in reqs]
+    decl = A.Struct(name, [name], fields, methods, span=idecl.span)
+    s = c.declare_struct(decl, name, dynamic_of=name)
+    c.ifaces.frozen[name] = len(impls)
+    return s
+
+
+def _dispatcher(req: A.Func, impls: list[T.Struct], where) -> A.Func:
+    """`R m(P p...) { if (this.__tag == 0) return this.A.m(p...); else ... }` for requirement m
+    (a static requirement too: the tag is what chooses the implementation)."""
+    from diffc.frontend.checker import err
+
+    if req.generic_params:
+        raise err(UNSUPPORTED, f"dynamic dispatch of generic method '{req.name}' is not supported", req.name_span)
+    sp = req.name_span
+    this = lambda: A.Name("this", span=sp)  # noqa: E731
+
+    def call(s: T.Struct) -> A.Stmt:
+        callee = A.Member(A.Member(this(), s.sname, sp, span=sp), req.name, sp, span=sp)
+        e = A.Call(callee, [A.Name(p.name, span=sp) for p in req.params], span=sp)
+        if req.ret.name == "void":
+            return A.ExprStmt(e, span=sp)
+        return A.Return(e, span=sp)
+
+    body: A.Stmt = call(impls[-1])
+    for k in range(len(impls) - 2, -1, -1):
+        cond = A.Binary("==", A.Member(this(), TAG, sp, span=sp), A.Num(k, False, span=sp), span=sp)
+        body = A.If(cond, call(impls[k]), body, span=sp)
+    attrs = [a for a in req.attrs if a.name in DISPATCH_ATTRS]
+    mods = set(req.mods) - {"static"}
+    return A.Func(attrs, set(req.ret_mods) - {"static"}, copy.deepcopy(req.ret), req.name, copy.deepcopy(req.params),
+                  A.Block([body], span=sp), span=req.span, name_span=sp, mods=mods)
