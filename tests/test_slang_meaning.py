@@ -176,3 +176,27 @@ void computeMain() {
 """
     # 3x^2 at 2; d(u v)/du = v; d(a.a) along e_y = 2 a_y; the nested pair's differential's differential
     assert _run(tmp_path, capsys, src) == [12.0, 4.0, 4.0, 4.0]
+
+
+def test_a_custom_derivative_called_by_name_is_the_derivative_it_defines(tmp_path, capsys):
+    src = """
+DifferentialPair<float> sq_fwd(DifferentialPair<float> x) { return diffPair(x.p * x.p, 5.0 * x.p * x.d); }
+void cube_bwd(inout DifferentialPair<float> x, float dOut) { x = diffPair(x.p, 7.0 * x.p * dOut); }
+[ForwardDerivative(sq_fwd)] float sq(float x) { return x * x; }
+[BackwardDerivative(cube_bwd)] float cube(float x) { return x * x * x; }
+//TEST_INPUT: set out = out ubuffer(data=[0 0 0 0], stride=4)
+uniform RWStructuredBuffer<float> out;
+[numthreads(1, 1, 1)]
+void computeMain() {
+    var a = diffPair(2.0);
+    cube_bwd(a, 1.0);
+    var b = diffPair(2.0);
+    bwd_diff(cube)(b, 1.0);
+    out[0] = a.d;
+    out[1] = b.d;
+    out[2] = sq_fwd(diffPair(3.0, 1.0)).d;
+    out[3] = sq_fwd(diffPair(3.0, 1.0)).p;
+}
+"""
+    # the custom rules as written (7 x dOut, 5 x dx), whether called by name or through the operator
+    assert _run(tmp_path, capsys, src) == [14.0, 14.0, 15.0, 9.0]

@@ -134,6 +134,11 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     if not isinstance(f, T.FuncRef):
         raise err(TYPE_MISMATCH, f"a value of type {f} cannot be called", callee)
     fi = c.funcs[f.func]
+    if not f.mode and (fi.bwd_of or fi.fwd_of) and not fi.differentiable:
+        # a custom derivative called by name is the derivative it defines: `h(dp, dOut)` with
+        # [BackwardDerivative(h)] on g is `bwd_diff(g)(dp, dOut)` (h's IR has g's bwd signature)
+        f = T.FuncRef(fi.bwd_of, ("bwd",)) if fi.bwd_of else T.FuncRef(fi.fwd_of, ("fwd",))
+        fi = c.funcs[f.func]
     _no_diff_meaningless(c, e, fi.name, fi.differentiable or bool(f.mode))
     params, ret = derivative_signature(fi, f.mode)
     what = f"'{fi.owner.sname}'" if fi.decl is not None and fi.decl.name == INIT and fi.owner else f"'{f.name()}'"
