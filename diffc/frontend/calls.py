@@ -13,6 +13,7 @@ from diffc.frontend.matrices import MATRIX_FUNCS, check_ctor as check_matrix_cto
 from diffc.frontend.matrices import check_call as check_matrix_call
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.func_extensions import CALL_METHOD
 from diffc.frontend.defaults import fill_defaults, is_default_arg
 from diffc.frontend.inits import INIT
 
@@ -31,6 +32,10 @@ def _count(e: A.Call, what: str, want: int | tuple[int, int]) -> None:
 
 def check_call(c: Checker, e: A.Call) -> T.Type:
     callee = e.callee
+    local = c.lookup(callee.id) if isinstance(callee, A.Name) else None
+    if local is not None and isinstance(local.ty, T.Struct) and CALL_METHOD in local.ty.methods:
+        # calling a value whose struct declares `operator()`
+        callee = e.callee = A.Member(callee, CALL_METHOD, name_span=callee.span, span=callee.span)
     if isinstance(callee, A.Name) and c.lookup(callee.id) is None:
         owner = c.func.owner if c.func is not None else None
         if owner is not None and callee.id in owner.method_templates:  # a generic sibling method

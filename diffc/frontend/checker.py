@@ -422,6 +422,8 @@ class Checker:
         name = arg.id
         if owner is not None and name in owner.methods:
             return owner.methods[name]
+        if name in self.func_templates and arg.targs:  # `[BackwardDerivativeOf(f<float>)]`: that instance
+            return self.instantiate_func(name, A.Name(name, targs=list(arg.targs), span=arg.span), [])
         if name not in self.funcs:
             raise err(UNDEFINED, f"undefined function '{name}' in [{attr.name}]", attr.args[0])
         return name

@@ -3,10 +3,18 @@ a custom derivative given after (and apart from) the function it belongs to, als
 (`fwd_diff(S::m)`, whose `this` is the derivative's first parameter). It is parsed into an
 ordinary function carrying `[ForwardDerivativeOf(f)]` / `[BackwardDerivativeOf(f)]`, so an
 overloaded f is told apart by the derivative's signature (overloads.py). The generic form
-(`__func_extension<T>`) and `__apply` are located E0008."""
+(`__func_extension<T>`) is a located E0008.
+
+`__func_extension __apply(f)(params) -> Tuple<R, Ctx> { body }` gives f's backward derivative as
+a forward pass that returns f's result and a context, and the context's `operator()(out dx...,
+dOut)` as the backward pass. It becomes two functions: the forward pass as written, and a custom
+backward derivative of f ([BackwardDerivativeOf(f)]) that runs it on the primal values, calls
+the context with one `out` Differential per differentiable parameter and dOut, and writes those
+into the pairs. Tuple and makeTuple come from the prelude (imports.PRELUDE)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
@@ -16,6 +24,7 @@ if TYPE_CHECKING:
     from diffc.frontend.parser import Parser
 
 KEYWORD = "__func_extension"
+CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 _MODES = {"fwd_diff": "ForwardDerivativeOf", "__fwd_diff": "ForwardDerivativeOf",
           "bwd_diff": "BackwardDerivativeOf", "__bwd_diff": "BackwardDerivativeOf"}
 
@@ -25,10 +34,11 @@ def parse_func_extension(p: Parser, attrs: list[A.Attr], start: int) -> A.Func:
     if p.at("<"):
         raise FrontendError(UNSUPPORTED, "a generic __func_extension is not supported", kw.start, p.tok.end)
     mode = p.ident("fwd_diff or bwd_diff")
+    if mode.text == "__apply":
+        return parse_apply(p, attrs, start, mode)
     if mode.text not in _MODES:
-        what = "__func_extension __apply" if mode.text == "__apply" else f"__func_extension {mode.text}"
-        raise FrontendError(UNSUPPORTED, f"{what} is not supported (only fwd_diff and bwd_diff)",
-                            mode.start, mode.end)
+        raise FrontendError(UNSUPPORTED, f"__func_extension {mode.text} is not supported (only fwd_diff, bwd_diff "
+                            "and __apply)", mode.start, mode.end)
     p.expect("(")
     target = p.postfix()  # `f`, `S::m` or `S.m`
     p.expect(")")
@@ -48,3 +58,56 @@ def _name_token(p: Parser, name: str, mode):
     from diffc.frontend.lexer import Token
 
     return Token("ident", f"{name}__{mode.text.strip('_')}_ext{mode.start}", mode.start, mode.end)
+
+
+_NOT_DIFFERENTIABLE = re.compile(r"^(int|uint|bool|int32_t|uint32_t)\d?$")
+
+
+def parse_apply(p: Parser, attrs: list[A.Attr], start: int, mode) -> A.Program:
+    p.expect("(")
+    target = p.postfix()  # `f` or `f<float>`
+    p.expect(")")
+    if not isinstance(target, A.Name):
+        raise FrontendError(UNSUPPORTED, "__func_extension __apply of a method is not supported", *target.span)
+    ret_start = p.tok.start
+    fwd = p.function(attrs, set(), A.TypeRef("void", span=(ret_start, ret_start)),
+                     _name_token(p, target.id, mode), start, arrow_result=True)
+    if not (fwd.ret.name == "Tuple" and len(fwd.ret.args) == 2 and all(isinstance(a, A.TypeRef) for a in fwd.ret.args)):
+        raise FrontendError(SYNTAX, "__func_extension __apply must return Tuple<Result, Context>", *fwd.ret.span)
+    if fwd.generic_params:
+        raise FrontendError(UNSUPPORTED, "a generic __func_extension is not supported", *fwd.name_span)
+    return A.Program([fwd, _backward_of_apply(fwd, target)], span=(start, p.tok.start))
+
+
+def _backward_of_apply(fwd: A.Func, target: A.Name) -> A.Func:
+    at = target.span
+    result = fwd.ret.args[0]
+
+    def name(n: str) -> A.Name:
+        return A.Name(n, span=at)
+
+    def differential(t: A.TypeRef) -> A.TypeRef:
+        return A.TypeRef(t.name + ".Differential", t.args, t.dims, span=at)
+
+    params, primals, body, grads = [], [], [], []
+    for q in fwd.params:
+        diffable = "no_diff" not in q.mods and not q.type.dims and not _NOT_DIFFERENTIABLE.match(q.type.name)
+        if diffable:
+            params.append(A.Param({"inout"}, A.TypeRef("DifferentialPair", [q.type], span=at), q.name, span=at))
+            primals.append(A.Member(name(q.name), "p", span=at))
+            d = f"__d_{q.name}"
+            body.append(A.VarDecl("typed", differential(q.type), d, None, span=at))
+            grads.append(name(d))
+        else:
+            params.append(A.Param(set(q.mods) - {"no_diff"}, q.type, q.name, span=at))
+            primals.append(name(q.name))
+    params.append(A.Param(set(), differential(result), "__dOut", span=at))
+    body.insert(0, A.VarDecl("let", None, "__t", A.Call(name(fwd.name), primals, span=at), span=at))
+    body.insert(1, A.VarDecl("var", None, "__ctx", A.Member(name("__t"), "_1", span=at), span=at))
+    call = A.Call(A.Member(name("__ctx"), CALL_METHOD, name_span=at, span=at), grads + [name("__dOut")], span=at)
+    body.append(A.ExprStmt(call, span=at))
+    for q, g in zip([q for q in fwd.params if any(pp.name == q.name and "inout" in pp.mods for pp in params)], grads):
+        pair = A.Call(name("diffPair"), [A.Member(name(q.name), "p", span=at), g], span=at)
+        body.append(A.ExprStmt(A.Assign("=", name(q.name), pair, span=at), span=at))
+    return A.Func([A.Attr("BackwardDerivativeOf", [target], span=at)], set(), A.TypeRef("void", span=at),
+                  fwd.name + "_bwd", params, A.Block(body, span=at), name_span=at)

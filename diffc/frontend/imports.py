@@ -64,6 +64,14 @@ class ProgramSources:
         return self.location(offset).file
 
 
+# Declarations the front end adds when a program names them (parser.TUPLE_WORDS): pairs of
+# values, as `__func_extension __apply` returns its result and its context.
+PRELUDE_FILE = "<diffc prelude>"
+PRELUDE = """struct Tuple<T0, T1> { T0 _0; T1 _1; };
+Tuple<T0, T1> makeTuple<T0, T1>(T0 a, T1 b) { Tuple<T0, T1> t; t._0 = a; t._1 = b; return t; }
+"""
+
+
 class Loader:
     def __init__(self, main_file: str, defines: dict[str, str] | None = None, include_dirs: Iterable[str] = ()):
         self.sources = ProgramSources()
@@ -87,6 +95,13 @@ class Loader:
         p.type_names, p.generic_structs, p.interfaces = self.type_names, self.generic_structs, self.interfaces
         p.loader = self
         return p.parse_program()
+
+    def prelude(self) -> list[A.Node]:
+        """The prelude's declarations, once per program."""
+        if PRELUDE_FILE in self.loaded:
+            return []
+        self.loaded.add(PRELUDE_FILE)
+        return self.parse(PRELUDE, PRELUDE_FILE).decls
 
     def load(self, kind: str, name: str, quoted: bool, where: tuple[int, int]) -> list[A.Node]:
         """The declarations an `import`/`__include`/`implementing` of `name` adds (none when the

@@ -164,6 +164,9 @@ class Interfaces:
                 p.type = A.TypeRef(tp, [], p.type.dims, p.type.pointer, span=p.type.span)
 
 
+DIFFERENTIABLE_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable"}
+
+
 def mark_nondiff_generic_values(inst: A.Func | A.Struct, tmpl: A.Func | A.Struct, ifaces: Interfaces) -> None:
     """In an instance of `tmpl`, parameters, the result and fields declared as a type parameter
     without a differentiable interface are `no_diff` (Slang differentiates values of a generic
@@ -183,6 +186,8 @@ def mark_nondiff_generic_values(inst: A.Func | A.Struct, tmpl: A.Func | A.Struct
             if plain(tf.type):
                 f.mods = set(f.mods) | {"no_diff"}
         return
+    if not any(a.name in DIFFERENTIABLE_ATTRS for a in tmpl.attrs):  # type: ignore[union-attr]
+        return  # its body is not differentiated: a custom derivative (an __apply) says what is
     for p, tp in zip(inst.params, tmpl.params):  # type: ignore[union-attr]
         if plain(tp.type):
             p.mods = set(p.mods) | {"no_diff"}

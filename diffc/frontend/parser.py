@@ -6,7 +6,7 @@ import re
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
-from diffc.frontend.func_extensions import KEYWORD as FUNC_EXTENSION, parse_func_extension
+from diffc.frontend.func_extensions import CALL_METHOD, KEYWORD as FUNC_EXTENSION, parse_func_extension
 from diffc.frontend.inits import INIT, constructor_method
 from diffc.frontend.properties import parse_property
 from diffc.frontend.lexer import Token, tokenize
@@ -25,8 +25,9 @@ MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"int8_t", "uint8_t", "int16_t", "uint16_t", "int64_t", "uint64_t", "Texture1D", "Texture2D",
                      "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr", "CoopVec",
-                     "Tuple", "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
+                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
                      "ParameterBlock"}
+TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
@@ -168,6 +169,8 @@ class Parser:
     # ---- top level ----
     def parse_program(self) -> A.Program:
         decls: list[A.Node] = []
+        if self.loader is not None and any(t.kind == "ident" and t.text in TUPLE_WORDS for t in self.toks):
+            decls += self.loader.prelude()  # Tuple and makeTuple
         while self.tok.kind != "eof":
             mark = len(self.scoped_type_names)
             d = self.top_decl()
@@ -474,6 +477,13 @@ class Parser:
                 raise FrontendError(UNSUPPORTED, f"a nested '{self.tok.text}' declaration is not supported",
                                     self.tok.start, self.tok.end)
             t = self.array_dims(self.type_ref(), type_position=True)
+            if self.at("operator") and self.peek().text == "(" and self.peek(2).text == ")":
+                # `void operator()(...)`: calling a value of the struct calls this method
+                op, close = self.tok, self.peek(2)
+                self.i += 3
+                fname = Token("ident", CALL_METHOD, op.start, close.end)
+                methods.append(self.function(attrs, mods, t, fname, fstart))
+                continue
             self.refuse_operator()
             fname = self.ident("a field name")
             if self.at("(") or self.at("<"):
