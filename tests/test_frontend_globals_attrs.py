@@ -94,3 +94,18 @@ def test_a_void_call_may_initialize_a_name_that_cannot_be_used():
            "float g(float x) { var p = diffPair(x); let r = bwd_diff(f)(p, 1.0); return p.d; }\n")
     assert run(src, "g", 3.0)[0] == pytest.approx(6.0)
     expect_error(src.replace("return p.d;", "return r + p.d;"), "E0003", 2, 77, "cannot combine void and float")
+
+
+def test_differential_pair_constructor_builds_a_pair():
+    src = """
+typedef DifferentialPair<float3> dp3;
+[Differentiable] float f(float3 v) { return v.x * v.y + v.z; }
+float slope(float x)
+{
+    dp3 p = dp3(float3(x, 2.0, 3.0), float3(1.0, 0.0, 0.0));
+    return fwd_diff(f)(p).d + 10.0 * DifferentialPair<float>(x, 0.5).d;
+}
+"""
+    assert run(src, "slope", 0.25)[0] == pytest.approx(2.0 + 5.0)
+    expect_error("float g() { return DifferentialPair<float>(1.0).p; }\n", "E0005", 1, 20,
+                 "DifferentialPair<float> expects 2 arguments, got 1")
