@@ -78,11 +78,12 @@ def test_func_extensions_are_the_derivatives_used(name, args, true):
 
 
 def test_unsupported_forms_are_located():
-    expect_error("float f(float x) { return x; }\n__func_extension __apply(f)(float x) -> float { return x; }\n",
-                 "E0008", 2, 18, "__func_extension __apply is not supported")
+    expect_error("struct S { float m(float x) { return x; } }\n"
+                 "__func_extension __apply(S::m)(float x) -> Tuple<float, S> { return makeTuple(x, S()); }\n",
+                 "E0008", 2, 26, "__func_extension __apply of a method is not supported")
     expect_error("__func_extension<T> fwd_diff(f)(T x) -> T { return x; }\n", "E0008", 1, 1,
                  "a generic __func_extension is not supported")
-    expect_error("struct C { void operator()(float x) { } }\n", "E0008", 1, 17, "operator overloading")
+    expect_error("struct C { float operator+(float x) { return x; } }\n", "E0008", 1, 18, "operator overloading")
 
 
 def test_an_extension_that_fits_no_overload_is_located():
