@@ -211,3 +211,31 @@ def test_a_loop_that_may_continue_still_needs_a_bound():
     src = "[BackwardDifferentiable] float f(float x) { for (;;) { if (x > 1.0) continue; break; } return x; }"
     with pytest.raises(DiffcError, match=r"E0007.*'for' loop"):
         compile_slang(src, "c.slang")
+
+
+def test_select_chooses_per_condition_and_differentiates_the_chosen_side():
+    src = """
+    [Differentiable] float f(float k, float y) { return select(k > 0.0, k * y, 0.5 * y); }
+    [Differentiable] float3 g(float3 a, float3 b) { return select(a > b, a * a, b); }
+    """
+    c = Compiled(src, "f")
+    for k, y in [(2.0, 3.0), (-1.0, 3.0)]:
+        assert c.primal([k, y])[0] == pytest.approx(k * y if k > 0 else 0.5 * y)
+        c.check_derivatives([k, y])
+    g = Compiled(src, "g")
+    a, b = np.array([1.0, -2.0, 0.5]), np.array([0.0, 1.0, 0.25])
+    np.testing.assert_allclose(g.primal([a, b])[0], np.where(a > b, a * a, b))
+    g.check_derivatives([a, b])
+
+
+def test_interlocked_add_max_min_on_int_buffers(tmp_path, capsys):
+    globals_ = """
+//TEST_INPUT:ubuffer(data=[5 5 5], stride=4):name=counts
+RWStructuredBuffer<int> counts;"""
+    body = """
+    int before;
+    InterlockedAdd(counts[0], 3, before);
+    InterlockedMax(counts[1], 9);
+    InterlockedMin(counts[2], -2);
+    outputBuffer[0] = before; outputBuffer[1] = counts[0]; outputBuffer[2] = counts[1]; outputBuffer[3] = counts[2];"""
+    assert _run(tmp_path, capsys, body, globals_) == [5.0, 8.0, 9.0, -2.0]

@@ -92,6 +92,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             _count(e, "detach", 1)
             e.kind = "detach"
             return c.expr(e.args[0])
+        if name == "select":
+            return _select(c, e)
         if name == "printf":
             if not e.args or not isinstance(e.args[0], A.Str):
                 raise err(TYPE_MISMATCH, "printf needs a format string first", e)
@@ -113,6 +115,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _bit_cast(c, e, callee)
         if name == "createDynamicObject":
             return _dynamic_object(c, e, callee)
+        if name in HLSL_INTERLOCKED:
+            return _interlocked(c, e, name)
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
@@ -205,6 +209,26 @@ def _instantiate_differentiated(c: Checker, e: A.Call) -> None:
         inner.id = c.instantiate_func(inner.id, inner, e.args, through_pairs=True)
 
 
+def _select(c: Checker, e: A.Call) -> T.Type:
+    """`select(cond, a, b)`: a where cond holds, else b (lane by lane for a vector condition);
+    both sides are evaluated, as in HLSL."""
+    _count(e, "select", 3)
+    cond = c.expr(e.args[0])
+    if T.elem_of(cond) != T.BOOL:
+        raise err(TYPE_MISMATCH, f"select needs a bool condition, got {cond}", e.args[0])
+    ta, tb = c.expr(e.args[1]), c.expr(e.args[2])
+    t = T.common_type(ta, tb)
+    if t is None:
+        raise err(TYPE_MISMATCH, f"select: cannot combine {ta} and {tb}", e)
+    if isinstance(cond, T.Vector) and not (isinstance(t, T.Vector) and t.n == cond.n):
+        if not isinstance(t, T.Scalar):
+            raise err(TYPE_MISMATCH, f"select: a {cond} condition needs values of {cond.n} lanes, got {t}", e)
+        t = T.Vector(t, cond.n)
+    e.kind = "select"
+    e.target = t
+    return t
+
+
 def _bind_method(e: A.Call, fi, this: A.Expr | None) -> None:
     """Rewrites a method call into a call of the method's function, `this` first."""
     e.callee = A.Name(fi.name, span=e.callee.span)
@@ -293,6 +317,25 @@ def _interlocked_add(c: Checker, e: A.Call, name: str) -> T.Type:
     if got != T.HALF:
         raise err(TYPE_MISMATCH, f"{name} needs a half variable for the original value, got {got}", e.args[2])
     e.kind = "interlocked_add"
+    return T.VOID
+
+
+# HLSL's atomics on an element of an int/uint buffer -> (signed, unsigned) atomic_rmw kinds
+HLSL_INTERLOCKED = {"InterlockedAdd": (1, 1), "InterlockedMax": (4, 5), "InterlockedMin": (7, 8)}
+
+
+def _interlocked(c: Checker, e: A.Call, name: str) -> T.Type:
+    """`InterlockedAdd(buf[i], v [, out original])` on a RWStructuredBuffer<int> or <uint>."""
+    _count(e, name, (2, 3))
+    target = e.args[0]
+    t = c.lvalue(target)
+    if not (isinstance(target, A.Index) and isinstance(target.base.ty, T.Buffer) and t in (T.INT, T.UINT)):
+        raise err(TYPE_MISMATCH, f"{name} needs an element of an int or uint buffer, got {t}", target)
+    c.expect_type(e.args[1], t)
+    if len(e.args) == 3 and c.lvalue(e.args[2]) != t:
+        raise err(TYPE_MISMATCH, f"{name} needs a {t} variable for the original value", e.args[2])
+    e.kind = "interlocked"
+    e.target = (HLSL_INTERLOCKED[name][t == T.UINT], t)
     return T.VOID
 
 

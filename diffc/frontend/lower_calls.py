@@ -34,6 +34,24 @@ class CallLowering:
             p = self.lower_as(e.args[0], elem)
             d = self.lower_as(e.args[1], T.differential(elem)) if len(e.args) > 1 else None
             return self.make_pairs(p, d, elem)
+        if k == "interlocked":
+            kind, t = e.target
+            (buf,) = self.expr(e.args[0].base)
+            (x,) = self.lower_as(e.args[1], t)
+            old = self.atomic_rmw(kind, x, buf, self.index_value(e.args[0].index))
+            if len(e.args) == 3:
+                self.store(e.args[2], [old])
+            return []
+        if k == "select":
+            (c,) = self.lower_as(e.args[0], e.args[0].ty)
+            (a,), (b,) = self.lower_as(e.args[1], e.target), self.lower_as(e.args[2], e.target)
+            if not isinstance(e.args[0].ty, T.Vector):
+                return [self.v(arith.SelectOp(c, a, b))]
+            t = e.target  # arith.select takes an i1 condition: lane by lane
+            el, i1 = T.ir_scalar(t.elem), T.ir_scalar(T.BOOL)
+            lanes = [self.v(arith.SelectOp(self.v(vector.ExtractOp(c, [i], i1)), self.v(vector.ExtractOp(a, [i], el)),
+                                           self.v(vector.ExtractOp(b, [i], el)))) for i in range(t.n)]
+            return self.build_vector(lanes, t)
         if k == "detach":
             vals = self.expr(e.args[0])
             return [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in vals]
