@@ -10,7 +10,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import VectorType
 from xdsl.dialects.math import CopySignOp, TruncOp
 
-from diffc.rules import CONVERT, RuleBuilder, register_nondifferentiable, register_rule
+from diffc.ad.partials import CONVERT, RuleBuilder, register_nondifferentiable, register_rule
 from diffc.rules.arith_ext import RemFOp
 
 register_rule(arith.AddfOp, lambda b, op: [1.0, 1.0])

@@ -9,7 +9,7 @@ import math as pymath
 
 from xdsl.dialects import arith, math
 
-from diffc.rules import RuleBuilder, register_nondifferentiable, register_rule
+from diffc.ad.partials import RuleBuilder, register_nondifferentiable, register_rule
 
 LN2 = pymath.log(2.0)
 LN10 = pymath.log(10.0)

@@ -91,11 +91,8 @@ def entry_program(module: Module) -> EntryProgram:
 
 
 def _build(module: Module) -> EntryProgram:
-    from xdsl.passes import PassPipeline
-    from xdsl.transforms import get_all_passes
     from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
-    from diffc import registry
     from diffc.backend.opencl import build_options, options_for_device
     from diffc.backend.opencl.module import ModuleEmitter
     from diffc.passes.lower_entry_points import (
@@ -105,7 +102,8 @@ def _build(module: Module) -> EntryProgram:
         numthreads,
         param_names,
     )
-    from diffc.runtime.module import PIPELINE, _context, located_failure, with_source_line
+    from diffc.compiler import differentiate, make_context
+    from diffc.runtime.errors import located_failure, with_source_line
     from diffc.runtime.program import build_program
 
     entries = {f.sym_name.data: f for f in module.ir.ops if isinstance(f, func.FuncOp) and is_compute_entry(f)}
@@ -120,9 +118,9 @@ def _build(module: Module) -> EntryProgram:
                 ids[names[i]] = sem.data
         thread_ids[name] = ids
     low: ModuleOp = module.ir.clone()
-    ctx = _context()
+    ctx = make_context()
     try:
-        PassPipeline.parse_spec({**get_all_passes(), **registry.PASSES}, ",".join(PIPELINE)).apply(ctx, low)
+        differentiate(low, ctx)
         LowerEntryPointsPass().apply(ctx, low)
         if REDUCE_ATOMICS:
             from diffc.passes.reduce_atomics import ReduceAtomicsPass
