@@ -59,6 +59,22 @@ PREFER = "diff.prefer"
 MAX_ITERS = "diff.max_iters"
 PREFER_VALUES = ("recompute", "checkpoint")
 
+# The tape contract between diff-rev and diff-checkpoint (see passes/diff_checkpoint.py): attributes
+# of this dialect that diff-rev sets and diff-checkpoint consumes and removes.
+# On an op of the forward sweep that lies inside a region (branch or loop body): its id.
+PRIMAL_ID = "diff.primal_id"
+# On an op of the reverse sweep that recomputes the forward op with the same id.
+RECOMPUTE = "diff.recompute"
+# On every clone of a loop (forward, recomputed, reverse): the loop's id and its bound.
+LOOP = "diff.loop"
+TRIP = "diff.trip"
+# On the op that computes the forward iteration number (0, 1, ...) inside a loop clone's body.
+ITER = "diff.iter"
+# On a memref.alloca that holds stored context: why ("loop-carried", "call", ...).
+TAPE = "diff.tape"
+# On a generated backward function: the function it differentiates.
+BWD_OF = "diff.bwd_of"
+
 
 class DifferentiableType:
     """Mixin for types of other dialects (structs, say) that carry derivatives.
@@ -764,10 +780,63 @@ def max_iters(loop: Operation) -> int | None:
     return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
+# The marks' value kinds (what diff-rev writes; verify_op_facts checks them on any op).
+_MARK_KINDS: dict[str, tuple[type, str]] = {
+    PRIMAL_ID: (IntegerAttr, "an integer id such as `3 : i64`"),
+    RECOMPUTE: (IntegerAttr, "an integer id such as `3 : i64`"),
+    LOOP: (IntegerAttr, "an integer loop id such as `3 : i64`"),
+    TRIP: (IntegerAttr, "an integer bound such as `16 : i64`"),
+    ITER: (IntegerAttr, "an integer loop id such as `3 : i64`"),
+    TAPE: (StringAttr, "a string saying why the value is stored"),
+    BWD_OF: (SymbolRefAttr, "a symbol reference such as @f"),
+}
+
+
+def tape_contract_problem(func: FuncOp) -> tuple[Operation, str] | None:
+    """The first way the IR of one function breaks the tape contract between diff-rev and
+    diff-checkpoint (a pass run between the two that dropped, duplicated or moved marks), as
+    (op, message); None when it holds:
+      * each diff.primal_id appears once, and each diff.recompute = K has its diff.primal_id = K
+        in the same function;
+      * each op with diff.loop also has diff.trip;
+      * a block holds at most one diff.iter op per loop id, and only inside a clone of that loop."""
+    forward: dict[int, Operation] = {}
+    recomputes: list[tuple[int, Operation]] = []
+    for op in func.walk():
+        k = op.attributes.get(PRIMAL_ID)
+        if isinstance(k, IntegerAttr):
+            if k.value.data in forward:
+                return op, f"{PRIMAL_ID} = {k.value.data} appears twice (an op of the forward sweep was duplicated)"
+            forward[k.value.data] = op
+        k = op.attributes.get(RECOMPUTE)
+        if isinstance(k, IntegerAttr):
+            recomputes.append((k.value.data, op))
+        if LOOP in op.attributes and TRIP not in op.attributes:
+            return op, f"has {LOOP} but no {TRIP}"
+        it = op.attributes.get(ITER)
+        if isinstance(it, IntegerAttr):
+            block, parent = op.parent_block(), op.parent_op()
+            loop = parent.attributes.get(LOOP) if parent is not None else None
+            if not (isinstance(loop, IntegerAttr) and loop.value.data == it.value.data):
+                return op, f"{ITER} = {it.value.data} outside a clone of loop {it.value.data}"
+            assert block is not None
+            same = [o for o in block.ops if o.attributes.get(ITER) == it]
+            if len(same) > 1:
+                return op, f"{ITER} = {it.value.data} appears twice in one block"
+    for k, op in recomputes:
+        if k not in forward:
+            return op, f"{RECOMPUTE} = {k} has no op with {PRIMAL_ID} = {k} (the forward op was removed)"
+    return None
+
+
 def verify_op_facts(op: Operation) -> None:
     """Checks the diff.* attributes one op carries: on a func.func, well-formed facts and custom
     derivatives that exist and have the signature fwd_diff / bwd_diff of the function would
-    have; on any op, a well-formed diff.max_iters."""
+    have; on any op, a well-formed diff.max_iters and well-formed tape marks."""
+    for key, (kind, what) in _MARK_KINDS.items():
+        mark = op.attributes.get(key)
+        if mark is not None and not isinstance(mark, kind):
+            raise VerifyException(f"'{op.name}': {key} must be {what}, got {mark}")
     attr = op.attributes.get(MAX_ITERS)
     if attr is not None:
         if not (isinstance(attr, IntegerAttr) and isinstance(attr.type, IntegerType)):

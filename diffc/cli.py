@@ -24,44 +24,19 @@ from pathlib import Path
 
 from diffc.diagnostics import DiffcError, read_source, render_error
 
-PIPELINE = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
 PRINT_ENTRIES = ("printMain", "main")
 DEFAULT_ENTRY = "computeMain"
 MAX_GROUPS = 2**31 - 1  # per dimension: OpenCL's sizes are size_t, pyopencl's casts fail far above
 
 
 def _frontend(path: str):
-    from diffc.runtime.module import parse_source
+    from diffc.compiler import parse_source
 
     p = Path(path)
     if not p.is_file():
         raise DiffcError(f"error: no such file '{path}'")
     text = read_source(p)
     return parse_source(text, str(p)), text
-
-
-def _apply(module, pipeline: str) -> None:
-    from xdsl.passes import PassPipeline
-    from xdsl.transforms import get_all_passes
-
-    from diffc import registry
-
-    available = {**get_all_passes(), **registry.PASSES}
-    for p in PassPipeline.parse_spec(available, pipeline).passes:
-        _apply_pass(p, module)
-
-
-def _apply_pass(p, module) -> None:
-    """Runs one pass; its failure names the pass (and keeps the location of the op at fault)."""
-    from xdsl.utils.exceptions import PassFailedException
-
-    from diffc.diagnostics import failed_in_pass
-    from diffc.runtime.module import _context
-
-    try:
-        p.apply(_context(), module)
-    except PassFailedException as e:
-        raise failed_in_pass(p.name, e) from None
 
 
 def choose_entry(module, wanted: str | None):
@@ -98,21 +73,17 @@ def choose_entry(module, wanted: str | None):
 
 def lowered(path: str, entry: str | None = None):
     """(front-end module, lowered module with the entry as a kernel, entry name, source text)."""
-    from diffc.passes.lower_entry_points import LowerEntryPointsPass, numthreads
+    from diffc.compiler import apply_pipeline, lower_entry_points
+    from diffc.passes.lower_entry_points import numthreads
+    from diffc.runtime import dispatch
 
     module, text = _frontend(path)
     fn = choose_entry(module, entry)
     name = fn.sym_name.data
     threads = numthreads(fn)
     low = module.clone()
-    _apply(low, PIPELINE)
-    _apply_pass(LowerEntryPointsPass(entry=name), low)
-    from diffc.runtime import dispatch
-
-    if dispatch.REDUCE_ATOMICS:
-        from diffc.passes.reduce_atomics import ReduceAtomicsPass
-
-        _apply_pass(ReduceAtomicsPass(), low)
+    apply_pipeline(low, name_failing_pass=True)
+    lower_entry_points(low, name, reduce_atomics=dispatch.REDUCE_ATOMICS, name_failing_pass=True)
     low.verify()
     return low, name, threads, text
 
@@ -174,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["suite"]:
         from diffc import conformance
 
-        return conformance.main(argv[1:])
+        return conformance.main(argv[1:], run=lambda path: main(["run", path]))
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")

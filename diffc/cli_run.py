@@ -277,20 +277,11 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     args: list = []
     arrays: list[tuple[TestBuffer, np.ndarray, object]] = []
     dev = device()
-    from xdsl.dialects.builtin import IndexType
+    from diffc.passes.lower_entry_points import kernel_params
 
-    from diffc.runtime.dispatch import OFFSET_SUFFIX
-
-    from diffc.passes.lower_entry_points import param_names
-
-    params = list(fn.body.block.args)
-    names = param_names(fn)
-    for k, arg in enumerate(params):
-        t = arg.type
-        name = names[k]
-        if isinstance(t, IndexType) and k and isinstance(params[k - 1].type, MemRefType) and (
-            name == f"{names[k - 1]}{OFFSET_SUFFIX}"
-        ):
+    for param in kernel_params(fn):
+        t, name = param.type, param.name
+        if param.role == "offset":
             args.append(np.int64(0))  # the offset of a pointer bound to a whole buffer
             continue
         if not isinstance(t, MemRefType):

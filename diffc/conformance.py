@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,9 +123,7 @@ def compare(checks: list[tuple[str, str]], output: str) -> str | None:
 
 # --- the worker: one file at a time, its output captured at the file-descriptor level --------
 
-def _run_one(path: str) -> dict:
-    from diffc import cli
-
+def _run_one(path: str, run: Callable[[str], int]) -> dict:
     with tempfile.TemporaryFile(mode="w+b") as out, tempfile.TemporaryFile(mode="w+b") as err:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -133,7 +132,7 @@ def _run_one(path: str) -> dict:
         os.dup2(err.fileno(), 2)
         try:
             try:
-                rc = cli.main(["run", path])
+                rc = run(path)
             except SystemExit as e:
                 rc = e.code if isinstance(e.code, int) else 1
             except BaseException as e:  # a traceback is a failure of its own kind
@@ -156,19 +155,20 @@ def _run_one(path: str) -> dict:
         return {"rc": rc, "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
 
 
-def worker() -> None:
+def worker(run: Callable[[str], int]) -> None:
+    """Answers each path read from stdin with `run(path)`'s exit code and output, as JSON."""
     reply = os.fdopen(os.dup(1), "w")
     for line in sys.stdin:
         path = line.strip()
         if path:
-            reply.write(json.dumps(_run_one(path)) + "\n")
+            reply.write(json.dumps(_run_one(path, run)) + "\n")
             reply.flush()
 
 
 class _Worker:
     def __init__(self):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "diffc.conformance", "--worker"],
+            [sys.executable, "-m", "diffc.cli", "suite", "--worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
 
@@ -256,8 +256,14 @@ def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None, on_re
     return results
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], run: Callable[[str], int]) -> int:
+    """`diffc suite ...`; `run(path)` is `diffc run PATH` (the worker's job: the command line
+    passes it in, so this module does not import the command line back)."""
     import argparse
+
+    if argv == ["--worker"]:
+        worker(run)
+        return 0
 
     ap = argparse.ArgumentParser(prog="diffc suite", description="run a folder of Slang tests as Slang's runner does")
     ap.add_argument("folder")
@@ -289,9 +295,3 @@ def main(argv: list[str]) -> int:
     print(f"{len(passed)}/{len(cases)} passed ({time.time() - start:.0f} s)")
     return 0 if len(passed) == len(cases) else 1
 
-
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--worker"]:
-        worker()
-    else:
-        sys.exit(main(sys.argv[1:]))

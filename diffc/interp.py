@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, math, memref, scf, vector
+from xdsl.dialects import arith, func, math, memref, scf, vector
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     AnyFloat,
@@ -70,34 +70,29 @@ from xdsl.interpreters.memref import MemRefFunctions
 from xdsl.interpreters.scf import ScfFunctions
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.ir import Attribute, Operation
-from xdsl.parser import Parser
 from xdsl.utils.comparisons import to_signed, to_unsigned
 
 from diffc.rules.arith_ext import RemFOp
-from diffc.rules.arith_ext import load_into as _load_arith_ext
+from diffc.xdsl_adapter import ResultHookInterpreter
 
 # ---------------------------------------------------------------------------------------------
 # Parsing
 
 
 def make_context() -> Context:
-    """A context with the dialects lowered IR uses (and diff, so unlowered IR parses too)."""
-    ctx = Context(allow_unregistered=False)
-    for d in (builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, vector.Vector):
-        ctx.load_dialect(d)
-    _load_arith_ext(ctx)
-    try:
-        from diffc.dialects.diff import Diff
+    """The compiler's context (diffc.compiler.make_context): lowered IR, and diff so that
+    unlowered IR parses too."""
+    from diffc.compiler import make_context as compiler_context
 
-        ctx.load_dialect(Diff)
-    except ImportError:  # pragma: no cover
-        pass
-    return ctx
+    return compiler_context()
 
 
 def parse_module(text: str) -> ModuleOp:
-    """Parses IR text into a verified module."""
-    module = Parser(make_context(), text).parse_module()
+    """Parses IR text into a verified module (the compiler's parser; ops are not located, so
+    messages about them name no place)."""
+    from diffc.compiler import parse_ir
+
+    module = parse_ir(text, locate=False)
     module.verify()
     return module
 
@@ -166,11 +161,10 @@ def _round_value(x: Any, t: Attribute) -> Any:
         return _round_to(x, dtype)
 
 
-class RoundingInterpreter(Interpreter):
+class RoundingInterpreter(ResultHookInterpreter):
     """Rounds each f32 / f16 result to its width after every op."""
 
-    def _run_op(self, op: Operation, inputs: PythonValues) -> OpImplResult:
-        result = super()._run_op(op, inputs)
+    def after_op(self, op: Operation, result: OpImplResult) -> OpImplResult:
         if not any(type(_elem(r.type)) in _ROUNDING for r in op.results):
             return result
         values = tuple(_round_value(v, r.type) for v, r in zip(result.values, op.results, strict=True))

@@ -68,10 +68,19 @@ class PluginRegistry:
     def add_pass(self, pass_type: type[ModulePass]) -> None:
         PASSES[pass_type.name] = lambda: pass_type
 
-    def add_rule(self, op_type: type, partials: Callable[..., Any]) -> None:
-        from diffc.rules import register_rule
+    def add_rule(self, op_type: type, partials: Callable[..., Any] | None = None, *,
+                 jvp: Callable[..., Any] | None = None, vjp: Callable[..., Any] | None = None) -> None:
+        """A partial-derivative rule (and/or jvp / vjp hooks), as the built-in arith rules."""
+        from diffc.ad.partials import register_rule
 
-        register_rule(op_type, partials)
+        register_rule(op_type, partials, jvp=jvp, vjp=vjp)
+
+    def add_derivative_rule(self, op_type: type, rule: Any) -> None:
+        """A full diffc.ad.interface.DerivativeRule (activity, jvp_op, primal_op, vjp_op), as
+        the built-in control-flow rules: an op with regions, say."""
+        from diffc.ad.interface import register
+
+        register(op_type, rule)
 
 
 _plugins_loaded = False

@@ -1,6 +1,6 @@
 """diff-checkpoint: for each primal value the reverse sweep needs, store it or recompute it.
 
-Contract with diff-rev (see passes/diff_rev.py and passes/rev_support.py). diff-rev emits
+Contract with diff-rev (see diffc/ad/reverse.py; the marks are declared in dialects/diff.py). diff-rev emits
 "recompute everything inside regions, tape the loop-carried values":
   * primal values defined at the top level of the function are used by the reverse sweep
     directly (they live in registers: stored for free);
@@ -45,19 +45,11 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from diffc.ad.reverse import symbols_of
+from diffc.ad.tape import byte_size, storable
+from diffc.diagnostics import pass_error
 from diffc.dialects import diff
-from diffc.passes.rev_support import (
-    BWD_OF,
-    ITER,
-    LOOP,
-    PRIMAL_ID,
-    RECOMPUTE,
-    TAPE,
-    TRIP,
-    byte_size,
-    storable,
-    symbols_of,
-)
+from diffc.dialects.diff import BWD_OF, ITER, LOOP, PRIMAL_ID, RECOMPUTE, TAPE, TRIP
 
 MARKS = (PRIMAL_ID, RECOMPUTE, LOOP, TRIP, ITER, TAPE, BWD_OF)
 
@@ -258,6 +250,13 @@ class DiffCheckpointPass(ModulePass):
         for fn in list(symbols.values()):
             if BWD_OF not in fn.attributes and not any(RECOMPUTE in o.attributes for o in fn.walk()):
                 continue
+            problem = diff.tape_contract_problem(fn)
+            if problem is not None:
+                at, message = problem
+                raise pass_error(
+                    at, f"in function @{fn.sym_name.data}: the tape marks diff-rev left are broken: {message} "
+                    f"(run diff-checkpoint right after diff-rev)"
+                )
             cp = _Checkpointer(fn, symbols)
             cp.run()
             name = fn.sym_name.data

@@ -54,7 +54,7 @@ from xdsl.dialects.builtin import (
     VectorType,
     i32,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -103,6 +103,43 @@ def param_names(fn: func.FuncOp) -> list[str]:
         else:
             names.append(f"arg{i}")
     return names
+
+
+OFFSET_SUFFIX = "_off"  # a pointer `X` is a memref parameter X and its index offset X_off
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One parameter of a lowered kernel, as the runtime binds it: its role is "pointer" (a
+    memref followed by its offset), "offset" (that index), "buffer" (a memref alone: a global
+    buffer, or a pointer-free memref) or "value" (a scalar or vector passed by value)."""
+
+    name: str
+    type: Attribute
+    role: str
+
+
+def kernel_params(fn: func.FuncOp) -> list[KernelParam]:
+    """The kernel ABI of `fn` (a lowered entry point), parameter by parameter: the one place
+    that decides which parameters form a pointer (dispatch and `diffc run` read it here)."""
+    args = fn.body.blocks[0].args
+    names = param_names(fn)
+    params = []
+    for i, a in enumerate(args):
+        t = a.type
+        offset_next = (
+            i + 1 < len(args) and isinstance(args[i + 1].type, IndexType) and names[i + 1] == names[i] + OFFSET_SUFFIX
+        )
+        offset_of = (
+            i > 0 and isinstance(t, IndexType) and isinstance(args[i - 1].type, MemRefType)
+            and names[i] == names[i - 1] + OFFSET_SUFFIX
+        )
+        if isinstance(t, MemRefType):
+            role = "pointer" if offset_next else "buffer"
+        else:
+            role = "offset" if offset_of else "value"
+        params.append(KernelParam(names[i], t, role))
+    return params
 
 
 def is_compute_entry(fn: func.FuncOp) -> bool:

@@ -13,15 +13,13 @@ from pathlib import Path
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
-from xdsl.transforms import get_all_passes
 
 from diffc import interp
+from diffc.compiler import AD_PIPELINE_SPEC, build_pipeline
 from diffc.dialects import diff
-from diffc.registry import PASSES
 
-CANONICAL = "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"
+CANONICAL = AD_PIPELINE_SPEC  # the driver's pipeline (diffc.compiler)
 
 
 # ---- pipelines and the interpreter --------------------------------------------------------------
@@ -39,13 +37,6 @@ func.func @polynomial(%a: f32, %b: f32, %c: f32, %x: f32) -> f32 attributes {dif
 }
 """
 
-def available_passes() -> dict:
-    """xDSL's passes and diffc's, by name."""
-    available = dict(get_all_passes())
-    available.update(PASSES)
-    return available
-
-
 def print_module(module: ModuleOp) -> str:
     out = io.StringIO()
     Printer(stream=out).print_op(module)
@@ -55,7 +46,7 @@ def print_module(module: ModuleOp) -> str:
 def run_pipeline(text: str, pipeline: str) -> ModuleOp:
     """IR text through `pipeline` (xDSL's pass syntax), verified."""
     module = interp.parse_module(text)
-    PassPipeline.parse_spec(available_passes(), pipeline).apply(interp.make_context(), module)
+    build_pipeline(pipeline).apply(interp.make_context(), module)
     module.verify()
     return module
 

@@ -12,7 +12,7 @@ scalars, numpy arrays for vectors, ints for integer parameters.
 from __future__ import annotations
 
 import numpy as np
-from conftest import assert_no_diff, available_passes
+from conftest import assert_no_diff
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.interpreters.printf import PrintfFunctions
@@ -21,8 +21,7 @@ from xdsl.ir import Block, Region
 from diffc import interp
 from diffc.dialects import diff
 from diffc.frontend import compile_slang
-from diffc.interp import make_context
-from diffc.runtime.module import PIPELINE
+from diffc.compiler import differentiate
 
 FD_STEP = 1e-6
 
@@ -33,11 +32,8 @@ def run_function(module: ModuleOp, name: str, *args):
 
 
 def run_pipeline(module: ModuleOp) -> None:
-    """The canonical pipeline (diffc.runtime.module.PIPELINE) in place; nothing of diff left."""
-    ctx = make_context()
-    passes = available_passes()
-    for name in PIPELINE:
-        passes[name]()().apply(ctx, module)
+    """The canonical pipeline (diffc.compiler.AD_PIPELINE) in place; nothing of diff left."""
+    differentiate(module)
     module.verify()
     assert_no_diff(module)
 

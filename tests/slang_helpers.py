@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.interpreters.utils.ptr import TypedPtr
 
-from diffc.cli import PIPELINE, _apply
+from diffc.compiler import apply_pipeline
 from diffc.diagnostics import DiffcError
 from diffc.dialects import diff
 from diffc.frontend import compile_slang
@@ -26,7 +26,7 @@ def front(src: str) -> ModuleOp:
 
 def lowered(src: str) -> ModuleOp:
     m = front(src)
-    _apply(m, PIPELINE)
+    apply_pipeline(m, name_failing_pass=True)
     m.verify()
     return m
 

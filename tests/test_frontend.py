@@ -305,8 +305,6 @@ void main() {
 )
 def test_seed_programs_end_to_end_through_the_passes(src, want):
     """The front end's IR through diff-fwd/diff-rev/diff-checkpoint/diff-lower, then run."""
-    from xdsl.dialects.printf import Printf
-
     from diffc import registry
     from diffc.interp import make_context, make_interpreter
 
@@ -314,8 +312,7 @@ def test_seed_programs_end_to_end_through_the_passes(src, want):
     if not all(n in registry.PASSES for n in names):
         pytest.skip("differentiation passes not registered")
     m = lower(src)
-    ctx = make_context()
-    ctx.load_dialect(Printf)
+    ctx = make_context()  # the compiler's: printf included
     for n in names:
         registry.PASSES[n]()().apply(ctx, m)
     out = io.StringIO()

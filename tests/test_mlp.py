@@ -12,7 +12,7 @@ import pytest
 from xdsl.interpreters.shaped_array import ShapedArray
 from xdsl.interpreters.utils.ptr import TypedPtr
 
-from diffc.cli import PIPELINE, _apply
+from diffc.compiler import apply_pipeline
 from diffc.frontend import compile_slang
 from diffc.interp import run_function
 
@@ -32,7 +32,7 @@ N_PARAMS = 148
 def lowered():
     m = compile_slang(MLP.read_text(), str(MLP))
     m.verify()
-    _apply(m, PIPELINE)
+    apply_pipeline(m, name_failing_pass=True)
     m.verify()
     return m
 

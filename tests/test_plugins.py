@@ -174,3 +174,56 @@ def test_pipeline_from_mlir_syntax(spec: str, expected: str):
 def test_pipeline_from_mlir_syntax_refuses(spec: str, message: str):
     with pytest.raises(DiffcError, match=message):
         pipeline_from_mlir_syntax(spec)
+
+
+REGISTER_PLUGIN = '''
+from xdsl.ir import Dialect
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def
+
+
+@irdl_op_definition
+class CubeOp(IRDLOperation):
+    name = "cube.cube"
+    x = operand_def()
+    r = result_def()
+
+
+def register(registry):
+    registry.add_dialect("cube", lambda: Dialect("cube", [CubeOp], []))
+    registry.add_rule(CubeOp, lambda b, op: [b.mul(3.0, b.mul(op.x, op.x))])
+'''
+
+CUBE_IR = """func.func @f(%x: f32) -> f32 attributes {diff.differentiable} {
+  %y = "cube.cube"(%x) : (f32) -> f32
+  func.return %y : f32
+}
+func.func @main(%x: f32, %d: f32) -> f32 {
+  %g = diff.bwd_diff @f(%x, %d) : (f32, f32) -> f32
+  func.return %g : f32
+}
+"""
+
+
+def test_pass_plugin_file_can_define_ops_and_rules(tmp_path, capsys, monkeypatch):
+    """A --load-pass-plugin file with register(registry) and no pass: its dialect parses and its
+    rule differentiates its op (3 x^2 * d_out), as an installed plugin's would."""
+    from diffc import registry
+    from diffc.ad.interface import RULES
+    from diffc.tools.diffc_opt import main
+
+    monkeypatch.setattr(registry, "DIALECTS", dict(registry.DIALECTS))
+    monkeypatch.setattr("diffc.ad.interface.RULES", RULES)  # (the same dict; entries restored below)
+    before = dict(RULES)
+    plugin = tmp_path / "cube_plugin.py"
+    plugin.write_text(REGISTER_PLUGIN)
+    src = tmp_path / "cube.mlir"
+    src.write_text(CUBE_IR)
+    try:
+        rc = main([str(src), f"--load-pass-plugin={plugin}", "-p", "diff-rev,diff-checkpoint"])
+    finally:
+        RULES.clear()
+        RULES.update(before)
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "func.func @f_bwd" in out.out
+    assert "3.000000e+00" in out.out and "arith.mulf %x, %x" in out.out

@@ -16,13 +16,7 @@ from io import StringIO
 from pathlib import Path
 from typing import IO
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import BlockArgument, Operation, OpResult
-from xdsl.dialects import scf
-from xdsl.dialects.builtin import UnregisteredOp
-from xdsl.traits import IsTerminator, NoTerminator
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_pipeline
@@ -31,203 +25,15 @@ from xdsl.utils.exceptions import (
     DiagnosticException,
     ParseError,
     PassFailedException,
-    VerifyException,
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from diffc import registry
-from diffc.diagnostics import (
-    DiffcError,
-    decode_source,
-    failed_in_pass,
-    format_diagnostic,
-    line_col,
-    op_location,
-    read_source,
-    render_error,
-)
-from diffc.dialects.diff import verify_op_facts
+from diffc.diagnostics import DiffcError, decode_source, failed_in_pass, read_source, render_error
+from diffc.compiler import LocatingParser, parse_error_message
+from diffc.verify import verify_located
 
-
-class LocatingParser(Parser):
-    """A parser that gives each operation the file:line:col it was read from, so that a
-    verifier failure can point at the source."""
-
-    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
-        super().__init__(ctx, text, name)
-        self._text = text
-        self._name = name
-        self._line_offset = line_offset
-
-    def parse_operation(self) -> Operation:
-        start = self._current_token.span.start
-        try:
-            op = super().parse_operation()
-        except (VerifyException, MemoryError) as e:  # an op whose constructor checks its types, or a huge constant
-            line_end = self._text.find("\n", start)
-            message = str(e) if isinstance(e, VerifyException) else "too large to build in memory"
-            self.raise_error(message, start, min(self.pos, len(self._text) if line_end < 0 else line_end))
-        if isinstance(op.location, UnknownLoc):
-            line, col = line_col(self._text, start)
-            op.location = FileLineColLoc(
-                StringAttr(self._name), IntAttr(line + self._line_offset), IntAttr(col)
-            )
-        return op
-
-    def _parse_block(self):
-        # xDSL's parser fails with KeyError on some repeated block labels (a label used, then
-        # defined twice)
-        token = self._current_token
-        try:
-            return super()._parse_block()
-        except KeyError:
-            self.raise_error(f"block {token.text} is defined twice", token.span.start, token.span.end)
-
-    def resolve_operand(self, operand, type):
-        # Remember where each not-yet-defined name is first used, to point there if it
-        # never gets defined.
-        if operand.operand_name not in self.ssa_values:
-            self._first_use.setdefault(operand.operand_name, operand.span)
-        return super().resolve_operand(operand, type)
-
-    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        self._first_use = {}
-        try:
-            return super().parse_module(allow_implicit_module)
-        except ParseError as e:
-            undefined = [n for n in self.forward_ssa_references if n in self._first_use]
-            if e.msg.startswith("values used but not defined") and undefined:
-                span = self._first_use[undefined[0]]
-                names = ", ".join("%" + n for n in self.forward_ssa_references)
-                self.raise_error(f"use of undefined value %{undefined[0]} (never defined: {names})", span.start, span.end)
-            raise
-
-    def _parse_dialect_type_or_attribute_body(self, attr_name, is_type, is_opaque, starting_opaque_pos):
-        # A parametrized type that fails its verifier is reported where it was written.
-        start = self.pos
-        try:
-            return super()._parse_dialect_type_or_attribute_body(
-                attr_name, is_type, is_opaque, starting_opaque_pos
-            )
-        except VerifyException as e:
-            self.raise_error(str(e), start, self.pos)
-
-
-def verify_located(module: ModuleOp, sources: dict[str, str], after: str | None = None) -> None:
-    """Verifies op by op so that a failure names the op and where it was written; `after`
-    names the pass that produced the IR, if any."""
-    problem = _dominance_problem(module)  # first: some verifiers crash on values used out of scope
-    if problem is not None:
-        op, message = problem
-        if after is not None:
-            message += f" (in the IR left by pass '{after}')"
-        raise VerifyException(_located_message(op, message, sources))
-    for op in module.walk():
-        try:
-            op.verify(verify_nested_ops=False)
-            verify_op_facts(op)
-        except DiagnosticException as e:
-            cause = e.__cause__ if isinstance(e.__cause__, Exception) else e
-            message = str(cause).removeprefix("Operation does not verify: ")
-            if after is not None:
-                message += f" (in the IR left by pass '{after}')"
-            raise VerifyException(_located_message(op, message, sources)) from None
-        except Exception as e:  # a verifier that crashes on malformed IR
-            if os.environ.get("DIFFC_TRACEBACK"):
-                raise
-            message = f"cannot be verified ({type(e).__name__}: {e})"
-            raise VerifyException(_located_message(op, message, sources)) from None
-
-
-def _yield_problem(op: Operation) -> tuple[Operation, str] | None:
-    """An scf region whose terminator passes other types than the op expects (xDSL's scf
-    verifiers let an scf.if with results end in an empty implicit scf.yield)."""
-    expected: list[tuple[Operation, list]] = []
-    if isinstance(op, scf.IfOp):
-        expected = [(r.block.last_op, list(op.result_types)) for r in op.regions if r.blocks]
-    elif isinstance(op, scf.ForOp):
-        expected = [(op.body.block.last_op, [a.type for a in op.iter_args])]
-    elif isinstance(op, scf.WhileOp):
-        cond = op.before_region.block.last_op
-        expected = [(op.after_region.block.last_op, [a.type for a in op.before_region.block.args])]
-        if isinstance(cond, scf.ConditionOp):
-            expected.append((cond, list(op.result_types)))
-    for term, types in expected:
-        if term is None:
-            continue
-        got = [v.type for v in (term.args if isinstance(term, scf.ConditionOp) else term.operands)]
-        if got != types:
-            where = term if op_location(term) is not None else op  # (an implicit scf.yield has no place)
-            return where, (f"'{term.name}' passes ({', '.join(map(str, got))}) where '{op.name}' expects "
-                           f"({', '.join(map(str, types))})")
-    return None
-
-
-def _terminator_hint(op: Operation) -> str:
-    return {"scf.if": "scf.yield", "scf.for": "scf.yield", "scf.while": "scf.condition / scf.yield",
-            "func.func": "func.return"}.get(op.name, "a terminator op")
-
-
-def _dominance_problem(module: ModuleOp) -> tuple[Operation, str] | None:
-    """The first block without a terminator, or op that uses a value not defined above it in its
-    block or an enclosing one (xDSL's verifier checks neither, and every pass assumes both). In the module body, a
-    graph region, only the enclosing is checked; values flowing between blocks of one region
-    (CFG dominance) are not checked."""
-    position: dict[Operation, int] = {}
-    for op in module.walk():
-        for region in op.regions:
-            for block in region.blocks:
-                for k, o in enumerate(block.ops):
-                    position[o] = k
-    for op in module.walk():
-        graph = isinstance(op.parent_op(), ModuleOp)  # the module body is a graph region: any order
-        for v in op.operands:
-            name = f"%{v.name_hint}" if v.name_hint else "a value"
-            if isinstance(v, OpResult):
-                block, at = v.op.parent_block(), position.get(v.op, -1)
-            elif isinstance(v, BlockArgument):
-                block, at = v.block, -1
-            else:
-                return op, f"uses {name}, which is never defined"
-            cur: Operation | None = op
-            while cur is not None and cur.parent_block() is not block:
-                if block is not None and cur.parent_region() is block.parent:
-                    break  # another block of the defining region: not checked
-                cur = cur.parent_op()
-            if cur is None:
-                return op, f"uses {name} outside the region that defines it"
-            if cur.parent_block() is block and position.get(cur, -1) <= at and not graph:
-                return op, f"uses {name} before its definition"
-    for op in module.walk():
-        if op.regions and not op.has_trait(NoTerminator) and not isinstance(op, UnregisteredOp):
-            for region in op.regions:
-                for block in region.blocks:
-                    last = block.last_op
-                    if last is None or not last.has_trait(IsTerminator):
-                        where = last if last is not None else op
-                        return where, f"ends a block of '{op.name}' without a terminator ({_terminator_hint(op)})"
-            problem = _yield_problem(op)
-            if problem is not None:
-                return problem
-    return None
-
-
-def _located_message(op: Operation, message: str, sources: dict[str, str]) -> str:
-    if not message.startswith(f"'{op.name}'"):
-        message = f"'{op.name}' op {message}"
-    loc = op_location(op)
-    if loc is None:
-        return format_diagnostic(None, message) + f"\n    in: {_short(op)}"
-    return format_diagnostic(loc, message, source=sources.get(loc.file))
-
-
-def _short(op: Operation) -> str:
-    out = StringIO()
-    try:
-        Printer(stream=out).print_op(op.clone_without_regions() if op.regions else op)
-    except Exception:  # some ops (builtin.module) cannot print without their region
-        return op.name
-    return out.getvalue().splitlines()[0]
+__all__ = ["LocatingParser", "parse_error_message", "verify_located", "main"]  # tests import these from here
 
 
 _MLIR_PIPELINE = re.compile(r"^\s*builtin\.module\s*\((?P<inner>.*)\)\s*$", re.DOTALL)
@@ -302,7 +108,9 @@ def check_pipeline(spec: str, available: dict[str, Callable[[], type[ModulePass]
 
 
 def load_pass_plugin(path: str) -> list[type[ModulePass]]:
-    """Imports a Python file and returns every ModulePass subclass it defines."""
+    """Imports a Python file and returns every ModulePass subclass it defines. A file that defines
+    `register(registry)` gets it called with a diffc.registry.PluginRegistry first, as an
+    installed plugin's entry point: it may add dialects, passes and derivative rules."""
     file = Path(path)
     if not file.is_file():
         raise DiffcError(f"error: --load-pass-plugin: no such file '{path}'")
@@ -326,8 +134,17 @@ def load_pass_plugin(path: str) -> list[type[ModulePass]]:
         and not inspect.isabstract(obj)
         and isinstance(getattr(obj, "name", None), str)
     ]
-    if not passes:
-        raise DiffcError(f"error: --load-pass-plugin: '{path}' defines no ModulePass subclass with a name")
+    hook = vars(module).get("register")
+    if callable(hook) and getattr(hook, "__module__", None) == mod_name:
+        try:
+            hook(registry.PluginRegistry())
+        except Exception as e:
+            raise DiffcError(f"error: --load-pass-plugin: register() of '{path}' failed: {type(e).__name__}: {e}") from None
+        passes += [registry.PASSES[n]() for n in list(registry.PASSES) if registry.PASSES[n]().__module__ == mod_name
+                   and registry.PASSES[n]() not in passes]
+    elif not passes:
+        raise DiffcError(f"error: --load-pass-plugin: '{path}' defines no ModulePass subclass with a name "
+                         f"and no register(registry) function")
     return passes
 
 
@@ -414,6 +231,9 @@ class DiffcOptMain(xDSLOptMain):
         for path in self.args.load_pass_plugin:
             for pass_type in load_pass_plugin(path):
                 self.available_passes[pass_type.name] = lambda t=pass_type: t
+        for name, factory in registry.DIALECTS.items():  # those a plugin's register() added
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
         if self.args.pass_pipeline is not None:
             if self.args.passes:
                 raise DiffcError("error: give either --pass-pipeline or -p/--passes, not both")
@@ -480,13 +300,6 @@ class DiffcOptMain(xDSLOptMain):
         super().run()
         if isinstance(output, _HeldOutput):
             Path(self.args.output_file).write_text(output.getvalue())
-
-
-def parse_error_message(e: ParseError) -> str:
-    loc = e.span.get_location()
-    context = e.span.print_with_context("").splitlines()[1:]
-    text = "\n".join("  " + line for line in context if line.strip())
-    return f"{loc.file}:{loc.line}:{loc.col}: error: {e.msg}" + (f"\n{text}" if text else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

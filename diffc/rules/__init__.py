@@ -1,255 +1,51 @@
-"""Derivative rules: one registry keyed by op type, used by both forward and reverse mode.
+"""The partial-derivative rules of diffc's built-in ops, as data (arith_rules.py, math_rules.py,
+vector_rules.py, effect_rules.py), and the names plugins and the front end have always imported
+from here. The machinery is diffc.ad.partials (one implementation of the derivative interface,
+diffc.ad.interface); the registry is diffc.ad's (RULES is its dict).
 
-A rule gives, for one op with one result y = op(x0, x1, ...), the partial derivative dy/dxi for
-each operand, built as IR from the op's primal operands and result:
-
-    register_rule(math.SinOp, lambda b, op: [b.op(math.CosOp, op.operand)])
-
-Each partial is one of
-  * an SSA value of the operand's (= the result's) type,
-  * a Python float: a constant; 1.0 and -1.0 cost no multiply,
-  * None: no derivative flows through that operand (an index, a condition),
-  * CONVERT: the derivative is the identity up to a change of float type (extf / truncf). The
-    tangent is converted to the result's type in forward mode, the adjoint to the operand's
-    type in reverse mode (with arith.extf / arith.truncf, nothing when the types agree).
-From the partials forward mode builds  dy = sum_i dy/dxi * dxi  and reverse mode
-adj(xi) += dy/dxi * adj(y).
-
-An op whose derivative is linear but not "partial times tangent" (arith.select: pick a tangent)
-may give its own hooks instead of, or besides, partials:
-
-    register_rule(OpType, jvp=lambda b, op, tangents: ..., vjp=lambda b, op, adjoint: [...])
-
-`jvp` returns the result tangent (or None for zero) from the operand tangents (None: zero);
-`vjp` returns one adjoint contribution per operand (None: nothing). emit_jvp / emit_vjp call a
-hook when given and fall back to the partials otherwise.
-
-`register_nondifferentiable(...)` marks ops whose float results have a zero derivative
-(floor, comparisons, integer ops). Ops with regions (scf.if/for/while, calls) are handled by the
-passes. `lookup_rule` falls back to a rule registered for a base class of the op's type.
-
-Builtin rules live in arith_rules.py, math_rules.py, vector_rules.py and effect_rules.py.
 `arith_ext.RemFOp` is `arith.remf`, which xDSL 0.74 lacks: importing diffc.registry adds it to
 xDSL's arith dialect, so every context that loads arith afterwards parses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from xdsl.ir import Operation, SSAValue
 
-from xdsl.builder import Builder
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, DenseIntOrFPElementsAttr, FloatAttr, VectorType
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import InsertPoint
+from diffc.ad.interface import RULES
+from diffc.ad.partials import (
+    CONVERT,
+    Convert,
+    JvpFn,
+    Partial,
+    PartialsFn,
+    Rule,
+    RuleBuilder,
+    VjpFn,
+    register_nondifferentiable,
+    register_rule,
+)
+from diffc.ad.partials import emit_jvp as _emit_jvp
+from diffc.ad.partials import emit_vjp as _emit_vjp
 
-
-class Convert:
-    """The partial of a float-to-float cast: identity, converted to the right float type."""
-
-    _instance: Convert | None = None
-
-    def __new__(cls) -> Convert:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "CONVERT"
-
-
-CONVERT = Convert()
-
-Partial = SSAValue | float | Convert | None
-
-
-def _float_width(t: Attribute) -> int:
-    if isinstance(t, VectorType):
-        t = t.element_type
-    assert isinstance(t, AnyFloat), f"not a float type: {t}"
-    return t.bitwidth
-
-
-class RuleBuilder:
-    """Builds the IR of partial derivatives at one insertion point."""
-
-    def __init__(self, insertion_point: InsertPoint):
-        self.builder = Builder(insertion_point)
-
-    def insert(self, op: Operation) -> Operation:
-        return self.builder.insert(op)
-
-    def const(self, value: float, like: SSAValue | Attribute) -> SSAValue:
-        """A float constant of the type of `like` (splat for vectors)."""
-        t = like.type if isinstance(like, SSAValue) else like
-        if isinstance(t, VectorType):
-            attr = DenseIntOrFPElementsAttr.from_list(t, [float(value)] * t.element_count())
-            return self.insert(arith.ConstantOp(attr, t)).results[0]
-        return self.insert(arith.ConstantOp(FloatAttr(float(value), t))).results[0]
-
-    def value(self, x: SSAValue | float, like: SSAValue) -> SSAValue:
-        return self.const(x, like) if isinstance(x, float | int) else x
-
-    def op(self, op_type: type[Operation], *operands: SSAValue, **kwargs) -> SSAValue:
-        """Builds `op_type(*operands)` and returns its (single) result."""
-        return self.insert(op_type(*operands, **kwargs)).results[0]
-
-    def _bin(self, op_type: type[Operation], a: SSAValue | float, b: SSAValue | float) -> SSAValue:
-        like = a if isinstance(a, SSAValue) else b
-        assert isinstance(like, SSAValue), "one operand must be an SSA value"
-        return self.op(op_type, self.value(a, like), self.value(b, like))
-
-    def add(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
-        return self._bin(arith.AddfOp, a, b)
-
-    def sub(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
-        return self._bin(arith.SubfOp, a, b)
-
-    def mul(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
-        return self._bin(arith.MulfOp, a, b)
-
-    def div(self, a: SSAValue | float, b: SSAValue | float) -> SSAValue:
-        return self._bin(arith.DivfOp, a, b)
-
-    def neg(self, a: SSAValue) -> SSAValue:
-        return self.op(arith.NegfOp, a)
-
-    def cmpf(self, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
-        """An i1 (scalars only: xDSL 0.74's arith.cmpf has no vector form)."""
-        return self.insert(arith.CmpfOp(a, b, predicate)).results[0]
-
-    def select(self, cond: SSAValue, a: SSAValue | float, b: SSAValue | float, like: SSAValue) -> SSAValue:
-        return self.insert(arith.SelectOp(cond, self.value(a, like), self.value(b, like))).results[0]
-
-    def convert(self, x: SSAValue, to_type: Attribute) -> SSAValue:
-        """x converted to another float type (extf / truncf), x itself when the types agree."""
-        if x.type == to_type:
-            return x
-        if _float_width(to_type) > _float_width(x.type):
-            return self.insert(arith.ExtFOp(x, to_type)).results[0]
-        return self.insert(arith.TruncFOp(x, to_type)).results[0]
-
-
-PartialsFn = Callable[[RuleBuilder, Operation], Sequence[Partial]]
-JvpFn = Callable[[RuleBuilder, Operation, Sequence[SSAValue | None]], SSAValue | None]
-VjpFn = Callable[[RuleBuilder, Operation, SSAValue], Sequence[SSAValue | None]]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """`partials` is None (and no hook is set) for an op whose results have a zero derivative.
-    `jvp` / `vjp`, when set, replace the partials in forward / reverse mode."""
-
-    partials: PartialsFn | None
-    jvp: JvpFn | None = None
-    vjp: VjpFn | None = None
-
-    @property
-    def differentiable(self) -> bool:
-        return self.partials is not None or self.jvp is not None or self.vjp is not None
-
-
-RULES: dict[type[Operation], Rule] = {}
-
-
-def register_rule(
-    op_type: type[Operation],
-    partials: PartialsFn | None = None,
-    *,
-    jvp: JvpFn | None = None,
-    vjp: VjpFn | None = None,
-) -> None:
-    """Registers (or replaces) the rule of `op_type`. Give `partials`, or hooks, or both."""
-    if partials is None and jvp is None and vjp is None:
-        raise ValueError(f"rule for {op_type.__name__}: give partials or jvp/vjp hooks")
-    RULES[op_type] = Rule(partials, jvp, vjp)
-
-
-def register_nondifferentiable(*op_types: type[Operation]) -> None:
-    for t in op_types:
-        RULES[t] = Rule(None)
-
-
-_builtin_rules_loaded = False
-
-
-def _load_builtin_rules() -> None:
-    global _builtin_rules_loaded
-    if not _builtin_rules_loaded:
-        _builtin_rules_loaded = True
-        from diffc.rules import (  # noqa: F401  (they register themselves)
-            arith_rules,
-            effect_rules,
-            math_rules,
-            vector_rules,
-        )
+__all__ = [
+    "CONVERT", "RULES", "Convert", "JvpFn", "Partial", "PartialsFn", "Rule", "RuleBuilder", "VjpFn",
+    "emit_jvp", "emit_vjp", "lookup_rule", "register_nondifferentiable", "register_rule",
+]
 
 
 def lookup_rule(op: Operation | type[Operation]) -> Rule | None:
-    """The rule for `op` (an op or an op type), or None when no rule is known (the passes then
-    report an error)."""
-    _load_builtin_rules()
-    op_type = op if isinstance(op, type) else type(op)
-    rule = RULES.get(op_type)
-    if rule is None:
-        for base in op_type.__mro__[1:]:
-            if base in RULES:
-                return RULES[base]
-    return rule
+    """The partials rule for `op` (an op or an op type), or None when no rule is known (the
+    passes then report an error); the built-in rules are loaded first."""
+    from diffc.ad.registry import lookup_partials
+
+    return lookup_partials(op)
 
 
-def _scale(b: RuleBuilder, partial: SSAValue | float | Convert, x: SSAValue, to_type: Attribute) -> SSAValue:
-    """partial * x, of type `to_type`, with the multiplications by +-1 left out."""
-    if isinstance(partial, Convert):
-        return b.convert(x, to_type)
-    if isinstance(partial, float | int):
-        if partial == 1.0:
-            return x
-        if partial == -1.0:
-            return b.neg(x)
-        return b.mul(b.const(float(partial), x), x)
-    return b.mul(partial, x)
-
-
-def _rule_of(op: Operation) -> Rule:
-    rule = lookup_rule(op)
-    if rule is None:
-        raise KeyError(op.name)
-    return rule
-
-
-def emit_jvp(b: RuleBuilder, op: Operation, tangents: Sequence[SSAValue | None]) -> SSAValue | None:
-    """The tangent of op's result, given the tangent of each operand (None: zero tangent).
-    Returns None when the tangent is zero."""
-    rule = _rule_of(op)
-    if not rule.differentiable or all(t is None for t in tangents):
-        return None
-    if rule.jvp is not None:
-        return rule.jvp(b, op, tangents)
-    if rule.partials is None:
-        raise NotImplementedError(f"{op.name}: the rule has no forward-mode derivative")
-    partials = rule.partials(b, op)
-    total: SSAValue | None = None
-    for p, t in zip(partials, tangents, strict=True):
-        if p is None or t is None:
-            continue
-        term = _scale(b, p, t, op.results[0].type)
-        total = term if total is None else b.add(total, term)
-    return total
+def emit_jvp(b: RuleBuilder, op: Operation, tangents) -> SSAValue | None:
+    lookup_rule(op)  # loads the built-in rules
+    return _emit_jvp(b, op, tangents)
 
 
 def emit_vjp(b: RuleBuilder, op: Operation, adjoint: SSAValue) -> list[SSAValue | None]:
-    """The contribution of op's result adjoint to each operand's adjoint (None: nothing)."""
-    rule = _rule_of(op)
-    if not rule.differentiable:
-        return [None] * len(op.operands)
-    if rule.vjp is not None:
-        return list(rule.vjp(b, op, adjoint))
-    if rule.partials is None:
-        raise NotImplementedError(f"{op.name}: the rule has no reverse-mode derivative")
-    partials = rule.partials(b, op)
-    return [
-        None if p is None else _scale(b, p, adjoint, x.type)
-        for p, x in zip(partials, op.operands, strict=True)
-    ]
+    lookup_rule(op)
+    return _emit_vjp(b, op, adjoint)

@@ -57,10 +57,9 @@ def extend_arith_dialect() -> None:
     xDSL already registers, hence this. An op xDSL itself defines (a later version) is kept."""
     from xdsl.dialects.arith import Arith
 
-    known = {op.name for op in Arith.operations}
-    for op in EXTRA_OPS:
-        if op.name not in known:
-            Arith._operations.append(op)
+    from diffc.xdsl_adapter import add_ops_to_dialect
+
+    add_ops_to_dialect(Arith, EXTRA_OPS)
 
 
 def load_into(ctx: Context) -> None:

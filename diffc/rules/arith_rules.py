@@ -9,7 +9,7 @@ the partials are built lane by lane.
 from xdsl.dialects import arith
 from xdsl.dialects.math import TruncOp
 
-from diffc.rules import CONVERT, RuleBuilder, register_nondifferentiable, register_rule
+from diffc.ad.partials import CONVERT, RuleBuilder, register_nondifferentiable, register_rule
 from diffc.rules.arith_ext import RemFOp
 from diffc.rules.lanes import lanewise
 

@@ -7,6 +7,6 @@ a debug print inside a differentiated function does not stop differentiation.
 
 from xdsl.dialects.printf import PrintFormatOp
 
-from diffc.rules import register_nondifferentiable
+from diffc.ad.partials import register_nondifferentiable
 
 register_nondifferentiable(PrintFormatOp)

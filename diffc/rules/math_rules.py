@@ -10,7 +10,7 @@ import math as pymath
 
 from xdsl.dialects import arith, math
 
-from diffc.rules import RuleBuilder, register_nondifferentiable, register_rule
+from diffc.ad.partials import RuleBuilder, register_nondifferentiable, register_rule
 from diffc.rules.lanes import lanewise
 
 LN2 = pymath.log(2.0)

@@ -21,7 +21,7 @@ from xdsl.dialects import vector
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
-from diffc.rules import RuleBuilder, register_rule
+from diffc.ad.partials import RuleBuilder, register_rule
 
 
 def _shape(t) -> tuple[int, ...]:

@@ -48,14 +48,12 @@ from diffc.runtime.tensor import Tensor, TensorPointer
 if TYPE_CHECKING:
     from diffc.runtime.module import Function, Module
 
-OFFSET_SUFFIX = "_off"
-
 
 @dataclass(frozen=True)
 class KernelParam:
     name: str
     type: object
-    kind: str  # "pointer" (memref + offset), "buffer" (memref alone), "offset", "value"
+    kind: str  # its role in the kernel ABI (lower_entry_points.kernel_params): pointer, buffer, offset, value
     is_global: bool = False
 
 
@@ -91,11 +89,8 @@ def entry_program(module: Module) -> EntryProgram:
 
 
 def _build(module: Module) -> EntryProgram:
-    from xdsl.passes import PassPipeline
-    from xdsl.transforms import get_all_passes
     from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
-    from diffc import registry
     from diffc.backend.opencl import build_options, options_for_device
     from diffc.backend.opencl.module import ModuleEmitter
     from diffc.passes.lower_entry_points import (
@@ -105,7 +100,8 @@ def _build(module: Module) -> EntryProgram:
         numthreads,
         param_names,
     )
-    from diffc.runtime.module import PIPELINE, _context, located_failure, with_source_line
+    from diffc.compiler import differentiate, make_context
+    from diffc.runtime.errors import located_failure, with_source_line
     from diffc.runtime.program import build_program
 
     entries = {f.sym_name.data: f for f in module.ir.ops if isinstance(f, func.FuncOp) and is_compute_entry(f)}
@@ -120,9 +116,9 @@ def _build(module: Module) -> EntryProgram:
                 ids[names[i]] = sem.data
         thread_ids[name] = ids
     low: ModuleOp = module.ir.clone()
-    ctx = _context()
+    ctx = make_context()
     try:
-        PassPipeline.parse_spec({**get_all_passes(), **registry.PASSES}, ",".join(PIPELINE)).apply(ctx, low)
+        differentiate(low, ctx)
         LowerEntryPointsPass().apply(ctx, low)
         if REDUCE_ATOMICS:
             from diffc.passes.reduce_atomics import ReduceAtomicsPass
@@ -148,9 +144,8 @@ def _build(module: Module) -> EntryProgram:
 
 
 def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
-    from diffc.passes.lower_entry_points import param_names
+    from diffc.passes.lower_entry_points import kernel_params, param_names
 
-    args = kernel.body.blocks[0].args
     names = param_names(kernel)
     for i, n in enumerate(names):
         if n in names[:i]:
@@ -158,21 +153,10 @@ def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
                 f"error: @{kernel.sym_name.data}: two parameters are named '{n}' (an IR name hint loses a "
                 "`_<digits>` suffix: name such parameters with the argument attribute diffc.name)"
             )
-    params = []
-    for i, a in enumerate(args):
-        t = a.type
-        offset_next = (
-            i + 1 < len(args) and isinstance(args[i + 1].type, IndexType) and names[i + 1] == names[i] + OFFSET_SUFFIX
-        )
-        offset_of = (
-            i > 0 and isinstance(t, IndexType) and isinstance(args[i - 1].type, MemRefType)
-            and names[i] == names[i - 1] + OFFSET_SUFFIX
-        )
-        if isinstance(t, MemRefType):
-            kind = "pointer" if offset_next else "buffer"
-        else:
-            kind = "offset" if offset_of else "value"
-        params.append(KernelParam(names[i], t, kind, isinstance(t, MemRefType) and names[i] in globals_))
+    params = [
+        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_)
+        for p in kernel_params(kernel)
+    ]
     return params
 
 

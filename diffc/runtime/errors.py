@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from diffc.diagnostics import DiffcError
+from diffc.diagnostics import DiffcError, render_error
 
 
 class RuntimeDiffcError(DiffcError):
@@ -30,3 +30,26 @@ class CallError(RuntimeDiffcError):
     def __init__(self, message: str, argument: str | None = None):
         super().__init__(message)
         self.argument = argument
+
+
+def located_failure(e: Exception, module, what: str) -> RuntimeDiffcError:
+    """A pass's failure on `module` as the runtime's error: at the op's source line where the
+    pass located it, else naming the module's file."""
+    if getattr(e, "location", None) is not None:
+        return RuntimeDiffcError(render_error(e, module.sources, prefix=what))
+    return RuntimeDiffcError(f"error: {module.path}: {what}{e}")
+
+
+def with_source_line(emit, sources: dict[str, str]):
+    """`emit`, whose located errors (the OpenCL emitter's) also show the source line."""
+
+    def run(*args, **kwargs):
+        try:
+            return emit(*args, **kwargs)
+        except DiffcError as e:
+            if getattr(e, "location", None) is not None:
+                e.message = render_error(e, sources)
+                e.args = (e.message,)
+            raise
+
+    return run

@@ -22,15 +22,14 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerType, ModuleOp
 
-from diffc.diagnostics import DiffcError, read_source, render_error
+from diffc.diagnostics import read_source
 from diffc.dialects import diff
 from diffc.runtime.device import device
-from diffc.runtime.errors import CallError, RuntimeDiffcError
+from diffc.runtime.errors import CallError, RuntimeDiffcError, located_failure, with_source_line
 from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_period, build_kernel
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.tensor import Tensor
 
-PIPELINE = ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonicalize", "cse")
 # Set to False to make every call use the one-element-per-work-item kernel (tests use this).
 VECTORIZE = os.environ.get("DIFFC_VECTORIZE", "1") != "0"
 WORK_GROUP = 256
@@ -51,45 +50,12 @@ def _np_dtype(t) -> np.dtype | None:
 # -- loading ------------------------------------------------------------------------------
 
 
-def _context():
-    from xdsl.context import Context
-    from xdsl.dialects import get_all_dialects
-
-    from diffc import registry
-
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    for name, factory in registry.DIALECTS.items():
-        if name not in ctx.registered_dialect_names:
-            ctx.register_dialect(name, factory)
-    return ctx
-
-
 def parse_source(text: str, filename: str) -> ModuleOp:
-    """IR text (.mlir) or, through `diffc.registry.FRONTENDS`, another language."""
-    from diffc import registry
-    from xdsl.utils.exceptions import ParseError, VerifyException
+    """IR text (.mlir) or, through `diffc.registry.FRONTENDS`, another language (the compiler's
+    parser), verified; failures are RuntimeDiffcError."""
+    from diffc.compiler import parse_source as parse
 
-    from diffc.tools.diffc_opt import LocatingParser, parse_error_message, verify_located
-
-    ext = Path(filename).suffix.lstrip(".")
-    registry.load_installed_plugins()
-    if ext in registry.FRONTENDS:
-        module = registry.FRONTENDS[ext]()(text, filename)
-    elif ext in ("mlir", ""):
-        try:
-            module = LocatingParser(_context(), text, filename).parse_module()
-        except ParseError as e:  # xDSL's own type: the runtime's, with the located message
-            raise RuntimeDiffcError(parse_error_message(e)) from None
-    else:
-        known = ", ".join(sorted({"mlir", *registry.FRONTENDS}))
-        raise RuntimeDiffcError(f"error: cannot load '{filename}': unknown extension '.{ext}' (known: {known})")
-    try:
-        verify_located(module, {filename: text})
-    except VerifyException as e:
-        raise RuntimeDiffcError(str(e)) from None
-    return module
+    return parse(text, filename, RuntimeDiffcError)
 
 
 def load_module(path: str | os.PathLike) -> Module:
@@ -475,29 +441,6 @@ class Function:
         return cl.Kernel(program, spec.kernel_name)
 
 
-def located_failure(e: Exception, module: Module, what: str) -> RuntimeDiffcError:
-    """A pass's failure on `module` as the runtime's error: at the op's source line where the
-    pass located it, else naming the module's file."""
-    if getattr(e, "location", None) is not None:
-        return RuntimeDiffcError(render_error(e, module.sources, prefix=what))
-    return RuntimeDiffcError(f"error: {module.path}: {what}{e}")
-
-
-def with_source_line(emit, sources: dict[str, str]):
-    """`emit`, whose located errors (the OpenCL emitter's) also show the source line."""
-
-    def run(*args, **kwargs):
-        try:
-            return emit(*args, **kwargs)
-        except DiffcError as e:
-            if getattr(e, "location", None) is not None:
-                e.message = render_error(e, sources)
-                e.args = (e.message,)
-            raise
-
-    return run
-
-
 _MISSING = object()
 # Work-groups per compute unit for the reduce form: enough to fill the device, few enough
 # that each work-item sums many elements.
@@ -555,25 +498,11 @@ def _broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int
 
 
 def _lower(module: ModuleOp, spec: KernelSpec) -> None:
-    """Runs the differentiation pipeline (the passes this diffc has) over the kernel module."""
-    from xdsl.transforms import get_all_passes
+    """Runs the differentiation pipeline over the kernel module."""
+    from diffc.compiler import differentiate
 
-    from diffc import registry
-
-    ctx = _context()
-    available = {**get_all_passes(), **registry.PASSES}
     module.verify()
-    missing = []
-    for name in PIPELINE:
-        try:
-            pass_type = available[name]()
-        except (KeyError, ImportError):  # a pass not written yet
-            missing.append(name)
-            continue
-        pass_type().apply(ctx, module)
+    differentiate(module)
     left = {op.name for op in module.walk() if op.name.startswith("diff.")}
     if left:
-        raise RuntimeDiffcError(
-            f"error: {spec.mode} of @{spec.function}: ops {sorted(left)} remain after the pipeline"
-            + (f"; this diffc lacks the passes {missing}" if missing else "")
-        )
+        raise RuntimeDiffcError(f"error: {spec.mode} of @{spec.function}: ops {sorted(left)} remain after the pipeline")

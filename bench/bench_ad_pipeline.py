@@ -1,0 +1,144 @@
+"""Compile time and peak memory of the differentiation pipeline on a generated function of about
+10,000 ops (straight-line arithmetic and math, branches and a counted loop), in both modes.
+
+    python bench/bench_ad_pipeline.py                # 10,000 ops, 3 runs, best time
+    python bench/bench_ad_pipeline.py --ops 2000 --runs 1
+
+Prints the op count of the input function, the best CPU time (process time: fair on a shared
+machine; wall time beside it) of diff-fwd,diff-rev,diff-checkpoint,diff-lower over a fresh
+parse (parsing not counted), and the peak Python memory (tracemalloc) of one run. The IR is
+generated deterministically, so numbers taken before and after a change compare the same input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import time
+import tracemalloc
+
+from xdsl.passes import PassPipeline
+from xdsl.transforms import get_all_passes
+
+from diffc import interp
+from diffc.registry import PASSES
+
+AD_PASSES = "diff-fwd,diff-rev,diff-checkpoint,diff-lower"
+
+
+def generate(n_ops: int, seed: int = 0) -> str:
+    """`@f(%x0, %x1, %x2, %x3) -> f32`: a chain of binary/unary float ops over a pool of recent
+    values; every 50th step an scf.if on a comparison, every 200th a 4-iteration scf.for."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    pool = ["%x0", "%x1", "%x2", "%x3"]
+    k = 0
+    count = 0
+
+    def fresh() -> str:
+        nonlocal k
+        k += 1
+        return f"%v{k}"
+
+    def pick() -> str:
+        return pool[-1 - rng.randrange(min(len(pool), 16))]
+
+    def binop(ind: str, out: list[str]) -> str:
+        nonlocal count
+        v = fresh()
+        op = rng.choice(["arith.addf", "arith.mulf", "arith.subf", "arith.maximumf"])
+        out.append(f"{ind}{v} = {op} {pick()}, {pick()} : f32")
+        count += 1
+        return v
+
+    def unop(ind: str, out: list[str]) -> str:
+        nonlocal count
+        v = fresh()
+        op = rng.choice(["math.sin", "math.cos", "math.tanh"])
+        out.append(f"{ind}{v} = {op} {pick()} : f32")
+        count += 1
+        return v
+
+    ind = "  "
+    lines.append(f"{ind}%c0 = arith.constant 0 : index")
+    lines.append(f"{ind}%c1 = arith.constant 1 : index")
+    lines.append(f"{ind}%c4 = arith.constant 4 : index")
+    count += 3
+    step = 0
+    while count < n_ops:
+        step += 1
+        if step % 200 == 0:
+            init = pick()
+            r, acc, iv = fresh(), fresh(), fresh()
+            lines.append(f"{ind}{r} = scf.for {iv} = %c0 to %c4 step %c1 iter_args({acc} = {init}) -> (f32) {{")
+            pool.append(acc)
+            a = binop(ind + "  ", lines)
+            b = unop(ind + "  ", lines)
+            c = fresh()
+            lines.append(f"{ind}  {c} = arith.mulf {a}, {b} : f32")
+            lines.append(f"{ind}  scf.yield {c} : f32")
+            lines.append(f"{ind}}}")
+            del pool[pool.index(acc):]
+            pool.append(r)
+            count += 3
+        elif step % 50 == 0:
+            cnd, r = fresh(), fresh()
+            lines.append(f"{ind}{cnd} = arith.cmpf olt, {pick()}, {pick()} : f32")
+            lines.append(f"{ind}{r} = scf.if {cnd} -> (f32) {{")
+            t = binop(ind + "  ", lines)
+            lines.append(f"{ind}  scf.yield {t} : f32")
+            lines.append(f"{ind}}} else {{")
+            e = unop(ind + "  ", lines)
+            lines.append(f"{ind}  scf.yield {e} : f32")
+            lines.append(f"{ind}}}")
+            pool.append(r)
+            count += 4
+        elif rng.random() < 0.3:
+            pool.append(unop(ind, lines))
+        else:
+            pool.append(binop(ind, lines))
+    body = "\n".join(lines)
+    return (
+        "func.func @f(%x0: f32, %x1: f32, %x2: f32, %x3: f32) -> f32 attributes {diff.differentiable} {\n"
+        f"{body}\n  func.return {pool[-1]} : f32\n}}\n"
+        "func.func @main_bwd(%a: f32, %b: f32, %c: f32, %d: f32, %dy: f32) -> (f32, f32, f32, f32) {\n"
+        "  %g:4 = diff.bwd_diff @f(%a, %b, %c, %d, %dy) : (f32, f32, f32, f32, f32) -> (f32, f32, f32, f32)\n"
+        "  func.return %g#0, %g#1, %g#2, %g#3 : f32, f32, f32, f32\n}\n"
+        "func.func @main_fwd(%a: !diff.pair<f32>, %b: !diff.pair<f32>, %c: !diff.pair<f32>, %d: !diff.pair<f32>) -> !diff.pair<f32> {\n"
+        "  %y = diff.fwd_diff @f(%a, %b, %c, %d) : (!diff.pair<f32>, !diff.pair<f32>, !diff.pair<f32>, !diff.pair<f32>) -> !diff.pair<f32>\n"
+        "  func.return %y : !diff.pair<f32>\n}\n"
+    ), count
+
+
+def run_once(text: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of the AD passes over a fresh parse."""
+    module = interp.parse_module(text)
+    passes = PassPipeline.parse_spec({**get_all_passes(), **PASSES}, AD_PASSES)
+    ctx = interp.make_context()
+    gc.collect()
+    start, cpu = time.perf_counter(), time.process_time()
+    passes.apply(ctx, module)
+    return time.perf_counter() - start, time.process_time() - cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ops", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    text, count = generate(args.ops)
+    times = [run_once(text) for _ in range(args.runs)]
+    tracemalloc.start()
+    run_once(text)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(f"ops in @f: {count}")
+    wall = min(t for t, _ in times)
+    cpu = min(c for _, c in times)
+    print(f"{AD_PASSES} (bwd_diff and fwd_diff of @f): best of {args.runs}: {cpu:.2f} s CPU "
+          f"({wall:.2f} s wall), peak {peak / 2**20:.1f} MiB (tracemalloc, one run)")
+
+
+if __name__ == "__main__":
+    main()

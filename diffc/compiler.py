@@ -1,0 +1,219 @@
+"""The compiler driver: one context, one IR parser, one pipeline definition.
+
+diffc-opt, the `diffc` command, the runtime and the tests all build their context, parse IR and
+run the differentiation pipeline through these functions, so a pass added to `AD_PIPELINE` is
+added everywhere at once.
+
+    module = parse_source(text, "f.mlir")      # or a .slang file, through registry.FRONTENDS
+    differentiate(module)                      # AD_PIPELINE: no diff.* op or type is left
+    lower_entry_points(module, entry="main")   # kernels (+ reduce-atomics)
+    emit_opencl(module, options)               # OpenCL C
+
+Errors: `parse_ir` raises xDSL's ParseError, located (`parse_error_message` formats it);
+`parse_source` raises DiffcError (the runtime's RuntimeDiffcError where it calls it); a pass
+raises its PassFailedException (`name_failing_pass=True` wraps it as `pass 'p' failed: ...`,
+keeping its location).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import ParseError, PassFailedException, VerifyException
+
+from diffc import registry
+from diffc.diagnostics import DiffcError, failed_in_pass, line_col
+from diffc.verify import verify_located
+from diffc.xdsl_adapter import HookedParser
+
+# The differentiation pipeline: what turns `diff.fwd_diff` / `diff.bwd_diff` into plain
+# func/arith/math/scf/memref. Defined here only.
+AD_PIPELINE: tuple[str, ...] = ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonicalize", "cse")
+AD_PIPELINE_SPEC = ",".join(AD_PIPELINE)
+
+
+# ---- context ----------------------------------------------------------------------------------
+
+
+def make_context() -> Context:
+    """Every xDSL dialect and every diffc one (registry.DIALECTS, plugins included), loaded
+    lazily; arith carries the ops diffc adds to it (arith.remf)."""
+    from xdsl.dialects import get_all_dialects
+
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    for name, factory in registry.DIALECTS.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """xDSL's passes and diffc's (registry.PASSES, plugins included), by name."""
+    from xdsl.transforms import get_all_passes
+
+    return {**get_all_passes(), **registry.PASSES}
+
+
+# ---- parsing ----------------------------------------------------------------------------------
+
+
+class LocatingParser(HookedParser):
+    """A parser that gives each operation the file:line:col it was read from, so that a
+    verifier failure can point at the source."""
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0, locate: bool = True):
+        super().__init__(ctx, text, name)
+        self._text = text
+        self._name = name
+        self._line_offset = line_offset
+        self._locate = locate
+
+    def parse_operation(self) -> Operation:
+        start = self.token_start()
+        try:
+            op = super().parse_operation()
+        except (VerifyException, MemoryError) as e:  # an op whose constructor checks its types, or a huge constant
+            line_end = self._text.find("\n", start)
+            message = str(e) if isinstance(e, VerifyException) else "too large to build in memory"
+            self.raise_error(message, start, min(self.pos, len(self._text) if line_end < 0 else line_end))
+        if self._locate and isinstance(op.location, UnknownLoc):
+            line, col = line_col(self._text, start)
+            op.location = FileLineColLoc(
+                StringAttr(self._name), IntAttr(line + self._line_offset), IntAttr(col)
+            )
+        return op
+
+    def block_label_clash(self, token):
+        # xDSL's parser fails with KeyError on some repeated block labels (a label used, then
+        # defined twice)
+        self.raise_error(f"block {token.text} is defined twice", token.span.start, token.span.end)
+
+    def attribute_body_failed(self, error: Exception, start: int):
+        # A parametrized type that fails its verifier is reported where it was written.
+        self.raise_error(str(error), start, self.pos)
+
+    def resolve_operand(self, operand, type):
+        # Remember where each not-yet-defined name is first used, to point there if it
+        # never gets defined.
+        if operand.operand_name not in self.ssa_values:
+            self._first_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        self._first_use = {}
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            undefined = [n for n in self.forward_ssa_references if n in self._first_use]
+            if e.msg.startswith("values used but not defined") and undefined:
+                span = self._first_use[undefined[0]]
+                names = ", ".join("%" + n for n in self.forward_ssa_references)
+                self.raise_error(f"use of undefined value %{undefined[0]} (never defined: {names})", span.start, span.end)
+            raise
+
+
+def parse_error_message(e: ParseError) -> str:
+    loc = e.span.get_location()
+    context = e.span.print_with_context("").splitlines()[1:]
+    text = "\n".join("  " + line for line in context if line.strip())
+    return f"{loc.file}:{loc.line}:{loc.col}: error: {e.msg}" + (f"\n{text}" if text else "")
+
+
+def parse_ir(
+    text: str, filename: str = "<string>.mlir", *, line_offset: int = 0, implicit_module: bool = True,
+    ctx: Context | None = None, locate: bool = True,
+) -> ModuleOp:
+    """IR text -> module, every op located at file:line:col (unless `locate` is False: IR
+    built by tests, whose messages then name no place). Not verified (see parse_source)."""
+    parser = LocatingParser(ctx or make_context(), text, filename, line_offset, locate)
+    return parser.parse_module(implicit_module)
+
+
+def parse_source(text: str, filename: str, error: type[DiffcError] = DiffcError) -> ModuleOp:
+    """IR text (.mlir) or, through `registry.FRONTENDS`, another language; verified. Failures
+    are `error` (a DiffcError subclass) with a located message."""
+    ext = Path(filename).suffix.lstrip(".")
+    registry.load_installed_plugins()
+    if ext in registry.FRONTENDS:
+        module = registry.FRONTENDS[ext]()(text, filename)
+    elif ext in ("mlir", ""):
+        try:
+            module = parse_ir(text, filename)
+        except ParseError as e:  # xDSL's own type: the caller's, with the located message
+            raise error(parse_error_message(e)) from None
+    else:
+        known = ", ".join(sorted({"mlir", *registry.FRONTENDS}))
+        raise error(f"error: cannot load '{filename}': unknown extension '.{ext}' (known: {known})")
+    try:
+        verify_located(module, {filename: text})
+    except VerifyException as e:
+        raise error(str(e)) from None
+    return module
+
+
+# ---- pipelines --------------------------------------------------------------------------------
+
+
+def build_pipeline(
+    spec: str | Sequence[str] = AD_PIPELINE_SPEC,
+    callback: Callable[[ModulePass | None, ModuleOp, ModulePass | None], None] | None = None,
+) -> PassPipeline:
+    """The passes of `spec` (xDSL's pipeline syntax, or a sequence of pass names)."""
+    if not isinstance(spec, str):
+        spec = ",".join(spec)
+    passes = PassPipeline.parse_spec(available_passes(), spec).passes
+    return PassPipeline(passes, callback) if callback is not None else PassPipeline(passes)
+
+
+def apply_pass(p: ModulePass, module: ModuleOp, ctx: Context | None = None, *, name_failing_pass: bool = True) -> None:
+    """Runs one pass; with `name_failing_pass` its failure says `pass 'p' failed: ...` (and keeps
+    the location of the op at fault)."""
+    try:
+        p.apply(ctx or make_context(), module)
+    except PassFailedException as e:
+        if not name_failing_pass:
+            raise
+        raise failed_in_pass(p.name, e) from None
+
+
+def apply_pipeline(
+    module: ModuleOp, spec: str | Sequence[str] = AD_PIPELINE_SPEC, ctx: Context | None = None,
+    *, name_failing_pass: bool = False,
+) -> None:
+    ctx = ctx or make_context()
+    for p in build_pipeline(spec).passes:
+        apply_pass(p, module, ctx, name_failing_pass=name_failing_pass)
+
+
+def differentiate(module: ModuleOp, ctx: Context | None = None) -> None:
+    """AD_PIPELINE over `module`: afterwards no `diff.*` op or type remains."""
+    apply_pipeline(module, AD_PIPELINE_SPEC, ctx)
+
+
+def lower_entry_points(module: ModuleOp, entry: str | None = None, *, reduce_atomics: bool,
+                       ctx: Context | None = None, name_failing_pass: bool = False) -> None:
+    """Compute entry points (all, or `entry`) -> kernels; then reduce-atomics if asked."""
+    from diffc.passes.lower_entry_points import LowerEntryPointsPass
+
+    ctx = ctx or make_context()
+    lep = LowerEntryPointsPass(entry=entry) if entry is not None else LowerEntryPointsPass()
+    apply_pass(lep, module, ctx, name_failing_pass=name_failing_pass)
+    if reduce_atomics:
+        from diffc.passes.reduce_atomics import ReduceAtomicsPass
+
+        apply_pass(ReduceAtomicsPass(), module, ctx, name_failing_pass=name_failing_pass)
+
+
+def emit_opencl(module: ModuleOp, options=None) -> str:
+    """OpenCL C of a lowered module (see diffc.backend.opencl)."""
+    from diffc.backend.opencl import emit_opencl as emit
+    from diffc.backend.opencl.options import EmitOptions
+
+    return emit(module, options if options is not None else EmitOptions())

@@ -1,0 +1,107 @@
+"""No import circles among diffc's modules.
+
+An import anywhere in a module (at the top or inside a function) is an edge; an import under
+`if TYPE_CHECKING:` is not (it never runs). A package `import a.b.c` depends on `a.b.c`, not on
+the packages above it. The front end's circle (checker <-> calls <-> matrices <-> defaults <->
+ptr_types) is the front end's to break and is listed in KNOWN until it is; any other circle, or
+a change in that one, fails."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# import name -> folder (pyproject.toml's package-dir)
+PACKAGES = {"diffc": "diffc", "diffc.dialects": "dialects", "diffc.passes": "passes", "diffc.tools": "tools"}
+KNOWN = [
+    {"diffc.frontend.calls", "diffc.frontend.checker", "diffc.frontend.defaults", "diffc.frontend.matrices",
+     "diffc.frontend.ptr_types"},
+]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for pkg, folder in PACKAGES.items():
+        for f in (ROOT / folder).rglob("*.py"):
+            parts = [p for p in f.relative_to(ROOT / folder).with_suffix("").parts if p != "__init__"]
+            out[".".join([pkg, *parts])] = f
+    return out
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    tree = ast.parse(path.read_text())
+    type_only = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            type_only.update(id(n) for n in ast.walk(node))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join(package + ([base] if base else []))
+            subs = [f"{base}.{a.name}" for a in node.names]
+            out.update(s for s in subs if s in known)
+            if any(s not in known for s in subs):
+                out.add(base)
+    return {m for m in out if m in known and m != name}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(comp)
+    return found
+
+
+def test_no_import_circles():
+    known = modules()
+    graph = {m: imports(m, p, known) for m, p in known.items()}
+    circles = [c for c in cycles(graph) if c not in KNOWN]
+    assert not circles, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in circles)
+
+
+def test_the_checker_sees_a_circle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
