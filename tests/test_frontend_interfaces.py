@@ -342,3 +342,17 @@ float h() { S s; return s.f() + use(s); }
     assert run(src, "h") == pytest.approx((3.0,))
     expect_error("interface I { float f(); }\nstruct I { float v; }\n", "E0009", 2, 1, "a second struct (or interface)")
     expect_error("interface I : K { float f(); }\n", "E0002", 1, 1, "unknown interface 'K'")
+
+
+def test_constrained_extension_of_a_generic_struct_applies_to_conforming_instances():
+    src = """
+struct V<T> { T x; }
+extension<T : IFloat> V<T> : IDifferentiable { [Differentiable] T sq() { return x * x; } }
+extension<T : IInteger> V<T> { T sq() { return x * x + T(1); } }
+[Differentiable] float f(V<float> v) { return v.sq(); }
+int g(int k) { V<int> v = { k }; return v.sq(); }
+"""
+    c = Compiled(src, "f")
+    assert c.diff_args == [0]  # the IFloat extension made V<float> differentiable
+    c.check_derivatives([1.3])
+    assert run(src, "g", 3) == (10,)

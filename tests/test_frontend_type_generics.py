@@ -301,3 +301,16 @@ float g(float x)
 """
     assert run(src, "g", 1.5) == pytest.approx((1.5 + 2.0 + 9.0,))
     expect_error(src.replace("W<4> w;", "W<4, 3, float, 1> w;"), "E0005", 6, 5, "'W' takes 3 generic arguments, got 4")
+
+
+def test_type_parameter_named_like_a_struct_and_prefix_forms_in_structs():
+    """A type parameter called like a global struct shadows it only in its declaration; a
+    `__generic` prefix works on methods too."""
+    src = """
+struct T { float v; }
+struct Box<U> { U u; __generic<V : IFloat> V get(V x) { return x + V(u); } }
+float id<T>(T x) { return 1.0; }
+__generic<W : IFloat> W twice(W x) { return x + x; }
+float g(float a) { T t = { a }; Box<float> b = { 2.0 }; return t.v + id(t) + b.get(3.0) + twice(1.0); }
+"""
+    assert run(src, "g", 1.5) == pytest.approx((1.5 + 1.0 + 5.0 + 2.0,))

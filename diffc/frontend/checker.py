@@ -594,9 +594,11 @@ class Checker:
         values = self.bind_generics(name, d, env, t)
         iname = instance_name(name, values)
         if iname not in self.structs:
+            from diffc.frontend.extensions import extension_constraints
+
             inst = substitute(d, env)
             inst.generic_params, inst.type_params = [], {}
-            mark_nondiff_generic_values(inst, d, self.ifaces)
+            mark_nondiff_generic_values(inst, d, self.ifaces, extension_constraints(self, d, (name, values)))
             self.declare_struct(inst, iname, (name, values))
         return self.structs[iname]
 

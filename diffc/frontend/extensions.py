@@ -59,6 +59,21 @@ def _as_this(x: A.Extension, param: str) -> A.Extension:
     return out
 
 
+def extension_constraints(c: Checker, d: A.Struct, template) -> dict[str, list[str]]:
+    """The interfaces generic struct `d`'s type parameters have in instance `template`: its own and
+    those of the extensions that apply to the instance (`extension<T : IFloat> V<T>` makes T an
+    IFloat there)."""
+    out = {p: list(cs) for p, cs in d.type_params.items()}
+    for x in c.extensions.get(d.name, []):
+        if _binding(c, x, template) is None:
+            continue
+        for p, a in zip(d.generic_params, x.target.args):
+            name = a if isinstance(a, str) else a.name if isinstance(a, A.TypeRef) else None
+            if p in out and name in x.type_params:
+                out[p] += x.type_params[name]
+    return out
+
+
 def _binding(c: Checker, x: A.Extension, template) -> dict | None:
     """The extension's generic parameters bound to the instance's arguments, or None when the
     extension is for another instance."""
@@ -82,4 +97,7 @@ def _binding(c: Checker, x: A.Extension, template) -> dict | None:
                 return None
         else:
             raise err(UNSUPPORTED, f"generic argument '{a}' of this extension is not supported", x.target)
+    for p, v in env.items():  # `extension<T : IFloat> S<T>`: only for instances whose T conforms
+        if not isinstance(v, int) and not all(c.ifaces.conforms(v, i) for i in x.type_params.get(p, [])):
+            return None
     return env

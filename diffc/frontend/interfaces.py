@@ -167,18 +167,21 @@ class Interfaces:
 DIFFERENTIABLE_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable"}
 
 
-def mark_nondiff_generic_values(inst: A.Func | A.Struct, tmpl: A.Func | A.Struct, ifaces: Interfaces) -> None:
+def mark_nondiff_generic_values(inst: A.Func | A.Struct, tmpl: A.Func | A.Struct, ifaces: Interfaces,
+                                type_params: dict[str, list[str]] | None = None) -> None:
     """In an instance of `tmpl`, parameters, the result and fields declared as a type parameter
-    without a differentiable interface are `no_diff` (Slang differentiates values of a generic
-    type only through IDifferentiable)."""
+    without a differentiable interface (in `type_params`, by default tmpl's) are `no_diff` (Slang
+    differentiates values of a generic type only through IDifferentiable)."""
+    tps = tmpl.type_params if type_params is None else type_params
+
     def plain(ref: A.TypeRef) -> bool:
         head, *rest = ref.name.split(".")
-        if head not in tmpl.type_params:
+        if head not in tps:
             return False
         if not rest:
-            return not ifaces.makes_differentiable(tmpl.type_params[head])
+            return not ifaces.makes_differentiable(tps[head])
         if len(rest) == 1 and rest[0] != "Differential":  # `T::Params`: as its associated type's interfaces say
-            return not ifaces.makes_differentiable(ifaces.assoc_constraints(tmpl.type_params[head], rest[0]))
+            return not ifaces.makes_differentiable(ifaces.assoc_constraints(tps[head], rest[0]))
         return False
 
     if isinstance(inst, A.Struct):

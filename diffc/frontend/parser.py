@@ -328,8 +328,9 @@ class Parser:
                     t = self.ident("a generic parameter name")
                 names.append(t.text)
                 type_params[t.text] = self.conformances() if self.accept(":") else []
-                self.scoped_type_names.append(t.text)
-                self.type_names.add(t.text)
+                if t.text not in self.type_names or t.text in self.scoped_type_names:
+                    self.scoped_type_names.append(t.text)  # (a global type of this name stays one after)
+                    self.type_names.add(t.text)
             if self.accept("="):  # `int M = N - 1`, `T = float`: used when an instance does not give it
                 p = names[-1]
                 self.generic_defaults[p] = self.array_dims(self.type_ref()) if p in type_params else self.binary(8)
@@ -420,7 +421,7 @@ class Parser:
 
     def struct(self, prefix: tuple[list[str], dict[str, list[str]]] | None = None) -> A.Struct:
         """A struct; `prefix`: the parameters of a `__generic<...>` before it."""
-        mark = len(self.scoped_type_names) - len(prefix[1] if prefix else {})
+        mark = len(self.scoped_type_names)  # (a `__generic` prefix's parameters are ended by its parser)
         start = self.expect("struct").start
         name = self.ident("a struct name")
         self.type_names.add(name.text)
@@ -508,7 +509,7 @@ class Parser:
         """From the generic parameters on; `arrow_result`: the result type may follow as `-> T`;
         `prefix`: the generic parameters of a `__generic<...>` before the declaration."""
         refuse_attrs(attrs)
-        mark = len(self.scoped_type_names) - len(prefix[1] if prefix else {})
+        mark = len(self.scoped_type_names)  # (a `__generic` prefix's parameters are ended by its parser)
         gparams, type_params = self.generic_params()
         if prefix:
             gparams, type_params = prefix[0] + gparams, {**prefix[1], **type_params}
@@ -552,16 +553,21 @@ class Parser:
         """`__generic<T : IFoo> struct S ...` or `__generic<T> T f(T x) ...`: the parameters
         belong to the declaration that follows."""
         self.expect("__generic")
+        mark = len(self.scoped_type_names)
         prefix = self.generic_params()
         attrs = attrs + self.attributes()
         while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"}:
             mods = mods | {self.tok.text}
             self.i += 1
         if self.at("struct"):
-            return self.struct(prefix)
-        t = self.array_dims(self.type_ref())
-        name = self.ident("a name")
-        return self.function(attrs, mods, t, name, start, prefix=prefix)
+            decl: A.Node = self.struct(prefix)
+        else:
+            self.prescan_generics()
+            t = self.array_dims(self.type_ref())
+            name = self.ident("a name")
+            decl = self.function(attrs, mods, t, name, start, prefix=prefix)
+        self.end_generic(mark)
+        return decl
 
     def interface(self) -> A.Interface:
         start = self.expect("interface").start
