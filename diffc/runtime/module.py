@@ -29,6 +29,8 @@ from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_period, build_kernel
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.tensor import Tensor
+from diffc.runtime import torch_bridge
+from diffc.runtime.torch_bridge import holds_torch
 
 PIPELINE = ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonicalize", "cse")
 # Set to False to make every call use the one-element-per-work-item kernel (tests use this).
@@ -175,6 +177,8 @@ class Function:
             if done is not MISS:
                 out, self.last_event = done
                 return out.to_numpy() if isinstance(_result, str) and _result == "numpy" else out
+        if holds_torch(args, kwargs, _result):
+            return torch_bridge.call(self, args, kwargs, _result)
         values = self._bind(args, kwargs)
         out = _result if isinstance(_result, Tensor) else None
         return self._run("call", values, _result, out, len(args))
@@ -183,6 +187,8 @@ class Function:
         """Accumulates, into the `.grad` of each input tensor that has one, the gradient of
         the function's result weighted by `_result.grad` (a vector-Jacobian product)."""
         self._need_differentiable("bwds")
+        if holds_torch(args, kwargs, _result):
+            return torch_bridge.bwds(self, args, kwargs, _result)
         if not isinstance(_result, Tensor):
             raise CallError(
                 f"error: {self.name}.bwds: '_result' must be the result Tensor (with .grad holding "
@@ -215,6 +221,8 @@ class Function:
             if done is not MISS:
                 out, self.last_event = done
                 return (out.to_numpy(), out.grad.to_numpy()) if isinstance(_result, str) and _result == "numpy" else out
+        if holds_torch(args, kwargs, _result):
+            return torch_bridge.fwds(self, args, kwargs, _result)
         values = self._bind(args, kwargs)
         out = _result if isinstance(_result, Tensor) else None
         if out is not None and out.grad is None:
