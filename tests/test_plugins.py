@@ -174,3 +174,22 @@ def test_pipeline_from_mlir_syntax(spec: str, expected: str):
 def test_pipeline_from_mlir_syntax_refuses(spec: str, message: str):
     with pytest.raises(DiffcError, match=message):
         pipeline_from_mlir_syntax(spec)
+
+
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("notes.mlir", b"func.func @f() {\n  func.return\n}\n", r"notes\.mlir:1:\d+: error: .*'.*notes\.mlir' is not a Python file"),
+        ("blob.so", b"\x7fELF\x00\x01\x02", r"'.*blob\.so' is not a Python file"),
+        ("typo.py", b"from xdsl.passes import ModulePass\nclass P(ModulePass:\n", r"typo\.py:2:\d+: error: .*is not valid Python"),
+    ],
+)
+def test_load_pass_plugin_that_is_not_python(tmp_path: Path, name: str, data: bytes, message: str):
+    """A file that is not Python source is named as such (located where Python stopped), through
+    diffc-opt as a user runs it: exit 1, no traceback."""
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(DiffcError, match=message):
+        load_pass_plugin(str(tmp_path / name))
+    r = run_opt([f"--load-pass-plugin={tmp_path / name}"], stdin="func.func @f() {\n  func.return\n}\n")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "--load-pass-plugin" in r.stderr
