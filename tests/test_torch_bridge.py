@@ -196,7 +196,7 @@ def test_nn_parameters_train_with_torch_optim(m):
         opt.step()
         first = first if first is not None else loss.item()
     assert loss.item() < 1e-3 * first
-    got = [float(p) for p in model.coef]
+    got = [float(p.detach()) for p in model.coef]
     assert got == pytest.approx([2.0, -3.0, 0.5], abs=0.05)
 
 
