@@ -123,3 +123,23 @@ def test_a_second_process_reads_the_cache(cache, tmp_path):
     assert runs[1]["stats"]["hits"] == 1 and runs[1]["stats"]["kernel_hits"] == 1 and not runs[1]["ir_made"]
     want = [2 * x * x + 8 * x - 1 for x in (0.5, 1.0, 2.0)]
     assert runs[0]["y"] == want and runs[1]["y"] == want
+
+
+def test_entry_points_dispatch_from_the_cache(cache, tmp_path):
+    from test_dispatch import SCALE
+
+    path = tmp_path / "scale.mlir"
+    path.write_text(SCALE)
+
+    def run(m):
+        src = diffc.Tensor.from_numpy(np.arange(40, dtype=np.float32))
+        dst = diffc.Tensor.zeros(40, np.float32)
+        m.scale.dispatch(thread_count=40, src=src, dst=dst, factor=1.5, count=40)
+        np.testing.assert_array_equal(dst.to_numpy(), 1.5 * np.arange(40))
+
+    run(diffc.load_module(path))
+    before = hits()
+    m = diffc.load_module(path)
+    run(m)
+    assert delta(before, "hits") == 1 and delta(before, "kernel_hits") == 1
+    assert m._ir is None  # lowering and binding came from the cache

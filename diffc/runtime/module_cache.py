@@ -7,7 +7,8 @@ Two kinds of entry, in `<cache dir>/modules/` (the program cache's folder, see p
   dtypes, which are differentiable, ...), all a `Module` needs until a kernel must be built.
   A module loaded from it parses its source only when the IR is wanted (`Module.ir`).
 * `<key>-<spec>.cl`: the OpenCL C of one element-wise kernel (a `KernelSpec` of one function,
-  for one set of emit options); its binary is then found in the program cache.
+  for one set of emit options), or of the module's compute entry points with what dispatch
+  needs to bind their arguments; the binary is then found in the program cache.
 
 `<key>` hashes a format number, diffc's version, a fingerprint of diffc's installed files (so an
 edited diffc never reads an older diffc's results) and of the folders on sys.path (so installing
@@ -210,3 +211,19 @@ def load_kernel_source(name: str | None) -> str | None:
 def store_kernel_source(name: str | None, source: str) -> None:
     if name is not None:
         _write(name, source)
+
+
+def load_entry_program(name: str | None):
+    """A module's compute entry points as dispatch.py keeps them: (OpenCL C, kernels, index
+    dtype), or None."""
+    if name is None:
+        return None
+    value = _read(name)
+    ok = isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], str)
+    stats["kernel_hits" if ok else "kernel_misses"] += 1
+    return value if ok else None
+
+
+def store_entry_program(name: str | None, value: tuple) -> None:
+    if name is not None:
+        _write(name, value)
