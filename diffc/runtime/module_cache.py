@@ -10,15 +10,15 @@ Two kinds of entry, in `<cache dir>/modules/` (the program cache's folder, see p
   for one set of emit options), or of the module's compute entry points with what dispatch
   needs to bind their arguments; the binary is then found in the program cache.
 
-`<key>` hashes a format number, diffc's version, a fingerprint of diffc's installed files (so an
-edited diffc never reads an older diffc's results) and of the folders on sys.path (so installing
-or upgrading a plugin package starts afresh), the pass pipeline, and the name and text of every
-source file the module was made from (a Slang module is one file: the front end reads no
-includes). A plugin edited in place (an editable install) is not seen: clear the folder, or set
-`DIFFC_MODULE_CACHE=0` while developing one. Entries are written whole to a temporary file and
-moved into place (`os.replace`), so processes sharing the folder see a whole entry or none; an
-entry that cannot be read is ignored and rewritten. `DIFFC_MODULE_CACHE=0` turns this off (so
-does `DIFFC_CACHE_DIR=off`).
+`<key>` hashes a format number, diffc's version, a fingerprint of diffc's installed files (so
+an edited diffc never reads an older diffc's results) and of the site-packages folders on
+sys.path (so installing or upgrading a plugin package starts afresh), the pass pipeline, and
+the name and text of every source file the module was made from (a Slang module is one file:
+the front end reads no includes). A plugin edited in place (an editable install) is not seen:
+clear the folder, or set `DIFFC_MODULE_CACHE=0` while developing one. Entries are written whole
+to a temporary file and moved into place (`os.replace`), so processes sharing the folder see a
+whole entry or none; an entry that cannot be read is ignored and rewritten.
+`DIFFC_MODULE_CACHE=0` turns this off (so does `DIFFC_CACHE_DIR=off`).
 """
 
 from __future__ import annotations
@@ -120,9 +120,12 @@ def diffc_fingerprint() -> str:
             for p in sorted(root.rglob("*.py")):
                 st = p.stat()
                 h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\1".encode())
-        # installing, upgrading or removing a package (a plugin among them) changes its
-        # folder's listing, and so the folder's modification time
+        # installing, upgrading or removing a package (a plugin among them) changes the listing
+        # of site-packages, and so its modification time (other sys.path folders, such as the
+        # working directory, change for reasons of their own)
         for entry in sys.path:
+            if Path(entry).name not in ("site-packages", "dist-packages"):
+                continue
             try:
                 h.update(f"{entry}\0{os.stat(entry or '.').st_mtime_ns}\1".encode())
             except OSError:
