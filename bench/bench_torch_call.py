@@ -1,7 +1,8 @@
 """Per-call overhead of torch tensors in module calls (diffc/runtime/torch_bridge.py) over the
 raw diffc call, with tiny tensors (so the time is overhead, not the kernel's work).
 
-Rows, each the median of `--calls` calls after a warm-up, every call waiting for its result:
+Rows, each the median of `--calls` calls after a warm-up (wall time and this thread's CPU time),
+every call waiting for its result:
   diffc Tensor       m.polynomial(..., x=t) with a diffc.Tensor, result left on the device
                      (a replayed launch plan; plus a read back of the result, to compare)
   numpy              m.polynomial(..., x=array, _result="numpy"): upload, launch, download
@@ -30,15 +31,20 @@ import diffc
 HERE = Path(__file__).resolve().parent
 
 
-def median_us(fn, calls: int) -> float:
+def median_us(fn, calls: int) -> tuple[float, float]:
+    """(wall, CPU time of this thread) per call, medians in microseconds. The thread's CPU time
+    is the host-side overhead (PoCL runs kernels on its own threads) and holds up better than
+    the wall time on a loaded machine."""
     for _ in range(max(calls // 10, 20)):
         fn()
-    times = []
+    wall, cpu = [], []
     for _ in range(calls):
+        c0 = time.thread_time()
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
+    return statistics.median(wall) * 1e6, statistics.median(cpu) * 1e6
 
 
 def main() -> None:
@@ -93,12 +99,16 @@ def main() -> None:
     ]
     times = {name: median_us(fn, args.calls) for name, fn in rows}
     print(f"device: {diffc.device().name}; {args.n} float32 elements; median of {args.calls} calls")
-    for name, us in times.items():
-        print(f"  {name:30s} {us:9.1f} us")
-    print(f"torch wrapper overhead, no grad:      {times['torch, no grad'] - times['numpy']:7.1f} us over numpy")
-    print(f"torch wrapper overhead, autograd fwd: {times['torch, requires_grad'] - times['numpy']:7.1f} us over numpy")
-    print(f"torch wrapper overhead, fwd+bwd:      "
-          f"{times['torch fwd+bwd (autograd)'] - times['raw fwd+bwd (numpy, Tensors)']:7.1f} us over raw")
+    print(f"  {'':30s} {'wall':>9s}    {'thread CPU':>10s}")
+    for name, (us, cpu) in times.items():
+        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+
+    def over(a: str, b: str) -> str:
+        return f"{times[a][0] - times[b][0]:7.1f} us wall, {times[a][1] - times[b][1]:7.1f} us thread CPU"
+
+    print(f"torch wrapper overhead, no grad:      {over('torch, no grad', 'numpy')} over numpy")
+    print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy")
+    print(f"torch wrapper overhead, fwd+bwd:      {over('torch fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
 
 
 if __name__ == "__main__":
