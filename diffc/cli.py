@@ -140,7 +140,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+# how a process killed by SIGPIPE exits, as `diffc compile x.slang | head -1` expects
+EXIT_BROKEN_PIPE = 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; a reader that closes the pipe early (`| head`) ends it quietly."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe would print a traceback
+        return code
+    except BrokenPipeError:
+        # later flushes (at interpreter exit) must not fail again: stdout goes nowhere now
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["suite"]:
         from diffc import conformance

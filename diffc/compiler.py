@@ -28,13 +28,9 @@ from xdsl.utils.exceptions import ParseError, PassFailedException, VerifyExcepti
 
 from diffc import registry
 from diffc.diagnostics import DiffcError, failed_in_pass, line_col
+from diffc.pipeline import AD_PIPELINE, AD_PIPELINE_SPEC  # noqa: F401 (re-exported)
 from diffc.verify import verify_located
 from diffc.xdsl_adapter import HookedParser
-
-# The differentiation pipeline: what turns `diff.fwd_diff` / `diff.bwd_diff` into plain
-# func/arith/math/scf/memref. Defined here only.
-AD_PIPELINE: tuple[str, ...] = ("diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower", "canonicalize", "cse")
-AD_PIPELINE_SPEC = ",".join(AD_PIPELINE)
 
 
 # ---- context ----------------------------------------------------------------------------------

@@ -356,3 +356,17 @@ def test_error_opencl_build_shows_log_and_the_line_it_names(tmp_path, monkeypatc
     marked = next(k for k, ln in enumerate(lines) if ln.lstrip().startswith(">") and "printf(undeclared_name" in ln)
     assert lines[marked + 1].index("^") == lines[marked].index("undeclared_name"), err  # the caret under it
     assert "Traceback" not in err
+
+
+def test_compile_into_a_closed_pipe_ends_quietly(tmp_path):
+    """`diffc compile ... | head -1`: the reader is gone before diffc writes (here: closed at
+    once); diffc exits as a process killed by SIGPIPE does (141), without a BrokenPipeError
+    traceback."""
+    src = tmp_path / "f.slang"
+    src.write_text("[Differentiable] float f(float x) { return x * x; }\n")
+    p = subprocess.Popen([sys.executable, "-m", "diffc.cli", "compile", str(src), "--emit", "mlir"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()  # long before the front end has anything to print (imports alone take longer)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err

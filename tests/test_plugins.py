@@ -207,6 +207,7 @@ func.func @main(%x: f32, %d: f32) -> f32 {
 def test_pass_plugin_file_can_define_ops_and_rules(tmp_path, capsys, monkeypatch):
     """A --load-pass-plugin file with register(registry) and no pass: its dialect parses and its
     rule differentiates its op (3 x^2 * d_out), as an installed plugin's would."""
+    import diffc.ad.registry  # noqa: F401  # every built-in rule registered before the snapshot below
     from diffc import registry
     from diffc.ad.interface import RULES
     from diffc.tools.diffc_opt import main
@@ -227,3 +228,22 @@ def test_pass_plugin_file_can_define_ops_and_rules(tmp_path, capsys, monkeypatch
     assert rc == 0, out.err
     assert "func.func @f_bwd" in out.out
     assert "3.000000e+00" in out.out and "arith.mulf %x, %x" in out.out
+
+
+@pytest.mark.parametrize(
+    "name, data, message",
+    [
+        ("notes.mlir", b"func.func @f() {\n  func.return\n}\n", r"notes\.mlir:1:\d+: error: .*'.*notes\.mlir' is not a Python file"),
+        ("blob.so", b"\x7fELF\x00\x01\x02", r"'.*blob\.so' is not a Python file"),
+        ("typo.py", b"from xdsl.passes import ModulePass\nclass P(ModulePass:\n", r"typo\.py:2:\d+: error: .*is not valid Python"),
+    ],
+)
+def test_load_pass_plugin_that_is_not_python(tmp_path: Path, name: str, data: bytes, message: str):
+    """A file that is not Python source is named as such (located where Python stopped), through
+    diffc-opt as a user runs it: exit 1, no traceback."""
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(DiffcError, match=message):
+        load_pass_plugin(str(tmp_path / name))
+    r = run_opt([f"--load-pass-plugin={tmp_path / name}"], stdin="func.func @f() {\n  func.return\n}\n")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "--load-pass-plugin" in r.stderr

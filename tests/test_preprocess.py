@@ -14,7 +14,7 @@ import pytest
 from slang_harness import Compiled
 from slang_helpers import run
 
-from diffc.cli import PIPELINE, _apply
+from diffc.compiler import differentiate
 from diffc.diagnostics import DiffcError
 from diffc.frontend import compile_slang
 from diffc.frontend.preprocess import Preprocessed, find_include, preprocess, read_include
@@ -25,7 +25,7 @@ def value(src: str, name: str = "f", *args, filename: str = "test.slang", **opti
     `options` go to compile_slang (defines, include_dirs)."""
     m = compile_slang(src, filename, **options)
     m.verify()
-    _apply(m, PIPELINE)
+    differentiate(m)
     return run(m, name, *args)[0]
 
 

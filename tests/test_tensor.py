@@ -103,3 +103,15 @@ def test_bad_tensor_data_is_a_call_error(call, message):
         call(t)
     assert message in str(e.value)
     assert t.fill(2.5).to_numpy().tolist() == [2.5, 2.5, 2.5]
+
+
+def test_repr_shows_shape_dtype_device_and_values():
+    big = diffc.Tensor.from_numpy(np.arange(100, dtype=np.float32) * 0.5).with_grads()
+    r = repr(big)
+    assert "shape=(100,)" in r and "dtype=float32" in r and diffc.device().name in r and "with grad" in r
+    head, tail = r.split("...")
+    assert "0.5" in head and "49.5" in tail and "48.5" in tail
+    assert "25." not in r  # only the ends are read
+    small = repr(diffc.Tensor.from_numpy(np.array([[7, -3], [11, 2]], np.int32)))
+    assert "[ 7, -3, 11,  2]" in small and "..." not in small and "dtype=int32" in small
+    assert "Tensor([]" in repr(diffc.Tensor((0, 3), np.float32))

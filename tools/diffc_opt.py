@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
@@ -115,12 +116,24 @@ def load_pass_plugin(path: str) -> list[type[ModulePass]]:
     if not file.is_file():
         raise DiffcError(f"error: --load-pass-plugin: no such file '{path}'")
     mod_name = f"diffc_plugin_{abs(hash(str(file.resolve())))}"
-    spec = importlib.util.spec_from_file_location(mod_name, file)
-    assert spec is not None and spec.loader is not None
+    # read as Python whatever the file's suffix: a file that is not Python then says so below
+    loader = importlib.machinery.SourceFileLoader(mod_name, str(file))
+    spec = importlib.util.spec_from_loader(mod_name, loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
     try:
         spec.loader.exec_module(module)
+    except (SyntaxError, ValueError, UnicodeDecodeError) as e:  # not Python source at all
+        sys.modules.pop(mod_name, None)
+        line = getattr(e, "lineno", None)
+        col = getattr(e, "offset", None)
+        where = f"{path}:{line}:{col or 1}: " if line else ""
+        what = getattr(e, "msg", None) or str(e)
+        if file.suffix == ".py":
+            problem = f"is not valid Python: {what}"
+        else:
+            problem = f"is not a Python file (a plugin is Python source defining ModulePass subclasses): {what}"
+        raise DiffcError(f"{where}error: --load-pass-plugin: '{path}' {problem}") from None
     except Exception as e:  # the plugin's own bug: say where, not a traceback
         raise DiffcError(f"error: --load-pass-plugin: loading '{path}' failed: {type(e).__name__}: {e}") from None
     except SystemExit as e:  # a script, not a plugin: its exit would end diffc-opt without a word

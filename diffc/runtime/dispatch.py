@@ -84,8 +84,25 @@ def entry_program(module: Module) -> EntryProgram:
     """The module's compute entry points, lowered and built (once per Module)."""
     cached = module._entry_program
     if cached is None:
-        cached = module._entry_program = _build(module)
+        cached = module._entry_program = _build_or_load(module)
     return cached
+
+
+def _build_or_load(module: Module) -> EntryProgram:
+    """`_build`, or what an earlier build of the unchanged module kept (module_cache.py)."""
+    from diffc.backend.opencl import build_options, options_for_device
+    from diffc.runtime import module_cache
+    from diffc.runtime.program import build_program
+
+    options = options_for_device(device().cl_device)
+    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS), options)
+    kept = module_cache.load_entry_program(name)
+    if kept is not None:
+        source, kernels, index_dtype = kept
+        return EntryProgram(source, build_program(source, tuple(build_options(options))), kernels, index_dtype)
+    prog = _build(module)
+    module_cache.store_entry_program(name, (prog.source, prog.kernels, prog.index_dtype))
+    return prog
 
 
 def _build(module: Module) -> EntryProgram:
@@ -335,10 +352,8 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
     """Runs the compute entry point `fn` over `thread_count` threads; returns the OpenCL event."""
     import pyopencl as cl
 
-    from diffc.passes.lower_entry_points import is_compute_entry
-
     where = f"{fn.name}.dispatch"
-    if not is_compute_entry(fn.op):
+    if not fn.is_entry:
         raise CallError(
             f"error: {where}: @{fn.name} is not a compute entry point ([shader(\"compute\")], "
             "diffc.shader = \"compute\"); call it over tensors as m.{fn.name}(...) instead",

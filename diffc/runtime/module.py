@@ -20,31 +20,23 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 
 from diffc.diagnostics import read_source
 from diffc.dialects import diff
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError, located_failure, with_source_line
 from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_period, build_kernel
+from diffc.runtime import module_cache
 from diffc.runtime.launch_plan import MISS, LaunchPlan
+from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
 from diffc.runtime.tensor import Tensor
+from diffc.runtime import torch_bridge
+from diffc.runtime.torch_bridge import holds_torch
 
 # Set to False to make every call use the one-element-per-work-item kernel (tests use this).
 VECTORIZE = os.environ.get("DIFFC_VECTORIZE", "1") != "0"
 WORK_GROUP = 256
-
-
-def _np_dtype(t) -> np.dtype | None:
-    if isinstance(t, Float32Type):
-        return np.dtype(np.float32)
-    if isinstance(t, Float64Type):
-        return np.dtype(np.float64)
-    if isinstance(t, IndexType):
-        return np.dtype(np.int64)
-    if isinstance(t, IntegerType) and t.width.data in (32, 64):
-        return np.dtype(np.int32 if t.width.data == 32 else np.int64)
-    return None
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -64,7 +56,14 @@ def load_module(path: str | os.PathLike) -> Module:
     if not p.is_file():
         raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
     text = read_source(p)
-    return Module(parse_source(text, str(p)), str(p), {str(p): text})
+    sources = {str(p): text}
+    key = module_cache.module_key(sources)  # an unchanged module skips the front end (module_cache.py)
+    signatures = module_cache.load_signatures(key)
+    if signatures is not None:
+        return Module(None, str(p), sources, signatures=signatures, cache_key=key)
+    m = Module(parse_source(text, str(p)), str(p), sources, cache_key=key)
+    module_cache.store_signatures(key, m._signatures)
+    return m
 
 
 def load_module_from_string(text: str, filename: str = "<string>.mlir") -> Module:
@@ -74,60 +73,79 @@ def load_module_from_string(text: str, filename: str = "<string>.mlir") -> Modul
 class Module:
     """The functions of a loaded module, as attributes: `m.f(...)`, `m.f.bwds(...)`."""
 
-    def __init__(self, ir: ModuleOp, path: str = "<module>", sources: dict[str, str] | None = None):
-        self.ir = ir
+    def __init__(self, ir: ModuleOp | None, path: str = "<module>", sources: dict[str, str] | None = None, *,
+                 signatures: dict[str, module_cache.FunctionSignature] | None = None, cache_key: str | None = None):
+        """`ir` may be None when `signatures` come from the module cache: the IR is then made
+        from `sources[path]` when first wanted."""
+        self._ir = ir
         self.path = path
         self.sources = dict(sources or {})  # file -> text, for the source line of a located error
-        self._funcs = {op.sym_name.data: op for op in ir.walk() if isinstance(op, func.FuncOp)}
+        if signatures is None:
+            signatures = {op.sym_name.data: module_cache.signature_of(op) for op in ir.walk()
+                          if isinstance(op, func.FuncOp)}
+        self._signatures = signatures
+        self.cache_key = cache_key
         self._functions: dict[str, Function] = {}
         self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
+
+    @property
+    def ir(self) -> ModuleOp:
+        if self._ir is None:
+            self._ir = parse_source(self.sources[self.path], self.path)
+        return self._ir
+
+    @property
+    def _funcs(self) -> dict[str, func.FuncOp]:
+        return {op.sym_name.data: op for op in self.ir.walk() if isinstance(op, func.FuncOp)}
 
     def __getattr__(self, name: str) -> Function:
         if name.startswith("__"):
             raise AttributeError(name)
         fn = self._functions.get(name)
         if fn is None:
-            if name not in self._funcs:
-                have = ", ".join(sorted(self._funcs)) or "none"
+            if name not in self._signatures:
+                have = ", ".join(sorted(self._signatures)) or "none"
                 raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
-            fn = self._functions[name] = Function(self, self._funcs[name])
+            fn = self._functions[name] = Function(self, self._signatures[name])
         return fn
 
     def __dir__(self):
-        return [*super().__dir__(), *self._funcs]
+        return [*super().__dir__(), *self._signatures]
 
     def __repr__(self) -> str:
-        return f"<diffc.Module {self.path}: {', '.join(sorted(self._funcs))}>"
+        return f"<diffc.Module {self.path}: {', '.join(sorted(self._signatures))}>"
 
 
 # -- calls --------------------------------------------------------------------------------
 
 
 class Function:
-    def __init__(self, module: Module, op: func.FuncOp):
+    def __init__(self, module: Module, sig: module_cache.FunctionSignature):
         self.module = module
-        self.op = op
-        self.name = op.sym_name.data
-        args = op.body.blocks[0].args if op.body.blocks else ()
-        n = len(op.function_type.inputs.data)
-        self.params = [
-            (args[i].name_hint if i < len(args) and args[i].name_hint else f"arg{i}") for i in range(n)
-        ]
+        self.sig = sig
+        self.name = sig.name
+        self.params = list(sig.params)
         self._index = {p: i for i, p in enumerate(self.params)}
-        self.dtypes = [_np_dtype(t) for t in op.function_type.inputs.data]
-        outs = op.function_type.outputs.data
-        self.result_dtype = _np_dtype(outs[0]) if len(outs) == 1 else None
-        self._n_results = len(outs)
-        self.differentiable = diff.is_differentiable_func(op)
-        self.diffable = [diff.arg_is_differentiable(op, i) for i in range(n)]
-        from diffc.passes.lower_entry_points import is_compute_entry
-
-        self.is_entry = is_compute_entry(op)
+        self.dtypes = list(sig.dtypes)
+        self.result_dtype = sig.result_dtype
+        self._n_results = len(sig.result_types)
+        self.differentiable = sig.differentiable
+        self.diffable = list(sig.diffable)
+        self.is_entry = sig.is_entry
+        self._op = None
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
         self._last_args: dict[KernelSpec, list] = {}
         self._plans: dict[str, LaunchPlan | None] = {}  # mode -> the last call's launch, to replay
         self.last_event = None
+
+    @property
+    def op(self) -> func.FuncOp:
+        """The function's op in the module's IR (made from the source when the module came from
+        the cache)."""
+        if self._op is None:
+            self._op = self.module._funcs[self.name]
+        return self._op
 
     def __repr__(self) -> str:
         return f"<diffc.Function {self.name}({', '.join(self.params)})>"
@@ -141,6 +159,8 @@ class Function:
             if done is not MISS:
                 out, self.last_event = done
                 return out.to_numpy() if isinstance(_result, str) and _result == "numpy" else out
+        if holds_torch(args, kwargs, _result):
+            return torch_bridge.call(self, args, kwargs, _result)
         values = self._bind(args, kwargs)
         out = _result if isinstance(_result, Tensor) else None
         return self._run("call", values, _result, out, len(args))
@@ -149,6 +169,8 @@ class Function:
         """Accumulates, into the `.grad` of each input tensor that has one, the gradient of
         the function's result weighted by `_result.grad` (a vector-Jacobian product)."""
         self._need_differentiable("bwds")
+        if holds_torch(args, kwargs, _result):
+            return torch_bridge.bwds(self, args, kwargs, _result)
         if not isinstance(_result, Tensor):
             raise CallError(
                 f"error: {self.name}.bwds: '_result' must be the result Tensor (with .grad holding "
@@ -181,6 +203,8 @@ class Function:
             if done is not MISS:
                 out, self.last_event = done
                 return (out.to_numpy(), out.grad.to_numpy()) if isinstance(_result, str) and _result == "numpy" else out
+        if holds_torch(args, kwargs, _result):
+            return torch_bridge.fwds(self, args, kwargs, _result)
         values = self._bind(args, kwargs)
         out = _result if isinstance(_result, Tensor) else None
         if out is not None and out.grad is None:
@@ -247,7 +271,7 @@ class Function:
             name = self.params[i]
             if want is None:
                 raise CallError(
-                    f"error: {self.name}(): parameter '{name}' has type {self.op.function_type.inputs.data[i]}, "
+                    f"error: {self.name}(): parameter '{name}' has type {self.sig.param_types[i]}, "
                     "which calls over tensors cannot pass",
                     name,
                 )
@@ -263,7 +287,7 @@ class Function:
                 if v.dtype != want:
                     raise CallError(
                         f"error: {self.name}(): argument '{name}' is a {v.dtype.name} Tensor, parameter has "
-                        f"type {self.op.function_type.inputs.data[i]} ({want.name})",
+                        f"type {self.sig.param_types[i]} ({want.name})",
                         name,
                     )
                 tensors.append((i, v))
@@ -314,7 +338,7 @@ class Function:
         if self._n_results != 1 or self.result_dtype is None:
             raise CallError(
                 f"error: {self.name}(): calls over tensors need a function with one scalar result; "
-                f"@{self.name} returns {list(map(str, self.op.function_type.outputs.data))}",
+                f"@{self.name} returns {list(self.sig.result_types)}",
                 self.name,
             )
         if out is not None and out.dtype != self.result_dtype:
@@ -426,16 +450,20 @@ class Function:
 
         from xdsl.utils.exceptions import PassFailedException
 
-        module = self.module.ir.clone()
-        f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
-        build_kernel(module, f, spec, self.params)
-        try:
-            _lower(module, spec)
-        except PassFailedException as e:
-            raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
         dev = device()
         options = options_for_device(dev.cl_device)
-        source = with_source_line(emit_opencl, self.module.sources)(module, options)
+        cached = module_cache.kernel_key(self.module.cache_key, spec, options)
+        source = module_cache.load_kernel_source(cached)
+        if source is None:
+            module = self.module.ir.clone()
+            f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
+            build_kernel(module, f, spec, self.params)
+            try:
+                _lower(module, spec)
+            except PassFailedException as e:
+                raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
+            source = with_source_line(emit_opencl, self.module.sources)(module, options)
+            module_cache.store_kernel_source(cached, source)
         self.sources[spec] = source
         program = build_program(source, tuple(build_options(options)))
         return cl.Kernel(program, spec.kernel_name)

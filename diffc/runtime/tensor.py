@@ -264,9 +264,33 @@ class Tensor:
             raise TypeError("len() of a 0-d Tensor")
         return self._shape[0]
 
+    # how many values a repr shows at each end (all of them when there are at most twice as many)
+    REPR_EDGE = 3
+
     def __repr__(self) -> str:
         g = ", with grad" if self.grad is not None else ""
-        return f"Tensor(shape={self._shape}, dtype={self._dtype.name}{g})"
+        dev = device()
+        return (f"Tensor({self._preview()}, shape={self._shape}, dtype={self._dtype.name}, "
+                f"device='{dev.kind}: {dev.name}'{g})")
+
+    def _preview(self) -> str:
+        """The first and last few values, flat in C order (waits for pending work on the tensor)."""
+        import pyopencl as cl
+
+        k = self.REPR_EDGE
+        try:
+            if self._size <= 2 * k:
+                vals = self.to_numpy().reshape(-1)
+                return np.array2string(vals, precision=4, separator=", ")
+            head = np.empty(k, self._dtype)
+            tail = np.empty(k, self._dtype)
+            q = device().queue
+            cl.enqueue_copy(q, head, self.buffer, src_offset=0, is_blocking=False)
+            cl.enqueue_copy(q, tail, self.buffer, src_offset=(self._size - k) * self._dtype.itemsize, is_blocking=True)
+        except Exception as e:  # a repr must not fail: the values are a courtesy
+            return f"<values unavailable: {type(e).__name__}>"
+        fmt = lambda a: np.array2string(a, precision=4, separator=", ")[1:-1]  # noqa: E731
+        return f"[{fmt(head)}, ..., {fmt(tail)}]"
 
     # -- data movement -------------------------------------------------------------------
 

@@ -1,0 +1,115 @@
+"""Per-call overhead of torch tensors in module calls (diffc/runtime/torch_bridge.py) over the
+raw diffc call, with tiny tensors (so the time is overhead, not the kernel's work).
+
+Rows, each the median of `--calls` calls after a warm-up (wall time and this thread's CPU time),
+every call waiting for its result:
+  diffc Tensor       m.polynomial(..., x=t) with a diffc.Tensor, result left on the device
+                     (a replayed launch plan; plus a read back of the result, to compare)
+  numpy              m.polynomial(..., x=array, _result="numpy"): upload, launch, download
+  torch, no grad     the same with a torch CPU tensor (numpy views in and out)
+  torch, grad        with x.requires_grad: through the torch.autograd.Function
+  torch fwd+bwd      y = m.polynomial(...); y.backward(g): the call kernel, then the bwds kernel
+  raw fwd+bwd        the same two launches done by hand with diffc Tensors and numpy
+The wrapper's overhead is each torch row minus the numpy row it wraps. On a CUDA device, torch
+tensors go through the host; this benchmark runs on CPU tensors only.
+
+    python bench/bench_torch_call.py [--n 16] [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import diffc
+
+HERE = Path(__file__).resolve().parent
+
+
+def median_us(fn, calls: int) -> tuple[float, float]:
+    """(wall, CPU time of this thread) per call, medians in microseconds. The thread's CPU time
+    is the host-side overhead (PoCL runs kernels on its own threads) and holds up better than
+    the wall time on a loaded machine."""
+    for _ in range(max(calls // 10, 20)):
+        fn()
+    wall, cpu = [], []
+    for _ in range(calls):
+        c0 = time.thread_time()
+        t0 = time.perf_counter()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
+    return statistics.median(wall) * 1e6, statistics.median(cpu) * 1e6
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=16, help="elements per tensor")
+    ap.add_argument("--calls", type=int, default=2000)
+    args = ap.parse_args()
+    m = diffc.load_module(HERE.parent / "examples" / "poly.slang")
+    f = m.polynomial
+    xn = np.linspace(-1, 1, args.n, dtype=np.float32)
+    xd = diffc.Tensor.from_numpy(xn)
+    xt = torch.from_numpy(xn.copy())
+    xg = xt.clone().requires_grad_()
+    g = torch.ones(args.n)
+
+    def diffc_tensor():
+        f(a=2.0, b=8.0, c=-1.0, x=xd)
+        diffc.synchronize()
+
+    def diffc_tensor_read():
+        f(a=2.0, b=8.0, c=-1.0, x=xd).to_numpy()
+
+    def numpy_call():
+        f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy")
+
+    def torch_nograd():
+        f(a=2.0, b=8.0, c=-1.0, x=xt)
+
+    def torch_grad():
+        f(a=2.0, b=8.0, c=-1.0, x=xg)
+
+    def torch_fwd_bwd():
+        xg.grad = None
+        f(a=2.0, b=8.0, c=-1.0, x=xg).backward(g)
+
+    def raw_fwd_bwd():
+        out = f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy")
+        x = diffc.Tensor.from_numpy(xn).with_grads(zero=True)
+        res = diffc.Tensor(out.shape, np.float32)
+        res.grad = diffc.Tensor.from_numpy(g.numpy())
+        f.bwds(a=2.0, b=8.0, c=-1.0, x=x, _result=res)
+        x.grad.to_numpy()
+
+    rows = [
+        ("diffc Tensor (on device)", diffc_tensor),
+        ("diffc Tensor + to_numpy", diffc_tensor_read),
+        ("numpy", numpy_call),
+        ("torch, no grad", torch_nograd),
+        ("torch, requires_grad", torch_grad),
+        ("raw fwd+bwd (numpy, Tensors)", raw_fwd_bwd),
+        ("torch fwd+bwd (autograd)", torch_fwd_bwd),
+    ]
+    times = {name: median_us(fn, args.calls) for name, fn in rows}
+    print(f"device: {diffc.device().name}; {args.n} float32 elements; median of {args.calls} calls")
+    print(f"  {'':30s} {'wall':>9s}    {'thread CPU':>10s}")
+    for name, (us, cpu) in times.items():
+        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+
+    def over(a: str, b: str) -> str:
+        return f"{times[a][0] - times[b][0]:7.1f} us wall, {times[a][1] - times[b][1]:7.1f} us thread CPU"
+
+    print(f"torch wrapper overhead, no grad:      {over('torch, no grad', 'numpy')} over numpy")
+    print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy")
+    print(f"torch wrapper overhead, fwd+bwd:      {over('torch fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
+
+
+if __name__ == "__main__":
+    main()

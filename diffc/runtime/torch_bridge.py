@@ -1,0 +1,272 @@
+"""PyTorch tensors in module calls: `m.f(x=torch_tensor)`, `.bwds`, `.fwds`.
+
+A call given torch tensors returns torch tensors. When an input that feeds a differentiable
+parameter requires grad (and grad mode is on), the result comes from `_DiffcCall`, a
+`torch.autograd.Function` whose backward runs the function's `.bwds` kernels, so
+`loss.backward()` fills `.grad` of every such input (torch.optim and nn.Parameter work as with
+any torch op).
+
+Memory: a CPU tensor is read through a numpy view of its memory (no host copy) and uploaded to
+the device as a numpy array would be; results come back as numpy arrays wrapped by
+`torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host copy
+before the call, a host-to-device copy of the result): diffc runs on OpenCL and has no
+zero-copy path to CUDA memory yet.
+
+Gradients of broadcast inputs are summed over the broadcast dimensions: by diffc's reduce
+kernels for float32, and for other dtypes (whose atomics OpenCL lacks) by expanding the input
+to the output's shape and summing in torch.
+
+torch is optional (`pip install diffc[torch]`); nothing here imports it until a call holds a
+torch tensor or asks for `_result="torch"`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from diffc.runtime.errors import CallError
+from diffc.runtime.tensor import Tensor
+
+MISSING_TORCH = (
+    "error: {what} needs PyTorch, which is not installed: pip install 'diffc[torch]' (or pip install torch)"
+)
+
+
+def require_torch(what: str):
+    """The torch module, or a CallError that says how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise CallError(MISSING_TORCH.format(what=what)) from None
+    return torch
+
+
+def holds_torch(args: tuple, kwargs: dict, result) -> bool:
+    """Whether a call's arguments or `_result` hold a torch tensor (cheap when torch was never
+    imported: then none can)."""
+    if type(result) is str and result == "torch":
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    T = torch.Tensor
+    if isinstance(result, T):
+        return True
+    for v in args:
+        if isinstance(v, T):
+            return True
+    for v in kwargs.values():
+        if isinstance(v, T):
+            return True
+    return False
+
+
+# -- conversions ------------------------------------------------------------------------------
+
+
+def _host(t) -> np.ndarray:
+    """A torch tensor's data as a numpy array: a view of CPU memory, a copy of CUDA memory."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.is_conj() or t.is_neg():
+        t = t.resolve_conj().resolve_neg()
+    return t.numpy()
+
+
+def _to_torch(a: np.ndarray, like):
+    """A numpy result as a torch tensor on the device of `like` (the call's first torch input)."""
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    return t if like is None or like.device.type == "cpu" else t.to(like.device)
+
+
+def _first_torch(values: list, result):
+    import torch
+
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return v
+    return result if isinstance(result, torch.Tensor) else None
+
+
+def _numpy_values(values: list) -> list:
+    """The call's arguments with every torch tensor as a numpy array (diffc's own path)."""
+    import torch
+
+    return [_host(v) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _out_shape(fn, host: list) -> tuple[int, ...]:
+    shapes = [np.shape(v) for v in host if isinstance(v, (np.ndarray, Tensor))]
+    try:
+        return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    except ValueError:
+        return ()  # the call itself reports the shapes that do not broadcast
+
+
+# -- m.f(...) -----------------------------------------------------------------------------------
+
+
+def call(fn, args: tuple, kwargs: dict, result):
+    """`fn(*args, **kwargs, _result=result)` where some argument is a torch tensor (or
+    `_result` is "torch" or a torch tensor to write into)."""
+    torch = require_torch(f"{fn.name}(_result='torch')")
+    values = fn._bind(args, kwargs)
+    into = result if isinstance(result, torch.Tensor) else None
+    if not (into is not None or (type(result) is str and result in ("tensor", "torch", "numpy"))):
+        raise CallError(f"error: {fn.name}(): '_result' must be \"tensor\", \"torch\", \"numpy\", a Tensor or a "
+                        f"torch tensor, got {result!r}", "_result")
+    grad_inputs = [
+        i for i, v in enumerate(values)
+        if isinstance(v, torch.Tensor) and v.requires_grad and fn.diffable[i]
+    ]
+    if grad_inputs and torch.is_grad_enabled() and fn.differentiable:
+        idx = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
+        y = _call_class().apply(fn, values, idx, *[values[i] for i in idx])
+    else:
+        like = _first_torch(values, into)
+        y = _to_torch(fn(*_numpy_values(values), _result="numpy"), like)
+    if into is not None:
+        with torch.no_grad():
+            into.copy_(y)
+        return into
+    if type(result) is str and result == "numpy":
+        return y.detach().cpu().numpy()
+    return y
+
+
+def _autograd_function():
+    import torch
+    from torch.autograd.function import once_differentiable
+
+    class _DiffcCall(torch.autograd.Function):
+        """y = f(inputs) by diffc's call kernel; dL/dinputs by its bwds kernel."""
+
+        @staticmethod
+        def forward(ctx, fn, values, idx, *tensors):
+            like = tensors[0]
+            host = list(values)
+            for i, t in zip(idx, tensors):
+                host[i] = _host(t)
+            out = fn(*host, _result="numpy")
+            ctx.fn, ctx.values, ctx.idx = fn, values, idx
+            ctx.save_for_backward(*tensors)
+            return _to_torch(out, like)
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad_out):
+            fn, idx = ctx.fn, ctx.idx
+            tensors = ctx.saved_tensors
+            wants = ctx.needs_input_grad[3:]
+            host = list(ctx.values)
+            for i, t in zip(idx, tensors):
+                host[i] = _host(t)
+            gy = _host(grad_out)
+            shape = tuple(gy.shape)
+            grads = backward_grads(fn, host, [i for i, w in zip(idx, wants) if w and fn.diffable[i]], gy, shape)
+            out = []
+            for i, t, w in zip(idx, tensors, wants):
+                g = grads.get(i)
+                if not w or g is None:
+                    out.append(None)
+                    continue
+                g = _to_torch(g, t).to(t.dtype)
+                if tuple(g.shape) != tuple(t.shape):
+                    g = g.sum_to_size(t.shape) if t.dim() else g.sum()
+                out.append(g)
+            return (None, None, None, *out)
+
+    return _DiffcCall
+
+
+_CALL_CLASS = None
+
+
+def _call_class():
+    """The `torch.autograd.Function` class (made on first use, so importing this module does
+    not import torch)."""
+    global _CALL_CLASS
+    if _CALL_CLASS is None:
+        _CALL_CLASS = _autograd_function()
+    return _CALL_CLASS
+
+
+def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple) -> dict[int, np.ndarray]:
+    """Runs `fn.bwds` with output gradient `gy` (of the output's `shape`) and returns, for each
+    argument index in `want`, its gradient: of the argument's own shape where diffc reduced a
+    broadcast, else of the output's shape (the caller sums it down)."""
+    values = list(host)
+    grads: dict[int, Tensor] = {}
+    for i in want:
+        a = np.asarray(values[i])
+        param = fn.dtypes[i]
+        if a.shape != shape and param != np.float32:
+            # no float64 atomics for diffc's broadcast reduction: expand, sum afterwards
+            a = np.broadcast_to(a, shape)
+        t = Tensor.from_numpy(np.ascontiguousarray(a, dtype=param)).with_grads(zero=True)
+        values[i] = t
+        grads[i] = t
+    res = Tensor(shape, fn.result_dtype)
+    res.grad = Tensor.from_numpy(np.ascontiguousarray(gy, dtype=fn.result_dtype))
+    fn.bwds(*values, _result=res)
+    return {i: t.grad.to_numpy() for i, t in grads.items()}
+
+
+# -- m.f.bwds(...) and m.f.fwds(...) -----------------------------------------------------------
+
+
+def bwds(fn, args: tuple, kwargs: dict, result) -> None:
+    """`.bwds` with torch tensors: `_result` is the torch result whose `.grad` holds the output
+    derivatives; each torch input that requires grad (of a differentiable parameter) gets the
+    gradient added to its `.grad` (made when None), as `loss.backward()` would."""
+    torch = require_torch(f"{fn.name}.bwds")
+    values = fn._bind(args, kwargs)
+    if not isinstance(result, (torch.Tensor, Tensor)):
+        raise CallError(f"error: {fn.name}.bwds: '_result' must be the result (a torch tensor or a Tensor, with "
+                        f".grad holding the output derivatives), got {type(result).__name__}", "_result")
+    if result.grad is None:
+        raise CallError(f"error: {fn.name}.bwds: '_result' has no .grad: set it to the output derivatives", "_result")
+    gy = _host(result.grad) if isinstance(result.grad, torch.Tensor) else result.grad.to_numpy()
+    host = _numpy_values(values)
+    want = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor) and v.requires_grad and fn.diffable[i]]
+    # diffc Tensors among the arguments keep their own .grad handling
+    grads = backward_grads(fn, host, want, gy, tuple(gy.shape))
+    for i, g in grads.items():
+        t = values[i]
+        g = _to_torch(g, t).to(t.dtype)
+        if tuple(g.shape) != tuple(t.shape):
+            g = g.sum_to_size(t.shape) if t.dim() else g.sum()
+        with torch.no_grad():
+            if t.grad is None:
+                t.grad = g.clone()
+            else:
+                t.grad += g
+    return None
+
+
+def fwds(fn, args: tuple, kwargs: dict, result):
+    """`.fwds` with torch tensors: each torch input's `.grad` is its tangent (none: zero);
+    returns the torch result with `.grad` holding the output tangent."""
+    torch = require_torch(f"{fn.name}.fwds")
+    values = fn._bind(args, kwargs)
+    like = _first_torch(values, None)
+    host = list(values)
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor):
+            a = _host(v)
+            if v.grad is not None and fn.diffable[i]:  # (a 0-d one too: a Tensor of shape ())
+                want = fn.dtypes[i]
+                t = Tensor.from_numpy(np.ascontiguousarray(a, dtype=want))
+                t.with_grads(Tensor.from_numpy(np.ascontiguousarray(_host(v.grad), dtype=want)), zero=False)
+                host[i] = t
+            else:
+                host[i] = a
+    primal, tangent = fn.fwds(*host, _result="numpy")
+    y = _to_torch(primal, like)
+    y.grad = _to_torch(tangent, like)
+    return y
