@@ -15,7 +15,7 @@ from diffc import conformance
 
 ROOT = Path(os.environ.get("DIFFC_SLANG_TESTS", Path(__file__).resolve().parents[2] / "shared" / "slang-tests"))
 PASSING = Path(__file__).with_name("slang_conformance_passing.txt")
-LOCATED = re.compile(r"^\S+\.slang:\d+:\d+: error(\[\w+\])?: ")
+LOCATED = re.compile(r"^\S+\.slang:\d+:\d+: error(\[[\w-]+\])?: ")
 
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason=f"Slang's test suites are not at {ROOT}")
 

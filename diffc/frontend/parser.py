@@ -162,9 +162,11 @@ class Parser:
 
     def is_member_type(self, t: Token) -> bool:
         """`T.Differential`, `T.A` (an associated type or a struct's typealias), not `T.dzero()`."""
-        if t.kind != "ident" or self.peek(2).text == "(":
+        if t.kind != "ident":
             return False
-        return t.text == "Differential" or t.text in self.type_names
+        if t.text == "Differential":  # never a method: `S.Differential(x)` constructs one
+            return True
+        return self.peek(2).text != "(" and t.text in self.type_names
 
     # ---- top level ----
     def parse_program(self) -> A.Program:
