@@ -239,3 +239,28 @@ RWStructuredBuffer<int> counts;"""
     InterlockedMin(counts[2], -2);
     outputBuffer[0] = before; outputBuffer[1] = counts[0]; outputBuffer[2] = counts[1]; outputBuffer[3] = counts[2];"""
     assert _run(tmp_path, capsys, body, globals_) == [5.0, 8.0, 9.0, -2.0]
+
+
+def test_a_declared_struct_runs_its_parameterless_constructor_and_interfaces_may_require_one(tmp_path, capsys):
+    globals_ = """
+interface IMake : IDifferentiable {
+    __init();
+    property float v { get; }
+    float get(float y);
+};
+struct Four : IMake {
+    float x;
+    __init() { x = 4.0; }
+    property float v { get { return x + 1.0; } }
+    float get(float y) { return x * y; }
+};
+struct Plain { float a; };
+float use<T : IMake>(float y) { T t; return t.get(y) + t.v; }"""
+    body = """
+    Four f;
+    Plain p;
+    outputBuffer[0] = f.x;
+    outputBuffer[1] = use<Four>(2.0);
+    outputBuffer[2] = p.a;"""
+    # __init sets x = 4; get(2) = 8 plus the property 5; a struct without constructors starts at zero
+    assert _run(tmp_path, capsys, body, globals_, n=3) == [4.0, 13.0, 0.0]

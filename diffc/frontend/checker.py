@@ -137,6 +137,18 @@ class Checker:
         self.ifaces = Interfaces(self)
         self.extensions: dict[str, list[A.Extension]] = {}  # struct name -> its `extension` blocks
 
+    def default_construction(self, s: A.VarDecl, ty: T.Struct) -> A.Expr | None:
+        """`S()` when S has a constructor without parameters, else None (the fields start at zero)."""
+        call = A.Call(A.TypeExpr(s.type, span=s.span), [], span=s.span)
+        self.scopes.append({})
+        try:
+            self.expr(call)
+        except FrontendError:
+            return None
+        finally:
+            self.scopes.pop()
+        return A.Call(A.TypeExpr(s.type, span=s.span), [], span=s.span)
+
     def warn(self, node: A.Node, message: str) -> None:
         if (node.span, message) not in self.warnings:  # a generic body is checked once per instance
             self.warnings.append((node.span, message))
@@ -688,6 +700,9 @@ class Checker:
                 self.ifaces.check_constraints(ty, s.name, [s.type.name], s.init)
             elif s.type is not None:
                 ty = self.resolve(s.type)
+                if s.init is None and s.name != "this" and isinstance(ty, T.Struct) and INIT in ty.methods \
+                        and not s.type.dims:
+                    s.init = self.default_construction(s, ty)  # `S s;` runs S's __init() where it has one
                 if s.init is not None:
                     self.expect_type(s.init, ty)
             else:

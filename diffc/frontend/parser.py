@@ -571,6 +571,22 @@ class Parser:
         self.end_generic(mark)
         return decl
 
+    def skip_requirement(self) -> None:
+        """Past `__init(...);` or `property T name { get; set; }` in an interface."""
+        depth = 0
+        while self.tok.kind != "eof":
+            t = self.tok.text
+            self.i += 1
+            if t in ("{", "(", "<"):
+                depth += 1
+            elif t in ("}", ")", ">"):
+                depth -= 1
+                if depth == 0 and t == "}":
+                    self.accept(";")
+                    return
+            elif t == ";" and depth == 0:
+                return
+
     def interface(self) -> A.Interface:
         start = self.expect("interface").start
         name = self.ident("an interface name")
@@ -580,6 +596,8 @@ class Parser:
         if gparams:  # `IModel<float[2]>` then parses; conformance is by the interface's name (interfaces.py)
             self.generic_structs.add(name.text)
         bases = self.bases()
+        if "IDifferentiable" in bases:
+            self.type_names.add("Differential")  # the conforming struct's, in its requirements
         self.expect("{")
         methods: list[A.Func] = []
         assoc: dict[str, list[str]] = {}
@@ -603,6 +621,11 @@ class Parser:
                 continue
             if self.at("__generic"):
                 methods.append(self.generic_prefixed(attrs, mods, mstart))  # type: ignore[arg-type]
+                continue
+            if self.at(INIT) or self.at("property"):
+                # a constructor or property requirement: the conforming struct's own __init or
+                # property is what calls through a (specialized) generic reach
+                self.skip_requirement()
                 continue
             if self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
                 raise FrontendError(UNSUPPORTED, f"'{self.tok.text}' in an interface is not supported",
