@@ -30,11 +30,20 @@ _MODES = {"fwd_diff": "ForwardDerivativeOf", "__fwd_diff": "ForwardDerivativeOf"
 
 
 def parse_func_extension(p: Parser, attrs: list[A.Attr], start: int) -> A.Func:
-    kw = p.expect(KEYWORD)
-    if p.at("<"):
-        raise FrontendError(UNSUPPORTED, "a generic __func_extension is not supported", kw.start, p.tok.end)
+    p.expect(KEYWORD)
+    mark = len(p.scoped_type_names)
+    prefix = p.generic_params() if p.at("<") else None  # `__func_extension<T : IFloat> bwd_diff(f<T>)`
+    try:
+        return _parse_func_extension(p, attrs, start, prefix)
+    finally:
+        p.end_generic(mark)
+
+
+def _parse_func_extension(p: Parser, attrs: list[A.Attr], start: int, prefix) -> A.Node:
     mode = p.ident("fwd_diff or bwd_diff")
     if mode.text == "__apply":
+        if prefix is not None:
+            raise FrontendError(UNSUPPORTED, "a generic __func_extension __apply is not supported", mode.start, mode.end)
         return parse_apply(p, attrs, start, mode)
     if mode.text not in _MODES:
         raise FrontendError(UNSUPPORTED, f"__func_extension {mode.text} is not supported (only fwd_diff, bwd_diff "
@@ -46,11 +55,14 @@ def parse_func_extension(p: Parser, attrs: list[A.Attr], start: int) -> A.Func:
         raise FrontendError(SYNTAX, "expected a function or a method name, as in fwd_diff(f) or fwd_diff(S::m)",
                             *target.span)
     name = target.id if isinstance(target, A.Name) else f"{target.base.type.name}_{target.name}"
+    if prefix is not None and isinstance(target, A.Name):
+        # generic: a derivative of the generic f, instantiated with each instance of f
+        target = A.Name(target.id, span=target.span)
     # the function reads like `R name(params) { body }` once the target is known
     ret_start = p.tok.start
     func = p.function(attrs + [A.Attr(_MODES[mode.text], [target], span=target.span)], set(),
                       A.TypeRef("void", span=(ret_start, ret_start)), _name_token(p, name, mode), start,
-                      arrow_result=True)
+                      arrow_result=True, prefix=prefix)
     return func
 
 
