@@ -9,7 +9,7 @@ from xdsl.dialects import vector
 from xdsl.dialects.builtin import VectorType
 from xdsl.ir import SSAValue
 
-from diffc.rules import RuleBuilder
+from diffc.ad.partials import RuleBuilder
 
 
 def lanewise(b: RuleBuilder, scalar_fn: Callable[..., SSAValue], *xs: SSAValue) -> SSAValue:
