@@ -101,3 +101,27 @@ def test_multi_dimensional_dispatch_runs_the_original_kernel(learn):
                          halfSum=half_sum, count=100)
     want, _ = reference(values)
     assert np.allclose(sums.to_numpy(), 2 * want, rtol=2e-5)
+
+
+def test_report_says_why_a_kernel_is_left_alone(tmp_path, capsys):
+    from diffc.cli import main
+
+    src = tmp_path / "hist.slang"
+    src.write_text("""
+RWStructuredBuffer<Atomic<float>> bins;
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void hist(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    bins[int(v)] += v;
+}
+""")
+    assert main(["compile", "--report", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "@hist: left to reduce-atomics: an add whose address depends on the work-item" in out
+    src.write_text(LEARN)
+    assert main(["compile", "--report", str(src)]) == 0
+    assert "@learn: rewritten: 5 gradient slots" in capsys.readouterr().out
