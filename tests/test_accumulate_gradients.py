@@ -125,3 +125,35 @@ void hist(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uin
     src.write_text(LEARN)
     assert main(["compile", "--report", str(src)]) == 0
     assert "@learn: rewritten: 5 gradient slots" in capsys.readouterr().out
+
+
+# An add inside a loop that carries a value (unrolled with the value passed from trip to trip),
+# and one after it that uses the loop's result.
+CARRIED = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+[shader("compute")]
+[numthreads(32, 1, 1)]
+void carried(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    float running = 0.0;
+    for (int i = 0; i < 3; i++)
+    {
+        running += v;
+        sums[i] += running;
+    }
+    sums[3] += running * running;
+}
+"""
+
+
+def test_adds_in_a_loop_carrying_values():
+    m = load_module_from_string(CARRIED, "carried.slang")
+    assert entry_program(m).accumulated["carried"].slots == 4
+    values = np.random.default_rng(3).uniform(-1, 1, 777).astype(np.float32)
+    sums = diffc.Tensor.zeros(4, np.float32)
+    m.carried.dispatch(thread_count=len(values), sums=sums, values=diffc.Tensor.from_numpy(values), count=len(values))
+    v = values.astype(np.float64)
+    assert np.allclose(sums.to_numpy(), [v.sum(), 2 * v.sum(), 3 * v.sum(), (9 * v * v).sum()], rtol=1e-4, atol=1e-4)
