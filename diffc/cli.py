@@ -89,6 +89,17 @@ def lowered(path: str, entry: str | None = None):
 
 
 def cmd_compile(args) -> int:
+    if args.report:  # what accumulate-gradients does with each kernel, before reduce-atomics
+        from diffc.passes.accumulate_gradients import AccumulateGradientsPass
+        from diffc.runtime import dispatch
+
+        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
+        try:
+            low, _, _, _ = lowered(args.file, args.entry)
+        finally:
+            dispatch.REDUCE_ATOMICS = saved
+        _apply_pass(AccumulateGradientsPass(report=True), low)
+        return 0
     if args.emit == "mlir":
         module, _ = _frontend(args.file)
         print(module)
@@ -173,6 +184,8 @@ def _main(argv: Sequence[str] | None) -> int:
     c.add_argument("--entry", default=None, help="the entry point (default: the only compute shader, or main)")
     c.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
                    help="emit for this device's atomics (default: portable cmpxchg atomics)")
+    c.add_argument("--report", action="store_true",
+                   help="say whether accumulate-gradients rewrites the entry point's gradient adds, or why not")
     r = sub.add_parser("run", help="compile and run an entry point, print its out buffers")
     r.add_argument("file")
     r.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,

@@ -39,6 +39,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "diff-checkpoint": _lazy("diffc.passes.diff_checkpoint", "DiffCheckpointPass"),
     "lower-entry-points": _lazy("diffc.passes.lower_entry_points", "LowerEntryPointsPass"),
     "reduce-atomics": _lazy("diffc.passes.reduce_atomics", "ReduceAtomicsPass"),
+    "accumulate-gradients": _lazy("diffc.passes.accumulate_gradients", "AccumulateGradientsPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

@@ -168,7 +168,8 @@ class ReduceAtomicsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
         for fn in list(funcs.values()):
-            if kernel.is_kernel(fn) and fn.body.blocks:
+            # accumulate-gradients' kernels already sum per group (diffc.accumulated)
+            if kernel.is_kernel(fn) and fn.body.blocks and "diffc.accumulated" not in fn.attributes:
                 _KernelReducer(fn, funcs, max(1, self.batch)).run()
 
 

@@ -83,3 +83,36 @@ def test_racy_learn_gradient_of_one_sample_equals_the_atomic_one():
     racy.run()[0].wait()
     assert np.count_nonzero(atomic) > 100  # most of the 148 parameters get a gradient
     np.testing.assert_array_equal(step.grads.to_numpy().astype(np.float64), atomic)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_mlp_gradients_of_each_mode_match_float64(deterministic):
+    """learnGradient's gradients over a batch of many work-groups (accumulate-gradients' persistent
+    groups), in the default and the deterministic mode, against the float64 reference: within the
+    half-precision tolerance (the float64 gradient rounded once to half, plus 3 sqrt(groups) half
+    roundings of per-group sums as large as the sum of |per-sample gradient|); deterministic mode
+    gives the same bits run after run."""
+    import diffc
+
+    from reference import loss_and_grad, sample_grads
+
+    rng = np.random.default_rng(11)
+    p0 = bench_mlp.init_params(rng)
+    xy = bench_mlp.half_inputs(5000, rng)
+    m = bench_mlp.load_variant(True)
+    step = bench_mlp.DiffcStep(m, p0, xy, deterministic=deterministic)
+    runs = []
+    for _ in range(2 if deterministic else 1):
+        step.reset()
+        m.learnGradient.dispatch(thread_count=len(xy), network=step.network, lossBuffer=step.loss,
+                                 inputs=step.inputs, count=len(xy), deterministic=deterministic)
+        runs.append(step.grads.to_numpy())
+    want = loss_and_grad(p0.astype(np.float64), xy)[1]
+    groups = -(-len(xy) // 256)
+    s = np.abs(sample_grads(p0.astype(np.float64), xy)).sum(axis=0)
+    tol = 3 * np.sqrt(groups) * 2.0**-11 * s + np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+    got = runs[0].astype(np.float64)
+    assert np.all(np.abs(got - want) <= tol), np.max(np.abs(got - want) / tol)
+    assert np.median(np.abs(want) / tol) > 10  # the gradients are far above the tolerance
+    if deterministic:
+        assert runs[0].tobytes() == runs[1].tobytes()

@@ -78,6 +78,7 @@ class EntryProgram:
     kernels: dict[str, EntryKernel]
     index_dtype: np.dtype
     cl_kernels: dict[str, object] = field(default_factory=dict)
+    accumulated: dict[str, object] = field(default_factory=dict)  # entry -> accumulate.AccumulatedKernel
 
 
 def entry_program(module: Module) -> EntryProgram:
@@ -137,6 +138,10 @@ def _build(module: Module) -> EntryProgram:
     try:
         differentiate(low, ctx)
         LowerEntryPointsPass().apply(ctx, low)
+        from diffc.runtime import accumulate
+
+        if accumulate.ENABLED:
+            accumulate.apply_pass(ctx, low, device().cl_device)
         if REDUCE_ATOMICS:
             from diffc.passes.reduce_atomics import ReduceAtomicsPass
 
@@ -157,7 +162,8 @@ def _build(module: Module) -> EntryProgram:
                 name, emitter.names[name], _params(f, globals_), thread_ids[name], numthreads(entries[name])
             )
     index_dtype = np.dtype(np.int64 if options.index_type == "long" else np.int32)
-    return EntryProgram(source, program, kernels, index_dtype)
+    return EntryProgram(source, program, kernels, index_dtype,
+                        accumulated=accumulate.plans(low, emitter.names) if accumulate.ENABLED else {})
 
 
 def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
@@ -361,6 +367,10 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
         )
     prog = entry_program(fn.module)
     kernel = prog.kernels[fn.name]
+    # deterministic=True/False (default: DIFFC_DETERMINISTIC), unless the kernel has such a parameter
+    deterministic = None
+    if "deterministic" in kwargs and all(p.name != "deterministic" for p in kernel.params):
+        deterministic = kwargs.pop("deterministic")
     args = bind(where, kernel, kwargs, prog.index_dtype)
     global_size = _global_size(where, thread_count, kernel.numthreads)
     dev = device()
@@ -375,6 +385,11 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
     k = prog.cl_kernels.get(fn.name)
     if k is None:
         k = prog.cl_kernels[fn.name] = cl.Kernel(prog.program, kernel.c_name)
+    acc = prog.accumulated.get(fn.name)
+    if acc is not None and global_size[1] == global_size[2] == 1:
+        from diffc.runtime.accumulate import launch
+
+        return launch(prog, acc, args, global_size, deterministic)
     if args:
         k.set_args(*args)
     return cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)

@@ -1,0 +1,469 @@
+"""accumulate-gradients: gradient accumulation for throughput (persistent work-groups, private
+sums, one transposed work-group reduction, one atomic per group and parameter).
+
+Every work-item of a training kernel adds its sample's gradient into the same few hundred
+global parameters. reduce-atomics sums each group's adds with one local-memory tree per
+parameter; this pass goes further, for kernels it can prove it safe for. Next to kernel @K it
+adds a kernel @K__accum that computes what @K computes, launched with fewer work-items:
+
+* persistent work-groups: @K__accum takes the number of work-groups @K was launched with,
+  `diffc_groups` (V), and each real group runs @K's body once per virtual group
+  vg = group_id, group_id + num_groups, ... < V, with global_id(0) = vg * L + local_id(0)
+  (group_id(0) = vg, num_groups(0) = V, global_size(0) = V * L; dimensions 1 and 2 are 0 / 1:
+  the runtime launches it only for 1-D dispatches). OpenCL never ordered work-groups, so running
+  them one after another in one group is one of @K's legal schedules;
+* private accumulation: each atomic add into global memory (gradient accumulation) becomes an
+  add into a private float accumulator, one slot per add (loops of constant trip count around
+  the adds are unrolled first, so each slot has one address);
+* one transposed reduction: after the loop each work-item writes its slots to local memory
+  once, one barrier, then work-item t sums slot t over the group (chunks of slots when local
+  memory is short) and issues the original atomic add, once per group and slot;
+* deterministic mode (`diffc_deterministic` != 0): instead of the atomic, work-item t stores
+  the group's sum in `diffc_partials[group * S + t]` (S slots), and a second kernel
+  @K__accum_finish (one work-group) adds the partial sums of the `diffc_groups` groups in group
+  order and then issues the adds in slot order from one work-item: the same bits every run.
+
+Which kernels (else @K is left as it is, for reduce-atomics, and `report=true` says why): 1-D
+`kernel.reqd_work_group_size` of more than one work-item; one block; no barrier, local memory
+or nested return; every atomic add on global memory is an f16/f32 addf whose old value is
+unused (`kernel.atomic_add` f32, `kernel.atomic_rmw addf`), into memory the kernel only adds to
+(reduce-atomics' `_only_added`), at an address computed from kernel arguments, constants and
+induction variables of constant-trip loops, each of which is unrolled (at most `max_slots` adds
+after unrolling). Calls holding adds are inlined first. Other atomics (max, integer adds into
+counters) stay per-work-item atomics in the loop.
+
+@K__accum carries `diffc.accumulate_of = "K"` and `diffc.accumulate_slots = S`; the finish
+kernel `diffc.accumulate_finish_of = "K"`; both `diffc.accumulated`, which reduce-atomics
+skips.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    f32,
+    i32,
+)
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
+
+from diffc.dialects import kernel
+from diffc.passes.reduce_atomics import _KernelReducer, _work_group_size
+
+ACCUMULATED = "diffc.accumulated"
+ACCUMULATE_OF = "diffc.accumulate_of"
+ACCUMULATE_SLOTS = "diffc.accumulate_slots"
+FINISH_OF = "diffc.accumulate_finish_of"
+# Parameters @K__accum (and the finish kernel) take after @K's.
+GROUPS, PARTIALS, DETERMINISTIC = "diffc_groups", "diffc_partials", "diffc_deterministic"
+
+
+class _Refused(Exception):
+    """Why a kernel is left as it is."""
+
+
+def _is_atomic_add(op: Operation) -> bool:
+    return isinstance(op, kernel.AtomicAddOp) or (
+        isinstance(op, kernel.AtomicRMWOp) and op.kind.data in ("addf", "addi")
+    )
+
+
+def _constant(v: SSAValue) -> int | None:
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def _index(n: int) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(n, IndexType()))
+
+
+@dataclass(frozen=True)
+class AccumulateGradientsPass(ModulePass):
+    name = "accumulate-gradients"
+
+    local_bytes: int = 16384  # local memory for one chunk of the transposed reduction
+    max_slots: int = 1024  # adds after unrolling, at most
+    report: bool = False  # print one line per kernel: rewritten, or why not
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
+        for fn in list(funcs.values()):
+            if not kernel.is_kernel(fn) or not fn.body.blocks or ACCUMULATED in fn.attributes:
+                continue
+            try:
+                slots = _Accumulator(fn, funcs, self).run()
+                line = f"rewritten: {slots} gradient slots, persistent work-groups, one transposed reduction"
+            except _Refused as why:
+                line = f"left to reduce-atomics: {why}"
+            if self.report:
+                print(f"// accumulate-gradients @{fn.sym_name.data}: {line}")
+
+
+class _Accumulator:
+    def __init__(self, fn: func.FuncOp, funcs: dict[str, func.FuncOp], opts: AccumulateGradientsPass):
+        self.fn, self.funcs, self.opts = fn, funcs, opts
+
+    def run(self) -> int:
+        sizes = _work_group_size(self.fn)
+        if sizes is None or sizes[1] != 1 or sizes[2] != 1 or sizes[0] <= 1:
+            raise _Refused("needs a 1-D kernel.reqd_work_group_size of more than one work-item")
+        self.L = sizes[0]
+        if len(self.fn.body.blocks) != 1:
+            raise _Refused("the kernel has more than one block")
+        work = self.fn.clone()
+        self.work, self.entry = work, work.body.blocks[0]
+        self._inline()
+        for op in work.walk():
+            if isinstance(op, kernel.BarrierOp | kernel.LocalAllocOp):
+                raise _Refused(f"it uses {op.name} (virtual groups would share local memory)")
+            if isinstance(op, func.ReturnOp) and op is not self.entry.last_op:
+                raise _Refused("a return inside a region")
+        adds = [op for op in work.walk() if _is_atomic_add(op) and kernel.memory_space(op.memref.type) is None]
+        if not adds:
+            raise _Refused("no atomic adds into global memory")
+        checker = _KernelReducer(work, self.funcs, 1)
+        for a in adds:
+            if isinstance(a, kernel.AtomicRMWOp) and a.result.uses:
+                raise _Refused(f"an atomic add whose old value is used ({a.name})")
+            if not isinstance(a.memref.type.element_type, Float16Type | Float32Type):
+                raise _Refused("an integer atomic add (exact in any order: reduce-atomics sums it)")
+            if not checker._only_added(a.memref):
+                raise _Refused("a buffer that is added to is also read or written")
+        adds = self._unroll(adds)
+        self.memo: dict[SSAValue, bool] = {}
+        for a in adds:
+            for v in (a.memref, *a.indices):
+                if not self._invariant(v):
+                    raise _Refused("an add whose address depends on the work-item or on a loop of unknown trip count")
+        self._rewrite(adds)
+        finish = self._finish_kernel(adds)
+        parent = self.fn.parent_block()
+        assert parent is not None
+        parent.insert_op_after(finish, self.fn)
+        parent.insert_op_after(work, self.fn)
+        return len(adds)
+
+    # -- preparing ----------------------------------------------------------------------------
+
+    def _holds_adds(self, name: str, seen: set[str]) -> bool:
+        if name in seen or name not in self.funcs:
+            return False
+        seen.add(name)
+        return any(
+            _is_atomic_add(op) or (isinstance(op, func.CallOp) and self._holds_adds(op.callee.root_reference.data, seen))
+            for op in self.funcs[name].walk()
+        )
+
+    def _inline(self) -> None:
+        """Inlines every call whose callee (transitively) holds an atomic add."""
+        changed = True
+        while changed:
+            changed = False
+            for call in [op for op in self.work.walk() if isinstance(op, func.CallOp)]:
+                name = call.callee.root_reference.data
+                if not self._holds_adds(name, set()):
+                    continue
+                callee = self.funcs[name]
+                body = callee.body.blocks[0] if len(callee.body.blocks) == 1 else None
+                ret = body.last_op if body else None
+                if body is None or not isinstance(ret, func.ReturnOp) or any(
+                    isinstance(o, func.ReturnOp) and o is not ret for o in callee.walk()
+                ):
+                    raise _Refused(f"@{name} holds adds and cannot be inlined (several blocks or returns)")
+                mapping: dict[SSAValue, SSAValue] = dict(zip(body.args, call.arguments))
+                for op in body.ops:
+                    if op is ret:
+                        break
+                    Rewriter.insert_op(op.clone(mapping), InsertPoint.before(call))
+                Rewriter.replace_op(call, [], [mapping.get(v, v) for v in ret.operands])
+                changed = True
+
+    def _unroll(self, adds: list[Operation]) -> list[Operation]:
+        """Unrolls every scf.for around an add (innermost first); each needs constant bounds."""
+        live = set(adds)
+        while True:
+            loop = next((p for a in live for p in [a.parent_op()] if isinstance(p, scf.ForOp)), None)
+            if loop is None:
+                for a in live:  # an add under ifs inside a loop: unroll the loop around them
+                    p = a.parent_op()
+                    while p is not None and p is not self.work and not isinstance(p, scf.ForOp):
+                        p = p.parent_op()
+                    if isinstance(p, scf.ForOp):
+                        loop = p
+                        break
+            if loop is None:
+                return [op for op in self.work.walk() if op in live]
+            bounds = [_constant(v) for v in (loop.lb, loop.ub, loop.step)]
+            if None in bounds or bounds[2] <= 0:  # type: ignore[operator]
+                raise _Refused("an add inside a loop whose trip count is not a constant")
+            trips = range(*bounds)  # type: ignore[misc]
+            inside = [a for a in live if loop.is_ancestor(a)]
+            if len(live) - len(inside) + len(inside) * len(trips) > self.opts.max_slots:
+                raise _Refused(f"more than {self.opts.max_slots} adds after unrolling")
+            body = loop.body.blocks[0]
+            carried = list(loop.iter_args)
+            for t in trips:
+                c = arith.ConstantOp(IntegerAttr(t, body.args[0].type))
+                Rewriter.insert_op(c, InsertPoint.before(loop))
+                mapping: dict[SSAValue, SSAValue] = {body.args[0]: c.result, **dict(zip(body.args[1:], carried))}
+                for op in body.ops:
+                    if op is body.last_op:
+                        carried = [mapping.get(v, v) for v in op.operands]
+                        break
+                    new = op.clone(mapping)
+                    Rewriter.insert_op(new, InsertPoint.before(loop))
+                    for old, cloned in zip(op.walk(), new.walk()):
+                        if old in live:
+                            live.add(cloned)
+            for a in inside:
+                live.discard(a)
+            Rewriter.replace_op(loop, [], carried)
+
+    def _invariant(self, v: SSAValue) -> bool:
+        """Same in every work-item and every virtual group: kernel arguments, constants, the
+        local size, and side-effect-free ops of those."""
+        known = self.memo.get(v)
+        if known is None:
+            known = self.memo[v] = self._compute_invariant(v)
+        return known
+
+    def _compute_invariant(self, v: SSAValue) -> bool:
+        if isinstance(v, BlockArgument):
+            return v.block is self.entry
+        op = v.owner
+        if isinstance(op, kernel.LocalSizeOp):
+            return True
+        if isinstance(op, kernel.GlobalIdOp | kernel.LocalIdOp | kernel.GroupIdOp | kernel.NumGroupsOp | kernel.GlobalSizeOp):
+            return False
+        return isinstance(op, Operation) and not op.regions and is_side_effect_free(op) and all(
+            self._invariant(o) for o in op.operands
+        )
+
+    # -- the rewrite ---------------------------------------------------------------------------
+
+    def _add_param(self, fn: func.FuncOp, name: str, t) -> BlockArgument:
+        block = fn.body.blocks[0]
+        arg = block.insert_arg(t, len(block.args))
+        arg.name_hint = name
+        if fn.arg_attrs is not None:
+            fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, DictionaryAttr({})])
+        fn.update_function_type()
+        return arg
+
+    def _rewrite(self, adds: list[Operation]) -> None:
+        work, entry, L, S = self.work, self.entry, self.L, len(adds)
+        n_params = len(entry.args)
+        groups = self._add_param(work, GROUPS, IndexType())
+        partials = self._add_param(work, PARTIALS, MemRefType(f32, [DYNAMIC_INDEX]))
+        det = self._add_param(work, DETERMINISTIC, i32)
+        self.n_params = n_params
+        # the slices computing each add's address, captured before the body moves
+        self.targets = [
+            (type(a), getattr(a, "kind", None), a.value.type, a.memref, list(a.indices)) for a in adds
+        ]
+
+        body_ops = list(entry.ops)[:-1]
+        top = InsertPoint.at_start(entry)
+        lid, group, nreal = kernel.LocalIdOp(0), kernel.GroupIdOp(0), kernel.NumGroupsOp(0)
+        acc = memref.AllocaOp.get(f32, shape=[S])
+        acc.memref.name_hint = "grad_acc"
+        zero = arith.ConstantOp(FloatAttr(0.0, f32))
+        consts = {k: _index(k) for k in range(S + 1)}
+        Rewriter.insert_op([lid, group, nreal, acc, zero, *consts.values()], top)
+        for k in range(S):
+            Rewriter.insert_op(memref.StoreOp.get(zero.result, acc.memref, [consts[k]]), InsertPoint.before(entry.last_op))
+        # the persistent loop over virtual groups
+        loop_body = Block(arg_types=[IndexType()])
+        vg = loop_body.args[0]
+        vg.name_hint = "virtual_group"
+        loop = scf.ForOp(group.result, groups, nreal.result, [], Region(loop_body))
+        for op in body_ops:
+            op.detach()
+            loop_body.add_op(op)
+        loop_body.add_op(scf.YieldOp())
+        Rewriter.insert_op(loop, InsertPoint.before(entry.last_op))
+        self._virtual_ids(loop_body, vg, groups, lid.result)
+        # adds -> private sums
+        for k, a in enumerate(adds):
+            v: SSAValue = a.value
+            ops: list[Operation] = []
+            if isinstance(v.type, Float16Type):
+                ext = arith.ExtFOp(v, f32)
+                ops.append(ext)
+                v = ext.result
+            old = memref.LoadOp.get(acc.memref, [consts[k]])
+            new = arith.AddfOp(old.res, v)
+            ops += [old, new, memref.StoreOp.get(new.result, acc.memref, [consts[k]])]
+            Rewriter.insert_op(ops, InsertPoint.before(a))
+        # the transposed reduction, chunk by chunk of slots
+        C = max(1, min(L, self.opts.local_bytes // (4 * L)))
+        local = kernel.LocalAllocOp(kernel.local_memref(f32, [C, L]))
+        local.result.name_hint = "group_slots"
+        Rewriter.insert_op(local, InsertPoint.at_start(entry))
+        end = InsertPoint.before(entry.last_op)
+        c_L, c_S = _index(L), _index(S)
+        zero_i = arith.ConstantOp(IntegerAttr(0, i32))
+        is_det = arith.CmpiOp(det, zero_i.result, "ne")
+        Rewriter.insert_op([c_L, c_S, zero_i, is_det], end)
+        for start in range(0, S, C):
+            n = min(C, S - start)
+            ops = []
+            for k in range(n):
+                val = memref.LoadOp.get(acc.memref, [consts[start + k]])
+                ops += [val, memref.StoreOp.get(val.res, local.result, [consts[k], lid.result])]
+            ops.append(kernel.BarrierOp())
+            Rewriter.insert_op(ops, end)
+            mine = arith.CmpiOp(lid.result, consts[n], "ult")
+            then = Block()
+            c0, c1 = _index(0), _index(1)
+            sum_body = Block(arg_types=[IndexType(), f32])
+            x = memref.LoadOp.get(local.result, [lid.result, sum_body.args[0]])
+            s = arith.AddfOp(sum_body.args[1], x.res)
+            sum_body.add_ops([x, s, scf.YieldOp(s.result)])
+            total = scf.ForOp(c0.result, c_L.result, c1.result, [zero.result], Region(sum_body))
+            then.add_ops([c0, c1, total])
+            # deterministic: the group's partial sum; else the original add, once per group
+            det_block = Block()
+            slot = arith.AddiOp(lid.result, consts[start])
+            base = arith.MuliOp(group.result, c_S.result)
+            at = arith.AddiOp(base.result, slot.result)
+            det_block.add_ops([slot, base, at, memref.StoreOp.get(total.results[0], partials, [at.result]), scf.YieldOp()])
+            atomic_block = Block()
+            for k in range(n):
+                which = arith.CmpiOp(lid.result, consts[k], "eq")
+                one = Block()
+                self._emit_add(one, start + k, total.results[0], {})
+                one.add_op(scf.YieldOp())
+                atomic_block.add_ops([which, scf.IfOp(which.result, [], Region(one))])
+            atomic_block.add_op(scf.YieldOp())
+            then.add_ops([scf.IfOp(is_det.result, [], Region(det_block), Region(atomic_block)), scf.YieldOp()])
+            ops = [mine, scf.IfOp(mine.result, [], Region(then))]
+            if start + C < S:
+                ops.append(kernel.BarrierOp())  # the next chunk reuses the local buffer
+            Rewriter.insert_op(ops, end)
+        for a in adds:
+            Rewriter.erase_op(a)
+        self.slices_from = work
+        work.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum")
+        work.attributes[ACCUMULATED] = UnitAttr()
+        work.attributes[ACCUMULATE_OF] = StringAttr(self.fn.sym_name.data)
+        work.attributes[ACCUMULATE_SLOTS] = IntegerAttr(S, 64)
+        for attr in ("diffc.shader", "diffc.numthreads"):
+            work.attributes.pop(attr, None)
+
+    def _virtual_ids(self, body: Block, vg: SSAValue, groups: SSAValue, lid: SSAValue) -> None:
+        """Work-item queries inside the loop see the virtual group's ids."""
+        c_L = _index(self.L)
+        base = arith.MuliOp(vg, c_L.result)
+        gid = arith.AddiOp(base.result, lid)
+        gsize = arith.MuliOp(groups, c_L.result)
+        c0, c1 = _index(0), _index(1)
+        Rewriter.insert_op([c_L, base, gid, gsize, c0, c1], InsertPoint.at_start(body))
+        for op in list(body.walk()):
+            if not isinstance(op, kernel.GlobalIdOp | kernel.GroupIdOp | kernel.NumGroupsOp | kernel.GlobalSizeOp):
+                continue
+            dim = op.dim.value.data
+            if dim:
+                new = c1.result if isinstance(op, kernel.NumGroupsOp | kernel.GlobalSizeOp) else c0.result
+            else:
+                new = {kernel.GlobalIdOp: gid.result, kernel.GroupIdOp: vg, kernel.NumGroupsOp: groups,
+                       kernel.GlobalSizeOp: gsize.result}[type(op)]
+            op.result.replace_all_uses_with(new)
+            Rewriter.erase_op(op)
+
+    def _clone_slice(self, v: SSAValue, mapping: dict[SSAValue, SSAValue], block: Block) -> SSAValue:
+        """`v` recomputed at the end of `block` from the kernel's arguments (mapped)."""
+        if v in mapping:
+            return mapping[v]
+        if isinstance(v, BlockArgument):
+            return v
+        op = v.owner
+        assert isinstance(op, Operation)
+        for o in op.operands:
+            self._clone_slice(o, mapping, block)
+        new = op.clone(mapping)
+        block.add_op(new)
+        for old, r in zip(op.results, new.results):
+            mapping[old] = r
+        return mapping[v]
+
+    def _emit_add(self, block: Block, k: int, value: SSAValue, mapping: dict[SSAValue, SSAValue]) -> None:
+        """The original add of slot k, of `value` (f32), at the end of `block`."""
+        cls, kind, value_type, mem, indices = self.targets[k]
+        m = self._clone_slice(mem, mapping, block)
+        idx = [self._clone_slice(i, mapping, block) for i in indices]
+        if isinstance(value_type, Float16Type):
+            trunc = arith.TruncFOp(value, value_type)
+            block.add_op(trunc)
+            value = trunc.result
+        if cls is kernel.AtomicAddOp:
+            block.add_op(kernel.AtomicAddOp(value, m, idx))
+        else:
+            block.add_op(kernel.AtomicRMWOp(kind.data, value, m, idx))
+
+    def _finish_kernel(self, adds: list[Operation]) -> func.FuncOp:
+        """@K__accum_finish: one work-group adds the groups' partial sums in group order, then
+        work-item 0 issues the adds in slot order."""
+        S, L = len(adds), self.L
+        fin = self.fn.clone()
+        fin.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum_finish")
+        old = fin.body.blocks[0]
+        block = Block(arg_types=[a.type for a in old.args])
+        for a, b in zip(old.args, block.args):
+            b.name_hint = a.name_hint
+        fin.body.insert_block_before(block, old)
+        fin.body.detach_block(old)
+        old.erase(safe_erase=False)
+        groups = self._add_param(fin, GROUPS, IndexType())
+        partials = self._add_param(fin, PARTIALS, MemRefType(f32, [DYNAMIC_INDEX]))
+        lid = kernel.LocalIdOp(0)
+        totals = kernel.LocalAllocOp(kernel.local_memref(f32, [S]))
+        c0, c1, c_L, c_S = _index(0), _index(1), _index(L), _index(S)
+        zero = arith.ConstantOp(FloatAttr(0.0, f32))
+        block.add_ops([lid, totals, c0, c1, c_L, c_S, zero])
+        per_slot = Block(arg_types=[IndexType()])
+        s = per_slot.args[0]
+        per_group = Block(arg_types=[IndexType(), f32])
+        g, acc = per_group.args
+        base = arith.MuliOp(g, c_S.result)
+        at = arith.AddiOp(base.result, s)
+        x = memref.LoadOp.get(partials, [at.result])
+        total = arith.AddfOp(acc, x.res)
+        per_group.add_ops([base, at, x, total, scf.YieldOp(total.result)])
+        over_groups = scf.ForOp(c0.result, groups, c1.result, [zero.result], Region(per_group))
+        per_slot.add_ops([over_groups, memref.StoreOp.get(over_groups.results[0], totals.result, [s]), scf.YieldOp()])
+        block.add_ops([scf.ForOp(lid.result, c_S.result, c_L.result, [], Region(per_slot)), kernel.BarrierOp()])
+        first = arith.CmpiOp(lid.result, c0.result, "eq")
+        then = Block()
+        mapping: dict[SSAValue, SSAValue] = dict(zip(self.entry.args[: self.n_params], block.args))
+        for k in range(S):
+            c = _index(k)
+            t = memref.LoadOp.get(totals.result, [c.result])
+            then.add_ops([c, t])
+            self._emit_add(then, k, t.res, mapping)
+        then.add_op(scf.YieldOp())
+        block.add_ops([first, scf.IfOp(first.result, [], Region(then)), func.ReturnOp()])
+        fin.attributes[ACCUMULATED] = UnitAttr()
+        fin.attributes[FINISH_OF] = StringAttr(self.fn.sym_name.data)
+        for attr in ("diffc.shader", "diffc.numthreads"):
+            fin.attributes.pop(attr, None)
+        return fin

@@ -1,0 +1,159 @@
+"""accumulate-gradients on PoCL (passes/accumulate_gradients.py, runtime/accumulate.py): an entry
+point's gradient adds, run through persistent work-groups with private sums and one transposed
+reduction per group, give the sums a float64 numpy reference gives, whatever the count (last
+group partly inactive, fewer or more virtual groups than launched ones); deterministic mode
+gives the same bits run after run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import diffc
+from diffc.runtime.dispatch import entry_program
+from diffc.runtime.module import load_module_from_string
+
+# Four float sums (three in a loop of constant bound, one in a branch only some work-items take)
+# and a half sum in a callee through a pointer, behind `if (tid >= count) return;`.
+LEARN = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+void addHalf(half* p, half v)
+{
+    half original;
+    InterlockedAddF16Emulated(p, v, original);
+}
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void learn(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform half* halfSum, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    for (int i = 0; i < 3; i++)
+        sums[i] += v * float(i + 1);
+    if (v > 0.5)
+        sums[3] += v * v;
+    addHalf(halfSum + 1, half(v));
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def learn():
+    return load_module_from_string(LEARN, "accumulate.slang")
+
+
+def reference(v: np.ndarray) -> tuple[np.ndarray, float]:
+    v = v.astype(np.float64)
+    return np.array([v.sum(), 2 * v.sum(), 3 * v.sum(), (v * v)[v > 0.5].sum()]), v.astype(np.float16).astype(np.float64).sum()
+
+
+def run(m, values: np.ndarray, **kw) -> tuple[np.ndarray, np.ndarray]:
+    sums = diffc.Tensor.zeros(4, np.float32)
+    half_sum = diffc.Tensor.zeros(2, np.float16)
+    n = len(values)
+    m.learn.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values.astype(np.float32)),
+                     halfSum=half_sum, count=n, **kw)
+    return sums.to_numpy(), half_sum.to_numpy()
+
+
+def test_the_pass_rewrites_the_entry_point(learn):
+    prog = entry_program(learn)
+    acc = prog.accumulated["learn"]
+    assert acc.slots == 5 and acc.group == 64
+    assert "learn__accum(" in prog.source and "learn__accum_finish(" in prog.source
+
+
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 1000, 20000])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_sums_match_float64(learn, count, deterministic):
+    rng = np.random.default_rng(count)
+    values = rng.uniform(0, 1, count).astype(np.float32)
+    sums, half_sum = run(learn, values, deterministic=deterministic)
+    want, want_half = reference(values)
+    assert np.allclose(sums, want, rtol=2e-5, atol=1e-6), (sums, want)
+    # one rounding of the float sum to half (2^-11 relative) plus float summation error
+    assert abs(float(half_sum[1]) - want_half) <= 2.0**-11 * want_half + 1e-3, (half_sum, want_half)
+    assert half_sum[0] == 0
+
+
+def test_deterministic_mode_gives_the_same_bits(learn):
+    rng = np.random.default_rng(7)
+    # magnitudes over five decades, so that a different order of additions changes the bits
+    values = (rng.uniform(0, 1, 50000) * 10.0 ** rng.integers(-5, 0, 50000)).astype(np.float32)
+    first, first_half = run(learn, values, deterministic=True)
+    for _ in range(3):
+        again, again_half = run(learn, values, deterministic=True)
+        assert first.tobytes() == again.tobytes() and first_half.tobytes() == again_half.tobytes()
+    want, want_half = reference(values)
+    assert np.allclose(first, want, rtol=2e-5)
+    assert abs(float(first_half[1]) - want_half) <= 2.0**-11 * want_half + 1e-2
+
+
+def test_multi_dimensional_dispatch_runs_the_original_kernel(learn):
+    # the accumulated kernel is 1-D; a (x, y, z) dispatch with y > 1 takes the kernel as written,
+    # where each (x, y) work-item adds once: y copies of every sum
+    values = np.linspace(0, 1, 100).astype(np.float32)
+    sums = diffc.Tensor.zeros(4, np.float32)
+    half_sum = diffc.Tensor.zeros(2, np.float16)
+    learn.learn.dispatch(thread_count=(100, 2, 1), sums=sums, values=diffc.Tensor.from_numpy(values),
+                         halfSum=half_sum, count=100)
+    want, _ = reference(values)
+    assert np.allclose(sums.to_numpy(), 2 * want, rtol=2e-5)
+
+
+def test_report_says_why_a_kernel_is_left_alone(tmp_path, capsys):
+    from diffc.cli import main
+
+    src = tmp_path / "hist.slang"
+    src.write_text("""
+RWStructuredBuffer<Atomic<float>> bins;
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void hist(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    bins[int(v)] += v;
+}
+""")
+    assert main(["compile", "--report", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "@hist: left to reduce-atomics: an add whose address depends on the work-item" in out
+    src.write_text(LEARN)
+    assert main(["compile", "--report", str(src)]) == 0
+    assert "@learn: rewritten: 5 gradient slots" in capsys.readouterr().out
+
+
+# An add inside a loop that carries a value (unrolled with the value passed from trip to trip),
+# and one after it that uses the loop's result.
+CARRIED = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+[shader("compute")]
+[numthreads(32, 1, 1)]
+void carried(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    float running = 0.0;
+    for (int i = 0; i < 3; i++)
+    {
+        running += v;
+        sums[i] += running;
+    }
+    sums[3] += running * running;
+}
+"""
+
+
+def test_adds_in_a_loop_carrying_values():
+    m = load_module_from_string(CARRIED, "carried.slang")
+    assert entry_program(m).accumulated["carried"].slots == 4
+    values = np.random.default_rng(3).uniform(-1, 1, 777).astype(np.float32)
+    sums = diffc.Tensor.zeros(4, np.float32)
+    m.carried.dispatch(thread_count=len(values), sums=sums, values=diffc.Tensor.from_numpy(values), count=len(values))
+    v = values.astype(np.float64)
+    assert np.allclose(sums.to_numpy(), [v.sum(), 2 * v.sum(), 3 * v.sum(), (9 * v * v).sum()], rtol=1e-4, atol=1e-4)
