@@ -98,7 +98,9 @@ def cmd_compile(args) -> int:
             low, _, _, _ = lowered(args.file, args.entry)
         finally:
             dispatch.REDUCE_ATOMICS = saved
-        _apply_pass(AccumulateGradientsPass(report=True), low)
+        from diffc.compiler import apply_pass
+
+        apply_pass(AccumulateGradientsPass(report=True), low)
         return 0
     if args.emit == "mlir":
         module, _ = _frontend(args.file)

@@ -95,14 +95,17 @@ def _build_or_load(module: Module) -> EntryProgram:
     from diffc.runtime import module_cache
     from diffc.runtime.program import build_program
 
+    from diffc.runtime import accumulate
+
     options = options_for_device(device().cl_device)
-    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS), options)
+    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.ENABLED), options)
     kept = module_cache.load_entry_program(name)
     if kept is not None:
-        source, kernels, index_dtype = kept
-        return EntryProgram(source, build_program(source, tuple(build_options(options))), kernels, index_dtype)
+        source, kernels, index_dtype, accumulated = kept
+        return EntryProgram(source, build_program(source, tuple(build_options(options))), kernels, index_dtype,
+                            accumulated=accumulated)
     prog = _build(module)
-    module_cache.store_entry_program(name, (prog.source, prog.kernels, prog.index_dtype))
+    module_cache.store_entry_program(name, (prog.source, prog.kernels, prog.index_dtype, prog.accumulated))
     return prog
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType
 
-FORMAT = 1
+FORMAT = 2  # the layout of the entries (2: entry programs keep their accumulate-gradients plans)
 stats = {"hits": 0, "misses": 0, "kernel_hits": 0, "kernel_misses": 0}
 
 
@@ -218,11 +218,11 @@ def store_kernel_source(name: str | None, source: str) -> None:
 
 def load_entry_program(name: str | None):
     """A module's compute entry points as dispatch.py keeps them: (OpenCL C, kernels, index
-    dtype), or None."""
+    dtype, accumulate-gradients plans), or None."""
     if name is None:
         return None
     value = _read(name)
-    ok = isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], str)
+    ok = isinstance(value, tuple) and len(value) == 4 and isinstance(value[0], str)
     stats["kernel_hits" if ok else "kernel_misses"] += 1
     return value if ok else None
 
