@@ -55,6 +55,9 @@ DIFFERENTIABLE = "diff.differentiable"
 NO_DIFF = "diff.no_diff"
 FWD_DERIVATIVE = "diff.fwd_derivative"
 BWD_DERIVATIVE = "diff.bwd_derivative"
+# On @f: derivative code calls this function (same signature) wherever it would call f (Slang's
+# [PrimalSubstitute]); plain calls of f still run f.
+PRIMAL_SUBSTITUTE = "diff.primal_substitute"
 PREFER = "diff.prefer"
 MAX_ITERS = "diff.max_iters"
 PREFER_VALUES = ("recompute", "checkpoint")

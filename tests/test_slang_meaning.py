@@ -200,3 +200,27 @@ void computeMain() {
 """
     # the custom rules as written (7 x dOut, 5 x dx), whether called by name or through the operator
     assert _run(tmp_path, capsys, src) == [14.0, 14.0, 15.0, 9.0]
+
+
+def test_primal_substitute_runs_in_derivative_code_only(tmp_path, capsys):
+    src = """
+float original(float x) { return x * x; }
+[PrimalSubstituteOf(original), Differentiable]
+float subst(float x) { return 2.0 * x * x; }
+[Differentiable] float caller(float x) { return original(x) + x; }
+//TEST_INPUT: set out = out ubuffer(data=[0 0 0 0 0], stride=4)
+uniform RWStructuredBuffer<float> out;
+[numthreads(1, 1, 1)]
+void computeMain() {
+    var a = diffPair(3.0, 0.0);
+    bwd_diff(caller)(a, 1.0);
+    out[0] = a.d;
+    let r = fwd_diff(caller)(diffPair(3.0, 1.0));
+    out[1] = r.p;
+    out[2] = r.d;
+    out[3] = caller(3.0);
+    out[4] = fwd_diff(original)(diffPair(3.0, 1.0)).d;
+}
+"""
+    # derivative code differentiates 2x^2 + x (4x + 1 = 13, primal 21); the plain call runs x^2 + x
+    assert _run(tmp_path, capsys, src) == [13.0, 21.0, 13.0, 12.0, 12.0]

@@ -67,6 +67,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             if not isinstance(f, T.FuncRef):
                 raise err(TYPE_MISMATCH, f"{name} needs a function, got {f}", e.args[0])
             fi = c.funcs[f.func]
+            if fi.substitute and not f.mode:  # `fwd_diff(f)` of f with a primal substitute: of the substitute
+                f, fi = T.FuncRef(fi.substitute, f.mode), c.funcs[fi.substitute]
             if not fi.differentiable:
                 raise err(NOT_DIFFERENTIABLE, f"'{fi.name}' is not differentiable: mark it [Differentiable]", e.args[0])
             e.kind = "funcref"

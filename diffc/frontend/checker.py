@@ -51,9 +51,11 @@ class FuncInfo:
     owner: T.Struct | None = None  # the struct of a method (its first parameter is `this` unless static)
     is_static: bool = False
 
+    substitute: str | None = None  # [PrimalSubstitute]: what derivative code calls instead of this function
+
     @property
     def differentiable(self) -> bool:
-        return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom) or self.zero_derivative
+        return bool(DIFF_ATTRS & set(self.attrs)) or bool(self.fwd_custom or self.bwd_custom or self.substitute) or self.zero_derivative
 
     @property
     def zero_derivative(self) -> bool:
@@ -408,6 +410,11 @@ class Checker:
     def link_derivatives(self, f: FuncInfo, owner: T.Struct | None) -> None:
         """Custom-derivative links, both directions; a method's attribute names a sibling method."""
         for key, attr in f.attrs.items():
+            if key in ("PrimalSubstitute", "PrimalSubstituteOf"):  # derivative code calls the substitute
+                target = self.attr_func(attr, owner)
+                orig, subst = (f, target) if key == "PrimalSubstitute" else (self.funcs[target], f.name)
+                orig.substitute = subst
+                continue
             if key not in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
                 continue
             from diffc.frontend.overloads import pick_derivative

@@ -164,6 +164,8 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 op.attributes[diff.FWD_DERIVATIVE] = SymbolRefAttr(f.fwd_custom)
             if f.bwd_custom:
                 op.attributes[diff.BWD_DERIVATIVE] = SymbolRefAttr(f.bwd_custom)
+            if f.substitute:
+                op.attributes[diff.PRIMAL_SUBSTITUTE] = SymbolRefAttr(f.substitute)
         if "PreferRecompute" in at:
             op.attributes[diff.PREFER] = StringAttr("recompute")
         if "PreferCheckpoint" in at:

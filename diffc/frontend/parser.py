@@ -36,7 +36,7 @@ GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBIL
 # Attributes that change what a program means and that this front end does not implement: each
 # is a located E0008 (attributes not named here, such as [ForceInline], change no result and are
 # accepted and ignored).
-REFUSED_ATTRS = {"PrimalSubstitute", "PrimalSubstituteOf", "DerivativeMember"}
+REFUSED_ATTRS = {"DerivativeMember"}
 IMPORT_WORDS = {"import", "__include", "module", "implementing"}  # imports.py reads the files
 # the standard library's interfaces, as names (values of these types are refused: interfaces.py)
 BUILTIN_INTERFACE_NAMES = {"IDifferentiable", "IFloat", "IArithmetic", "IInteger", "IComparable"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import func
+from xdsl.dialects.builtin import SymbolRefAttr
 from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
@@ -43,11 +44,18 @@ def _is_diff_callee(callee, kind: str) -> bool:
     )
 
 
+def substituted(callee, symbols: dict):
+    """The function derivative code calls for `callee`: its diff.primal_substitute, if it names
+    one (Slang's [PrimalSubstitute]), else callee itself."""
+    sub = callee.attributes.get(diff.PRIMAL_SUBSTITUTE) if isinstance(callee, func.FuncOp) else None
+    return symbols.get(sub.root_reference.data, callee) if sub is not None else callee
+
+
 class CallRule(DerivativeRule):
     jvp_when_inactive = True  # a callee reaching a custom derivative is called even then
 
     def activity(self, act, op: func.CallOp) -> None:
-        callee = act.callee(op)
+        callee = substituted(act.callee(op), act.symbols)
         if not any(o in act.varied for o in op.operands):
             # A custom derivative may act on state of its own (seed 000's getParam accumulates
             # into a gradient buffer), so its results carry derivatives even when no argument
@@ -75,14 +83,16 @@ class CallRule(DerivativeRule):
 
     def jvp_op(self, fwd, op: func.CallOp, dst: Block) -> None:
         b = Builder(InsertPoint.at_end(dst))
-        target = op.callee.root_reference.data
-        callee = fwd.gen.funcs.get(target)
+        callee = substituted(fwd.gen.funcs.get(op.callee.root_reference.data), fwd.gen.funcs)
+        target = callee.sym_name.data if isinstance(callee, func.FuncOp) else op.callee.root_reference.data
         tans = [fwd.t(v) for v in op.arguments]
         active = [i for i, t in enumerate(tans) if t is not None]
         if callee is not None:
             active = [i for i in active if arg_is_differentiable(callee, i)]
         if not active and not (callee is not None and fwd.gen.reaches_custom_fwd(callee)):
             new = b.insert(op.clone(value_mapper=fwd.primal))
+            if isinstance(callee, func.FuncOp) and callee.sym_name.data != op.callee.root_reference.data:
+                new.properties["callee"] = SymbolRefAttr(callee.sym_name.data)  # the primal substitute
             for old, r in zip(op.results, new.results):
                 fwd.bind(old, r, None)
             return
@@ -109,8 +119,17 @@ class CallRule(DerivativeRule):
             else:
                 fwd.bind(old, r, None)
 
+    def primal_op(self, rev, op: func.CallOp, vmap: dict, em, ctx: list, mode: str):
+        """The forward sweep calls the primal substitute too: derivative code never runs f."""
+        new = op.clone(value_mapper=vmap)
+        callee = rev.gen.symbols.get(op.callee.root_reference.data)
+        sub = substituted(callee, rev.gen.symbols)
+        if sub is not callee:
+            new.properties["callee"] = SymbolRefAttr(sub.sym_name.data)
+        return new
+
     def vjp_op(self, rev, op: func.CallOp, adj: dict, vmap: dict, em: Emitter, ctx) -> None:
-        callee = rev.gen.symbols[op.callee.root_reference.data]
+        callee = substituted(rev.gen.symbols[op.callee.root_reference.data], rev.gen.symbols)
         name = rev.gen.bwd_of(callee, rev.name, op)
         args = [vmap[a] for a in op.arguments]
         for i, r in enumerate(op.results):
