@@ -3,6 +3,8 @@
     diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
     diffc suite DIR [-j N]                                   run a folder of Slang tests (diffc.conformance)
+    diffc check FILE.slang [--domain LO,HI] [--samples N] [--tol T] [--function F] [--device]
+                                                             derivatives against finite differences (diffc.gradcheck)
     diffc demo | version
 
 `--device` overrides DIFFC_DEVICE (gpu|cpu|auto, default auto).
@@ -175,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from diffc import conformance
 
         return conformance.main(argv[1:])
+    if argv[:1] == ["check"]:
+        from diffc import gradcheck_cli
+
+        return gradcheck_cli.main(argv[1:])
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
