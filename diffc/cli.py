@@ -98,11 +98,17 @@ def choose_entry(module, wanted: str | None):
     )
 
 
-def lowered(path: str, entry: str | None = None):
-    """(front-end module, lowered module with the entry as a kernel, entry name, source text)."""
+def lowered(path: str, entry: str | None = None, grow: list | None = None):
+    """(front-end module, lowered module with the entry as a kernel, entry name, source text).
+    `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises (--grow-tape)."""
     from diffc.passes.lower_entry_points import LowerEntryPointsPass, numthreads
 
     module, text = _frontend(path)
+    if grow:
+        from diffc.runtime.status import grow_max_iters
+
+        for slot, count in grow:
+            grow_max_iters(module, slot, count)
     fn = choose_entry(module, entry)
     name = fn.sym_name.data
     threads = numthreads(fn)
@@ -158,11 +164,20 @@ def cmd_run(args) -> int:
     groups = _groups(args.groups)
     if args.device is not None:  # else DIFFC_DEVICE from the environment, or auto
         os.environ["DIFFC_DEVICE"] = args.device
-    low, name, threads, text = lowered(args.file, args.entry)
-    buffers = parse_test_inputs(text, args.file)
     from diffc.cli_run import run_kernel
+    from diffc.runtime.status import MAX_GROWS, LoopOverrunError
 
-    outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
+    grow: list = []
+    while True:
+        low, name, threads, text = lowered(args.file, args.entry, grow)
+        buffers = parse_test_inputs(text, args.file)
+        try:
+            outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
+            break
+        except LoopOverrunError as e:  # --grow-tape: run again from the initial buffers
+            if not args.grow_tape or len(grow) >= MAX_GROWS:
+                raise
+            grow.append((e.slot, e.count))
     for buf, values in outputs:
         print(f"type: {buf.type_name}")
         for v in values:
@@ -197,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="the OpenCL device (default: $DIFFC_DEVICE, else auto)")
     r.add_argument("--entry", default=None)
     r.add_argument("--groups", default="1,1,1", help="work-groups X,Y,Z (default 1,1,1)")
+    r.add_argument("--grow-tape", action="store_true",
+                   help="a while loop that overruns its [MaxIters] in a backward pass: run again with a larger "
+                        "bound (max(count, 2 x bound)) instead of failing")
     args = parser.parse_args(argv)
     try:
         if args.command == "version":

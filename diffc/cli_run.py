@@ -216,11 +216,18 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
 
     from diffc.passes.lower_entry_points import param_names
 
+    from diffc.runtime.status import StatusBuffers, status_slots
+
     params = list(fn.body.block.args)
     names = param_names(fn)
+    slots = {s.name: s for s in status_slots(module)}
+    status = StatusBuffers([slots[n] for n in names if n in slots]) if set(names) & set(slots) else None
     for k, arg in enumerate(params):
         t = arg.type
         name = names[k]
+        if status is not None and name in slots:  # a status buffer (runtime/status.py), checked below
+            args.append(status.buffers[[s.name for s in status.slots].index(name)])
+            continue
         if isinstance(t, IndexType) and k and isinstance(params[k - 1].type, MemRefType) and (
             name == f"{names[k - 1]}{OFFSET_SUFFIX}"
         ):
@@ -261,12 +268,16 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         raise DiffcError(format_diagnostic(where, message, "run-launch", source) if where else f"error: {filename}: {message}")
     sys.stdout.flush()
     try:
+        if status is not None:
+            status.reset()
         cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
         dev.queue.finish()
     except cl.Error as e:
         raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
                          f"in groups of {local}: {e}") from None
     _flush_c_stdout()
+    if status is not None:
+        status.check(f"running '{entry}'", {filename: source} if source is not None else None)
     used = {b.name for b, _, _ in arrays}
     for b in buffers:
         if b.name not in used:

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IndexType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import diff
+from diffc.passes.status_report import report_overrun
 from diffc.passes.rev_support import ITER, LOOP, TRIP, Emitter, adjoint_type, fail, free_varied, i64
 
 Ctx = list[tuple[SSAValue, int]]  # (forward iteration number, bound) per enclosing loop
@@ -260,10 +261,12 @@ class LoopReverser:
         X = [j for j, a in enumerate(before.args) if a in self.act]
         free = free_varied([op.before_region, op.after_region], self.act)
         # More iterations than diff.max_iters: the tape kept the first n - 1 only. The reverse
-        # sweep then runs over those (in bounds) and its gradients are NaN, not silently wrong.
+        # sweep then runs over those (in bounds) and its gradients are NaN, not silently wrong;
+        # a status global tells the host, which raises (passes/status_report.py).
         taped = self.load_taped((op, -1), IndexType(), em, ctx)
         last_slot = em.index(n - 1)
         overran = em.v(arith.CmpiOp(taped, last_slot, "ugt"))
+        report_overrun(op, taped, overran, n - 1, em.block)  # the host raises LoopOverrunError
         count = em.v(arith.MinUIOp(taped, last_slot))
         # 1. the last evaluation of the condition region, which produced the results
         ctx_last = ctx + [(count, n)]
