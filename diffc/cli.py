@@ -121,6 +121,9 @@ def lowered(path: str, entry: str | None = None, grow: list | None = None):
         from diffc.passes.reduce_atomics import ReduceAtomicsPass
 
         _apply_pass(ReduceAtomicsPass(), low)
+    from diffc.runtime.bounds import apply_bounds_check
+
+    apply_bounds_check(low)  # kernels check every buffer index (runtime/bounds.py)
     low.verify()
     return low, name, threads, text
 

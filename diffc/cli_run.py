@@ -222,11 +222,22 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     names = param_names(fn)
     slots = {s.name: s for s in status_slots(module)}
     status = StatusBuffers([slots[n] for n in names if n in slots]) if set(names) & set(slots) else None
+    from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, bounds_sites
+
+    sizes: dict[str, int] = {}
+    bounds = None
     for k, arg in enumerate(params):
         t = arg.type
         name = names[k]
         if status is not None and name in slots:  # a status buffer (runtime/status.py), checked below
             args.append(status.buffers[[s.name for s in status.slots].index(name)])
+            continue
+        if name == STATUS_NAME:  # bounds-check's status buffer, checked below
+            bounds = BoundsBuffer(bounds_sites(module))
+            args.append(bounds.buffer)
+            continue
+        if name.startswith(LEN_PREFIX) and name[len(LEN_PREFIX):] in sizes:  # a buffer's length
+            args.append(np.int64(sizes[name[len(LEN_PREFIX):]]))
             continue
         if isinstance(t, IndexType) and k and isinstance(params[k - 1].type, MemRefType) and (
             name == f"{names[k - 1]}{OFFSET_SUFFIX}"
@@ -250,6 +261,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         arr = _array(b, dtype, int(dev.cl_device.max_mem_alloc_size))
         mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
         args.append(mem)
+        sizes[name] = arr.size
         arrays.append((b, arr, mem))
     options = options_for_device(dev.cl_device)
     program = build_program(emit_opencl(module, options), tuple(build_options(options)))
@@ -270,14 +282,19 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     try:
         if status is not None:
             status.reset()
+        if bounds is not None:
+            bounds.reset()
         cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
         dev.queue.finish()
     except cl.Error as e:
         raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
                          f"in groups of {local}: {e}") from None
     _flush_c_stdout()
+    sources = {filename: source} if source is not None else None
+    if bounds is not None:
+        bounds.check(entry, f"running '{entry}'", sources)
     if status is not None:
-        status.check(f"running '{entry}'", {filename: source} if source is not None else None)
+        status.check(f"running '{entry}'", sources)
     used = {b.name for b, _, _ in arrays}
     for b in buffers:
         if b.name not in used:

@@ -241,9 +241,11 @@ def _atomics(fn: func.FuncOp) -> None:
             raise _fail(fn, f"'memref.atomic_rmw' {kind} on {el} elements: only i32 is supported", inner)
         if kind in ("addf", "addi") and not inner.result.uses and not isinstance(el, Float16Type):
             new: Operation = kernel.AtomicAddOp(inner.value, inner.memref, list(inner.indices))
+            new.location = inner.location  # bounds-check's reports point at the source
             Rewriter.replace_op(inner, new, [None])
         else:
             new = kernel.AtomicRMWOp(kind, inner.value, inner.memref, list(inner.indices))
+            new.location = inner.location
             new.result.name_hint = inner.result.name_hint
             Rewriter.replace_op(inner, new)
 
