@@ -145,10 +145,12 @@ def _guard(access: Operation, length: SSAValue, status: SSAValue, site: int) -> 
     ok = arith.CmpiOp(idx, length, "ult")
     Rewriter.insert_op(ok, InsertPoint.before(access))
     then_block, else_block = Block(), Block()
-    results = [r.type for r in access.results]
+    # an atomic whose old value nothing reads keeps it unread (the backend's warp `red` adds)
+    used = any(r.uses for r in access.results)
+    results = [r.type for r in access.results] if used else []
     access.detach()
     then_block.add_op(access)
-    then_block.add_op(scf.YieldOp(*access.results))
+    then_block.add_op(scf.YieldOp(*(access.results if used else ())))
     _record(else_block, idx, length, status, site)
     zeros = [_zero_of(t) for t in results]
     else_block.add_ops(zeros)

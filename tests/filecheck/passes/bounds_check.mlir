@@ -43,5 +43,5 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
 // CHECK: func.call @get(%{{.*}}, %params, %[[LP]], %[[S]])
 // CHECK: func.call @acc(%{{.*}}, %{{.*}}, %grads, %[[LG]], %[[S]])
 
-// CL: __kernel {{.*}}main(__global float* params, __global float* grads, long diffc_len_params, long diffc_len_grads, __global int* diffc_bounds)
 // CL: (ulong){{.*}} < (ulong)
+// CL: __kernel {{.*}}main{{[_0-9]*}}(__global float* params, __global float* grads, long diffc_len_params, long diffc_len_grads, __global int* diffc_bounds)
