@@ -298,6 +298,7 @@ class RacyLearnGradient:
         self.kernel = cl.Kernel(build_program(source, options), kernel.c_name)
         self.kernel.set_args(*bind("learnGradient (racy)", kernel, {
             "network": step.network, "lossBuffer": step.loss, "inputs": step.inputs, "count": step.n}, prog.index_dtype))
+        self.prog = prog  # owns the bounds-check status buffer the kernel's arguments point at
         self.local_size = kernel.numthreads
         self.global_size = (-(-step.n // kernel.numthreads[0]) * kernel.numthreads[0], 1, 1)
         self.step = step

@@ -5,6 +5,7 @@ The runtime API is imported lazily, so `import diffc` stays cheap for tools that
     m = diffc.load_module("poly.mlir")
     x = diffc.Tensor.from_numpy(a).with_grads(zero=True)
     diffc.device()
+    print(diffc.check(m).table())     # derivatives against finite differences (diffc.gradcheck)
 """
 
 __version__ = "0.1.0"
@@ -15,6 +16,7 @@ _LAZY = {
     "Tensor": ("diffc.runtime.tensor", "Tensor"),
     "device": ("diffc.runtime.device", "device"),
     "synchronize": ("diffc.runtime.device", "synchronize"),
+    "check": ("diffc.gradcheck", "check"),  # a function; the module is diffc.gradcheck
 }
 
 __all__ = ["__version__", *_LAZY]

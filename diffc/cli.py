@@ -3,6 +3,8 @@
     diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
     diffc suite DIR [-j N]                                   run a folder of Slang tests (diffc.conformance)
+    diffc check FILE.slang [--domain LO,HI] [--samples N] [--tol T] [--function F] [--device]
+                                                             derivatives against finite differences (diffc.gradcheck)
     diffc demo | version
 
 `--device` overrides DIFFC_DEVICE (gpu|cpu|auto, default auto).
@@ -71,19 +73,27 @@ def choose_entry(module, wanted: str | None):
     )
 
 
-def lowered(path: str, entry: str | None = None):
-    """(front-end module, lowered module with the entry as a kernel, entry name, source text)."""
+def lowered(path: str, entry: str | None = None, grow: list | None = None):
+    """(front-end module, lowered module with the entry as a kernel, entry name, source text).
+    `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises (--grow-tape)."""
     from diffc.compiler import apply_pipeline, lower_entry_points
     from diffc.passes.lower_entry_points import numthreads
     from diffc.runtime import dispatch
+    from diffc.runtime.bounds import apply_bounds_check
 
     module, text = _frontend(path)
+    if grow:
+        from diffc.runtime.status import grow_max_iters
+
+        for slot, count in grow:
+            grow_max_iters(module, slot, count)
     fn = choose_entry(module, entry)
     name = fn.sym_name.data
     threads = numthreads(fn)
     low = module.clone()
     apply_pipeline(low, name_failing_pass=True)
     lower_entry_points(low, name, reduce_atomics=dispatch.REDUCE_ATOMICS, name_failing_pass=True)
+    apply_bounds_check(low)  # kernels check every buffer index (runtime/bounds.py)
     low.verify()
     return low, name, threads, text
 
@@ -140,11 +150,20 @@ def cmd_run(args) -> int:
     groups = _groups(args.groups)
     if args.device is not None:  # else DIFFC_DEVICE from the environment, or auto
         os.environ["DIFFC_DEVICE"] = args.device
-    low, name, threads, text = lowered(args.file, args.entry)
-    buffers = parse_test_inputs(text, args.file)
     from diffc.cli_run import run_kernel
+    from diffc.runtime.status import MAX_GROWS, LoopOverrunError
 
-    outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
+    grow: list = []
+    while True:
+        low, name, threads, text = lowered(args.file, args.entry, grow)
+        buffers = parse_test_inputs(text, args.file)
+        try:
+            outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
+            break
+        except LoopOverrunError as e:  # --grow-tape: run again from the initial buffers
+            if not args.grow_tape or len(grow) >= MAX_GROWS:
+                raise
+            grow.append((e.slot, e.count))
     for buf, values in outputs:
         print(f"type: {buf.type_name}")
         for v in values:
@@ -176,6 +195,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from diffc import conformance
 
         return conformance.main(argv[1:], run=lambda path: main(["run", path]))
+    if argv[:1] == ["check"]:
+        from diffc import gradcheck_cli
+
+        return gradcheck_cli.main(argv[1:])
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
@@ -194,6 +217,9 @@ def _main(argv: Sequence[str] | None) -> int:
                    help="the OpenCL device (default: $DIFFC_DEVICE, else auto)")
     r.add_argument("--entry", default=None)
     r.add_argument("--groups", default="1,1,1", help="work-groups X,Y,Z (default 1,1,1)")
+    r.add_argument("--grow-tape", action="store_true",
+                   help="a while loop that overruns its [MaxIters] in a backward pass: run again with a larger "
+                        "bound (max(count, 2 x bound)) instead of failing")
     args = parser.parse_args(argv)
     try:
         if args.command == "version":

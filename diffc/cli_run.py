@@ -279,8 +279,27 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     dev = device()
     from diffc.passes.lower_entry_points import kernel_params
 
-    for param in kernel_params(fn):
+    from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, bounds_sites
+    from diffc.runtime.status import StatusBuffers, status_slots
+
+    kparams = kernel_params(fn)
+    names = [p.name for p in kparams]
+    slots = {s.name: s for s in status_slots(module)}
+    status = StatusBuffers([slots[n] for n in names if n in slots]) if set(names) & set(slots) else None
+    sizes: dict[str, int] = {}
+    bounds = None
+    for param in kparams:
         t, name = param.type, param.name
+        if status is not None and name in slots:  # a status buffer (runtime/status.py), checked below
+            args.append(status.buffers[[s.name for s in status.slots].index(name)])
+            continue
+        if name == STATUS_NAME:  # bounds-check's status buffer, checked below
+            bounds = BoundsBuffer(bounds_sites(module))
+            args.append(bounds.buffer)
+            continue
+        if name.startswith(LEN_PREFIX) and name[len(LEN_PREFIX):] in sizes:  # a buffer's length
+            args.append(np.int64(sizes[name[len(LEN_PREFIX):]]))
+            continue
         if param.role == "offset":
             args.append(np.int64(0))  # the offset of a pointer bound to a whole buffer
             continue
@@ -306,6 +325,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         dev_arr = layout.to_device(arr) if layout else arr
         mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=dev_arr)
         args.append(mem)
+        sizes[name] = dev_arr.size
         arrays.append((b, arr, mem, dev_arr, layout))
     options = options_for_device(dev.cl_device)
     program = build_program(emit_opencl(module, options), tuple(build_options(options)))
@@ -324,12 +344,21 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         raise DiffcError(format_diagnostic(where, message, "run-launch", source) if where else f"error: {filename}: {message}")
     sys.stdout.flush()
     try:
+        if status is not None:
+            status.reset()
+        if bounds is not None:
+            bounds.reset()
         cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
         dev.queue.finish()
     except cl.Error as e:
         raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
                          f"in groups of {local}: {e}") from None
     _flush_c_stdout()
+    sources = {filename: source} if source is not None else None
+    if bounds is not None:
+        bounds.check(entry, f"running '{entry}'", sources)
+    if status is not None:
+        status.check(f"running '{entry}'", sources)
     used = {b.name for b, *_ in arrays}
     for b in buffers:
         if b.name not in used:

@@ -38,6 +38,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "diff-rev": _lazy("diffc.passes.diff_rev", "DiffRevPass"),
     "diff-checkpoint": _lazy("diffc.passes.diff_checkpoint", "DiffCheckpointPass"),
     "lower-entry-points": _lazy("diffc.passes.lower_entry_points", "LowerEntryPointsPass"),
+    "bounds-check": _lazy("diffc.passes.bounds_check", "BoundsCheckPass"),
     "reduce-atomics": _lazy("diffc.passes.reduce_atomics", "ReduceAtomicsPass"),
     "accumulate-gradients": _lazy("diffc.passes.accumulate_gradients", "AccumulateGradientsPass"),
 }

@@ -59,6 +59,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from diffc.passes.status_report import stash_slots
+
 from diffc.diagnostics import pass_error
 from diffc.dialects import kernel
 
@@ -160,9 +162,6 @@ class LowerEntryPointsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
-        globals_ = [g for g in op.ops if isinstance(g, memref.GlobalOp)]
-        order = {g.sym_name.data: i for i, g in enumerate(globals_)}
-        types = {g.sym_name.data: g.type for g in globals_}
 
         if self.entry:
             fn = funcs.get(self.entry)
@@ -176,18 +175,31 @@ class LowerEntryPointsPass(ModulePass):
         else:
             entries = [f for f in funcs.values() if is_compute_entry(f)]
 
-        uses = _buffer_uses(funcs)
-        threaded: dict[str, list[str]] = {}
-        for name, fn in funcs.items():
-            if uses[name] and fn.body.blocks:
-                threaded[name] = sorted(uses[name], key=order.__getitem__)
-                _thread_buffers(fn, threaded[name], types, funcs, uses, order)
-        for g in globals_:
-            Rewriter.erase_op(g)
-        for fn in funcs.values():
-            _atomics(fn)
+        threaded = thread_global_buffers(op)
         for fn in entries:
             _make_kernel(fn, threaded.get(fn.sym_name.data, []))
+
+
+def thread_global_buffers(op: ModuleOp) -> dict[str, list[str]]:
+    """Every `memref.global` a function uses becomes its trailing parameter (see the module
+    docstring), the globals go, and atomics become kernel ops; returns function -> the buffers
+    it was given. Also used on the runtime's element-wise kernels (their status globals)."""
+    funcs = {f.sym_name.data: f for f in op.ops if isinstance(f, func.FuncOp)}
+    globals_ = [g for g in op.ops if isinstance(g, memref.GlobalOp)]
+    order = {g.sym_name.data: i for i, g in enumerate(globals_)}
+    types = {g.sym_name.data: g.type for g in globals_}
+    uses = _buffer_uses(funcs)
+    threaded: dict[str, list[str]] = {}
+    for name, fn in funcs.items():
+        if uses[name] and fn.body.blocks:
+            threaded[name] = sorted(uses[name], key=order.__getitem__)
+            _thread_buffers(fn, threaded[name], types, funcs, uses, order)
+    stash_slots(op)  # what the status globals check, for the runtime (status_report.py)
+    for g in globals_:
+        Rewriter.erase_op(g)
+    for fn in funcs.values():
+        _atomics(fn)
+    return threaded
 
 
 def _buffer_uses(funcs: dict[str, func.FuncOp]) -> dict[str, set[str]]:
@@ -266,9 +278,11 @@ def _atomics(fn: func.FuncOp) -> None:
             raise _fail(fn, f"'memref.atomic_rmw' {kind} on {el} elements: only i32 is supported", inner)
         if kind in ("addf", "addi") and not inner.result.uses and not isinstance(el, Float16Type):
             new: Operation = kernel.AtomicAddOp(inner.value, inner.memref, list(inner.indices))
+            new.location = inner.location  # bounds-check's reports point at the source
             Rewriter.replace_op(inner, new, [None])
         else:
             new = kernel.AtomicRMWOp(kind, inner.value, inner.memref, list(inner.indices))
+            new.location = inner.location
             new.result.name_hint = inner.result.name_hint
             Rewriter.replace_op(inner, new)
 

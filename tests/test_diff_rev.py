@@ -318,9 +318,11 @@ def test_while_loop_beyond_max_iters_names_the_loop():
 
 
 def test_while_loop_beyond_max_iters_on_device_is_nan_not_out_of_bounds(tmp_path):
-    """On a device nothing stops the loop: the forward sweep keeps its stores inside the tape
-    and the gradient of an overlong run is NaN; the other elements are right."""
+    """On a device nothing stops the loop: the forward sweep keeps its stores inside the tape,
+    the call raises LoopOverrunError (tests/test_loop_overrun.py), and what it left in the
+    gradients is NaN for an overlong run; the other elements are right."""
     import diffc
+    from diffc.runtime.status import LoopOverrunError
 
     path = tmp_path / "while.mlir"
     path.write_text(WHILE.replace("f32", "f64"))
@@ -331,7 +333,8 @@ def test_while_loop_beyond_max_iters_on_device_is_nan_not_out_of_bounds(tmp_path
     y = diffc.Tensor.from_numpy(ys).with_grads(zero=True)
     r = diffc.Tensor.from_numpy(np.zeros(4)).with_grads()
     r.grad.copy_from_numpy(np.ones(4))
-    m.f.bwds(x=x, y=y, _result=r)
+    with pytest.raises(LoopOverrunError, match="ran 926 iterations"):
+        m.f.bwds(x=x, y=y, _result=r)
     gx, gy = x.grad.to_numpy(), y.grad.to_numpy()
     for i in (0, 1):  # within the bound: finite differences of the float64 primal
         want = finite_difference(WHILE, [xs[i], ys[i]], [1.0], [0, 1])

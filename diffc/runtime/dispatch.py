@@ -43,6 +43,8 @@ from xdsl.dialects.builtin import (
 
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
+from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, apply_bounds_check, bounds_sites
+from diffc.runtime.status import StatusBuffers, status_slots
 from diffc.runtime.tensor import Tensor, TensorPointer
 
 if TYPE_CHECKING:
@@ -69,6 +71,8 @@ class EntryKernel:
     params: list[KernelParam]
     thread_ids: dict[str, str]  # parameter name -> semantic
     numthreads: tuple[int, int, int]
+    status: object = None  # StatusBuffers of its status parameters (runtime/status.py), or None
+    bounds: object = None  # its BoundsBuffer (runtime/bounds.py), or None
 
 
 @dataclass
@@ -149,6 +153,7 @@ def _build(module: Module) -> EntryProgram:
             from diffc.passes.reduce_atomics import ReduceAtomicsPass
 
             ReduceAtomicsPass().apply(ctx, low)
+        apply_bounds_check(low, ctx)  # no access outside a buffer (runtime/bounds.py)
         low.verify()
     except (DiagnosticException, PassFailedException, VerifyException) as e:
         raise located_failure(e, module, "lowering the compute entry points failed: ") from None
@@ -158,11 +163,17 @@ def _build(module: Module) -> EntryProgram:
     program = build_program(source, tuple(build_options(options)))
     globals_ = {g.sym_name.data for g in module.ir.ops if g.name == "memref.global"}
     kernels = {}
+    slots = {s.name: s for s in status_slots(low)}
+    sites = bounds_sites(low)
     for f in low.ops:
         if isinstance(f, func.FuncOp) and f.sym_name.data in entries:
             name = f.sym_name.data
+            params = _params(f, globals_ | set(slots))
+            mine = [slots[p.name] for p in params if p.name in slots]
             kernels[name] = EntryKernel(
-                name, emitter.names[name], _params(f, globals_), thread_ids[name], numthreads(entries[name])
+                name, emitter.names[name], params, thread_ids[name], numthreads(entries[name]),
+                StatusBuffers(mine) if mine else None,
+                BoundsBuffer(sites) if any(p.name == STATUS_NAME for p in params) else None,
             )
     index_dtype = np.dtype(np.int64 if options.index_type == "long" else np.int32)
     return EntryProgram(source, program, kernels, index_dtype,
@@ -305,7 +316,10 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     """The kernel's argument list from the keyword arguments (CallError naming a bad one)."""
     leaves: dict[str, tuple[str, object]] = {}
     structs: list[str] = []
-    by_name = {p.name: p for p in kernel.params}
+    status = {s.name: b for s, b in zip(kernel.status.slots, kernel.status.buffers)} if kernel.status else {}
+    if kernel.bounds is not None:
+        status[STATUS_NAME] = kernel.bounds.buffer
+    by_name = {p.name: p for p in kernel.params if p.name not in status and not p.name.startswith(LEN_PREFIX)}
     for key, value in kwargs.items():
         if key in kernel.thread_ids:
             raise CallError(f"error: {where}: '{key}' is the thread id ({kernel.thread_ids[key]}); dispatch supplies it", key)
@@ -320,13 +334,20 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
             if root != path and fields:
                 more = f"; the leaves of '{root}' are: {', '.join(fields)}"
             else:
-                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset')}"
+                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset' and q.name not in status)}"
             why = " (offsets come with pointers: pass tensor.at(offset))" if p is not None else ""
             raise CallError(f"error: {where}: unknown argument '{path}'{why}{more}", path)
     args: list = []
+    sizes: dict[str, int] = {}  # buffer parameter -> its tensor's elements
     for p in kernel.params:
         if p.kind == "offset":
             continue  # set with its pointer
+        if p.name in status:
+            args.append(status[p.name])
+            continue
+        if p.name.startswith(LEN_PREFIX) and p.name[len(LEN_PREFIX):] in sizes:  # bounds-check's lengths
+            args.append(index_dtype.type(sizes[p.name[len(LEN_PREFIX):]]))
+            continue
         if p.name not in leaves:
             root = next((s for s in structs if p.name.startswith(s + "_")), None)
             what = f"field '{p.name[len(root) + 1:]}' of '{root}' (parameter {p.name})" if root else f"argument '{p.name}'"
@@ -334,6 +355,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
         path, value = leaves[p.name]
         if p.kind in ("pointer", "buffer"):
             tensor, offset = _pointer(where, p, value)
+            sizes[p.name] = tensor.size
             args.append(tensor.buffer)
             if p.kind == "pointer":
                 args.append(index_dtype.type(offset))
@@ -395,4 +417,13 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
         return launch(prog, acc, args, global_size, deterministic)
     if args:
         k.set_args(*args)
-    return cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
+    if kernel.status is not None:
+        kernel.status.reset()
+    if kernel.bounds is not None:
+        kernel.bounds.reset()
+    event = cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
+    if kernel.bounds is not None:  # an index outside a buffer
+        kernel.bounds.check(fn.name, where, fn.module.sources)
+    if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass
+        kernel.status.check(where, fn.module.sources)
+    return event

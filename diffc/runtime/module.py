@@ -30,6 +30,7 @@ from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_p
 from diffc.runtime import module_cache
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
+from diffc.runtime.status import run_growing_tape, status_for
 from diffc.runtime.tensor import Tensor
 from diffc.runtime import torch_bridge
 from diffc.runtime.torch_bridge import holds_torch
@@ -86,6 +87,8 @@ class Module:
         self._signatures = signatures
         self.cache_key = cache_key
         self._functions: dict[str, Function] = {}
+        # rerun a launch whose while loop overran its [MaxIters] with a larger tape (status.py)
+        self.grow_tape = os.environ.get("DIFFC_GROW_TAPE", "0") not in ("", "0")
         self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
 
     @property
@@ -137,6 +140,7 @@ class Function:
         self.sources: dict[KernelSpec, str] = {}
         self._last_args: dict[KernelSpec, list] = {}
         self._plans: dict[str, LaunchPlan | None] = {}  # mode -> the last call's launch, to replay
+        self._status: dict[KernelSpec, object] = {}  # spec -> its StatusBuffers (None: no checks)
         self.last_event = None
 
     @property
@@ -378,12 +382,21 @@ class Function:
         if kernel is None:
             kernel = self._kernels[spec] = self._compile(spec)
         if size:
-            global_size, wg, out_arg = self._launch(kernel, spec, values, tensors, scalars, out, shape, size)
+            global_size, wg, out_arg = run_growing_tape(
+                self, spec, lambda k: self._launch(k, spec, values, tensors, scalars, out, shape, size),
+                [by_grad for i, t in tensors if specs[i].grad for by_grad in [t.grad]] if mode == "bwds" else [])
+            if self._status.get(spec) is not None:
+                return self._result(result, mode, out)  # a replay would skip the status check
+            kernel = self._kernels[spec]
             self._plans[mode] = LaunchPlan.make(
                 self.params, npos, values, result, [mode != "call" and d for d in self.diffable], mode != "call",
                 _settings(), kernel, device().queue, global_size, wg, self._last_args[spec], out_arg, shape,
                 self.result_dtype,
             )
+        return self._result(result, mode, out)
+
+    @staticmethod
+    def _result(result, mode: str, out: Tensor):
         if isinstance(result, str) and result == "numpy":
             return out.to_numpy() if mode == "call" else (out.to_numpy(), out.grad.to_numpy())
         return out
@@ -409,11 +422,15 @@ class Function:
         if spec.mode != "call":
             args.append(out.grad.buffer)
         args.append(np.int64(size))
+        status = self._status.get(spec)
         if spec.rank:
             args.extend(np.int64(d) for d in shape)
             for i, s in enumerate(spec.args):
                 if s.kind == "b":
                     args.extend(np.int64(st) for st in _broadcast_strides(by_index[i].shape, shape))
+        if status is not None:
+            args.extend(status.buffers)
+            status.reset()
         items = -(-size // VECTOR_WIDTH) if spec.vectorized else size
         dev = device()
         wg = min(WORK_GROUP, dev.max_work_group_size)
@@ -440,6 +457,8 @@ class Function:
         self._last_args[spec] = args
         # the OpenCL event of the latest launch (profiling is on: benchmarks read kernel times)
         self.last_event = cl.enqueue_nd_range_kernel(dev.queue, kernel, (global_size,), (wg,))
+        if status is not None:
+            status.check(f"{spec.mode} of @{self.name}", self.module.sources)
         return global_size, wg, out_arg
 
     def _compile(self, spec: KernelSpec):
@@ -454,6 +473,7 @@ class Function:
         options = options_for_device(dev.cl_device)
         cached = module_cache.kernel_key(self.module.cache_key, spec, options)
         source = module_cache.load_kernel_source(cached)
+        self._status[spec] = None  # only kernels without loop-overrun checks are kept in the cache
         if source is None:
             module = self.module.ir.clone()
             f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
@@ -462,8 +482,10 @@ class Function:
                 _lower(module, spec)
             except PassFailedException as e:
                 raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
+            self._status[spec] = status_for(module)  # loop-overrun checks: trailing kernel buffers
             source = with_source_line(emit_opencl, self.module.sources)(module, options)
-            module_cache.store_kernel_source(cached, source)
+            if self._status[spec] is None:
+                module_cache.store_kernel_source(cached, source)
         self.sources[spec] = source
         program = build_program(source, tuple(build_options(options)))
         return cl.Kernel(program, spec.kernel_name)

@@ -23,6 +23,7 @@ from xdsl.rewriter import InsertPoint
 from diffc.ad.interface import DerivativeRule, register
 from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, adjoint_type, free_varied, i64, nan_if
 from diffc.dialects.diff import differential_type
+from diffc.passes.status_report import report_overrun
 
 
 class WhileRule(DerivativeRule):
@@ -130,10 +131,12 @@ class WhileRule(DerivativeRule):
         X = [j for j, a in enumerate(before.args) if a in rev.act]
         free = free_varied([op.before_region, op.after_region], rev.act)
         # More iterations than diff.max_iters: the tape kept the first n - 1 only. The reverse
-        # sweep then runs over those (in bounds) and its gradients are NaN, not silently wrong.
+        # sweep then runs over those (in bounds) and its gradients are NaN, not silently wrong;
+        # a status global tells the host, which raises (passes/status_report.py).
         taped = rev.load_taped((op, -1), IndexType(), em, ctx)
         last_slot = em.index(n - 1)
         overran = em.v(arith.CmpiOp(taped, last_slot, "ugt"))
+        report_overrun(op, taped, overran, n - 1, em.block)  # the host raises LoopOverrunError
         count = em.v(arith.MinUIOp(taped, last_slot))
         # 1. the last evaluation of the condition region, which produced the results
         ctx_last = ctx + [(count, n)]

@@ -1,0 +1,96 @@
+"""The host side of bounds-check (passes/bounds_check.py): entry-point kernels take each
+buffer's length and a status buffer of 3 ints per access site; after a launch the runtime
+reads it (a blocking read) and raises BoundsError naming the kernel, the buffer, the index,
+the length and the Slang source line of the first site (in program order) that was violated.
+
+State of the buffers after a BoundsError: the launch ran to its end; every access in bounds
+happened, every load outside a buffer read 0 and every store or atomic outside it was dropped,
+so nothing outside the buffers changed, and the outputs hold what the in-bounds work wrote.
+DIFFC_BOUNDS_CHECK=0 builds entry points without the checks.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from diffc.diagnostics import format_diagnostic
+from diffc.runtime.errors import RuntimeDiffcError
+from diffc.runtime.status import _location
+
+ENABLED = os.environ.get("DIFFC_BOUNDS_CHECK", "1") != "0"
+LEN_PREFIX = "diffc_len_"
+STATUS_NAME = "diffc_bounds"
+
+
+@dataclass(frozen=True)
+class Site:
+    function: str
+    buffer: str
+    what: str  # load, store, atomic
+    where: str
+
+
+class BoundsError(RuntimeDiffcError):
+    def __init__(self, message: str, kernel: str, site: Site, index: int, length: int):
+        super().__init__(message)
+        self.kernel, self.site, self.index, self.length = kernel, site, index, length
+        self.buffer = site.buffer
+
+
+def bounds_sites(module) -> list[Site]:
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
+    from diffc.passes.bounds_check import SITES
+
+    rows = module.attributes.get(SITES)
+    return [Site(*r.data.split("|", 3)) for r in (rows.data if isinstance(rows, ArrayAttr) else ())
+            if isinstance(r, StringAttr)]
+
+
+def apply_bounds_check(low, ctx=None) -> None:
+    """Runs bounds-check on a module after lower-entry-points (and reduce-atomics)."""
+    from diffc.passes.bounds_check import BoundsCheckPass
+
+    if ENABLED:
+        BoundsCheckPass().apply(ctx, low)
+
+
+class BoundsBuffer:
+    def __init__(self, sites: list[Site]):
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        self.sites = sites
+        self.host = np.zeros(max(1, 3 * len(sites)), np.int32)
+        self.buffer = cl.Buffer(device().context, cl.mem_flags.READ_WRITE, self.host.nbytes)
+
+    def reset(self) -> None:
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        self.host[:] = 0
+        cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
+
+    def check(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        cl.enqueue_copy(device().queue, self.host, self.buffer, is_blocking=True)
+        for k, site in enumerate(self.sites):
+            flag, index, length = (int(v) for v in self.host[3 * k : 3 * k + 3])
+            if flag:
+                shown = "a negative index" if flag == 2 else f"index {index}"
+                inside = f" (in function '{site.function}')" if site.function != kernel else ""
+                message = (f"{what}: kernel '{kernel}' would {site.what} {'from' if site.what == 'load' else 'to'} "
+                           f"buffer '{site.buffer}'{inside} at {shown}, outside its {length} elements; the access "
+                           f"was skipped (loads read 0), every access in bounds ran")
+                loc = _location(site.where)
+                source = (sources or {}).get(loc.file) if loc else None
+                text = format_diagnostic(loc, message, "E0011", source) if loc else f"error[E0011]: {message}"
+                raise BoundsError(text, kernel, site, -1 if flag == 2 else index, length)

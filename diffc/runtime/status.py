@@ -1,0 +1,195 @@
+"""The host side of status globals (passes/status_report.py): each launch of a kernel that has
+them gets zeroed status buffers, and after it the runtime reads them (a blocking read of a few
+bytes: kernels without such checks pay nothing) and raises the error a recorded value means.
+
+    slots = status_slots(lowered_module)        # before lower-entry-points erases the globals
+    status = StatusBuffers(slots)
+    ... kernel args: [..., *status.buffers] (in slot order, which is the globals' order)
+    status.reset(); launch; status.check("bwds of @f", sources)
+
+State of the outputs after an error: the launch ran to its end. For a loop overrun, every
+gradient that flows out of the overlong loop is NaN (diff-rev selects NaN there), the other
+elements of the same launch are right; `bwds` has already accumulated into the `.grad`s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from diffc.diagnostics import SourceLocation, format_diagnostic
+from diffc.runtime.errors import RuntimeDiffcError
+
+STATUS_PREFIX = "diffc_status_"
+
+
+@dataclass(frozen=True)
+class StatusSlot:
+    name: str  # the global's (and then the kernel parameter's) name
+    kind: str  # "overrun"
+    where: str  # file:line:col or ""
+    function: str
+    max_iters: int = 0
+
+
+class LoopOverrunError(RuntimeDiffcError):
+    """A `while` ran more iterations than its [MaxIters] in a backward pass: its gradient would
+    be wrong (diffc makes it NaN). `count` is the most iterations a work-item reached."""
+
+    def __init__(self, message: str, slot: StatusSlot, count: int):
+        super().__init__(message)
+        self.slot = slot
+        self.count = count
+        self.where = slot.where
+        self.max_iters = slot.max_iters
+
+
+def status_slots(module) -> list[StatusSlot]:
+    """The status globals of a lowered module, in declaration order (from the globals, or after
+    lower-entry-points from the module attribute it leaves, see status_report.stash_slots)."""
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
+    from diffc.passes.status_report import SLOTS, stash_slots
+
+    if SLOTS not in module.attributes:
+        stash_slots(module)
+    rows = module.attributes.get(SLOTS)
+    out = []
+    for row in rows.data if isinstance(rows, ArrayAttr) else ():
+        if isinstance(row, StringAttr):
+            name, kind, where, function, bound = row.data.split("|")
+            out.append(StatusSlot(name, kind, where, function, int(bound)))
+    return out
+
+
+def _location(where: str) -> SourceLocation | None:
+    parts = where.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return SourceLocation(parts[0], int(parts[1]), int(parts[2]))
+
+
+def overrun_error(slot: StatusSlot, count: int, what: str, sources: dict[str, str] | None) -> LoopOverrunError:
+    loc = _location(slot.where)
+    message = (f"{what}: the loop in '{slot.function}' ran {count} iterations, more than its [MaxIters({slot.max_iters})] "
+               f"(diff.max_iters): its backward pass tapes {slot.max_iters} iterations, so the gradients through "
+               f"it are NaN. Raise [MaxIters] to at least {count}, or set grow_tape (module.grow_tape = True, "
+               f"DIFFC_GROW_TAPE=1, diffc run --grow-tape) to rerun with a larger tape")
+    source = (sources or {}).get(loc.file) if loc else None
+    text = format_diagnostic(loc, message, "E0010", source) if loc else f"error[E0010]: {message}"
+    return LoopOverrunError(text, slot, count)
+
+
+class StatusBuffers:
+    """One zeroed 4-byte device buffer per slot."""
+
+    def __init__(self, slots: list[StatusSlot]):
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        self.slots = slots
+        self.context = device().context
+        self.buffers = [cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 4) for _ in slots]
+        self._zero = np.zeros(1, np.int32)
+
+    def reset(self) -> None:
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        q = device().queue
+        for b in self.buffers:
+            cl.enqueue_copy(q, b, self._zero, is_blocking=False)
+
+    def read(self) -> list[int]:
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        out = np.zeros(len(self.buffers), np.int32)
+        q = device().queue
+        for i, b in enumerate(self.buffers):
+            cl.enqueue_copy(q, out[i : i + 1], b, is_blocking=False)
+        q.finish()
+        return [int(v) for v in out]
+
+    def check(self, what: str, sources: dict[str, str] | None = None) -> None:
+        """Raises the error of the first slot that recorded something."""
+        if not self.buffers:
+            return
+        for slot, value in zip(self.slots, self.read()):
+            if value and slot.kind == "overrun":
+                raise overrun_error(slot, value, what, sources)
+
+
+def grow_max_iters(module, slot: StatusSlot, count: int) -> bool:
+    """Raises the [MaxIters] of the loop `slot` is about (found by its source location in the
+    front end's module) to max(count, 2 x its bound); False when no loop is there."""
+    from xdsl.dialects import scf
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    from diffc.dialects import diff
+    from diffc.passes.status_report import where
+
+    grown = False
+    for op in module.walk():
+        if isinstance(op, scf.WhileOp) and where(op) == slot.where and slot.where:
+            n = diff.max_iters(op) or slot.max_iters
+            op.attributes[diff.MAX_ITERS] = IntegerAttr(max(count, 2 * n), i64)
+            grown = True
+    return grown
+
+
+def status_for(module) -> StatusBuffers | None:
+    """For a lowered module of one element-wise kernel (runtime/kernels.py): threads its status
+    globals into the kernel as trailing parameters and returns their buffers, in parameter
+    order; None when it has none (or has other globals, which such kernels cannot take)."""
+    from xdsl.dialects import func, memref
+
+    from diffc.dialects.kernel import is_kernel
+    from diffc.passes.lower_entry_points import thread_global_buffers
+
+    globals_ = [g for g in module.ops if isinstance(g, memref.GlobalOp)]
+    slots = {s.name: s for s in status_slots(module)}
+    if not slots or len(globals_) != len(slots):
+        return None
+    threaded = thread_global_buffers(module)
+    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp) and is_kernel(f))
+    names = threaded.get(kernel.sym_name.data, [])
+    return StatusBuffers([slots[n] for n in names]) if names else None
+
+
+MAX_GROWS = 8  # reruns with a larger tape before the overrun is reported after all
+
+
+def forget_kernels(module) -> None:
+    """Drops every kernel built from `module` (a runtime Module) after its IR changed."""
+    module._entry_program = None
+    for fn in module._functions.values():
+        fn._kernels.clear()
+        fn._status.clear()
+        fn._last_args.clear()
+        fn._plans.clear()
+
+
+def run_growing_tape(fn, spec, launch, grads: list):
+    """`launch(kernel)` for the element-wise kernel `spec` of Function `fn`; where the module
+    has `grow_tape` and the kernel reports an overrun, the loop's [MaxIters] grows to
+    max(count, 2 x bound), the `grads` (what bwds accumulates into) get their values from before
+    the launch back, and it runs again (at most MAX_GROWS times)."""
+    if fn._status.get(spec) is None or not fn.module.grow_tape:
+        return launch(fn._kernels[spec])
+    before = [g.to_numpy().copy() for g in grads]
+    for attempt in range(MAX_GROWS + 1):
+        try:
+            return launch(fn._kernels[spec])
+        except LoopOverrunError as e:
+            if attempt == MAX_GROWS or not grow_max_iters(fn.module.ir, e.slot, e.count):
+                raise
+            for g, b in zip(grads, before):
+                g.copy_from_numpy(b)
+            forget_kernels(fn.module)
+            fn._kernels[spec] = fn._compile(spec)
+    raise AssertionError("unreachable")

@@ -1,0 +1,209 @@
+"""bounds-check: every access to a host buffer checks its index, so no launch reads or writes
+outside a buffer; a violation is recorded for the host to report (diffc/runtime/bounds.py).
+
+Runs on kernel-form IR (after lower-entry-points, and after reduce-atomics, whose own atomics it
+then guards too). The host's buffers are the dynamic-size global memrefs (`memref<?xE>`) that
+kernels take and pass down to functions; static memrefs (diff-rev's tapes, local memory) are
+made by the compiler with their indices in bounds, and are left alone.
+
+* Every function with such memref parameters gets, appended to its parameters, one `index`
+  length per such parameter (its number of elements, `diffc.name = "diffc_len_<param>"`) and
+  one status buffer `memref<?xi32>` (`diffc.name = "diffc_bounds"`); calls pass the caller's.
+* Each `memref.load`, `memref.store`, `kernel.atomic_add`, `kernel.atomic_rmw` on such a memref
+  is a site k: it runs under `if (index <u length)` (an unsigned compare, so a negative index
+  fails too); otherwise a load or an atomic gives 0, a store is dropped, and the site records
+  into the status buffer with atomic maxes: [3k] = 1 (2 once a negative index was seen),
+  [3k+1] = the largest index (clamped to int range), [3k+2] = the length.
+* The module attribute `diffc.bounds_sites` lists the sites in order, one string
+  "function|buffer|what|file:line:col" each ("what": load, store or atomic).
+
+The cost is a compare and a branch per access and one argument per buffer; calls over tensors
+(runtime/kernels.py) do not run this pass: their indices are in bounds by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    i32,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from diffc.dialects import kernel
+from diffc.passes.status_report import where
+
+SITES = "diffc.bounds_sites"
+LEN_PREFIX = "diffc_len_"
+STATUS_NAME = "diffc_bounds"
+NAME = "diffc.name"
+I32_MAX = 2**31 - 1
+_ACCESS = (memref.LoadOp, memref.StoreOp, kernel.AtomicAddOp, kernel.AtomicRMWOp)
+
+
+def _host_buffer(t) -> bool:
+    return isinstance(t, MemRefType) and kernel.memory_space(t) is None and any(d < 0 for d in t.get_shape())
+
+
+def _hint(name: str) -> str | None:
+    """The name as an SSA name hint, where one can hold it (not with a `_<digits>` ending)."""
+    import re
+
+    return None if re.search(r"_\d+$", name) else name
+
+
+def _param_name(fn: func.FuncOp, i: int) -> str:
+    from diffc.passes.lower_entry_points import param_names
+
+    return param_names(fn)[i]
+
+
+@dataclass(frozen=True)
+class BoundsCheckPass(ModulePass):
+    name = "bounds-check"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
+        guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if _host_buffer(t)]
+                   for f in funcs}
+        guarded = {n: idx for n, idx in guarded.items() if idx}
+        lengths: dict[SSAValue, SSAValue] = {}
+        status: dict[str, SSAValue] = {}
+        for f in funcs:
+            name = f.sym_name.data
+            if name not in guarded:
+                continue
+            names = [_param_name(f, i) for i in range(len(f.function_type.inputs.data))]
+            block = f.body.block
+            new_attrs = []
+            for i in guarded[name]:
+                arg = block.insert_arg(IndexType(), len(block.args))
+                arg.name_hint = _hint(LEN_PREFIX + names[i])
+                lengths[block.args[i]] = arg
+                new_attrs.append(DictionaryAttr({NAME: StringAttr(LEN_PREFIX + names[i])}))
+            st = block.insert_arg(MemRefType(i32, [DYNAMIC_INDEX]), len(block.args))
+            st.name_hint = STATUS_NAME
+            status[name] = st
+            new_attrs.append(DictionaryAttr({NAME: StringAttr(STATUS_NAME)}))
+            n_old = len(f.function_type.inputs.data)
+            old = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
+            f.arg_attrs = ArrayAttr([*old, *new_attrs])
+            f.function_type = FunctionType.from_lists([a.type for a in block.args], f.function_type.outputs.data)
+        # calls pass the lengths of their memref arguments and the caller's status buffer
+        for f in funcs:
+            for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
+                callee = call.callee.root_reference.data
+                if callee not in guarded:
+                    continue
+                extra: list[SSAValue] = []
+                for i in guarded[callee]:
+                    extra.append(lengths.get(call.arguments[i]) or _const(call, I32_MAX))
+                st = status.get(f.sym_name.data)
+                if st is None:
+                    raise ValueError(f"bounds-check: @{f.sym_name.data} passes a buffer it was not given")
+                new = func.CallOp(callee, [*call.arguments, *extra, st], [r.type for r in call.results])
+                new.attributes.update(call.attributes)
+                Rewriter.replace_op(call, new)
+        sites: list[StringAttr] = []
+        for f in funcs:
+            if f.sym_name.data not in status:
+                continue
+            names = {f.body.block.args[i]: _param_name(f, i) for i in guarded[f.sym_name.data]}
+            for access in [o for o in f.walk() if isinstance(o, _ACCESS)]:
+                buf = access.memref
+                if buf not in lengths:
+                    continue
+                what = {memref.LoadOp: "load", memref.StoreOp: "store"}.get(type(access), "atomic")
+                sites.append(StringAttr(f"{f.sym_name.data}|{names[buf]}|{what}|{where(access)}"))
+                _guard(access, lengths[buf], status[f.sym_name.data], len(sites) - 1)
+        if sites:
+            op.attributes[SITES] = ArrayAttr(sites)
+
+
+def _const(at: Operation, value: int) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    Rewriter.insert_op(c, InsertPoint.before(at))
+    return c.result
+
+
+def _guard(access: Operation, length: SSAValue, status: SSAValue, site: int) -> None:
+    """Moves `access` under `if (index <u length)`; the else branch records site `site`."""
+    (idx,) = access.indices
+    ok = arith.CmpiOp(idx, length, "ult")
+    Rewriter.insert_op(ok, InsertPoint.before(access))
+    then_block, else_block = Block(), Block()
+    # an atomic whose old value nothing reads keeps it unread (the backend's warp `red` adds)
+    used = any(r.uses for r in access.results)
+    results = [r.type for r in access.results] if used else []
+    access.detach()
+    then_block.add_op(access)
+    then_block.add_op(scf.YieldOp(*(access.results if used else ())))
+    _record(else_block, idx, length, status, site)
+    zeros = [_zero_of(t, else_block) for t in results]
+    else_block.add_op(scf.YieldOp(*zeros))
+    guard = scf.IfOp(ok, results, [then_block], [else_block])
+    guard.location = access.location
+    Rewriter.insert_op(guard, InsertPoint.after(ok))
+    # uses of the access's results (outside the if) now use the if's
+    for old, new in zip(access.results, guard.results):
+        for use in list(old.uses):
+            if use.operation is not then_block.last_op:
+                use.operation.operands[use.index] = new
+
+
+def _zero_of(t, block: Block) -> SSAValue:
+    """A zero of type t (a scalar, or a vector of them: a buffer of float3) appended to block."""
+    from xdsl.dialects import vector
+    from xdsl.dialects.builtin import AnyFloat, FloatAttr, VectorType
+
+    el = t.element_type if isinstance(t, VectorType) else t
+    c = arith.ConstantOp(FloatAttr(0.0, el) if isinstance(el, AnyFloat) else IntegerAttr(0, el))
+    block.add_op(c)
+    if not isinstance(t, VectorType):
+        return c.result
+    b = vector.BroadcastOp(c.result, t)
+    block.add_op(b)
+    return b.results[0]
+
+
+def _record(block: Block, idx: SSAValue, length: SSAValue, status: SSAValue, site: int) -> None:
+    def const(v: int, t=IndexType()) -> SSAValue:
+        c = arith.ConstantOp(IntegerAttr(v, t))
+        block.add_op(c)
+        return c.result
+
+    def as_i32(v: SSAValue) -> SSAValue:
+        # signed view: negative stays negative (then -1), above int range clamps
+        big = const(I32_MAX)
+        neg = arith.CmpiOp(v, const(0), "slt")
+        capped = arith.MinSIOp(v, big)
+        block.add_ops([neg, capped])
+        cast = arith.IndexCastOp(capped.result, i32)
+        minus1 = arith.ConstantOp(IntegerAttr(-1, i32))
+        sel = arith.SelectOp(neg.result, minus1.result, cast.result)
+        block.add_ops([cast, minus1, sel])
+        return sel.result
+
+    def put(slot: int, value: SSAValue) -> None:
+        rmw = kernel.AtomicRMWOp("maxs", value, status, [const(3 * site + slot)])
+        block.add_op(rmw)
+
+    negative = arith.CmpiOp(idx, const(0), "slt")
+    flag = arith.SelectOp(negative.result, const(2, i32), const(1, i32))  # 2: a negative index
+    block.add_ops([negative, flag])
+    put(0, flag.result)
+    put(1, as_i32(idx))
+    put(2, as_i32(length))

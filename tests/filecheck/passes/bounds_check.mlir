@@ -1,0 +1,47 @@
+// bounds-check: each host buffer gets its length and every function a status buffer,
+// threaded through calls; every access runs under `index <u length`, and the else branch
+// records the site (loads yield 0, stores and atomics are dropped).
+// RUN: diffc-opt %s -p lower-entry-points,bounds-check | filecheck %s
+// RUN: diffc-opt %s -p lower-entry-points,bounds-check -t opencl | filecheck %s --check-prefix=CL
+
+"memref.global"() <{sym_name = "params", type = memref<?xf32>, initial_value, sym_visibility = "public"}> : () -> ()
+"memref.global"() <{sym_name = "grads", type = memref<?xf32>, initial_value, sym_visibility = "public"}> : () -> ()
+func.func @get(%i: i32) -> f32 {
+  %b = memref.get_global @params : memref<?xf32>
+  %j = arith.index_cast %i : i32 to index
+  %v = memref.load %b[%j] : memref<?xf32>
+  func.return %v : f32
+}
+func.func @acc(%i: i32, %d: f32) {
+  %b = memref.get_global @grads : memref<?xf32>
+  %j = arith.index_cast %i : i32 to index
+  %old = "memref.atomic_rmw"(%d, %b, %j) <{kind = 0 : i64}> : (f32, memref<?xf32>, index) -> f32
+  func.return
+}
+func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+  %x = vector.extract %tid[0] : i32 from vector<3xi32>
+  %v = func.call @get(%x) : (i32) -> f32
+  func.call @acc(%x, %v) : (i32, f32) -> ()
+  func.return
+}
+
+// CHECK: builtin.module attributes {diffc.bounds_sites = ["get|params|load|{{.*}}bounds_check.mlir:12:3", "acc|grads|atomic|{{.*}}bounds_check.mlir:18:3"]}
+// CHECK: func.func @get(%i: i32, %params: memref<?xf32>, %[[LEN:.*]]: index {diffc.name = "diffc_len_params"}, %[[ST:.*]]: memref<?xi32> {diffc.name = "diffc_bounds"}) -> f32
+// CHECK: %[[OK:.*]] = arith.cmpi ult, %j, %[[LEN]] : index
+// CHECK-NEXT: %[[R:.*]] = scf.if %[[OK]] -> (f32) {
+// CHECK-NEXT: %v = memref.load %params[%j]
+// CHECK-NEXT: scf.yield %v
+// CHECK-NEXT: } else {
+// CHECK: kernel.atomic_rmw maxs %{{.*}}, %[[ST]][%{{.*}}]
+// CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: scf.yield %[[Z]] : f32
+// CHECK: func.return %[[R]] : f32
+// CHECK: func.func @acc(
+// CHECK: scf.if %{{.*}} {
+// CHECK-NEXT: kernel.atomic_add %d, %grads[%j]
+// CHECK: func.func @main(%params: memref<?xf32>, %grads: memref<?xf32>, %[[LP:.*]]: index {diffc.name = "diffc_len_params"}, %[[LG:.*]]: index {diffc.name = "diffc_len_grads"}, %[[S:.*]]: memref<?xi32> {diffc.name = "diffc_bounds"})
+// CHECK: func.call @get(%{{.*}}, %params, %[[LP]], %[[S]])
+// CHECK: func.call @acc(%{{.*}}, %{{.*}}, %grads, %[[LG]], %[[S]])
+
+// CL: (ulong){{.*}} < (ulong)
+// CL: __kernel {{.*}}main{{[_0-9]*}}(__global float* params, __global float* grads, long diffc_len_params, long diffc_len_grads, __global int* diffc_bounds)

@@ -1,0 +1,114 @@
+"""bounds-check on PoCL: a dispatch or `diffc run` that would read or write outside a buffer
+raises BoundsError (kernel, buffer, index, length, Slang line) instead of corrupting memory;
+what is in bounds still runs and gives the right numbers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import diffc
+from diffc.runtime.bounds import BoundsError
+from diffc.runtime.module import load_module_from_string
+
+os.environ.setdefault("DIFFC_DEVICE", "cpu")
+ROOT = Path(__file__).resolve().parents[1]
+
+SRC = """
+float twice(float* src, int i) {
+    return src[i] * 2.0;
+}
+
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void computeMain(uint3 tid: SV_DispatchThreadID, float* buf, float* src, int shift) {
+    buf[tid.x] = twice(src, int(tid.x) + shift);
+}
+"""
+
+
+def _t(a):
+    return diffc.Tensor.from_numpy(np.asarray(a, np.float32))
+
+
+def test_in_bounds_runs_and_is_right():
+    m = load_module_from_string(SRC, "b.slang")
+    src = np.arange(128, dtype=np.float32)
+    buf = _t(np.zeros(64))
+    m.computeMain.dispatch(thread_count=64, buf=buf, src=_t(src), shift=3)
+    np.testing.assert_array_equal(buf.to_numpy(), 2 * src[3:67])
+
+
+def test_thousand_threads_over_ten_elements_is_an_error_not_corruption():
+    m = load_module_from_string(SRC, "b.slang")
+    buf = _t(np.full(10, -1.0))
+    src = np.arange(2000, dtype=np.float32)
+    with pytest.raises(BoundsError) as e:
+        m.computeMain.dispatch(thread_count=1000, buf=buf, src=_t(src), shift=0)
+    err = e.value
+    assert (err.kernel, err.buffer, err.length) == ("computeMain", "buf", 10)
+    assert err.index == 1023  # 1000 rounded up to whole groups of 64: the last work-item
+    assert "b.slang:9:5" in str(err) and "buf[tid.x]" in str(err) and "outside its 10 elements" in str(err)
+    # the stated state: every in-bounds store ran, the others were dropped
+    np.testing.assert_array_equal(buf.to_numpy(), 2 * src[:10])
+
+
+def test_read_past_the_end_in_a_callee_names_it():
+    m = load_module_from_string(SRC, "b.slang")
+    with pytest.raises(BoundsError) as e:
+        m.computeMain.dispatch(thread_count=64, buf=_t(np.zeros(64)), src=_t(np.zeros(40)), shift=0)
+    assert (e.value.buffer, e.value.index, e.value.length) == ("src", 63, 40)
+    assert "in function 'twice'" in str(e.value) and "b.slang:3:12" in str(e.value)
+
+
+def test_negative_index_and_offsets():
+    m = load_module_from_string(SRC, "b.slang")
+    with pytest.raises(BoundsError, match="a negative index"):
+        m.computeMain.dispatch(thread_count=64, buf=_t(np.zeros(64)), src=_t(np.zeros(100)), shift=-5)
+    # a pointer into the middle of a tensor: index = offset + i, against the whole tensor
+    big = _t(np.zeros(100))
+    with pytest.raises(BoundsError) as e:
+        m.computeMain.dispatch(thread_count=64, buf=big.at(50), src=_t(np.zeros(64)), shift=0)
+    assert (e.value.buffer, e.value.index, e.value.length) == ("buf", 113, 100)
+
+
+def test_disabled_by_environment_builds_no_checks():
+    code = ("import os; from diffc.runtime.module import load_module_from_string as l; "
+            "from diffc.runtime.dispatch import entry_program as e; "
+            f"m = l({SRC!r}, 'b.slang'); print('diffc_bounds' in e(m).source)")
+    for flag, want in (("0", "False"), ("1", "True")):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "DIFFC_BOUNDS_CHECK": flag, "DIFFC_DEVICE": "cpu"})
+        assert p.stdout.strip() == want, p.stderr
+
+
+RUN = """//TEST_INPUT: set xs = ubuffer(data=[1.0 2.0], stride=4)
+//TEST_INPUT: set out = out ubuffer(data=[0 0 0 0], stride=4)
+RWStructuredBuffer<float> xs;
+RWStructuredBuffer<float> out;
+
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid: SV_DispatchThreadID) {
+    out[tid.x] = xs[tid.x] + 1.0;
+}
+"""
+
+
+def test_diffc_run_short_test_input(tmp_path):
+    f = tmp_path / "short.slang"
+    f.write_text(RUN)
+    cmd = [sys.executable, "-m", "diffc.cli", "run", str(f), "--device", "cpu"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "short.slang:9:18: error[E0011]" in p.stderr
+    assert "buffer 'xs' at index 3, outside its 2 elements" in p.stderr
+    f.write_text(RUN.replace("data=[1.0 2.0]", "data=[1.0 2.0 3.0 4.0]"))
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert [float(v) for v in p.stdout.split()[2:]] == [2.0, 3.0, 4.0, 5.0]

@@ -1,0 +1,117 @@
+"""`diffc check` / diffc.check: derivatives against float64 finite differences of the primal.
+A planted wrong custom derivative must be caught; every example must pass."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diffc import gradcheck
+from diffc.runtime.module import load_module_from_string
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").rglob("*.slang"))
+
+CUSTOM = """
+float square(float x, float y) {{ return x * x + y * y; }}
+
+[ForwardDerivativeOf(square)]
+DifferentialPair<float> squareFwd(DifferentialPair<float> x, DifferentialPair<float> y) {{
+    return diffPair(square(x.p, y.p), {fwd_scale} * (x.p * x.d + y.p * y.d));
+}}
+
+[BackwardDerivativeOf(square)]
+void squareBwd(inout DifferentialPair<float> x, inout DifferentialPair<float> y, float dOut) {{
+    x.d += {bwd_scale} * x.p * dOut;
+    y.d += 2.0f * y.p * dOut;
+}}
+"""
+
+
+def _check(src: str, **kw) -> gradcheck.CheckReport:
+    return gradcheck.check(load_module_from_string(src, "t.slang"), **kw)
+
+
+def _fn(report, name):
+    return next(f for f in report.functions if f.name == name)
+
+
+def test_right_custom_derivatives_pass():
+    r = _check(CUSTOM.format(fwd_scale="2.0f", bwd_scale="2.0f"))
+    f = _fn(r, "square")
+    assert r.ok and f.status == "ok" and f.samples == gradcheck.DEFAULT_SAMPLES
+    assert set(f.errors) == {"fwd vs fd", "fwd primal", "bwd vs fd", "<u,Jv>=<J'u,v>"}
+
+
+def test_wrong_custom_backward_derivative_is_caught():
+    r = _check(CUSTOM.format(fwd_scale="2.0f", bwd_scale="3.0f"))
+    f = _fn(r, "square")
+    assert not r.ok and f.status == "FAIL"
+    assert f.errors["fwd vs fd"] < 1e-8
+    assert f.errors["bwd vs fd"] > 0.1 and f.errors["<u,Jv>=<J'u,v>"] > 1e-3
+    assert "<-- mismatch" in r.table()
+
+
+def test_wrong_custom_forward_derivative_is_caught():
+    f = _fn(_check(CUSTOM.format(fwd_scale="1.0f", bwd_scale="2.0f")), "square")
+    assert f.status == "FAIL" and f.errors["fwd vs fd"] > 0.1 and f.errors["bwd vs fd"] < 1e-8
+
+
+def test_domain_falls_back_to_positive_inputs():
+    src = "[Differentiable] float f(float x) { return log(x) * sqrt(x); }"
+    f = _fn(_check(src), "f")
+    assert f.status == "ok" and "positive inputs" in f.reason and f.domain[0] > 0
+    f = _fn(_check(src, domain=(2.0, 3.0)), "f")
+    assert f.status == "ok" and not f.reason
+    assert all(2.0 <= w[0] <= 3.0 for w in f.worst.values())
+
+
+def test_vectors_ints_and_pointers():
+    src = """
+    [Differentiable] float3 g(float3 v, int k, no_diff float s) { return v * float(k + 1) * s + sin(v); }
+    [Differentiable] float h(float* p, float x) { return x * p[0]; }
+    float plain(float x) { return x; }
+    """
+    r = _check(src)
+    assert [f.name for f in r.functions] == ["g", "h"]
+    assert _fn(r, "g").status == "ok"
+    h = _fn(r, "h")
+    assert h.status == "skipped" and "pointer" in h.reason and r.ok
+
+
+def test_on_device_catches_a_wrong_custom_derivative():
+    os.environ.setdefault("DIFFC_DEVICE", "cpu")
+    f = _fn(_check(CUSTOM.format(fwd_scale="2.0f", bwd_scale="2.0f"), device=True), "square")
+    assert f.status == "ok" and {"device primal", "device fwd", "device bwd"} <= set(f.errors)
+    assert f.errors["device bwd"] < gradcheck.DEVICE_TOL
+    f = _fn(_check(CUSTOM.format(fwd_scale="2.0f", bwd_scale="2.5f"), device=True), "square")
+    assert f.status == "FAIL" and f.errors["device bwd"] > 0.1 and f.errors["device fwd"] < gradcheck.DEVICE_TOL
+
+
+@pytest.mark.parametrize("path", EXAMPLES)
+def test_every_example_passes(path):
+    r = gradcheck.check(ROOT / path)
+    assert r.ok, r.table()
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "diffc.cli", "check", *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
+
+
+def test_cli_exit_codes(tmp_path):
+    p = _cli("examples/poly.slang", "--domain", "-2,2", "--samples", "2")
+    assert p.returncode == 0, p.stderr
+    assert "@polynomial: ok  [2 inputs in [-2, 2]]" in p.stdout and "bwd vs fd" in p.stdout
+    bad = tmp_path / "bad.slang"
+    bad.write_text(CUSTOM.format(fwd_scale="2.0f", bwd_scale="3.0f"))
+    p = _cli(str(bad))
+    assert p.returncode == 1 and "@square: FAIL" in p.stdout and "<-- mismatch" in p.stdout
+    p = _cli("examples/poly.slang", "--domain", "1,0")
+    assert p.returncode == 2 and "LO < HI" in p.stderr and "Traceback" not in p.stderr
+    p = _cli(str(tmp_path / "missing.slang"))
+    assert p.returncode == 1 and "no such file" in p.stderr and "Traceback" not in p.stderr

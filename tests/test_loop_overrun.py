@@ -1,0 +1,148 @@
+"""A `while` past its [MaxIters] in a backward pass on a device (PoCL) raises LoopOverrunError
+naming the loop's source line and the iterations reached, through calls over tensors, dispatch
+and `diffc run`; grow_tape / --grow-tape reruns with a larger tape and gets the right numbers
+(float64 central differences of the primal, computed here in Python)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import diffc
+from diffc.runtime.errors import CallError
+from diffc.runtime.module import load_module_from_string
+from diffc.runtime.status import LoopOverrunError
+
+os.environ.setdefault("DIFFC_DEVICE", "cpu")
+ROOT = Path(__file__).resolve().parents[1]
+
+GROW = """
+[Differentiable]
+float grow(float x, float s) {
+    float a = x;
+    [MaxIters(4)]
+    while (a < 100.0) {
+        a = a * s;
+    }
+    return a;
+}
+"""
+LOOP_LINE = 5  # the line of [MaxIters(4)] in GROW
+
+
+def grow(x: float, s: float) -> float:
+    a, k = x, 0
+    while a < 100.0:
+        a, k = a * s, k + 1
+    return a
+
+
+def iterations(x: float, s: float) -> int:
+    a, k = x, 0
+    while a < 100.0:
+        a, k = a * s, k + 1
+    return k
+
+
+def fd(x: float, s: float, h: float = 1e-6) -> tuple[float, float]:
+    return ((grow(x + h, s) - grow(x - h, s)) / (2 * h), (grow(x, s + h) - grow(x, s - h)) / (2 * h))
+
+
+def _bwds(m, xs, ss):
+    x = diffc.Tensor.from_numpy(np.array(xs, np.float32)).with_grads(zero=True)
+    s = diffc.Tensor.from_numpy(np.array(ss, np.float32)).with_grads(zero=True)
+    r = diffc.Tensor.from_numpy(np.zeros(len(xs), np.float32)).with_grads()
+    r.grad.copy_from_numpy(np.ones(len(xs), np.float32))
+    return x, s, r
+
+
+XS, SS = [30.0, 1.5, 0.5], [2.0, 2.0, 2.0]  # 2, 7 and 8 iterations
+
+
+def test_within_bound_no_error_and_right_numbers():
+    m = load_module_from_string(GROW, "grow.slang")
+    x, s, r = _bwds(m, XS[:1], SS[:1])
+    assert iterations(XS[0], SS[0]) <= 4
+    m.grow.bwds(x=x, s=s, _result=r)
+    assert [x.grad.to_numpy()[0], s.grad.to_numpy()[0]] == pytest.approx(fd(XS[0], SS[0]), rel=1e-4)
+
+
+def test_bwds_overrun_names_the_loop_and_the_count():
+    m = load_module_from_string(GROW, "grow.slang")
+    x, s, r = _bwds(m, XS, SS)
+    with pytest.raises(LoopOverrunError) as e:
+        m.grow.bwds(x=x, s=s, _result=r)
+    assert e.value.count == max(iterations(a, b) for a, b in zip(XS, SS)) == 8
+    assert e.value.max_iters == 4
+    assert f"grow.slang:{LOOP_LINE}:" in str(e.value) and "ran 8 iterations" in str(e.value)
+    assert "[MaxIters(4)]" in str(e.value)
+    g = x.grad.to_numpy()  # the stated state: the overlong elements NaN, the others right
+    assert g[0] == pytest.approx(fd(XS[0], SS[0])[0], rel=1e-4) and np.isnan(g[1:]).all()
+
+
+def test_grow_tape_reruns_with_right_numbers():
+    m = load_module_from_string(GROW, "grow.slang")
+    m.grow_tape = True
+    x, s, r = _bwds(m, XS, SS)
+    m.grow.bwds(x=x, s=s, _result=r)
+    for i, (a, b) in enumerate(zip(XS, SS)):
+        assert [x.grad.to_numpy()[i], s.grad.to_numpy()[i]] == pytest.approx(fd(a, b), rel=1e-4), i
+
+
+ENTRY = GROW + """
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid: SV_DispatchThreadID, float* xs, float* out, int n) {
+    if (tid.x >= n) return;
+    var p = diffPair(xs[tid.x], 0.0);
+    var q = diffPair(2.0, 0.0);
+    bwd_diff(grow)(p, q, 1.0);
+    out[tid.x] = p.d;
+}
+"""
+
+
+def test_dispatch_overrun_raises():
+    m = load_module_from_string(ENTRY, "entry.slang")
+    xs = diffc.Tensor.from_numpy(np.array(XS, np.float32))
+    out = diffc.Tensor.from_numpy(np.zeros(3, np.float32))
+    m.computeMain.dispatch(thread_count=1, xs=xs, out=out, n=1)  # 2 iterations: fine
+    assert out.to_numpy()[0] == pytest.approx(fd(XS[0], 2.0)[0], rel=1e-4)
+    with pytest.raises(LoopOverrunError, match=rf"entry.slang:{LOOP_LINE}:.*ran 8 iterations"):
+        m.computeMain.dispatch(thread_count=3, xs=xs, out=out, n=3)
+    with pytest.raises(CallError, match="unknown argument 'diffc_status_0'"):
+        m.computeMain.dispatch(thread_count=3, xs=xs, out=out, n=3, diffc_status_0=out)
+
+
+RUN = """//TEST_INPUT: set xs = ubuffer(data=[30.0 1.5 0.5 2.0], stride=4)
+//TEST_INPUT: set out = out ubuffer(data=[0 0 0 0], stride=4)
+RWStructuredBuffer<float> xs;
+RWStructuredBuffer<float> out;
+""" + GROW + """
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid: SV_DispatchThreadID) {
+    var p = diffPair(xs[tid.x], 0.0);
+    var q = diffPair(2.0, 0.0);
+    bwd_diff(grow)(p, q, 1.0);
+    out[tid.x] = p.d;
+}
+"""
+
+
+def test_diffc_run_overrun_and_grow_tape(tmp_path):
+    f = tmp_path / "run.slang"
+    f.write_text(RUN)
+    cmd = [sys.executable, "-m", "diffc.cli", "run", str(f), "--device", "cpu"]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert f"run.slang:{LOOP_LINE + 4}:" in p.stderr and "ran 8 iterations" in p.stderr
+    p = subprocess.run(cmd + ["--grow-tape"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert p.returncode == 0, p.stderr
+    got = [float(v) for v in p.stdout.split()[2:]]
+    assert got == pytest.approx([fd(x, 2.0)[0] for x in (30.0, 1.5, 0.5, 2.0)], rel=1e-4)
