@@ -143,3 +143,15 @@ def test_entry_points_dispatch_from_the_cache(cache, tmp_path):
     run(m)
     assert delta(before, "hits") == 1 and delta(before, "kernel_hits") == 1
     assert m._ir is None  # lowering and binding came from the cache
+
+
+def test_a_value_holding_device_objects_is_not_kept(tmp_path, monkeypatch):
+    import threading
+
+    from diffc.runtime import module_cache
+
+    monkeypatch.setenv("DIFFC_CACHE_DIR", str(tmp_path))
+    if module_cache.folder() is None:
+        pytest.skip("the module cache is off here")
+    module_cache.store_kernel_source("unpicklable.cl", threading.Lock())  # pickling it raises TypeError
+    assert module_cache.load_kernel_source("unpicklable.cl") is None

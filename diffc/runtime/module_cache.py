@@ -176,7 +176,11 @@ def _write(name: str, value) -> None:
     if base is None:
         return
     try:
-        _write_atomically(base / name, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except (TypeError, AttributeError, pickle.PicklingError):
+        return  # it holds device objects (a kernel's status buffers): built again next time
+    try:
+        _write_atomically(base / name, data)
     except OSError:
         pass  # a cache we cannot write is only slower
 
