@@ -68,6 +68,13 @@ class BoundsBuffer:
         self.host = np.zeros(max(1, 3 * len(sites)), np.int32)
         self.buffer = cl.Buffer(device().context, cl.mem_flags.READ_WRITE, self.host.nbytes)
 
+    # the module cache keeps the sites; loading makes a new device buffer
+    def __getstate__(self):
+        return {"sites": self.sites}
+
+    def __setstate__(self, state):
+        self.__init__(state["sites"])
+
     def reset(self) -> None:
         import pyopencl as cl
 

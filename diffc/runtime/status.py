@@ -94,6 +94,13 @@ class StatusBuffers:
         self.buffers = [cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 4) for _ in slots]
         self._zero = np.zeros(1, np.int32)
 
+    # the module cache keeps the slots; loading makes new device buffers
+    def __getstate__(self):
+        return {"slots": self.slots}
+
+    def __setstate__(self, state):
+        self.__init__(state["slots"])
+
     def reset(self) -> None:
         import pyopencl as cl
 
