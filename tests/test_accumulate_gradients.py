@@ -157,3 +157,20 @@ def test_adds_in_a_loop_carrying_values():
     m.carried.dispatch(thread_count=len(values), sums=sums, values=diffc.Tensor.from_numpy(values), count=len(values))
     v = values.astype(np.float64)
     assert np.allclose(sums.to_numpy(), [v.sum(), 2 * v.sum(), 3 * v.sum(), (9 * v * v).sum()], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_accumulated_kernels_are_bounds_checked_too(learn, deterministic):
+    """The accumulated kernels take the entry point's arguments by name, bounds-check's lengths
+    and status included: reading past a too-short `values` is a BoundsError, not a wrong sum."""
+    from diffc.runtime.bounds import BoundsError
+
+    if not entry_program(learn).accumulated:
+        pytest.skip("accumulate-gradients is off here")
+    values = np.linspace(0.0, 1.0, 100).astype(np.float32)
+    with pytest.raises(BoundsError, match="values"):
+        learn.learn.dispatch(thread_count=100, sums=diffc.Tensor.zeros(4, np.float32),
+                             values=diffc.Tensor.from_numpy(values[:10]), halfSum=diffc.Tensor.zeros(2, np.float16),
+                             count=100, deterministic=deterministic)
+    sums, _ = run(learn, values, deterministic=deterministic)  # and the right sums when in bounds
+    np.testing.assert_allclose(sums, reference(values)[0], rtol=1e-5)

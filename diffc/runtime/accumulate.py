@@ -30,6 +30,8 @@ class AccumulatedKernel:
     finish_c_name: str
     slots: int
     group: int  # work-items per group
+    params: list = field(default_factory=list)  # the accumulated kernel's parameter names, in order
+    finish_params: list = field(default_factory=list)  # the finish kernel's
     kernels: dict = field(default_factory=dict)  # cl.Kernel objects, built on first use
     partials: object = None  # the per-group partial sums' buffer (grown as needed)
     partials_size: int = 0
@@ -55,16 +57,18 @@ def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
     from diffc.passes.accumulate_gradients import ACCUMULATE_OF, ACCUMULATE_SLOTS
     from diffc.passes.reduce_atomics import _work_group_size
 
+    from diffc.passes.lower_entry_points import param_names
+
+    funcs = {f.sym_name.data: f for f in low.ops if isinstance(f, func.FuncOp)}
     out = {}
-    for f in low.ops:
-        if not isinstance(f, func.FuncOp):
-            continue
+    for name, f in funcs.items():
         of = f.attributes.get(ACCUMULATE_OF)
         slots = f.attributes.get(ACCUMULATE_SLOTS)
         if isinstance(of, StringAttr) and isinstance(slots, IntegerAttr):
-            name = f.sym_name.data
-            out[of.data] = AccumulatedKernel(of.data, names[name], names[f"{of.data}__accum_finish"],
-                                             slots.value.data, _work_group_size(f)[0])
+            finish = f"{of.data}__accum_finish"
+            out[of.data] = AccumulatedKernel(of.data, names[name], names[finish], slots.value.data,
+                                             _work_group_size(f)[0], params=param_names(f),
+                                             finish_params=param_names(funcs[finish]))
     return out
 
 
@@ -96,8 +100,11 @@ class Events:
         return _Profile()
 
 
-def launch(prog, acc: AccumulatedKernel, args: list, global_size, deterministic: bool | None):
-    """Runs the entry point's dispatch through its accumulated kernels; returns the event."""
+def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_size, deterministic: bool | None):
+    """Runs the entry point's dispatch through its accumulated kernels; returns the event.
+    `args` are the entry point's kernel arguments, `names` their parameters' names: the
+    accumulated kernels take them by name, with their own (groups, partial sums, mode, and
+    bounds-check's length of the partial sums where it added one)."""
     import pyopencl as cl
 
     from diffc.runtime.device import device
@@ -113,13 +120,19 @@ def launch(prog, acc: AccumulatedKernel, args: list, global_size, deterministic:
     if not acc.kernels:
         acc.kernels["main"] = cl.Kernel(prog.program, acc.c_name)
         acc.kernels["finish"] = cl.Kernel(prog.program, acc.finish_c_name)
+    from diffc.passes.accumulate_gradients import DETERMINISTIC as MODE, GROUPS, PARTIALS
+    from diffc.runtime.bounds import LEN_PREFIX
+
     index = prog.index_dtype.type
+    values = dict(zip(names, args))
+    values.update({PARTIALS: acc.partials, MODE: np.int32(1 if det else 0),
+                   LEN_PREFIX + PARTIALS: index(acc.partials_size // 4)})
     main = acc.kernels["main"]
-    main.set_args(*args, index(virtual), acc.partials, np.int32(1 if det else 0))
+    main.set_args(*[index(virtual) if n == GROUPS else values[n] for n in acc.params])
     first = cl.enqueue_nd_range_kernel(dev.queue, main, (groups * acc.group, 1, 1), (acc.group, 1, 1))
     if not det:
         return first
     finish = acc.kernels["finish"]
-    finish.set_args(*args, index(groups), acc.partials)
+    finish.set_args(*[index(groups) if n == GROUPS else values[n] for n in acc.finish_params])
     last = cl.enqueue_nd_range_kernel(dev.queue, finish, (acc.group, 1, 1), (acc.group, 1, 1))
     return Events(first, last)

@@ -410,18 +410,19 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
     k = prog.cl_kernels.get(fn.name)
     if k is None:
         k = prog.cl_kernels[fn.name] = cl.Kernel(prog.program, kernel.c_name)
-    acc = prog.accumulated.get(fn.name)
-    if acc is not None and global_size[1] == global_size[2] == 1:
-        from diffc.runtime.accumulate import launch
-
-        return launch(prog, acc, args, global_size, deterministic)
-    if args:
-        k.set_args(*args)
     if kernel.status is not None:
         kernel.status.reset()
     if kernel.bounds is not None:
         kernel.bounds.reset()
-    event = cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
+    acc = prog.accumulated.get(fn.name)
+    if acc is not None and global_size[1] == global_size[2] == 1:  # accumulate-gradients' kernels
+        from diffc.runtime.accumulate import launch
+
+        event = launch(prog, acc, args, [p.name for p in kernel.params], global_size, deterministic)
+    else:
+        if args:
+            k.set_args(*args)
+        event = cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
     if kernel.bounds is not None:  # an index outside a buffer
         kernel.bounds.check(fn.name, where, fn.module.sources)
     if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass
