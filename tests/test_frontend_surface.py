@@ -264,3 +264,13 @@ float use<T : IMake>(float y) { T t; return t.get(y) + t.v; }"""
     outputBuffer[2] = p.a;"""
     # __init sets x = 4; get(2) = 8 plus the property 5; a struct without constructors starts at zero
     assert _run(tmp_path, capsys, body, globals_, n=3) == [4.0, 13.0, 0.0]
+
+
+def test_a_generic_function_named_with_type_and_int_arguments_and_unused(tmp_path, capsys):
+    globals_ = """
+[Differentiable] T scaled<T : IFloat, let N : int>(T x) { return x * x * T(N); }"""
+    body = """
+    float keep = 5.0;
+    unused(keep);
+    outputBuffer[0] = fwd_diff(scaled<float, 3>)(diffPair(2.0, 1.0)).d;"""
+    assert _run(tmp_path, capsys, body, globals_, n=1) == [12.0]  # d(3 x^2)/dx at 2

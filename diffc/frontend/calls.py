@@ -96,6 +96,11 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return c.expr(e.args[0])
         if name == "select":
             return _select(c, e)
+        if name == "unused":  # Slang's `unused(x)`: says x is unused on purpose; does nothing
+            for a in e.args:
+                c.expr(a)
+            e.kind = "unused"
+            return T.VOID
         if name == "printf":
             if not e.args or not isinstance(e.args[0], A.Str):
                 raise err(TYPE_MISMATCH, "printf needs a format string first", e)

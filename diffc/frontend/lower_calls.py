@@ -34,6 +34,8 @@ class CallLowering:
             p = self.lower_as(e.args[0], elem)
             d = self.lower_as(e.args[1], T.differential(elem)) if len(e.args) > 1 else None
             return self.make_pairs(p, d, elem)
+        if k == "unused":
+            return []
         if k == "interlocked":
             kind, t = e.target
             (buf,) = self.expr(e.args[0].base)

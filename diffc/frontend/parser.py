@@ -1018,7 +1018,8 @@ class Parser:
             self.i, self.toks = save, toks
             return False
         # `fwd_diff(f<float>)`: a generic function named with type arguments, not called here
-        named = (self.at(")") or self.at(",")) and all(isinstance(a, A.TypeRef) for a in args)
+        named = (self.at(")") or self.at(",")) and all(isinstance(a, A.TypeRef | int) for a in args) and any(
+            isinstance(a, A.TypeRef) for a in args)  # `fwd_diff(f<float, 2>)` too
         if not (self.at("(") or named):
             self.i, self.toks = save, toks
             return False
