@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from diffc.frontend import ast as A
 from diffc.frontend import matrices, properties
 from diffc.frontend import types as T
-from diffc.frontend.loop_bounds import static_bound
+from diffc.frontend.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
     ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     REDEFINED, UNSUPPORTED, FrontendError,
@@ -775,13 +775,9 @@ class Checker:
         """Whether the function being checked assigns to a variable called `name` (an interface-typed
         local that is only initialized keeps its initializer's type, statically)."""
         body = self.func.decl.body if self.func is not None and self.func.decl is not None else None
+        if assigns_to(body, name):
+            return True
         for n in A.walk(body):
-            if isinstance(n, A.Assign | A.IncDec):
-                t = n.target
-                while isinstance(t, A.Member | A.Index):
-                    t = t.base
-                if isinstance(t, A.Name) and t.id == name:
-                    return True
             if isinstance(n, A.Call) and isinstance(n.callee, A.Name):  # an out or inout argument
                 d = self.funcs[n.callee.id].decl if n.callee.id in self.funcs else self.func_templates.get(n.callee.id)
                 for a, p in zip(n.args, d.params if d is not None else []):

@@ -442,15 +442,10 @@ class Parser:
         aliases: list[A.Typedef] = []
         while not self.accept("}"):
             fstart = self.tok.start
-            if self.tok.kind == "eof":
-                self.error("expected '}'")
-            if self.accept(";"):
+            head = self.member_head()
+            if head is None:
                 continue
-            attrs = self.attributes()
-            mods = set()
-            while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
-                mods.add(self.tok.text)
-                self.i += 1
+            attrs, mods = head
             if self.at("property") and self.peek().kind == "ident":
                 self.i += 1
                 methods.extend(parse_property(self, mods, fstart))
@@ -571,6 +566,20 @@ class Parser:
         self.end_generic(mark)
         return decl
 
+    def member_head(self) -> tuple[list[A.Attr], set[str]] | None:
+        """At a member of a struct or interface body: its attributes and modifiers, or None for
+        a stray ';' (skipped)."""
+        if self.tok.kind == "eof":
+            self.error("expected '}'")
+        if self.accept(";"):
+            return None
+        attrs = self.attributes()
+        mods: set[str] = set()
+        while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
+            mods.add(self.tok.text)
+            self.i += 1
+        return attrs, mods
+
     def skip_requirement(self) -> None:
         """Past `__init(...);` or `property T name { get; set; }` in an interface."""
         depth = 0
@@ -603,15 +612,10 @@ class Parser:
         assoc: dict[str, list[str]] = {}
         while not self.accept("}"):
             mstart = self.tok.start
-            if self.tok.kind == "eof":
-                self.error("expected '}'")
-            if self.accept(";"):
+            head = self.member_head()
+            if head is None:
                 continue
-            attrs = self.attributes()
-            mods = set()
-            while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
-                mods.add(self.tok.text)
-                self.i += 1
+            attrs, mods = head
             if self.accept("associatedtype"):
                 aname = self.ident("a type name")
                 assoc[aname.text] = self.bases()
