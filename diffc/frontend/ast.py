@@ -117,6 +117,7 @@ class Member(Expr):
 class Index(Expr):
     base: Expr
     index: Expr
+    more: list[Expr] = field(default_factory=list)  # `obj[i, j]`: a subscript operator's further arguments
 
 
 @dataclass

@@ -270,6 +270,11 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
     if isinstance(bt, T.Pointer) and bt.atomic or (
             isinstance(callee.base, A.Index) and isinstance(callee.base.base.ty, T.Buffer) and callee.base.base.ty.atomic):
         return _atomic_method(c, e, callee, bt)
+    if isinstance(bt, T.Scalar) and callee.name in SCALAR_CONVERSIONS:  # IInteger/IFloat's `i.toInt()`
+        _count(e, callee.name, 0)
+        to = A.TypeRef(SCALAR_CONVERSIONS[callee.name], span=callee.name_span)
+        e.callee, e.args = A.TypeExpr(to, span=callee.span), [callee.base]
+        return _constructor(c, e, c.resolve(to))
     st = bt.elem if isinstance(bt, T.Pointer) else bt
     fname = _method_function(c, e, callee, st)
     if fname is not None:
@@ -285,6 +290,11 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
     if isinstance(bt, T.Struct | T.Pointer):
         raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
     return None
+
+
+# the conversions Slang's IInteger and IFloat declare as methods
+SCALAR_CONVERSIONS = {"toInt": "int", "toUInt": "uint", "toFloat": "float", "toInt64": "int64_t",
+                      "toUInt64": "uint64_t", "toDouble": "double", "toHalf": "half"}
 
 
 def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str | None:

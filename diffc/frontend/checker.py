@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices, properties
+from diffc.frontend import matrices, properties, subscripts
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
@@ -189,6 +189,8 @@ class Checker:
             return T.differential(base)
         if isinstance(base, T.Struct) and m in base.aliases:
             return base.aliases[m]
+        if m == "Handle" and isinstance(base, T.Buffer):
+            return base  # a bindless handle reads and writes the resource it names, as the resource does
         raise err(UNDEFINED, f"type {base} has no member type '{m}'", t)
 
     def _type_arg(self, t: A.TypeRef, arg) -> T.Type:
@@ -528,6 +530,8 @@ class Checker:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
         s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
         own = s.aliases.get("Differential")
+        if own is s and s.diff_struct is not None and T.same_layout_differential(s, s.diff_struct):
+            s.diff_struct = s  # its own Differential: the derivative has the struct's methods too
         if s.differentiable and own is not None and own is not s.diff_struct and not (
                 own is s and T.same_layout_differential(s, s.diff_struct)):  # type: ignore[arg-type]
             alias = next(a for a in d.aliases if a.name == "Differential")
@@ -915,6 +919,9 @@ class Checker:
             if self._is_property(e.target):
                 properties.write(e)
                 return self._expr(e)
+            if isinstance(e.target, A.Index) and _subscripted(self.expr(e.target.base), subscripts.SET):
+                subscripts.write(e)
+                return self._expr(e)
             t = self.lvalue(e.target)
             if e.op == "=":
                 self.expect_type(e.value, t)
@@ -1075,6 +1082,11 @@ class Checker:
 
     def index(self, e: A.Index) -> T.Type:
         t = self.expr(e.base)
+        if _subscripted(t, subscripts.GET):
+            subscripts.read(e)
+            return self._expr(e)
+        if e.more:
+            raise err(TYPE_MISMATCH, f"type {t} takes one index, got {1 + len(e.more)}", e.more[0])
         i = self.expr(e.index)
         if not (isinstance(i, T.Scalar) and i.kind in ("int", "uint", "bool")):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
@@ -1091,6 +1103,11 @@ class Checker:
             matrices.check_row_index(t, e.index)
             return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
+
+
+def _subscripted(t: T.Type, accessor: str) -> bool:
+    """Whether `t[...]` calls a subscript operator's accessor (`p[i]` on a pointer indexes memory)."""
+    return isinstance(t, T.Struct) and (accessor in t.methods or accessor in t.method_templates)
 
 
 def _as_this_member(e: A.Name) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
+from diffc.frontend.subscripts import KEYWORD as SUBSCRIPT, accessor_name
 
 if TYPE_CHECKING:
     from diffc.frontend.parser import Parser
@@ -50,6 +51,8 @@ def _parse_func_extension(p: Parser, attrs: list[A.Attr], start: int, prefix) ->
                             "and __apply)", mode.start, mode.end)
     p.expect("(")
     target = p.postfix()  # `f`, `S::m` or `S.m`
+    if isinstance(target, A.Member) and target.name == SUBSCRIPT and p.at("::"):
+        accessor_name(p, target)  # `S::__subscript::get`
     p.expect(")")
     if not (isinstance(target, A.Name) or isinstance(target, A.Member) and isinstance(target.base, A.TypeExpr)):
         raise FrontendError(SYNTAX, "expected a function or a method name, as in fwd_diff(f) or fwd_diff(S::m)",

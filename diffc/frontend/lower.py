@@ -31,6 +31,15 @@ from diffc.frontend.matrices import MatrixLowering
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 from diffc.frontend.source_map import SourceMap
 
+# the parameters of a custom backward derivative (Lowering.bwd_roles)
+PLAIN, PAIR, PAIR_INOUT, COTANGENT, DOUT = "plain", "pair", "pair-inout", "cotangent", "dout"
+
+
+def cotangent_order(roles: list[str]) -> list[int]:
+    """The parameters that carry the primal's output cotangents, in the IR's order: the result's
+    (dOut) first, then the out/inout parameters' in parameter order."""
+    return [i for i, r in enumerate(roles) if r == DOUT] + [i for i, r in enumerate(roles) if r in (COTANGENT, PAIR_INOUT)]
+
 
 @dataclass
 class Binding:
@@ -132,12 +141,19 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 attrs.append(a)
 
         if f.bwd_of:  # Slang's `inout DifferentialPair<T>` becomes primal in, gradient out
-            for p in f.params:
-                if isinstance(p.ty, T.Pair) and p.direction == "inout":
-                    add(arg_types, arg_attrs, p.ty.elem, p.no_diff)
-                    add(res_types, res_attrs, T.differential(p.ty.elem), False)
-                else:
+            roles = self.bwd_roles(f)
+            for p, role in zip(f.params, roles):
+                if role in (PAIR, PAIR_INOUT):
+                    add(arg_types, arg_attrs, p.ty.elem, p.no_diff)  # type: ignore[attr-defined]
+                    add(res_types, res_attrs, T.differential(p.ty.elem), False)  # type: ignore[attr-defined]
+                elif role == PLAIN:
                     add(arg_types, arg_attrs, p.ty, p.no_diff)
+            for i in cotangent_order(roles):
+                p = f.params[i]
+                if roles[i] != PAIR_INOUT:
+                    add(arg_types, arg_attrs, p.ty, p.no_diff)
+                else:
+                    add(arg_types, arg_attrs, T.differential(p.ty.elem), False)  # type: ignore[attr-defined]
         else:
             add(res_types, res_attrs, f.ret, f.ret_no_diff)
             for p in f.params:
@@ -183,6 +199,28 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 op.attributes["diffc.shader"] = StringAttr("compute")
         return op
 
+    def bwd_roles(self, f: FuncInfo) -> list[str]:
+        """How each parameter of f, a custom backward derivative, maps onto the IR signature of
+        its primal's bwd_diff (primal inputs, then the cotangents of the primal's outputs):
+        an `inout DifferentialPair<T>` is a primal input with a gradient out, and also takes the
+        incoming cotangent where the primal's parameter is itself inout; the `T.Differential` of a
+        primal `out` parameter and the trailing dOut are cotangents."""
+        primal = self.funcs.get(f.bwd_of)  # type: ignore[arg-type]
+        dout = primal is not None and not isinstance(primal.ret, T.Void)
+        aligned = primal is not None and len(f.params) == len(primal.params) + dout
+        roles = []
+        for i, p in enumerate(f.params):
+            pp = primal.params[i] if aligned and i < len(primal.params) else None  # type: ignore[union-attr]
+            if isinstance(p.ty, T.Pair) and p.direction == "inout":
+                roles.append(PAIR_INOUT if pp is not None and pp.direction == "inout" else PAIR)
+            elif aligned and pp is None:
+                roles.append(DOUT)
+            elif pp is not None and pp.direction == "out":
+                roles.append(COTANGENT)
+            else:
+                roles.append(PLAIN)
+        return roles
+
     @staticmethod
     def keep_entry_param_names(op: func.FuncOp, names: list[str]) -> None:
         """xDSL drops a `_<digits>` tail from value names (`w_0` becomes `%w`), so an entry
@@ -207,7 +245,16 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         args = list(self.block.args)
         pair_params = []
         names: list[str] = []
-        for p, loc in zip(f.params, f.locals):
+        roles = self.bwd_roles(f) if f.bwd_of else [PLAIN] * len(f.params)
+        incoming = {}  # the cotangents that inout pairs start from
+        # in the order of the IR's arguments: primal inputs, then cotangents (see bwd_roles)
+        stages = [(i, False) for i, r in enumerate(roles) if r not in (COTANGENT, DOUT)]
+        for i, cotangent in stages + [(i, True) for i in cotangent_order(roles)]:
+            p, loc = f.params[i], f.locals[i]
+            if cotangent and roles[i] == PAIR_INOUT:
+                m = T.leaf_count(T.differential(p.ty.elem))  # type: ignore[attr-defined]
+                incoming[id(loc)], args = args[:m], args[m:]
+                continue
             if twin and ptr_param(p):  # the primal's leaves, then its Differential's
                 n, m = T.leaf_count(p.ty), T.leaf_count(T.differential(p.ty))
                 vals = args[:n]
@@ -215,10 +262,10 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     arg.name_hint = name
                 self.ptr_shadows[id(loc)] = args[n : n + m]
                 del args[n : n + m]
-            elif f.bwd_of and isinstance(p.ty, T.Pair) and p.direction == "inout":
+            elif roles[i] in (PAIR, PAIR_INOUT):
                 n = T.leaf_count(p.ty.elem)
-                vals = self.make_pairs(args[:n], None, p.ty.elem)
-                pair_params.append(loc)
+                vals = args[:n]  # the pair is made once the incoming cotangents (at the end) are known
+                pair_params.append((loc, roles[i]))
             elif p.direction == "out":
                 n, vals = 0, self.const(0, p.ty)
             else:
@@ -231,6 +278,9 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             if f.zero_derivative:  # [TreatAsDifferentiable]: nothing that flows in carries a derivative
                 vals = [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in vals]
             self.bindings[id(loc)] = Binding(p.ty, list(vals))
+        for loc, role in pair_params:
+            b = self.binding(loc)
+            b.values = self.make_pairs(b.values, incoming.get(id(loc)), b.ty.elem)
         if "diffc.shader" in op.attributes:
             self.keep_entry_param_names(op, names)
         body = f.decl.body  # type: ignore[union-attr]
@@ -246,7 +296,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         if len(results) != T.leaf_count(f.ret):  # no return statement: Slang leaves it undefined
             results = self.const(0, f.ret)
         if f.bwd_of:
-            for loc in pair_params:
+            for loc, _ in pair_params:
                 b = self.binding(loc)
                 results += self.pair_parts(b.values, b.ty.elem)[1]
         else:
@@ -422,8 +472,8 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             targets = []
             if isinstance(n, A.Assign | A.IncDec):
                 targets.append(n.target)
-            elif isinstance(n, A.Call) and n.kind == "call":
-                targets += list(n.args)
+            elif isinstance(n, A.Call) and n.kind == "call":  # what goes to out/inout parameters
+                targets += [a for a, q in zip(n.args, n.target[2]) if q.direction != "in"]
             for t in targets:
                 while isinstance(t, A.Member | A.Index):
                     t = t.base

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from xdsl.dialects import arith, math, memref, vector
+from xdsl.dialects import arith, math, memref, ub, vector
 from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, VectorType
 from xdsl.ir import Operation, SSAValue
 
@@ -60,6 +60,15 @@ class ExprLowering:
                     or carries else x for x, carries in zip(self.const(value, t.elem), [c for _, c in T.leaves(t.elem)])]
         if isinstance(t, T.Void):
             return []
+        if isinstance(t, T.Buffer):
+            # a struct's buffer field before it is assigned (`S s; s.buf = b;`): no value to read,
+            # and none is read once the assignment replaces it; one that survives to code
+            # generation is reported there, at this declaration
+            (ir,) = T.leaf_types(t)
+            op = ub.PoisonOp(ir)
+            if self.at:
+                op.location = self.file_loc(self.at[-1].span[0])
+            return [self.v(op)]
         from diffc.frontend.checker import err
         from diffc.frontend.errors import UNSUPPORTED
 

@@ -9,6 +9,7 @@ from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend.func_extensions import CALL_METHOD, KEYWORD as FUNC_EXTENSION, parse_func_extension
 from diffc.frontend.inits import INIT, constructor_method
 from diffc.frontend.properties import parse_property
+from diffc.frontend.subscripts import KEYWORD as SUBSCRIPT, parse_subscript
 from diffc.frontend.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
@@ -166,6 +167,8 @@ class Parser:
             return False
         if t.text == "Differential":  # never a method: `S.Differential(x)` constructs one
             return True
+        if t.text == "Handle":  # `RWStructuredBuffer<float>.Handle`: a bindless handle of a resource
+            return self.peek(2).text != "("
         return self.peek(2).text != "(" and t.text in self.type_names
 
     # ---- top level ----
@@ -450,6 +453,9 @@ class Parser:
                 self.i += 1
                 methods.extend(parse_property(self, mods, fstart))
                 continue
+            if self.at(SUBSCRIPT):
+                methods.extend(parse_subscript(self, mods, fstart, requirement=False))
+                continue
             if self.at("typedef") or self.at("typealias"):
                 if self.accept("typedef"):  # `typedef T Name;`
                     at = self.array_dims(self.type_ref(), type_position=True)
@@ -468,7 +474,8 @@ class Parser:
                 methods.append(constructor_method(ctor, name.text, gparams))
                 continue
             if self.at("__generic"):
-                methods.append(self.generic_prefixed(attrs, mods, fstart))
+                decl = self.generic_prefixed(attrs, mods, fstart)
+                methods.extend(decl) if isinstance(decl, list) else methods.append(decl)
                 continue
             self.prescan_generics()
             if self.at("struct") or self.at("interface") or self.at("extension"):
@@ -510,6 +517,21 @@ class Parser:
         gparams, type_params = self.generic_params()
         if prefix:
             gparams, type_params = prefix[0] + gparams, {**prefix[1], **type_params}
+        params = self.param_list()
+        if arrow_result and self.accept("->"):
+            ret = self.array_dims(self.type_ref(), type_position=True)
+        if self.accept(":"):
+            self.ident("a semantic")
+        self.where_clauses(type_params)
+        body = None if self.accept(";") else self.block()
+        self.end_generic(mark)
+        return A.Func(attrs, ret_mods, ret, name.text, params, body,
+                      span=self.span_from(start), name_span=(name.start, name.end),
+                      generic_params=gparams, mods=set(ret_mods), type_params=type_params,
+                      generic_defaults=self.defaults_of(gparams))
+
+    def param_list(self) -> list[A.Param]:
+        """`(T a, inout U b = d, ...)`, parentheses included."""
         self.expect("(")
         params: list[A.Param] = []
         if not self.at(")"):
@@ -531,22 +553,12 @@ class Parser:
                 if not self.accept(",") or self.at(")"):  # Slang accepts a trailing comma
                     break
         self.expect(")")
-        if arrow_result and self.accept("->"):
-            ret = self.array_dims(self.type_ref(), type_position=True)
-        if self.accept(":"):
-            self.ident("a semantic")
-        self.where_clauses(type_params)
-        body = None if self.accept(";") else self.block()
-        self.end_generic(mark)
-        return A.Func(attrs, ret_mods, ret, name.text, params, body,
-                      span=self.span_from(start), name_span=(name.start, name.end),
-                      generic_params=gparams, mods=set(ret_mods), type_params=type_params,
-                      generic_defaults=self.defaults_of(gparams))
+        return params
 
     def defaults_of(self, gparams: list[str]) -> dict[str, A.Node]:
         return {p: self.generic_defaults.pop(p) for p in gparams if p in self.generic_defaults}
 
-    def generic_prefixed(self, attrs, mods: set[str], start: int) -> A.Node:
+    def generic_prefixed(self, attrs, mods: set[str], start: int, requirement: bool = False) -> A.Node | list[A.Func]:
         """`__generic<T : IFoo> struct S ...` or `__generic<T> T f(T x) ...`: the parameters
         belong to the declaration that follows."""
         self.expect("__generic")
@@ -557,7 +569,9 @@ class Parser:
             mods = mods | {self.tok.text}
             self.i += 1
         if self.at("struct"):
-            decl: A.Node = self.struct(prefix)
+            decl: A.Node | list[A.Func] = self.struct(prefix)
+        elif self.at(SUBSCRIPT):  # `__generic<I : IInteger> __subscript(I i) -> T {...}`
+            decl = parse_subscript(self, mods, start, requirement, prefix)
         else:
             self.prescan_generics()
             t = self.array_dims(self.type_ref())
@@ -624,7 +638,11 @@ class Parser:
                 self.type_names.add(aname.text)
                 continue
             if self.at("__generic"):
-                methods.append(self.generic_prefixed(attrs, mods, mstart))  # type: ignore[arg-type]
+                decl = self.generic_prefixed(attrs, mods, mstart, requirement=True)
+                methods.extend(decl) if isinstance(decl, list) else methods.append(decl)  # type: ignore[arg-type]
+                continue
+            if self.at(SUBSCRIPT):
+                methods.extend(parse_subscript(self, mods, mstart, requirement=True))
                 continue
             if self.at(INIT) or self.at("property"):
                 # a constructor or property requirement: the conforming struct's own __init or
@@ -1003,8 +1021,11 @@ class Parser:
                 pass
             elif self.accept("["):
                 idx = self.expr()
+                more = []
+                while self.accept(","):  # `obj[i, j]`: a subscript operator with two parameters
+                    more.append(self.expr())
                 self.expect("]")
-                e = A.Index(e, idx, span=self.span_from(start))
+                e = A.Index(e, idx, more, span=self.span_from(start))
             elif self.tok.kind == "punct" and self.tok.text in ("++", "--"):
                 op = self.tok.text
                 self.i += 1

@@ -142,6 +142,9 @@ class FunctionEmitter:
             self.declare(op.results[0], handler(self, op), op)
             return
         method = _STATEMENTS.get(type(op))
+        if method is None and op.name == "ub.poison":  # the front end's value of an unassigned buffer
+            raise self.error(op, "is used before it is assigned: a buffer (or a struct's buffer field) declared "
+                             "without an initializer must be assigned before it is read or passed on")
         if method is None:
             raise self.error(op, "is not supported by the OpenCL emitter")
         method(self, op)
