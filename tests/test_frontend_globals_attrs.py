@@ -55,14 +55,14 @@ float slopes(float x, float y)
     assert run(src, "slopes", x, y)[0] == pytest.approx((2 * x + 2 * y) * 100.0 + 2 * y)
 
 
-def test_attributes_that_change_meaning_are_refused():
-    expect_error("struct A : IDifferentiable {\n  [DerivativeMember(A.x)]\n  float x;\n}\n", "E0008", 2, 4,
-                 "[DerivativeMember] is not supported")
+def test_derivative_member_without_an_own_differential_type_is_a_located_error():
+    expect_error("struct A : IDifferentiable {\n  [DerivativeMember(B.z)]\n  float x;\n}\n", "E0002", 2, 4,
+                 "[DerivativeMember] on field 'x' of 'A' names a field of the struct's own Differential type")
 
 
-def test_derivative_member_on_a_field_is_refused():
-    expect_error("struct A : IDifferentiable {\n  [DerivativeMember(B.z)]\n  float x;\n}\n", "E0008", 2, 4,
-                 "[DerivativeMember] is not supported")
+def test_derivative_member_on_a_function_is_refused():
+    expect_error("struct A : IDifferentiable {\n  float x;\n  [DerivativeMember(A.x)]\n  float f() { return x; }\n}\n",
+                 "E0008", 3, 4, "[DerivativeMember] is not supported on a function")
 
 
 def test_groupshared_is_refused_located():

@@ -134,10 +134,12 @@ def test_property_without_a_setter_cannot_be_assigned_and_bodyless_accessors_are
                  "a property accessor without a body")
 
 
-def test_own_differential_type_for_an_idifferentiable_struct_is_refused():
+def test_an_own_differential_type_that_does_not_hold_the_derivative_members_is_refused():
+    # x has no [DerivativeMember], so nothing of A carries a derivative, yet B holds one
     expect_error("struct B : IDifferentiable { float z; }\n"
                  "struct A : IDifferentiable {\n  typedef B Differential;\n  float x;\n}\n",
-                 "E0008", 3, 3, "a Differential type of its own for IDifferentiable 'A'")
+                 "E0008", 3, 3, "Differential type B of 'A' must hold the Differentials of its [DerivativeMember] "
+                 "fields in their order (nothing)")
 
 
 def test_a_method_writes_through_a_buffer_field_without_being_mutating():

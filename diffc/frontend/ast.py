@@ -255,6 +255,7 @@ class Field(Node):
     type: TypeRef
     name: str
     init: Expr | None = None  # `static const T x = value;`
+    derivative_member: tuple[str, Span] | None = None  # `[DerivativeMember(Differential.f)]`: f, and where
 
 
 @dataclass

@@ -528,10 +528,18 @@ class Checker:
                 raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
-        s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
         own = s.aliases.get("Differential")
+        if s.differentiable and isinstance(own, T.Struct) and own is not s:
+            self.mark_derivative_members(d, s, own)
+        elif own is None and (marked := next((f for f in d.fields if f.derivative_member), None)):
+            raise err(UNDEFINED, f"[DerivativeMember] on field '{marked.name}' of '{name}' names a field of the "
+                      "struct's own Differential type, which it does not declare (typealias Differential = ...;)",
+                      marked.derivative_member[1])
+        s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
         if own is s and s.diff_struct is not None and T.same_layout_differential(s, s.diff_struct):
             s.diff_struct = s  # its own Differential: the derivative has the struct's methods too
+        elif s.differentiable and isinstance(own, T.Struct) and own is not s:
+            s.diff_struct = own
         if s.differentiable and own is not None and own is not s.diff_struct and not (
                 own is s and T.same_layout_differential(s, s.diff_struct)):  # type: ignore[arg-type]
             alias = next(a for a in d.aliases if a.name == "Differential")
@@ -554,6 +562,23 @@ class Checker:
             self.link_derivatives(f, s)
         self.restore(saved)
         return s
+
+    def mark_derivative_members(self, d: A.Struct, s: T.Struct, own: T.Struct) -> None:
+        """A Differential type of its own (`typealias Differential = B;`): the fields marked
+        `[DerivativeMember(B.f)]` carry derivatives, held in B's fields; the others carry none.
+        A derivative is one leaf per derivative-carrying leaf of the struct, in order, so B must
+        hold exactly those fields' Differentials, in the same order."""
+        alias = next((a for a in d.aliases if a.name == "Differential"), d)
+        members = {f.name: f.derivative_member for f in d.fields if "static" not in f.mods}
+        s.fields = [(n, t, nd or members.get(n) is None) for n, t, nd in s.fields]
+        carried = [(members[n], T.differential(t)) for n, t, nd in s.fields if not nd and T.is_differentiable(t)]
+        held = [(n, t) for n, t, _ in own.fields]
+        if [(m[0], t) for m, t in carried] != held:
+            want = ", ".join(f"{t} {m[0]}" for m, t in carried) or "nothing"
+            raise err(UNSUPPORTED, f"Differential type {own} of '{s.sname}' must hold the Differentials of its "
+                      f"[DerivativeMember] fields in their order ({want}); other layouts are not supported", alias)
+        if not T.is_differentiable(own):
+            raise err(TYPE_MISMATCH, f"Differential type {own} of '{s.sname}' must be IDifferentiable", alias)
 
     def ptr_differential(self, d: A.Struct, s: T.Struct) -> T.Struct:
         """The `typealias Differential` an IDifferentiablePtrType struct must name: a struct that
@@ -829,10 +854,36 @@ class Checker:
             items = [want]
         if isinstance(want, T.PtrPair) and len(e.items) != 2:
             raise err(ARG_COUNT, f"{want} needs a primal and a differential, got {len(e.items)} initializers", e)
+        if len(e.items) > len(items) and isinstance(want, T.Array | T.Struct):
+            e.items = self.elide_braces(e.items, items, e)  # `Feature<3> a = {1.0, 2.0, 3.0}` (vals[3])
         if len(e.items) > len(items):
             raise err(ARG_COUNT, f"too many initializers for {want}: expected {len(items)}, got {len(e.items)}", e)
         for it, t in zip(e.items, items):
             self.expect_type(it, t)
+
+    def elide_braces(self, flat: list[A.Expr], types: list[T.Type], e: A.InitList) -> list[A.Expr]:
+        """C's brace elision: an initializer for an array or struct member that is not itself a
+        value of that type starts the member's own list, which takes as many items as it needs."""
+        out, i = [], 0
+        for t in types:
+            if i >= len(flat):
+                break
+            x = flat[i]
+            aggregate = isinstance(t, T.Array | T.Vector) or isinstance(t, T.Struct) and INIT not in t.methods
+            if isinstance(x, A.InitList) or not aggregate or _whole(self.expr(x), t):
+                out.append(x)
+                i += 1
+                continue
+            n = _scalar_count(t)
+            sub = A.InitList(flat[i : i + n], span=(flat[i].span[0], flat[min(i + n, len(flat)) - 1].span[1]))
+            sub.items = self.elide_braces(sub.items, self._members(t), sub) if not isinstance(t, T.Vector) else sub.items
+            out.append(sub)
+            i += n
+        return out + flat[i:]
+
+    @staticmethod
+    def _members(t: T.Type) -> list[T.Type]:
+        return [t.elem] * t.n if isinstance(t, T.Array) else [ft for _, ft, _ in t.fields]  # type: ignore[union-attr]
 
     def _has_default_ctor(self, s: T.Struct) -> bool:
         syms = self.overloads.get(s.methods[INIT], [s.methods[INIT]])
@@ -1103,6 +1154,25 @@ class Checker:
             matrices.check_row_index(t, e.index)
             return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
+
+
+def _whole(got: T.Type, member: T.Type) -> bool:
+    """Whether an initializer of type `got` initializes an aggregate member as a whole (a scalar
+    starts the member's own elided list instead, though it would convert to a vector)."""
+    return got == member or not isinstance(got, T.Scalar) and T.convertible(got, member)
+
+
+def _scalar_count(t: T.Type) -> int:
+    """How many scalars an initializer list of t holds with every brace elided."""
+    if isinstance(t, T.Vector):
+        return t.n
+    if isinstance(t, T.Array):
+        return t.n * _scalar_count(t.elem)
+    if isinstance(t, T.Struct):
+        return sum(_scalar_count(ft) for _, ft, _ in t.fields)
+    if isinstance(t, T.Matrix):
+        return t.rows * t.cols
+    return 1
 
 
 def _subscripted(t: T.Type, accessor: str) -> bool:

@@ -61,7 +61,20 @@ ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 def refuse_attrs(attrs: list[A.Attr]) -> None:
     for a in attrs:
         if a.name in REFUSED_ATTRS:
-            raise FrontendError(UNSUPPORTED, f"[{a.name}] is not supported", a.span[0], a.span[1])
+            raise FrontendError(UNSUPPORTED, f"[{a.name}] is not supported on a function", a.span[0], a.span[1])
+
+
+def derivative_member(attrs: list[A.Attr]) -> tuple[str, A.Span] | None:
+    """A field's `[DerivativeMember(Differential.f)]`: the name of the field of the struct's own
+    Differential type that holds its derivative."""
+    for a in attrs:
+        if a.name == "DerivativeMember":
+            arg = a.args[0] if len(a.args) == 1 else None
+            if not isinstance(arg, A.Member):
+                raise FrontendError(SYNTAX, "[DerivativeMember] takes one field of the Differential type, as in "
+                                    "[DerivativeMember(Differential.x)]", a.span[0], a.span[1])
+            return arg.name, a.span
+    return None
 
 
 def is_builtin_type_name(name: str) -> bool:
@@ -494,11 +507,11 @@ class Parser:
             if self.at("(") or self.at("<"):
                 methods.append(self.function(attrs, mods, t, fname, fstart))
                 continue
-            refuse_attrs(attrs)
+            member = derivative_member(attrs)
             while True:
                 ft = self.array_dims(t)
                 init = self.assignment() if self.accept("=") else None
-                fields.append(A.Field(mods, ft, fname.text, init, span=self.span_from(fstart)))
+                fields.append(A.Field(mods, ft, fname.text, init, member, span=self.span_from(fstart)))
                 if not self.accept(","):
                     break
                 fname = self.ident("a field name")
