@@ -120,6 +120,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _wave(c, e, name)
         if name == "bit_cast":
             return _bit_cast(c, e, callee)
+        if name == "__slang_noop_cast":
+            return _noop_cast(c, e, callee)
         if name == "createDynamicObject":
             return _dynamic_object(c, e, callee)
         if name in HLSL_INTERLOCKED:
@@ -380,6 +382,20 @@ def _bit_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
         raise err(TYPE_MISMATCH, f"bit_cast from {src} to {dst}: both must be scalars of the same size", e)
     e.kind = "bitcast"
     e.target = dst
+    return dst
+
+
+def _noop_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
+    """`__slang_noop_cast<To, From>(x)`: x as To, where the two are one type (T and T.Differential
+    under `where T.Differential == T`)."""
+    _count(e, "__slang_noop_cast", 1)
+    if len(callee.targs) != 2 or not all(isinstance(a, A.TypeRef) for a in callee.targs):
+        raise err(ARG_COUNT, "__slang_noop_cast needs two types: __slang_noop_cast<To, From>(value)", callee)
+    dst, src = c.resolve(callee.targs[0]), c.resolve(callee.targs[1])
+    c.expect_type(e.args[0], src)
+    if dst != src:
+        raise err(TYPE_MISMATCH, f"__slang_noop_cast from {src} to {dst}: the types must be the same", e)
+    e.kind, e.target = "noop_cast", dst
     return dst
 
 

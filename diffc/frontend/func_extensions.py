@@ -43,9 +43,7 @@ def parse_func_extension(p: Parser, attrs: list[A.Attr], start: int) -> A.Func:
 def _parse_func_extension(p: Parser, attrs: list[A.Attr], start: int, prefix) -> A.Node:
     mode = p.ident("fwd_diff or bwd_diff")
     if mode.text == "__apply":
-        if prefix is not None:
-            raise FrontendError(UNSUPPORTED, "a generic __func_extension __apply is not supported", mode.start, mode.end)
-        return parse_apply(p, attrs, start, mode)
+        return parse_apply(p, attrs, start, mode, prefix)
     if mode.text not in _MODES:
         raise FrontendError(UNSUPPORTED, f"__func_extension {mode.text} is not supported (only fwd_diff, bwd_diff "
                             "and __apply)", mode.start, mode.end)
@@ -78,23 +76,35 @@ def _name_token(p: Parser, name: str, mode):
 _NOT_DIFFERENTIABLE = re.compile(r"^(int|uint|bool|int32_t|uint32_t)\d?$")
 
 
-def parse_apply(p: Parser, attrs: list[A.Attr], start: int, mode) -> A.Program:
+def parse_apply(p: Parser, attrs: list[A.Attr], start: int, mode, prefix=None) -> A.Program:
+    """`prefix`: the generic parameters of `__func_extension<T : IFloat> __apply(f<T>)`; both
+    passes are then generic, the backward one instantiated with each instance of f."""
     p.expect("(")
-    target = p.postfix()  # `f` or `f<float>`
+    target = p.postfix()  # `f`, `f<float>` or `S::m`
     p.expect(")")
-    if not isinstance(target, A.Name):
-        raise FrontendError(UNSUPPORTED, "__func_extension __apply of a method is not supported", *target.span)
+    method = isinstance(target, A.Member) and isinstance(target.base, A.TypeExpr)
+    if not (isinstance(target, A.Name) or method):
+        raise FrontendError(SYNTAX, "expected a function or a method name, as in __apply(f) or __apply(S::m)",
+                            *target.span)
     ret_start = p.tok.start
+    fname = f"{target.base.type.name}_{target.name}" if method else target.id
     fwd = p.function(attrs, set(), A.TypeRef("void", span=(ret_start, ret_start)),
-                     _name_token(p, target.id, mode), start, arrow_result=True)
+                     _name_token(p, fname, mode), start, arrow_result=True, prefix=prefix)
+    if prefix is not None and isinstance(target, A.Name):
+        target = A.Name(target.id, span=target.span)  # the generic f, not one instance
+    if method:  # the body's implicit `this` becomes the forward pass's first parameter
+        fwd.params.insert(0, A.Param(set(), target.base.type, "this", span=target.span))
     if not (fwd.ret.name == "Tuple" and len(fwd.ret.args) == 2 and all(isinstance(a, A.TypeRef) for a in fwd.ret.args)):
         raise FrontendError(SYNTAX, "__func_extension __apply must return Tuple<Result, Context>", *fwd.ret.span)
-    if fwd.generic_params:
-        raise FrontendError(UNSUPPORTED, "a generic __func_extension is not supported", *fwd.name_span)
+    if fwd.generic_params and prefix is None:
+        raise FrontendError(UNSUPPORTED, "a generic __apply function is not supported (make the __func_extension "
+                            "generic: __func_extension<T> __apply(f<T>)(...))", *fwd.name_span)
     return A.Program([fwd, _backward_of_apply(fwd, target)], span=(start, p.tok.start))
 
 
-def _backward_of_apply(fwd: A.Func, target: A.Name) -> A.Func:
+def _backward_of_apply(fwd: A.Func, target: A.Name | A.Member) -> A.Func:
+    """The custom backward derivative of f (or of method S::m, whose `this` is fwd's first
+    parameter `this` and the derivative's `inout DifferentialPair<S> self`)."""
     at = target.span
     result = fwd.ret.args[0]
 
@@ -104,15 +114,18 @@ def _backward_of_apply(fwd: A.Func, target: A.Name) -> A.Func:
     def differential(t: A.TypeRef) -> A.TypeRef:
         return A.TypeRef(t.name + ".Differential", t.args, t.dims, span=at)
 
-    params, primals, body, grads = [], [], [], []
+    params, primals, body, grads, pairs = [], [], [], [], []
     for q in fwd.params:
         diffable = "no_diff" not in q.mods and not q.type.dims and not _NOT_DIFFERENTIABLE.match(q.type.name)
+        if q.name == "this":
+            q = A.Param(set(), q.type, "self", span=q.span)  # `this` is no parameter name in the derivative
         if diffable:
             params.append(A.Param({"inout"}, A.TypeRef("DifferentialPair", [q.type], span=at), q.name, span=at))
             primals.append(A.Member(name(q.name), "p", span=at))
             d = f"__d_{q.name}"
             body.append(A.VarDecl("typed", differential(q.type), d, None, span=at))
             grads.append(name(d))
+            pairs.append(q.name)
         else:
             params.append(A.Param(set(q.mods) - {"no_diff"}, q.type, q.name, span=at))
             primals.append(name(q.name))
@@ -121,8 +134,9 @@ def _backward_of_apply(fwd: A.Func, target: A.Name) -> A.Func:
     body.insert(1, A.VarDecl("var", None, "__ctx", A.Member(name("__t"), "_1", span=at), span=at))
     call = A.Call(A.Member(name("__ctx"), CALL_METHOD, name_span=at, span=at), grads + [name("__dOut")], span=at)
     body.append(A.ExprStmt(call, span=at))
-    for q, g in zip([q for q in fwd.params if any(pp.name == q.name and "inout" in pp.mods for pp in params)], grads):
-        pair = A.Call(name("diffPair"), [A.Member(name(q.name), "p", span=at), g], span=at)
-        body.append(A.ExprStmt(A.Assign("=", name(q.name), pair, span=at), span=at))
+    for q, g in zip(pairs, grads):
+        pair = A.Call(name("diffPair"), [A.Member(name(q), "p", span=at), g], span=at)
+        body.append(A.ExprStmt(A.Assign("=", name(q), pair, span=at), span=at))
     return A.Func([A.Attr("BackwardDerivativeOf", [target], span=at)], set(), A.TypeRef("void", span=at),
-                  fwd.name + "_bwd", params, A.Block(body, span=at), name_span=at)
+                  fwd.name + "_bwd", params, A.Block(body, span=at), name_span=at,
+                  generic_params=list(fwd.generic_params), type_params=dict(fwd.type_params))

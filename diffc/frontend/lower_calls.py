@@ -94,6 +94,8 @@ class CallLowering:
                 ty, value = WAVE_CONSTANT[e.target]
                 return self.const(value, ty)
             return self.lower_as(e.args[0], e.ty)
+        if k == "noop_cast":
+            return self.lower_as(e.args[0], e.target)
         if k == "bitcast":
             (x,) = self.expr(e.args[0])
             return [self.v(arith.BitcastOp(x, T.ir_scalar(e.target)))]
