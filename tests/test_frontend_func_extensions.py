@@ -78,11 +78,12 @@ def test_func_extensions_are_the_derivatives_used(name, args, true):
 
 
 def test_unsupported_forms_are_located():
-    expect_error("struct S { float m(float x) { return x; } }\n"
-                 "__func_extension __apply(S::m)(float x) -> Tuple<float, S> { return makeTuple(x, S()); }\n",
-                 "E0008", 2, 26, "__func_extension __apply of a method is not supported")
-    expect_error("float f(float x) { return x; }\n__func_extension<T> __apply(f)(T x) -> Tuple<T, T> { return makeTuple(x, x); }\n",
-                 "E0008", 2, 21, "a generic __func_extension __apply is not supported")
+    expect_error("float f(float x) { return x; }\n"
+                 "__func_extension __apply(f + 1)(float x) -> Tuple<float, float> { return makeTuple(x, x); }\n",
+                 "E0001", 2, 28, "expected ')', found '+'")
+    expect_error("float f(float x) { return x; }\n"
+                 "__func_extension __apply(f.g.h)(float x) -> Tuple<float, float> { return makeTuple(x, x); }\n",
+                 "E0001", 2, 26, "expected a function or a method name, as in __apply(f) or __apply(S::m)")
     expect_error("struct C { float operator+(float x) { return x; } }\n", "E0008", 1, 18, "operator overloading")
 
 

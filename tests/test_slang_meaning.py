@@ -224,3 +224,36 @@ void computeMain() {
 """
     # derivative code differentiates 2x^2 + x (4x + 1 = 13, primal 21); the plain call runs x^2 + x
     assert _run(tmp_path, capsys, src) == [13.0, 21.0, 13.0, 12.0, 12.0]
+
+
+def test_a_custom_backward_derivative_behind_a_branch_runs_when_no_argument_carries_a_derivative(tmp_path, capsys):
+    # M.setup's input has no derivative (NoDiffThis), yet its result is differentiable and
+    # getAlbedo's custom backward derivative records dOut: Slang runs it, through the dynamic
+    # dispatch's branch too (it was skipped: a branch whose inputs carry no derivative)
+    src = """
+//TEST_INPUT:ubuffer(data=[0 0 0 0], stride=4):out,name=outputBuffer
+RWStructuredBuffer<float> outputBuffer;
+interface IM { [BackwardDifferentiable] float3 setup(out float3 data); }
+struct M : IM {
+    float3 base;
+    float3 getAlbedo(float3 a) { return a; }
+    [BackwardDerivativeOf(getAlbedo)] [TreatAsDifferentiable]
+    void bwd_getAlbedo(inout DifferentialPair<float3> dp, float3 dOut) {
+        dp = diffPair(dp.p, float3(0.0));
+        for (int j = 0; j < 3; j++) outputBuffer[j] += dOut[j];
+    }
+    [BackwardDifferentiable] [NoDiffThis]
+    float3 setup(out float3 data) { data = getAlbedo(base) * 2.0; return base; }
+}
+struct N : IM {
+    float3 base;
+    [BackwardDifferentiable] [NoDiffThis]
+    float3 setup(out float3 data) { data = float3(0.0); return base; }
+}
+IM make(int t, float3 v) { return createDynamicObject<IM, float3>(t, v); }
+[BackwardDifferentiable]
+float3 eval(int t) { IM m = make(t, float3(1.0, 2.0, 3.0)); float3 d; m.setup(d); return d * float3(3.0, 4.0, 5.0); }
+[numthreads(1, 1, 1)]
+void computeMain() { __bwd_diff(eval)(0, float3(1.0)); __bwd_diff(eval)(1, float3(1.0)); }
+"""
+    assert _run(tmp_path, capsys, src) == [2.0 * 3.0, 2.0 * 4.0, 2.0 * 5.0, 0.0]  # d data / d albedo = 2

@@ -404,12 +404,16 @@ def _dynamic_object(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
     id; each implementation laid out as data's leaves holds data, the others zeros (the bits of an
     'any value' reinterpreted, as far as the leaves match)."""
     _count(e, "createDynamicObject", 2)
-    if len(callee.targs) != 1 or not isinstance(callee.targs[0], A.TypeRef) or \
+    if len(callee.targs) not in (1, 2) or not isinstance(callee.targs[0], A.TypeRef) or \
             not c.ifaces.is_interface(callee.targs[0].name):
-        raise err(ARG_COUNT, "createDynamicObject needs an interface: createDynamicObject<I>(id, data)", callee)
+        raise err(ARG_COUNT, "createDynamicObject needs an interface: createDynamicObject<I>(id, data) or "
+                  "createDynamicObject<I, D>(id, data)", callee)
     dyn = c.resolve(callee.targs[0])
     c.expect_type(e.args[0], T.INT)
-    c.expr(e.args[1])
+    if len(callee.targs) == 2:  # the data's type, given
+        c.expect_type(e.args[1], c._type_arg(callee, callee.targs[1]))
+    else:
+        c.expr(e.args[1])
     e.kind, e.target = "dynamic_object", dyn
     return dyn
 

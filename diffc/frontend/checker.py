@@ -124,6 +124,9 @@ def derivative_signature(f: FuncInfo, modes: tuple[str, ...]) -> tuple[list[PInf
 class Checker:
     def __init__(self):
         self.structs: dict[str, T.Struct] = {}
+        self.struct_decls: list[A.Struct] = []
+        self.typedef_decls: dict[str, A.Typedef] = {}
+        self.declared_early: set[int] = set()  # struct decls declared ahead of their turn (dynamic.py)
         self.typedefs: dict[str, T.Type] = {}
         self.funcs: dict[str, FuncInfo] = {}
         self.scopes: list[dict[str, Local]] = [{}]
@@ -278,6 +281,16 @@ class Checker:
             return self.structs[n]
         if n in self.typedefs:
             return self.typedefs[n]
+        # a struct or typedef declared further down (Slang's declarations are order-free)
+        later = next((d for d in self.struct_decls if d.name == n and id(d) not in self.declared_early), None)
+        if later is not None:
+            self.declared_early.add(id(later))
+            return self.declare_struct(later, n)
+        alias = self.typedef_decls.get(n)
+        if alias is not None and id(alias) not in self.declared_early:
+            self.declared_early.add(id(alias))
+            self.typedefs[n] = self.resolve(alias.type)
+            return self.typedefs[n]
         raise err(UNDEFINED, f"unknown type '{n}'", t)
 
     # ---- scopes ----
@@ -295,12 +308,19 @@ class Checker:
     # ---- program ----
     def check_program(self, prog: A.Program) -> None:
         top: list[FuncInfo] = []
+        # every struct of the program, in order: a dynamic interface value's union (dynamic.py)
+        # holds each implementation, also those declared after its first use
+        self.struct_decls = [d for d in prog.decls if isinstance(d, A.Struct) and not d.generic_params]
+        self.typedef_decls = {d.name: d for d in prog.decls if isinstance(d, A.Typedef)}
         for d in prog.decls:
             if isinstance(d, A.Extension):
                 blanket = d.target.name in d.type_params  # `extension<T : IFoo> T`: every conforming struct
                 self.extensions.setdefault("" if blanket else d.target.name, []).append(d)
             if isinstance(d, A.Interface):
                 self.ifaces.declare(d)
+            if isinstance(d, A.Struct) and d.generic_params and d.name not in self.struct_templates:
+                self.struct_templates[d.name] = d  # known before any use, wherever it is declared
+                self.declared_early.add(id(d))
         self.ifaces.check_bases()
         for d in prog.decls:
             if isinstance(d, A.Extension):
@@ -309,6 +329,8 @@ class Checker:
                     raise err(UNSUPPORTED, f"an extension of '{d.target.name}' is not supported (only of "
                               "structs declared in this file)", d.target)
             elif isinstance(d, A.Struct):
+                if id(d) in self.declared_early:
+                    continue
                 if d.name in self.structs or d.name in self.struct_templates or d.name in self.ifaces.decls:
                     raise err(REDEFINED, f"a second struct (or interface) named '{d.name}'", d)
                 if d.generic_params:
@@ -316,7 +338,8 @@ class Checker:
                 else:
                     self.declare_struct(d, d.name)
             elif isinstance(d, A.Typedef):
-                self.typedefs[d.name] = self.resolve(d.type)
+                if id(d) not in self.declared_early:
+                    self.typedefs[d.name] = self.resolve(d.type)
             elif isinstance(d, A.Enum):
                 self.declare_enum(d)
             elif isinstance(d, A.Global):

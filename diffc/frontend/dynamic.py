@@ -32,32 +32,62 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
     idecl = c.ifaces.decls.get(name)
     if idecl is None:
         raise err(UNSUPPORTED, f"a value of built-in interface '{name}' (dynamic dispatch) is not supported", where)
+    _declare_later_implementations(c, name)
+    order = {d.name: i for i, d in enumerate(c.struct_decls)}
     impls = [s for s in c.structs.values() if s.dynamic_of is None and name in c.ifaces.closure(s.conformances)]
+    impls.sort(key=lambda s: order.get(s.sname, -1))  # tag k is the k-th in declaration order
     if not impls:
         raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}': no struct implements it", where)
     if idecl.generic_params:
         raise err(UNSUPPORTED, f"dynamic dispatch over generic interface '{name}' is not supported", where)
     reqs = [m for n in sorted(c.ifaces.closure([name])) if n in c.ifaces.decls for m in c.ifaces.decls[n].methods]
+    # an associated type is, behind a dynamic value, a dynamic value of the interface it must conform to
+    assoc: dict[str, str] = {}
     for n in c.ifaces.closure([name]):
-        if n in c.ifaces.decls and c.ifaces.decls[n].assoc:
-            raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}', which has associated types, "
-                      "is not supported", where)
+        for a, bounds in (c.ifaces.decls[n].assoc if n in c.ifaces.decls else {}).items():
+            faces = [b for b in bounds if b in c.ifaces.decls]
+            if len(faces) != 1:
+                raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}', whose associated type '{a}' does "
+                          "not name exactly one interface it conforms to, is not supported", where)
+            assoc[a] = faces[0]
     fields = [A.Field(set(), A.TypeRef("int", span=where.span), TAG, span=where.span)]
     fields += [A.Field(set(), A.TypeRef(s.sname, fixed=s, span=where.span), s.sname, span=where.span) for s in impls]
-    methods = [_dispatcher(m, impls, where) for m in reqs]
-    decl = A.Struct(name, [name], fields, methods, span=idecl.span)
+    methods = [_dispatcher(m, impls, where, assoc) for m in reqs]
+    aliases = [A.Typedef(A.TypeRef(face, span=where.span), a, span=where.span) for a, face in assoc.items()]
+    decl = A.Struct(name, [name], fields, methods, aliases=aliases, span=idecl.span)
     s = c.declare_struct(decl, name, dynamic_of=name)
     c.ifaces.frozen[name] = len(impls)
     return s
 
 
-def _dispatcher(req: A.Func, impls: list[T.Struct], where) -> A.Func:
+def _declare_later_implementations(c: Checker, name: str) -> None:
+    """Declares, ahead of their turn, the program's structs that implement interface `name` and
+    come after this first use of a dynamic value of it (Slang dispatches over every conformance
+    in the linked program, wherever it is declared)."""
+    for d in c.struct_decls:
+        if d.name in c.structs or id(d) in c.declared_early:
+            continue
+        bases = list(d.bases) + [b for x in c.extensions.get(d.name, []) for b in x.bases]
+        if name in c.ifaces.closure(bases):
+            c.declared_early.add(id(d))
+            c.declare_struct(d, d.name)
+
+
+def _dispatcher(req: A.Func, impls: list[T.Struct], where, assoc: dict[str, str]) -> A.Func:
     """`R m(P p...) { if (this.__tag == 0) return this.A.m(p...); else ... }` for requirement m
-    (a static requirement too: the tag is what chooses the implementation)."""
+    (a static requirement too: the tag is what chooses the implementation). A result of an
+    associated type is a dynamic value of its interface (`assoc`: associated type -> interface)."""
     from diffc.frontend.checker import err
 
     if req.generic_params:
         raise err(UNSUPPORTED, f"dynamic dispatch of generic method '{req.name}' is not supported", req.name_span)
+    for p in req.params:
+        if p.type.name in assoc:
+            raise err(UNSUPPORTED, f"dynamic dispatch of '{req.name}', whose parameter '{p.name}' has an associated "
+                      "type, is not supported", p)
+    ret = copy.deepcopy(req.ret)
+    if ret.name in assoc:
+        ret = A.TypeRef(assoc[ret.name], span=ret.span)
     sp = req.name_span
     this = lambda: A.Name("this", span=sp)  # noqa: E731
 
@@ -74,5 +104,5 @@ def _dispatcher(req: A.Func, impls: list[T.Struct], where) -> A.Func:
         body = A.If(cond, call(impls[k]), body, span=sp)
     attrs = [a for a in req.attrs if a.name in DISPATCH_ATTRS]
     mods = set(req.mods) - {"static"}
-    return A.Func(attrs, set(req.ret_mods) - {"static"}, copy.deepcopy(req.ret), req.name, copy.deepcopy(req.params),
+    return A.Func(attrs, set(req.ret_mods) - {"static"}, ret, req.name, copy.deepcopy(req.params),
                   A.Block([body], span=sp), span=req.span, name_span=sp, mods=mods)

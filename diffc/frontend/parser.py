@@ -186,6 +186,7 @@ class Parser:
 
     # ---- top level ----
     def parse_program(self) -> A.Program:
+        self.prescan_type_names()
         decls: list[A.Node] = []
         if self.loader is not None and any(t.kind == "ident" and t.text in TUPLE_WORDS for t in self.toks):
             decls += self.loader.prelude()  # Tuple and makeTuple
@@ -195,6 +196,21 @@ class Parser:
             decls.extend(d.decls if isinstance(d, A.Program) else [d])  # an import: its file's declarations
             self.end_generic(mark)
         return A.Program(decls, span=(0, len(self.text)))
+
+    def prescan_type_names(self) -> None:
+        """The structs, interfaces and enums this file declares, known as types from its first line:
+        Slang's declarations are order-free (a typedef may name a struct declared further down)."""
+        toks = self.toks
+        for i in range(len(toks) - 1):
+            kw, name = toks[i], toks[i + 1]
+            if kw.kind != "ident" or name.kind != "ident" or kw.text not in ("struct", "interface", "enum"):
+                continue
+            if kw.text == "interface":
+                self.interfaces.add(name.text)
+            else:
+                self.type_names.add(name.text)
+                if i + 2 < len(toks) and toks[i + 2].text == "<" and kw.text == "struct":
+                    self.generic_structs.add(name.text)
 
     def attributes(self) -> list[A.Attr]:
         attrs = []

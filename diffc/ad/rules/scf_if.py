@@ -72,7 +72,9 @@ class IfRule(DerivativeRule):
 
     def vjp_op(self, rev, op: scf.IfOp, adj: dict, vmap: dict, em, ctx) -> None:
         free = free_varied(list(op.regions), rev.act)
-        if not free:
+        if not free and not any(r in adj for r in op.results):
+            # nothing to reverse; but with a cotangent coming in, a branch may still call a
+            # custom derivative that acts on state of its own (activity: reaches_custom)
             return
         blocks = []
         for region in op.regions:

@@ -70,7 +70,9 @@ class IndexSwitchRule(DerivativeRule):
 
     def vjp_op(self, rev, op: scf.IndexSwitchOp, adj: dict, vmap: dict, em, ctx) -> None:
         free = free_varied(_regions(op), rev.act)
-        if not free:
+        if not free and not any(r in adj for r in op.results):
+            # nothing to reverse; but with a cotangent coming in, a branch may still call a
+            # custom derivative that acts on state of its own (activity: reaches_custom)
             return
         blocks = []
         for region in _regions(op):
