@@ -232,3 +232,31 @@ float grad(float x) { var p = diffPair(x); bwd_diff(loss)(p, 1.0); return p.d; }
 """
     # target(x) is a constant for the derivative: d/dx (x - c)^2 = 2 (x - c)
     assert run(src, "grad", 3.0) == pytest.approx((2 * (3.0 - 9.0),))
+
+
+def test_the_derivative_of_a_method_of_a_value_differentiates_its_arguments_only():
+    from slang_harness import run_function, run_pipeline
+
+    from diffc.frontend import compile_slang
+
+    src = """
+struct P : IDifferentiable { float k; [Differentiable] float sq(float x) { return k * x * x; } }
+struct Q { float k; [Differentiable] float cube(float x) { return k * x * x * x; } [Differentiable] static float two(float x) { return 2.0 * x; } }
+float f(float x) {
+    P p = { 3.0 };
+    Q q = { 5.0 };
+    return fwd_diff(p.sq)(diffPair(x, 1.0)).d + q.cube.fwd_diff(diffPair(x, 1.0)).d * 100.0 + fwd_diff(q.two)(diffPair(x, 1.0)).d * 10000.0;
+}
+"""
+    module = compile_slang(src, "test.slang")
+    run_pipeline(module)
+    (value,) = run_function(module, "f", 0.5)
+    assert float(value) == pytest.approx(2 * 3.0 * 0.5 + 3 * 5.0 * 0.25 * 100.0 + 2.0 * 10000.0)
+
+
+def test_bwd_diff_of_a_method_of_a_differentiable_value_is_refused_located():
+    src = """
+struct P : IDifferentiable { float k; [Differentiable] float sq(float x) { return k * x * x; } }
+void g() { P p = { 3.0 }; var dx = diffPair(1.0); bwd_diff(p.sq)(dx, 1.0); }
+"""
+    expect_error(src, "E0008", 3, 60, "bwd_diff of method 'sq' of a value is not supported")

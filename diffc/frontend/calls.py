@@ -31,6 +31,7 @@ def _count(e: A.Call, what: str, want: int | tuple[int, int]) -> None:
 
 
 def check_call(c: Checker, e: A.Call) -> T.Type:
+    _bound_method_derivative(c, e)
     callee = e.callee
     local = c.lookup(callee.id) if isinstance(callee, A.Name) else None
     if local is not None and isinstance(local.ty, T.Struct) and CALL_METHOD in local.ty.methods:
@@ -203,6 +204,38 @@ def _no_diff_meaningless(c: Checker, e: A.Call, name: str, differentiable: bool)
                   "still flows (use detach(...) to drop it)")
         e.no_diff = False
         e.no_diff_written = True  # type: ignore[attr-defined]  # the IDifferentiablePtrType twin choice reads it
+
+
+def _bound_method_derivative(c: Checker, e: A.Call) -> None:
+    """`fwd_diff(obj.m)(args)` and `obj.m.fwd_diff(args)`: the derivative of method S::m with obj
+    as its `this`, which carries no derivative (a pair with a zero derivative when S is
+    differentiable); rewritten in place into `fwd_diff(S::m)(obj, args)`."""
+    cal = e.callee
+    if isinstance(cal, A.Member) and cal.name in DERIV and isinstance(cal.base, A.Member):
+        cal = e.callee = A.Call(A.Name(cal.name, span=cal.name_span), [cal.base], span=cal.span)  # obj.m.fwd_diff
+    if not (isinstance(cal, A.Call) and isinstance(cal.callee, A.Name) and cal.callee.id in DERIV
+            and c.lookup(cal.callee.id) is None and len(cal.args) == 1):
+        return
+    target = cal.args[0]
+    if not isinstance(target, A.Member) or isinstance(target.base, A.TypeExpr) or (
+            isinstance(target.base, A.Name) and c.lookup(target.base.id) is None):
+        return
+    st = c.expr(target.base)
+    if not isinstance(st, T.Struct) or target.name not in st.methods:
+        return
+    fi = c.funcs[st.methods[target.name]]
+    obj = target.base
+    cal.args = [A.Member(A.TypeExpr(A.TypeRef(st.sname, fixed=st, span=obj.span), span=obj.span), target.name,
+                         target.name_span, span=target.span)]
+    if fi.is_static:
+        return
+    this = fi.params[0]
+    if not this.no_diff:
+        if DERIV[cal.callee.id] != "fwd":
+            raise err(UNSUPPORTED, f"bwd_diff of method '{target.name}' of a value is not supported: its `this` "
+                      f"is an inout pair, write bwd_diff({st.sname}::{target.name})(pair, ...)", target)
+        obj = A.Call(A.Name("diffPair", span=obj.span), [obj], span=obj.span)
+    e.args = [obj] + list(e.args)
 
 
 def _instantiate_differentiated(c: Checker, e: A.Call) -> None:
