@@ -111,3 +111,31 @@ float h(float x) { return fwd_diff(sq<float>)(diffPair(x, 1.0)).d; }
     # the rules as written: 3 x dOut and 5 dx (not the true derivative 2x): custom rules win
     assert run(src, "g", 1.5)[0] == pytest.approx(3 * 1.5 * 2.0)
     assert run(src, "h", 1.5)[0] == pytest.approx(5.0)
+
+
+def test_update_diff_primal_and_pair_replace_parts_of_a_pair_variable():
+    from slang_harness import run_function, run_pipeline
+
+    from diffc.frontend import compile_slang
+
+    src = """
+struct Twice<let N : int> {
+    float m(float x) { return N * x * x; }
+    [BackwardDerivativeOf(m)]
+    void m_bwd(inout DifferentialPair<float> x, float dOut) { updateDiff(x, N * 2.0 * x.p * dOut); }
+}
+[Differentiable] float t(float x) { Twice<3> w; return w.m(x); }
+float g(float x) {
+    var a = diffPair(x);
+    bwd_diff(t)(a, 1.0);
+    var b = diffPair(1.0, 2.0);
+    updatePrimal(b, 10.0);
+    var c = diffPair(0.0, 0.0);
+    updatePair(c, 100.0, 1000.0);
+    return a.d + b.p + b.d + c.p + c.d;
+}
+"""
+    module = compile_slang(src, "test.slang")
+    run_pipeline(module)
+    (value,) = run_function(module, "g", 0.5)
+    assert float(value) == pytest.approx(3 * 2 * 0.5 + 10.0 + 2.0 + 100.0 + 1000.0)

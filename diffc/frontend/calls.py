@@ -91,6 +91,16 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             if not T.is_ptr_differentiable(p):
                 raise err(TYPE_MISMATCH, f"diffPtrPair needs an IDifferentiablePtrType value, got {p}", e.args[0])
             return _constructor(c, e, T.PtrPair(p))
+        if name in PAIR_UPDATES:  # `updateDiff(dp, d)` is `dp = diffPair(dp.p, d)`
+            _count(e, name, 3 if name == "updatePair" else 2)
+            pair, args = e.args[0], e.args[1:]
+            parts = args if name == "updatePair" else [A.Member(pair, "p", span=pair.span), args[0]] \
+                if name == "updateDiff" else [args[0], A.Member(pair, "d", span=pair.span)]
+            value = A.Call(A.Name("diffPair", span=callee.span), parts, span=e.span)
+            del e.callee, e.args, e.no_diff, e.kind, e.target  # type: ignore[attr-defined]
+            e.__class__ = A.Assign  # type: ignore[assignment]
+            e.op, e.target, e.value = "=", pair, value  # type: ignore[attr-defined]
+            return c._expr(e)
         if name == "detach":
             _count(e, "detach", 1)
             e.kind = "detach"
@@ -326,6 +336,9 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
     return None
 
+
+# Slang's functions that replace a part of a DifferentialPair variable
+PAIR_UPDATES = ("updateDiff", "updatePrimal", "updatePair")
 
 # the conversions Slang's IInteger and IFloat declare as methods
 SCALAR_CONVERSIONS = {"toInt": "int", "toUInt": "uint", "toFloat": "float", "toInt64": "int64_t",
