@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import BUILTINS, FLOAT_CONSTANTS
-from diffc.frontend.checker import FuncInfo, PInfo, err
+from diffc.frontend.symbols import FuncInfo, PInfo, err
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from diffc.frontend.builtin_types import check_builtin, check_type_method, insta
 from diffc.frontend.matrices import MATRIX_FUNCS, check_ctor as check_matrix_ctor
 from diffc.frontend.matrices import check_call as check_matrix_call
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
-from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.symbols import count_args as _count
+from diffc.frontend.symbols import derivative_signature, err
 from diffc.frontend.func_extensions import CALL_METHOD
 from diffc.frontend.defaults import fill_defaults, is_default_arg
 from diffc.frontend.inits import INIT
@@ -21,13 +22,6 @@ if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
 
 DERIV = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
-
-
-def _count(e: A.Call, what: str, want: int | tuple[int, int]) -> None:
-    lo, hi = (want, want) if isinstance(want, int) else want
-    if not lo <= len(e.args) <= hi:
-        exp = str(lo) if lo == hi else f"{lo} or {hi}"
-        raise err(ARG_COUNT, f"{what} expects {exp} argument{'s' if hi != 1 else ''}, got {len(e.args)}", e)
 
 
 def check_call(c: Checker, e: A.Call) -> T.Type:

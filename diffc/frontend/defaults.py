@@ -11,14 +11,15 @@ from diffc.frontend import types as T
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker import Checker, PInfo
+    from diffc.frontend.checker import Checker
+    from diffc.frontend.symbols import PInfo
 
 _DEFAULT_MARK = "is_default_arg"
 
 
 def check_defaults(c: Checker, d: A.Func, params: list[PInfo]) -> None:
     """Types each default against its parameter; defaults must be trailing and on `in` parameters."""
-    from diffc.frontend.checker import err
+    from diffc.frontend.symbols import err
 
     declared = params[len(params) - len(d.params):]
     seen_default: A.Param | None = None

@@ -25,7 +25,7 @@ DISPATCH_ATTRS = {"Differentiable", "BackwardDifferentiable", "ForwardDifferenti
 
 def union_of(c: Checker, name: str, where) -> T.Struct:
     """Interface `name`'s union struct, made at its first use from the structs implementing it."""
-    from diffc.frontend.checker import err
+    from diffc.frontend.symbols import err
 
     if name in c.structs:
         return c.structs[name]
@@ -77,7 +77,7 @@ def _dispatcher(req: A.Func, impls: list[T.Struct], where, assoc: dict[str, str]
     """`R m(P p...) { if (this.__tag == 0) return this.A.m(p...); else ... }` for requirement m
     (a static requirement too: the tag is what chooses the implementation). A result of an
     associated type is a dynamic value of its interface (`assoc`: associated type -> interface)."""
-    from diffc.frontend.checker import err
+    from diffc.frontend.symbols import err
 
     if req.generic_params:
         raise err(UNSUPPORTED, f"dynamic dispatch of generic method '{req.name}' is not supported", req.name_span)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
     """`d` (a struct, or a generic struct's instance with `template` = (name, values)) with the
     members of the extensions that apply to it."""
-    from diffc.frontend.checker import err
+    from diffc.frontend.symbols import err
 
     exts = c.extensions.get(template[0] if template else d.name, [])
     blanket = c.extensions.get("", [])
@@ -77,7 +77,7 @@ def extension_constraints(c: Checker, d: A.Struct, template) -> dict[str, list[s
 def _binding(c: Checker, x: A.Extension, template) -> dict | None:
     """The extension's generic parameters bound to the instance's arguments, or None when the
     extension is for another instance."""
-    from diffc.frontend.checker import err
+    from diffc.frontend.symbols import err
 
     if template is None:
         return {}

@@ -40,14 +40,14 @@ class Interfaces:
 
     def check_not_frozen(self, d: A.Struct, name: str) -> None:
         """A struct implementing an interface whose union was already made would be missing from it."""
-        from diffc.frontend.checker import err
+        from diffc.frontend.symbols import err
 
         for i in self.closure(d.bases) & set(self.frozen):
             raise err(UNSUPPORTED, f"'{name}' implements '{i}' after a dynamic '{i}' value was used: declare "
                       "every implementation before the first such use", d)
 
     def declare(self, d: A.Interface) -> None:
-        from diffc.frontend.checker import err
+        from diffc.frontend.symbols import err
         from diffc.frontend.errors import REDEFINED
 
         if d.name in self.decls or d.name in self.c.structs or d.name in self.c.struct_templates:
@@ -57,7 +57,7 @@ class Interfaces:
     def check_bases(self) -> None:
         """Every interface an interface inherits from exists (once all are declared: an interface
         may name one declared after it)."""
-        from diffc.frontend.checker import err
+        from diffc.frontend.symbols import err
 
         for d in self.decls.values():
             for b in d.bases:
@@ -113,7 +113,7 @@ class Interfaces:
         return name in ARITHMETIC_INTERFACES
 
     def check_constraints(self, ty: T.Type, param: str, names: list[str], where) -> None:
-        from diffc.frontend.checker import err
+        from diffc.frontend.symbols import err
 
         for n in names:
             if not self.is_interface(n):
@@ -126,7 +126,7 @@ class Interfaces:
     def complete_struct(self, d: A.Struct) -> None:
         """Adds to struct `d` (in place) the default implementations of its interfaces' methods
         that it does not define, and reports a requirement it neither defines nor inherits."""
-        from diffc.frontend.checker import err
+        from diffc.frontend.symbols import err
 
         own = {m.name for m in d.methods}
         for iname in sorted(self.closure(d.bases)):

@@ -21,7 +21,8 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.derivative_checks import check_module
 from diffc.frontend.ast import walk
-from diffc.frontend.checker import Checker, FuncInfo, Local, err, ptr_param
+from diffc.frontend.checker import Checker
+from diffc.frontend.symbols import FuncInfo, Local, err, ptr_param
 from diffc.frontend.loop_bounds import for_shape, own_jumps, static_bound, trip_count
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lower_builtins import BuiltinLowering

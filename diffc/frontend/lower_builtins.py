@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import BUILTINS, MATH_UNARY
-from diffc.frontend.checker import err
+from diffc.frontend.symbols import err
 from diffc.frontend.errors import UNSUPPORTED
 
 

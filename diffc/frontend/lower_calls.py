@@ -11,7 +11,7 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, WAVE_CONSTANT
-from diffc.frontend.checker import derivative_signature, err, ptr_param
+from diffc.frontend.symbols import derivative_signature, err, ptr_param
 from diffc.frontend.defaults import is_default_arg
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name

@@ -13,7 +13,7 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
-from diffc.frontend.checker import SWIZZLE, Local
+from diffc.frontend.symbols import SWIZZLE, Local
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED, FrontendError
 
 CMP_F = {"==": "oeq", "!=": "une", "<": "olt", ">": "ogt", "<=": "ole", ">=": "oge"}
@@ -69,7 +69,7 @@ class ExprLowering:
             if self.at:
                 op.location = self.file_loc(self.at[-1].span[0])
             return [self.v(op)]
-        from diffc.frontend.checker import err
+        from diffc.frontend.symbols import err
         from diffc.frontend.errors import UNSUPPORTED
 
         # a local without an initializer whose type holds a buffer or pointer: no value to start from

@@ -29,7 +29,7 @@ _MEMBER_PART = re.compile(r"_m([0-3])([0-3])|_([1-4])([1-4])")
 
 
 def _err(code: str, msg: str, node):
-    from diffc.frontend.checker import err
+    from diffc.frontend.symbols import err
 
     return err(code, msg, node)
 
@@ -116,7 +116,7 @@ def member_cells(name: str) -> list[tuple[int, int]] | None:
 
 
 def check_call(c: Checker, e: A.Call, name: str) -> T.Type:
-    from diffc.frontend.calls import _count
+    from diffc.frontend.symbols import count_args as _count
 
     _count(e, name, 2 if name == "mul" else 1)
     ts = [c.expr(a) for a in e.args]

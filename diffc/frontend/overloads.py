@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.checker import derivative_signature, err
+from diffc.frontend.symbols import derivative_signature, err
 from diffc.frontend.errors import REDEFINED, TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.inits import INIT
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker import Checker, FuncInfo, PInfo
+    from diffc.frontend.checker import Checker
+    from diffc.frontend.symbols import FuncInfo, PInfo
 
 _RESOLVED = "overload_resolved"  # set on a Name whose id is already one overload's symbol
 TYPED_ONCE = "typed_for_overloads"  # an argument typed to pick an overload: Checker.expr reuses it once

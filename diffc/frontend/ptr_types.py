@@ -12,7 +12,7 @@ from __future__ import annotations
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.ast import walk
-from diffc.frontend.checker import err, ptr_param
+from diffc.frontend.symbols import err, ptr_param
 from diffc.frontend.errors import NOT_DIFFERENTIABLE
 
 
