@@ -20,6 +20,8 @@ each reduction goes through host memory in five phases (`dp.timings`, seconds su
 
     download    OpenCL buffers -> one float32 host array (every gradient tensor, concatenated)
     stage       host array -> the backend's tensor (a view for gloo; a copy to the GPU for NCCL)
+    wait        with profile=True only: a barrier, so that waiting for a slower rank is not
+                counted as the collective's time
     collective  the all-reduce (or the all-gather of ordered mode) itself
     unstage     back to host memory (a view for gloo)
     upload      host -> OpenCL buffers, rounded to each tensor's dtype
@@ -42,7 +44,7 @@ from typing import Sequence
 
 import numpy as np
 
-PHASES = ("download", "stage", "collective", "unstage", "upload")
+PHASES = ("download", "stage", "wait", "collective", "unstage", "upload")
 
 
 def init(backend: str | None = None) -> tuple[int, int]:
@@ -88,14 +90,15 @@ def sum_in_rank_order(parts: Sequence[np.ndarray]) -> np.ndarray:
 class DataParallel:
     """Sums diffc gradient tensors over the ranks of a torch.distributed process group."""
 
-    def __init__(self, grads: Sequence, *, group=None, ordered: bool = False, mean: bool = False):
+    def __init__(self, grads: Sequence, *, group=None, ordered: bool = False, mean: bool = False,
+                 profile: bool = False):
         import torch
         import torch.distributed as dist
 
         if not dist.is_initialized():
             raise RuntimeError("diffc.distributed.DataParallel: torch.distributed is not initialized (call init())")
         self.grads = list(grads)
-        self.group, self.ordered, self.mean = group, ordered, mean
+        self.group, self.ordered, self.mean, self.profile = group, ordered, mean, profile
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         self.torch_device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(group) == "nccl" else torch.device("cpu")
         self.sizes = [g.size for g in self.grads]
@@ -112,6 +115,10 @@ class DataParallel:
         t = time.perf_counter()
         local = torch.from_numpy(host).to(self.torch_device)
         clock["stage"] += time.perf_counter() - t
+        if self.profile:
+            t = time.perf_counter()
+            dist.barrier(group=self.group)
+            clock["wait"] += time.perf_counter() - t
         t = time.perf_counter()
         if self.ordered:
             parts = [torch.empty_like(local) for _ in range(self.world)]
@@ -180,12 +187,12 @@ class DataParallel:
         return bool(same.item())
 
     def report(self) -> str:
-        """Seconds per all_reduce in each phase of the host round trip, and the round trip's
-        share (every phase but the collective)."""
+        """Milliseconds per all_reduce in each phase, and the host round trip's (every phase but
+        the wait and the collective) share."""
         n = max(self.calls, 1)
         per = {k: v / n for k, v in self.timings.items()}
         total = sum(per.values())
-        trip = total - per["collective"]
+        trip = total - per["collective"] - per["wait"]
         phases = "  ".join(f"{k} {v * 1e3:.3f} ms" for k, v in per.items())
         share = trip / total if total else 0.0
         return (f"all_reduce over {self.world} ranks ({self.calls} calls, {sum(self.sizes)} values): {phases}; "

@@ -82,7 +82,7 @@ def test_one_rank_round_trip_keeps_values_and_times_each_phase(tmp_path):
         np.testing.assert_array_equal(single.to_numpy(), want)
         assert set(dp.timings) == set(PHASES) and dp.timings["download"] > 0 and dp.timings["upload"] > 0
         assert "host round trip" in dp.report() and dp.calls == 1
-        ordered = DataParallel([single], ordered=True, mean=True)
+        ordered = DataParallel([single], ordered=True, mean=True, profile=True)
         ordered.all_reduce()
         np.testing.assert_array_equal(single.to_numpy(), want)
         assert dp.max(2.5) == 2.5 and dp.same_on_every_rank(single)
@@ -132,3 +132,15 @@ def test_two_gloo_processes_match_one_process(tmp_path):
     moved = np.abs(whole.astype(np.float64) - start).max()
     diff = np.abs(distributed.astype(np.float64) - whole).max()
     assert diff <= _tolerance(steps, batch, seed) < moved / 4, (diff, moved)
+
+
+def test_bench_wide_model_is_the_tutorial_network_with_four_layers():
+    sys.path.insert(0, str(MLP.parent.parent / "bench"))
+    try:
+        from bench_distributed import MODELS, wide_source
+    finally:
+        sys.path.pop(0)
+    text = wide_source(MODELS["wide"])
+    assert "public FeedForwardLayer<4, 64> layer1;" in text and "public FeedForwardLayer<64, 4> layer4;" in text
+    assert "return layer4.eval(layer3.eval(layer2.eval(layer1.eval(input))));" in text
+    assert "FeedForwardLayer<16, 4>" not in text

@@ -35,25 +35,25 @@ import diffc
 LAYERS = [(4, 16), (16, 4)]
 
 
-def layout() -> tuple[list[tuple[int, int]], int]:
+def layout(layers=LAYERS) -> tuple[list[tuple[int, int]], int]:
     offsets, at = [], 0
-    for n_in, n_out in LAYERS:
+    for n_in, n_out in layers:
         offsets.append((at, at + n_in * n_out))
         at += n_in * n_out + n_out
     return offsets, at
 
 
-def init_params(rng: np.random.Generator) -> np.ndarray:
-    offsets, total = layout()
+def init_params(rng: np.random.Generator, layers=LAYERS) -> np.ndarray:
+    offsets, total = layout(layers)
     p = np.zeros(total, np.float32)
-    for (n_in, n_out), (w, b) in zip(LAYERS, offsets):
+    for (n_in, n_out), (w, b) in zip(layers, offsets):
         p[w:b] = rng.normal(0.0, np.sqrt(2.0 / n_in), n_in * n_out)  # biases start at 0
     return p.astype(np.float16)
 
 
-def network_of(params: diffc.Tensor, grads: diffc.Tensor) -> dict:
+def network_of(params: diffc.Tensor, grads: diffc.Tensor, layers=LAYERS) -> dict:
     """MyNetwork's fields: each layer's pointers into the parameter and gradient tensors."""
-    offsets, _ = layout()
+    offsets, _ = layout(layers)
     return {
         f"layer{i + 1}": {"weights": params.at(w), "weightsGrad": grads.at(w),
                           "biases": params.at(b), "biasesGrad": grads.at(b)}
