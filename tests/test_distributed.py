@@ -107,19 +107,23 @@ def _tolerance(steps: int, batch: int, seed: int) -> float:
     return steps * (LEARNING_RATE * 2 * u * halves.max() * 1.5 + ulp)  # 1.5: room for the parameters' growth
 
 
-def test_two_gloo_processes_match_one_process(tmp_path):
+def _torchrun(tmp_path, steps: int, batch: int, seed: int, *flags: str) -> tuple[np.ndarray, str]:
+    """examples/mlp/train.py --distributed in two gloo processes; the final parameters and stdout."""
+    out = tmp_path / "params.npy"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           str(MLP / "train.py"), "--distributed", *flags, "--steps", str(steps), "--batch", str(batch),
+           "--every", str(steps), "--seed", str(seed), "--save", str(out), "--no-progress"]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"),
+                         cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "parameters identical on all 2 ranks" in run.stdout and "host round trip" in run.stdout
+    return np.load(out), run.stdout
+
+
+def test_two_gloo_processes_match_one_process_bit_for_bit_in_ordered_deterministic_mode(tmp_path):
     _torch_distributed()
     steps, batch, seed = 12, 64, 3
-    out = tmp_path / "params.npy"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
-           str(MLP / "train.py"), "--distributed", "--deterministic", "--ordered", "--steps", str(steps),
-           "--batch", str(batch), "--every", str(steps), "--seed", str(seed), "--save", str(out)]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "parameters identical on all 2 ranks" in run.stdout
-    assert "host round trip" in run.stdout
-    distributed = np.load(out)
+    distributed, _ = _torchrun(tmp_path, steps, batch, seed, "--deterministic", "--ordered")
 
     # One process computing the same two shards in turn and adding them in rank order: the same bits.
     emulated, _ = train(steps, batch, steps, seed, log=lambda line: None, shards=2, deterministic=True)
@@ -132,6 +136,16 @@ def test_two_gloo_processes_match_one_process(tmp_path):
     moved = np.abs(whole.astype(np.float64) - start).max()
     diff = np.abs(distributed.astype(np.float64) - whole).max()
     assert diff <= _tolerance(steps, batch, seed) < moved / 4, (diff, moved)
+
+
+def test_two_gloo_processes_by_default_match_one_process_within_rounding(tmp_path):
+    """Atomic accumulation and gloo's own all-reduce (an odd batch: the shards differ in size)."""
+    _torch_distributed()
+    steps, batch, seed = 12, 63, 4
+    distributed, _ = _torchrun(tmp_path, steps, batch, seed)
+    whole, _ = train(steps, batch, steps, seed, log=lambda line: None)
+    diff = np.abs(distributed.astype(np.float64) - whole).max()
+    assert diff <= _tolerance(steps, batch, seed), diff
 
 
 def test_bench_wide_model_is_the_tutorial_network_with_four_layers():
