@@ -193,7 +193,9 @@ class DataParallel:
         per = {k: v / n for k, v in self.timings.items()}
         total = sum(per.values())
         trip = total - per["collective"] - per["wait"]
-        phases = "  ".join(f"{k} {v * 1e3:.3f} ms" for k, v in per.items())
+        # Without profile=True the collective's time includes waiting for the slower ranks.
+        names = {"collective": "collective" if self.profile else "collective (and waiting for other ranks)"}
+        phases = "  ".join(f"{names.get(k, k)} {v * 1e3:.3f} ms" for k, v in per.items() if k != "wait" or self.profile)
         share = trip / total if total else 0.0
         return (f"all_reduce over {self.world} ranks ({self.calls} calls, {sum(self.sizes)} values): {phases}; "
                 f"host round trip {trip * 1e3:.3f} ms ({share:.0%} of {total * 1e3:.3f} ms)")
