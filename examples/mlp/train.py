@@ -6,7 +6,7 @@ point into them at its offset. Each step runs learnGradient over a batch of rand
 adjustParameters over every parameter.
 
     python examples/mlp/train.py [--steps 1000] [--batch 64] [--every 100] [--seed 0]
-                                 [--optimizer sgd|adam] [--lr 0.01] [--plot loss.png] [--no-progress]
+                                 [--optimizer sgd|adam] [--lr 0.03] [--plot loss.png] [--no-progress]
 
 prints, every `every` steps, the largest loss over a fixed set of 256 evaluation inputs, with a
 progress bar on stderr when it is a terminal. --optimizer adam runs adam.slang's adamStep (float
@@ -182,6 +182,8 @@ def main() -> None:
     ap.add_argument("--shards", type=int, default=1, help="one process computing the batch in this many shards")
     ap.add_argument("--save", help="write the final parameters here (.npy, float16)")
     a = ap.parse_args()
+    if a.shards < 1 or (a.shards > 1 and a.distributed):
+        ap.error("--shards takes a count >= 1, and emulates ranks in one process (not with --distributed)")
     rank, log = 0, print
     if a.distributed:
         from diffc.distributed import init
