@@ -1,8 +1,10 @@
 """Which OpenCL device diffc runs on, chosen once per process.
 
 `DIFFC_DEVICE=gpu|cpu|auto` (auto, the default, takes a GPU device from any platform and falls
-back to a CPU device, PoCL's where there is one). The context and the in-order, profiling
-queue are created once and shared by every Tensor and call.
+back to a CPU device, PoCL's where there is one). `DIFFC_DEVICE_INDEX=n` starts at the n-th
+of those devices (modulo their number), so that one process per GPU (diffc.distributed, under
+torchrun) takes its own. The context and the in-order, profiling queue are created once and
+shared by every Tensor and call.
 """
 
 from __future__ import annotations
@@ -129,6 +131,20 @@ def _probe(platform, dev):
         return None, reason[-200:]
 
 
+def _rotated(candidates: list) -> list:
+    """The candidates from the DIFFC_DEVICE_INDEX-th on, then the earlier ones (a fallback if
+    that device cannot build)."""
+    raw = os.environ.get("DIFFC_DEVICE_INDEX", "0").strip() or "0"
+    try:
+        index = int(raw)
+    except ValueError:
+        raise DeviceError(f"error: DIFFC_DEVICE_INDEX must be a whole number; got '{raw}'") from None
+    if index < 0:
+        raise DeviceError(f"error: DIFFC_DEVICE_INDEX cannot be negative; got {index}")
+    k = index % len(candidates)
+    return candidates[k:] + candidates[:k]
+
+
 def device() -> DeviceInfo:
     """The device diffc uses in this process (chosen on first use)."""
     global _current
@@ -141,7 +157,7 @@ def device() -> DeviceInfo:
                 raise DeviceError(f"error: DIFFC_DEVICE must be one of gpu, cpu, auto; got '{wanted}'")
 
             failures = []
-            for platform, dev in _candidates(wanted):
+            for platform, dev in _rotated(_candidates(wanted)):
                 ok, why = _probe(platform, dev)
                 if ok is not None:
                     ctx, queue = ok

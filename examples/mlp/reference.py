@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from train import layout
+from model import layout
 
 LEARNING_RATE = 0.01  # Optimizer::learningRate
 LEAK = 0.01  # the leaky ReLU's slope below 0

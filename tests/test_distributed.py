@@ -1,0 +1,160 @@
+"""diffc.distributed: sharding, the ordered sum, a one-rank process group's round trip, and
+examples/mlp/train.py --distributed under torchrun with two gloo processes on this machine's
+OpenCL device, against one process.
+
+torch is an optional extra (diffc[torch]) that CI does not install (it takes minutes); the tests
+that need it skip without it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from diffc.distributed import shard, sum_in_rank_order
+
+MLP = Path(__file__).resolve().parent.parent / "examples" / "mlp"
+sys.path.insert(0, str(MLP))
+from reference import LEARNING_RATE, sample_grads  # noqa: E402
+from train import init_params, train  # noqa: E402
+
+sys.path.remove(str(MLP))
+
+
+def _torch_distributed():
+    torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install diffc[torch])")
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip("this torch has no gloo backend")
+    return torch
+
+
+@pytest.mark.parametrize("n, world", [(64, 2), (7, 3), (2, 4), (0, 2), (10, 1)])
+def test_shards_cover_the_batch_in_order(n, world):
+    rows = [shard(n, r, world) for r in range(world)]
+    assert [i for s in rows for i in range(n)[s]] == list(range(n))
+    sizes = [len(range(n)[s]) for s in rows]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_sum_in_rank_order_adds_left_to_right_in_float32():
+    a, b, c = np.float16(2048), np.float16(1), np.float16(1)
+    # In float16, (2048 + 1) + 1 rounds to 2048 twice; in float32 the sum is exact.
+    got = sum_in_rank_order([np.array([a]), np.array([b]), np.array([c])])
+    assert got.dtype == np.float32 and got[0] == 2050
+    x = np.array([1e8], np.float32)
+    assert sum_in_rank_order([x, np.array([1.0], np.float32), -x])[0] == 0.0  # 1e8 + 1 rounds to 1e8
+    assert sum_in_rank_order([x, -x, np.array([1.0], np.float32)])[0] == 1.0
+
+
+def test_device_index_starts_the_candidates_at_that_device(monkeypatch):
+    from diffc.runtime.device import _rotated
+    from diffc.runtime.errors import DeviceError
+
+    monkeypatch.setenv("DIFFC_DEVICE_INDEX", "1")
+    assert _rotated(["a", "b", "c"]) == ["b", "c", "a"]
+    monkeypatch.setenv("DIFFC_DEVICE_INDEX", "4")  # more ranks than devices: they share
+    assert _rotated(["a", "b", "c"]) == ["b", "c", "a"]
+    monkeypatch.setenv("DIFFC_DEVICE_INDEX", "x")
+    with pytest.raises(DeviceError, match="DIFFC_DEVICE_INDEX"):
+        _rotated(["a"])
+
+
+def test_one_rank_round_trip_keeps_values_and_times_each_phase(tmp_path):
+    torch = _torch_distributed()
+    import torch.distributed as dist
+
+    import diffc
+    from diffc.distributed import PHASES, DataParallel
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        half = diffc.Tensor.from_numpy(np.array([1.5, -0.25, 3.0], np.float16))
+        single = diffc.Tensor.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3) / 7)
+        want = single.to_numpy()
+        dp = DataParallel([half, single])
+        assert dp.world == 1 and dp.shard(5) == slice(0, 5)
+        dp.all_reduce()
+        assert half.to_numpy().tolist() == [1.5, -0.25, 3.0] and half.dtype == np.float16
+        np.testing.assert_array_equal(single.to_numpy(), want)
+        assert set(dp.timings) == set(PHASES) and dp.timings["download"] > 0 and dp.timings["upload"] > 0
+        assert "host round trip" in dp.report() and dp.calls == 1
+        ordered = DataParallel([single], ordered=True, mean=True, profile=True)
+        ordered.all_reduce()
+        np.testing.assert_array_equal(single.to_numpy(), want)
+        assert dp.max(2.5) == 2.5 and dp.same_on_every_rank(single)
+        assert torch.distributed.get_world_size() == 1
+    finally:
+        dist.destroy_process_group()
+
+
+def _tolerance(steps: int, batch: int, seed: int) -> float:
+    """How far apart a run that adds two shards' gradients (each rounded to half first) and one
+    that sums the whole batch may drift in `steps` SGD steps: each step the gradients differ by
+    the roundings of the shard sums and of the total (u = 2^-11 of |s1| + |s2| + |s1 + s2|, at
+    most 2u (|s1| + |s2|)), lr times that moves the parameters, and a parameter may round to the
+    other side of a half-precision boundary (an ulp of the largest). The differences add up over
+    a short run (the gradient's dependence on the parameters barely amplifies them)."""
+    u = 2.0**-11
+    p0 = init_params(np.random.default_rng(seed)).astype(np.float64)
+    xy = np.random.default_rng(seed + 1).uniform(-1, 1, (batch, 2))
+    g = sample_grads(p0, xy)
+    halves = np.abs(g[: batch // 2].sum(axis=0)) + np.abs(g[batch // 2:].sum(axis=0))
+    ulp = float(np.spacing(np.float16(np.abs(p0).max() * 1.5)))
+    return steps * (LEARNING_RATE * 2 * u * halves.max() * 1.5 + ulp)  # 1.5: room for the parameters' growth
+
+
+def _torchrun(tmp_path, steps: int, batch: int, seed: int, *flags: str) -> tuple[np.ndarray, str]:
+    """examples/mlp/train.py --distributed in two gloo processes; the final parameters and stdout."""
+    out = tmp_path / "params.npy"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           str(MLP / "train.py"), "--distributed", *flags, "--steps", str(steps), "--batch", str(batch),
+           "--every", str(steps), "--seed", str(seed), "--save", str(out), "--no-progress"]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"),
+                         cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "parameters identical on all 2 ranks" in run.stdout and "host round trip" in run.stdout
+    return np.load(out), run.stdout
+
+
+def test_two_gloo_processes_match_one_process_bit_for_bit_in_ordered_deterministic_mode(tmp_path):
+    _torch_distributed()
+    steps, batch, seed = 12, 64, 3
+    distributed, _ = _torchrun(tmp_path, steps, batch, seed, "--deterministic", "--ordered")
+
+    # One process computing the same two shards in turn and adding them in rank order: the same bits.
+    emulated, _ = train(steps, batch, steps, seed, log=lambda line: None, shards=2, deterministic=True)
+    assert distributed.dtype == np.float16
+    np.testing.assert_array_equal(distributed.view(np.uint16), emulated.view(np.uint16))
+
+    # One process over the whole batch: the same run up to the rounding of the gradient sums.
+    whole, _ = train(steps, batch, steps, seed, log=lambda line: None, deterministic=True)
+    start = init_params(np.random.default_rng(seed))
+    moved = np.abs(whole.astype(np.float64) - start).max()
+    diff = np.abs(distributed.astype(np.float64) - whole).max()
+    assert diff <= _tolerance(steps, batch, seed) < moved / 4, (diff, moved)
+
+
+def test_two_gloo_processes_by_default_match_one_process_within_rounding(tmp_path):
+    """Atomic accumulation and gloo's own all-reduce (an odd batch: the shards differ in size)."""
+    _torch_distributed()
+    steps, batch, seed = 12, 63, 4
+    distributed, _ = _torchrun(tmp_path, steps, batch, seed)
+    whole, _ = train(steps, batch, steps, seed, log=lambda line: None)
+    diff = np.abs(distributed.astype(np.float64) - whole).max()
+    assert diff <= _tolerance(steps, batch, seed), diff
+
+
+def test_bench_wide_model_is_the_tutorial_network_with_four_layers():
+    sys.path.insert(0, str(MLP.parent.parent / "bench"))
+    try:
+        from bench_distributed import MODELS, wide_source
+    finally:
+        sys.path.pop(0)
+    text = wide_source(MODELS["wide"])
+    assert "public FeedForwardLayer<4, 64> layer1;" in text and "public FeedForwardLayer<64, 4> layer4;" in text
+    assert "return layer4.eval(layer3.eval(layer2.eval(layer1.eval(input))));" in text
+    assert "FeedForwardLayer<16, 4>" not in text
