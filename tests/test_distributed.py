@@ -2,7 +2,7 @@
 examples/mlp/train.py --distributed under torchrun with two gloo processes on this machine's
 OpenCL device, against one process.
 
-torch is an optional extra (diffc[torch]) that CI does not install (it takes minutes); the tests
+torch is an optional extra (diffc[torch]), which CI installs with the test extra; the tests
 that need it skip without it."""
 
 from __future__ import annotations
