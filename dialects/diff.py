@@ -194,6 +194,29 @@ def _print_two_operands(printer: Printer, op: Operation) -> None:
     printer.print_attribute(a.type)
 
 
+def _parse_one_operand(cls, parser: Parser, want: type | None = None, what: str = ""):
+    """`%x {attrs} : T`, the form of the diff ops with one operand; `want`: the type class the
+    operand must have (`what` names it in the error)."""
+    x = parser.parse_unresolved_operand()
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    pos = parser.pos
+    t = parser.parse_type()
+    if want is not None and not isinstance(t, want):
+        parser.raise_error(f"'{cls.name}' expects a {what} operand type, got {t}", pos, min(parser.pos, pos + len(str(t))))
+    op = cls(parser.resolve_operand(x, t))
+    op.attributes.update(attrs)
+    return op
+
+
+def _print_one_operand(op: Operation, operand: SSAValue, printer: Printer) -> None:
+    printer.print_string(" ")
+    printer.print_operand(operand)
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(operand.type)
+
+
 class _TwoOperandForm(IRDLOperation):
     """Shared custom form of make_pair, add and make_ptr_pair: `%a, %b {attrs} : T`, `%a` of
     type T and `%b` of type second_type(T)."""
@@ -273,25 +296,10 @@ class _PairProjection(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        x = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        t = parser.parse_type()
-        if not isinstance(t, PairType):
-            parser.raise_error(
-                f"'{cls.name}' expects a !diff.pair operand type, got {t}", pos, min(parser.pos, pos + len(str(t)))
-            )
-        op = cls(parser.resolve_operand(x, t))
-        op.attributes.update(attrs)
-        return op
+        return _parse_one_operand(cls, parser, PairType, "!diff.pair")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.pair)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.pair.type)
+        _print_one_operand(self, self.pair, printer)
 
 
 @irdl_op_definition
@@ -487,19 +495,10 @@ class DetachOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> DetachOp:
-        x = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        op = cls(parser.resolve_operand(x, parser.parse_type()))
-        op.attributes.update(attrs)
-        return op
+        return _parse_one_operand(cls, parser)
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
+        _print_one_operand(self, self.input, printer)
 
 
 @irdl_op_definition
@@ -600,25 +599,10 @@ class _PtrPairLocation(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser):
-        x = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        t = parser.parse_type()
-        if not isinstance(t, PtrPairType):
-            parser.raise_error(
-                f"'{cls.name}' expects a !diff.ptr_pair operand type, got {t}", pos, min(parser.pos, pos + len(str(t)))
-            )
-        op = cls(parser.resolve_operand(x, t))
-        op.attributes.update(attrs)
-        return op
+        return _parse_one_operand(cls, parser, PtrPairType, "!diff.ptr_pair")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.pair)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.pair.type)
+        _print_one_operand(self, self.pair, printer)
 
 
 @irdl_op_definition
