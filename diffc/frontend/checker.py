@@ -441,7 +441,7 @@ class Checker:
         s.aliases["This"] = s
         for a in d.aliases:
             s.aliases[a.name] = self.resolve(a.type)
-        if "IDifferentiablePtrType" in d.bases:
+        if "IDifferentiablePtrType" in self.ifaces.closure(d.bases):  # also through an interface
             s.ptr_differential = self.ptr_differential(d, s)
         for f in d.fields:
             ty = self.resolve(f.type)

@@ -159,7 +159,10 @@ class CallLowering:
 
     def ptr_shadow(self, a: A.Expr, callee) -> list[SSAValue]:
         """The Differential's leaves of an IDifferentiablePtrType argument inside a twin: known for
-        the twin's own such parameters (also as `this`), as long as they are not reassigned."""
+        the twin's own such parameters (also as `this`), as long as they are not reassigned, and for
+        an array of them written out (`{ a, b }`)."""
+        if isinstance(a, A.InitList) and isinstance(a.ty, T.Array) and len(a.items) == a.ty.n:
+            return [x for item in a.items for x in self.ptr_shadow(item, callee)]
         sym = a.sym if isinstance(a, A.Name) else None
         shadow = self.ptr_shadows.get(id(sym)) if sym is not None else None
         if shadow is None:

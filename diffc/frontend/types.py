@@ -234,7 +234,10 @@ def is_differentiable(t: Type) -> bool:
 
 
 def is_ptr_differentiable(t: Type) -> bool:
-    """An IDifferentiablePtrType struct: derivatives go through its Differential's pointers."""
+    """An IDifferentiablePtrType struct, or an array of them: derivatives go through the
+    Differential's pointers."""
+    if isinstance(t, Array):
+        return is_ptr_differentiable(t.elem)
     return isinstance(t, Struct) and t.ptr_differential is not None
 
 
