@@ -266,6 +266,8 @@ class Checker:
                         raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
                                   d.name_span)
                     self.func_templates[d.name] = d
+                    for s in [s for s in self.structs.values() if s.template is not None]:
+                        self.instantiate_method_derivative(d.name, s)  # of struct instances made before it
                 else:
                     if d.name in self.func_templates:
                         raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
@@ -488,7 +490,30 @@ class Checker:
         for f in infos:
             self.link_derivatives(f, s)
         self.restore(saved)
+        if template is not None:
+            for gname in list(self.func_templates):
+                self.instantiate_method_derivative(gname, s)
         return s
+
+    def instantiate_method_derivative(self, gname: str, s: T.Struct) -> None:
+        """A generic custom derivative of a generic struct's method (`__func_extension<T>
+        bwd_diff(MyVector<T>::squared)`): its instance for struct instance s, when it names s's
+        template (T bound from s's generic arguments)."""
+        gd = self.func_templates[gname]
+        if s.template is None:
+            return
+        name, values = s.template
+        for a in gd.attrs:
+            t = a.args[0] if a.name.endswith("DerivativeOf") and len(a.args) == 1 else None
+            if not (isinstance(t, A.Member) and isinstance(t.base, A.TypeExpr) and t.base.type.name == name):
+                continue
+            genv = {}
+            for arg, v in zip(t.base.type.args, values):
+                pname = arg.name if isinstance(arg, A.TypeRef) and not arg.args else arg
+                if isinstance(pname, str) and pname in gd.generic_params:
+                    genv[pname] = v
+            if set(gd.generic_params) <= set(genv):
+                self.instantiate_func(gname, A.Name(gname, span=a.span), [], env=genv)
 
     def mark_derivative_members(self, d: A.Struct, s: T.Struct, own: T.Struct) -> None:
         """A Differential type of its own (`typealias Differential = B;`): the fields marked
