@@ -167,3 +167,27 @@ fwd_diff(Vec<T>::squared)(DifferentialPair<Vec<T>> self) -> DifferentialPair<Vec
     assert [float(g) for g in c.bwd([0.5, 2.0], [1.0])] == [pytest.approx(2 * 0.5), pytest.approx(3 * 2 * 2.0)]
     _, (t,) = c.fwd([0.5, 2.0], [1.0, 0.0])
     assert float(t) == pytest.approx(20 * 0.5)  # the scaled custom forward derivative ran
+
+
+def test_the_derivative_of_a_bodiless_function_is_its_custom_derivative():
+    from slang_harness import run_function, run_pipeline
+
+    from diffc.frontend import compile_slang
+
+    src = """
+DifferentialPair<float> sq_fwd(DifferentialPair<float> x) { return diffPair(x.p * x.p, 2.0 * x.p * x.d); }
+void sq_bwd(inout DifferentialPair<float> x, float dOut) { x = diffPair(x.p, 2.0 * x.p * dOut); }
+[ForwardDerivative(sq_fwd)] [BackwardDerivative(sq_bwd)]
+float sq(float x);
+float g(float x) {
+    var p = diffPair(x);
+    bwd_diff(sq)(p, 10.0);
+    return fwd_diff(sq)(diffPair(x, 1.0)).d + p.d;
+}
+"""
+    module = compile_slang(src, "test.slang")
+    run_pipeline(module)
+    (value,) = run_function(module, "g", 1.5)
+    assert float(value) == pytest.approx(2 * 1.5 + 10 * 2 * 1.5)
+    with pytest.raises(Exception, match=r"calling 'sq', which is declared but never defined"):
+        compile_slang(src.replace("return fwd_diff", "return sq(x) + fwd_diff"), "test.slang")

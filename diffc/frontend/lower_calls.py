@@ -109,14 +109,18 @@ class CallLowering:
             raise err(UNSUPPORTED, "only fwd_diff may be nested inside another fwd_diff/bwd_diff", e)
         twin = has_ptr_twin(fi) and (bool(modes) or self.calls_ptr_twin(e, fi))
         base = ptr_twin_name(fname) if twin else fname
-        sym = self.deriv_symbol(base, modes[:-1], e) if modes else base
+        sym = self.deriv_symbol(base, modes[:-1], e) if modes and base in self.func_ops else base
+        direct = False  # fwd_diff(f) of a bodiless f with a custom derivative: that derivative, called
+        custom = {("fwd",): fi.fwd_custom, ("bwd",): fi.bwd_custom}.get(modes)
+        if sym not in self.func_ops and custom in self.func_ops:
+            sym, direct = custom, True  # type: ignore[assignment]
         if sym not in self.func_ops:  # declared (`float f(float);`) and never defined
             raise err(UNSUPPORTED, f"calling '{fi.decl.name if fi.decl else fname}', which is declared but never "
                       "defined (a function without a body), is not supported", e)
         target = self.func_ops[sym]
         if modes and modes[-1] == "bwd":
             inner_params, inner_ret = derivative_signature(fi, modes[:-1])
-            return self.bwd_call(e, sym, target, inner_params, inner_ret)
+            return self.bwd_call(e, sym, target, inner_params, inner_ret, direct)
         operands: list[SSAValue] = []
         for a, p in zip(e.args, params):
             if p.direction == "in":
@@ -127,7 +131,7 @@ class CallLowering:
                 operands += self.expr(a)
         if e.no_diff:  # `no_diff f(x)`: the callee sees values without derivatives
             operands = [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in operands]
-        if modes:
+        if modes and not direct:
             sig = diff.fwd_signature(target)
             op = self.emit(diff.FwdDiffOp(sym, operands, sig.outputs.data))
         else:
@@ -171,7 +175,9 @@ class CallLowering:
                       f"'{f.name}' only knows for its unchanged IDifferentiablePtrType parameters", a)
         return list(shadow)
 
-    def bwd_call(self, e: A.Call, sym: str, target, params, ret) -> list[SSAValue]:
+    def bwd_call(self, e: A.Call, sym: str, target, params, ret, direct: bool = False) -> list[SSAValue]:
+        """bwd_diff(f)(args): diff.bwd_diff of f (`direct`: a call of `sym`, f's custom backward
+        derivative, whose signature is that of bwd_diff(f))."""
         args = iter(e.args)
         primals: list[SSAValue] = []
         douts: list[SSAValue] = []
@@ -196,8 +202,10 @@ class CallLowering:
             douts += self.lower_as(next(args), T.differential(ret))
         for ds in later:
             douts += ds
-        sig = diff.bwd_signature(target)
-        op = self.emit(diff.BwdDiffOp(sym, primals + douts, sig.outputs.data))
+        if direct:
+            op = self.emit(func.CallOp(sym, primals + douts, target.function_type.outputs.data))
+        else:
+            op = self.emit(diff.BwdDiffOp(sym, primals + douts, diff.bwd_signature(target).outputs.data))
         grads = list(op.results)
         for a, ty, ps in writes:  # Slang: the gradient overwrites `.d`
             n = sum(1 for _, c in T.leaves(ty) if c)
