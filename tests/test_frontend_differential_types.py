@@ -84,3 +84,13 @@ float f(float x) {
 }
 """
     assert _run(src, "f", 1.0) == 1.0 + 30.0 + 500.0 + 7000.0
+
+
+def test_brace_elision_applies_where_an_item_does_not_fit_its_aggregate_member():
+    # as many items as members, but the first member is a struct: C elides its braces
+    src = """
+struct B { float x; }
+struct A { B b; float y; }
+float f(float x) { A a = { x, 2.0 }; return a.b.x * 10.0 + a.y; }
+"""
+    assert _run(src, "f", 3.0) == 3.0 * 10.0 + 2.0

@@ -806,7 +806,9 @@ class Checker:
             items = [want]
         if isinstance(want, T.PtrPair) and len(e.items) != 2:
             raise err(ARG_COUNT, f"{want} needs a primal and a differential, got {len(e.items)} initializers", e)
-        if len(e.items) > len(items) and isinstance(want, T.Array | T.Struct):
+        if isinstance(want, T.Array | T.Struct) and (len(e.items) > len(items) or any(
+                not isinstance(x, A.InitList) and isinstance(t, T.Array | T.Struct) and INIT not in getattr(t, "methods", {})
+                and not _whole(self.expr(x), t) for x, t in zip(e.items, items))):
             e.items = self.elide_braces(e.items, items, e)  # `Feature<3> a = {1.0, 2.0, 3.0}` (vals[3])
         if len(e.items) > len(items):
             raise err(ARG_COUNT, f"too many initializers for {want}: expected {len(items)}, got {len(e.items)}", e)
