@@ -382,3 +382,23 @@ struct SqInst : IInst { float k; [Differentiable] float eval(float x) { return k
     (g_x, g_k) = (float(v) for v in c.bwd([1.5, 2.0], [1.0]))
     assert (g_x, g_k) == (pytest.approx(2 * 2.0 * 1.5), pytest.approx(1.5**2))  # tag 1: Sq, k x^2
     c.check_derivatives([1.5, 2.0])
+
+
+def test_a_generic_method_dispatches_dynamically_with_its_generic_arguments():
+    from slang_harness import Compiled
+
+    src = """
+public dyn interface ISum { [Differentiable] float sum<let N : int>(vector<float, N> v); }
+struct Plain : ISum { [Differentiable] float sum<let N : int>(vector<float, N> v) { float s = 0; [ForceUnroll] for (int i = 0; i < N; i++) s += v[i]; return s; } }
+struct Sq : ISum { [Differentiable] float sum<let N : int>(vector<float, N> v) { float s = 0; [ForceUnroll] for (int i = 0; i < N; i++) s += v[i] * v[i]; return s; } }
+[Differentiable] float f(uint id, float3 v, float2 w) {
+    ISum s;
+    if (id == 0) s = Plain(); else s = Sq();
+    return s.sum(v) + 10.0 * s.sum(w);
+}
+"""
+    c = Compiled(src, "f")
+    v, w = [0.5, -1.0, 2.0], [3.0, 0.25]
+    assert c.primal([1, v, w])[0] == pytest.approx(sum(x * x for x in v) + 10 * sum(x * x for x in w))
+    assert c.primal([0, v, w])[0] == pytest.approx(sum(v) + 10 * sum(w))
+    c.check_derivatives([1, v, w])

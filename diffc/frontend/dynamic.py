@@ -79,8 +79,6 @@ def _dispatcher(req: A.Func, impls: list[T.Struct], where, assoc: dict[str, str]
     associated type is a dynamic value of its interface (`assoc`: associated type -> interface)."""
     from diffc.frontend.symbols import err
 
-    if req.generic_params:
-        raise err(UNSUPPORTED, f"dynamic dispatch of generic method '{req.name}' is not supported", req.name_span)
     for p in req.params:
         if p.type.name in assoc:
             raise err(UNSUPPORTED, f"dynamic dispatch of '{req.name}', whose parameter '{p.name}' has an associated "
@@ -91,8 +89,12 @@ def _dispatcher(req: A.Func, impls: list[T.Struct], where, assoc: dict[str, str]
     sp = req.name_span
     this = lambda: A.Name("this", span=sp)  # noqa: E731
 
+    # a generic requirement dispatches as a generic method: each instance calls the
+    # implementations' instances with the same generic arguments
+    targs = [p if p not in req.type_params else A.TypeRef(p, span=sp) for p in req.generic_params]
+
     def call(s: T.Struct) -> A.Stmt:
-        callee = A.Member(A.Member(this(), s.sname, sp, span=sp), req.name, sp, span=sp)
+        callee = A.Member(A.Member(this(), s.sname, sp, span=sp), req.name, sp, targs=copy.deepcopy(targs), span=sp)
         e = A.Call(callee, [A.Name(p.name, span=sp) for p in req.params], span=sp)
         if req.ret.name == "void":
             return A.ExprStmt(e, span=sp)
@@ -105,4 +107,6 @@ def _dispatcher(req: A.Func, impls: list[T.Struct], where, assoc: dict[str, str]
     attrs = [a for a in req.attrs if a.name in DISPATCH_ATTRS]
     mods = set(req.mods) - {"static"}
     return A.Func(attrs, set(req.ret_mods) - {"static"}, ret, req.name, copy.deepcopy(req.params),
-                  A.Block([body], span=sp), span=req.span, name_span=sp, mods=mods)
+                  A.Block([body], span=sp), span=req.span, name_span=sp, mods=mods,
+                  generic_params=list(req.generic_params), type_params=copy.deepcopy(req.type_params),
+                  generic_defaults=copy.deepcopy(req.generic_defaults))

@@ -237,8 +237,10 @@ class Parser:
             return self.top_decl() if self.tok.kind != "eof" else A.Program([], span=(start, start))
         attrs = self.attributes()
         while self.tok.kind == "ident" and self.tok.text in VISIBILITY and self.peek().text in (
-                "struct", "interface", "extension", "__generic"):
+                "struct", "interface", "extension", "__generic", "dyn"):
             self.i += 1
+        if self.at("dyn") and self.peek().text == "interface":  # `dyn interface`: every use dispatches
+            self.i += 1  # dynamically, which an interface-typed value here does anyway (dynamic.py)
         if self.at("struct"):
             return self.struct()
         if self.starts_import():
