@@ -27,7 +27,7 @@ from diffc.dialects import diff
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError, located_failure, with_source_line
 from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_period, build_kernel
-from diffc.runtime import module_cache
+from diffc.runtime import layouts, module_cache, record_calls
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
 from diffc.runtime.status import run_growing_tape, status_for
@@ -135,6 +135,10 @@ class Function:
         self.differentiable = sig.differentiable
         self.diffable = list(sig.diffable)
         self.is_entry = sig.is_entry
+        # functions with other than scalar parameters run through record_calls.py
+        self.layout = layouts.layout_of(sig.api) if sig.api else None
+        self.general = self.layout is not None and not layouts.is_plain(self.layout) and not self.is_entry
+        self._record_kernels: dict = {}
         self._op = None
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
@@ -157,6 +161,8 @@ class Function:
     # -- public calls -------------------------------------------------------------------
 
     def __call__(self, *args, _result="tensor", **kwargs):
+        if self.general:
+            return record_calls.call(self, "call", args, kwargs, _result)
         plan = self._plans.get("call")
         if plan is not None:
             done = plan.replay(args, kwargs, _result, _settings())
@@ -173,6 +179,8 @@ class Function:
         """Accumulates, into the `.grad` of each input tensor that has one, the gradient of
         the function's result weighted by `_result.grad` (a vector-Jacobian product)."""
         self._need_differentiable("bwds")
+        if self.general:
+            return record_calls.call(self, "bwds", args, kwargs, _result)
         if holds_torch(args, kwargs, _result):
             return torch_bridge.bwds(self, args, kwargs, _result)
         if not isinstance(_result, Tensor):
@@ -201,6 +209,8 @@ class Function:
         """Forward mode: each input tensor's `.grad` is its tangent (none: zero); returns the
         result with `.grad` holding the output tangent."""
         self._need_differentiable("fwds")
+        if self.general:
+            return record_calls.call(self, "fwds", args, kwargs, _result)
         plan = self._plans.get("fwds")
         if plan is not None:
             done = plan.replay(args, kwargs, _result, _settings())
