@@ -31,6 +31,7 @@ from xdsl.dialects import func
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError
 from diffc.runtime.layouts import Layout, Node
+from diffc.runtime.kernels import broadcast_strides, lower_kernel_module
 from diffc.runtime.record_kernels import OutSpec, PieceSpec, RecordSpec, build_record_kernel
 from diffc.runtime.tensor import Tensor
 
@@ -310,7 +311,6 @@ def _kernel(fn, spec: RecordSpec, names: list[str]):
     from diffc.backend.opencl import build_options, emit_opencl, options_for_device
     from diffc.runtime import module_cache
     from diffc.runtime.errors import located_failure, with_source_line
-    from diffc.runtime.module import _lower
     from diffc.runtime.program import build_program
     from diffc.runtime.status import status_for
 
@@ -323,7 +323,7 @@ def _kernel(fn, spec: RecordSpec, names: list[str]):
         f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == fn.name)
         build_record_kernel(module, f, spec, names)
         try:
-            _lower(module, spec)
+            lower_kernel_module(module, spec)
         except PassFailedException as e:
             raise located_failure(e, fn.module, f"{spec.mode} of @{fn.name}: ") from None
         status = status_for(module)
@@ -338,8 +338,6 @@ def _kernel(fn, spec: RecordSpec, names: list[str]):
 
 def _launch(fn, kernel, status, spec: RecordSpec, inputs: list[_Piece], outputs: list[_Piece], batch, size: int):
     import pyopencl as cl
-
-    from diffc.runtime.module import _broadcast_strides
 
     args: list = []
     for q, s in zip(inputs, spec.inputs):
@@ -360,7 +358,7 @@ def _launch(fn, kernel, status, spec: RecordSpec, inputs: list[_Piece], outputs:
         args.extend(np.int64(d) for d in batch)
         for q, s in zip(inputs, spec.inputs):
             if s.kind == "b":
-                args.extend(np.int64(st) for st in _broadcast_strides(q.batch, batch))
+                args.extend(np.int64(st) for st in broadcast_strides(q.batch, batch))
     if status is not None:
         args.extend(status.buffers)
         status.reset()
