@@ -370,36 +370,31 @@ def _launch(fn, kernel, status, spec: RecordSpec, inputs: list[_Piece], outputs:
         status.check(f"{spec.mode} of @{fn.name}", fn.module.sources)
 
 
+
 def call(fn, mode: str, args: tuple, kwargs: dict, result):
-    """`run`, with torch tensors among the arguments read through the host (torch_bridge.py's
-    conversions) and, for a call, torch tensors returned."""
-    from diffc.runtime import torch_bridge
+    """`run`, or with torch tensors among the arguments, torch_records.py's."""
+    if _holds_torch(args, kwargs, result):
+        from diffc.runtime import torch_records
 
-    if not _holds_torch(args, kwargs, result):
-        return run(fn, mode, args, kwargs, result)
-    if mode != "call":
-        raise CallError(f"error: {fn.name}.{mode}: torch tensors reach functions with vector, matrix, array, struct or "
-                        "out parameters through m.f(...) only (not .fwds/.bwds); use diffc Tensors here", fn.name)
-    torch = torch_bridge.require_torch(f"{fn.name}()")
-    like = next((t for t in _torch_leaves([args, kwargs, result])), None)
-
-    def host(v):
-        if isinstance(v, torch.Tensor):
-            return torch_bridge._host(v)
-        if isinstance(v, Mapping):
-            return {k: host(x) for k, x in v.items()}
-        return v
-
-    out = run(fn, mode, tuple(host(a) for a in args), {k: host(v) for k, v in kwargs.items()}, "numpy")
-    back = (lambda t: torch_bridge._to_torch(t, like))
-    return _map(out, back)
+        return torch_records.call(fn, mode, args, kwargs, result)
+    return run(fn, mode, args, kwargs, result)
 
 
-def _map(tree, f):
-    if isinstance(tree, Mapping):
-        return {k: _map(v, f) for k, v in tree.items()}
-    return f(tree)
+def pieces(fn, values: dict) -> list[_Piece]:
+    """The input pieces of a call's arguments (parameter name -> value)."""
+    out: list[_Piece] = []
+    for p in fn.layout.params:
+        if p.direction != "out":
+            _split(fn, p.node, values[p.name], p.name, p.arg, out)
+    return out
 
+
+def batch_of(fn, ps: list[_Piece]) -> tuple[int, ...]:
+    batch: tuple[int, ...] = ()
+    for q in ps:
+        if not isinstance(q.value, _NUMBER):
+            batch = np.broadcast_shapes(batch, q.batch)
+    return tuple(batch)
 
 def _torch_leaves(tree):
     import sys
