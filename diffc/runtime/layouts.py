@@ -13,7 +13,9 @@ each field on its own. The description comes from the function's `diffc.api` att
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType, VectorType
@@ -40,11 +42,11 @@ class Node:
     leaves: tuple[tuple[int, int], ...] = ()  # dense: (offset, width) of each IR leaf in a record
     fields: tuple[tuple[str, Node], ...] = ()  # struct
 
-    @property
+    @cached_property  # (read on every call: cached)
     def record(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
-    @property
+    @cached_property
     def leaf_count(self) -> int:
         if self.kind == "dense":
             return len(self.leaves)

@@ -147,6 +147,7 @@ class Function:
         self.layout = layouts.layout_of(sig.api) if sig.api else None
         self.general = self.layout is not None and not layouts.is_plain(self.layout) and not self.is_entry
         self._record_kernels: dict = {}
+        self._record_args: dict = {}  # spec -> the arguments its kernel was last launched with
         self._op = None
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}

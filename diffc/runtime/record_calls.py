@@ -22,6 +22,7 @@ Tensor's `.grad` is replaced by the gradient of its input value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -175,9 +176,11 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
             targets[name] = []
             _split(fn, node, given[name], name, res, targets[name], write=True)
     batch: tuple[int, ...] = ()
-    for piece in [*inputs, *(q for ps in targets.values() for q in ps)]:
-        if isinstance(piece.value, _NUMBER):
-            continue
+    arrays = [q for q in [*inputs, *(q for ps in targets.values() for q in ps)] if not isinstance(q.value, _NUMBER)]
+    if arrays and all(q.batch == arrays[0].batch for q in arrays):
+        batch = arrays[0].batch  # the common case: no broadcasting to work out
+        arrays = []
+    for piece in arrays:
         try:
             batch = np.broadcast_shapes(batch, piece.batch)
         except ValueError:
@@ -255,7 +258,7 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
             out_specs.append((q, OutSpec(q.node.record, leaves, alias)))
     spec = RecordSpec(fn.name, mode, tuple(in_specs), tuple(s for _, s in out_specs), len(batch))
     kernel, status = _kernel(fn, spec, [q.path.replace(".", "_") for q in inputs] + [q.path.replace(".", "_") for q, _ in out_specs])
-    size = int(np.prod(batch, dtype=np.int64))
+    size = math.prod(batch)
     if size:
         _launch(fn, kernel, status, spec, inputs, [q for q, _ in out_specs], batch, size)
 
@@ -364,7 +367,15 @@ def _launch(fn, kernel, status, spec: RecordSpec, inputs: list[_Piece], outputs:
         status.reset()
     dev = device()
     wg = min(WORK_GROUP, dev.max_work_group_size)
-    kernel.set_args(*args)
+    last = fn._record_args.get(spec)
+    if last is None or len(last) != len(args):
+        kernel.set_args(*args)
+    else:  # kernels keep their arguments: set those that changed (numpy scalars by their bytes)
+        for k, (new, old) in enumerate(zip(args, last)):
+            if new is not old and not (type(new) is type(old) and isinstance(new, np.generic)
+                                       and new.tobytes() == old.tobytes()):
+                kernel.set_arg(k, new)
+    fn._record_args[spec] = args
     fn.last_event = cl.enqueue_nd_range_kernel(dev.queue, kernel, (-(-size // wg) * wg,), (wg,))
     if status is not None:
         status.check(f"{spec.mode} of @{fn.name}", fn.module.sources)
