@@ -254,3 +254,85 @@ def test_bwds_needs_result_grads(m):
     y = m.len3(p=p)
     with pytest.raises(CallError, match="'_result' has no .grad"):
         m.len3.bwds(p=p, _result=y)
+
+
+# -- more shapes of calls -----------------------------------------------------------------------
+
+MORE = """
+struct Pt : IDifferentiable { float2 at; float w; };
+[Differentiable] float pick(float3 v, int i, no_diff float k) { return v[i] * k + v.x; }
+[Differentiable] float many(Pt ps[2]) { return ps[0].w + ps[1].w; }
+[Differentiable] Pt nudge(Pt p, float d) { Pt r; r.at = p.at + d; r.w = p.w * d; return r; }
+[Differentiable] float col(float3x1 m) { return m[0] + 2.0 * m[2]; }
+"""
+
+VEC_IR = """
+func.func @dot3(%a: vector<3xf32>, %b: vector<3xf32>) -> f32 attributes {diff.differentiable} {
+  %p = arith.mulf %a, %b : vector<3xf32>
+  %x = vector.extract %p[0] : f32 from vector<3xf32>
+  %y = vector.extract %p[1] : f32 from vector<3xf32>
+  %z = vector.extract %p[2] : f32 from vector<3xf32>
+  %xy = arith.addf %x, %y : f32
+  %s = arith.addf %xy, %z : f32
+  func.return %s : f32
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def more(tmp_path_factory):
+    path = tmp_path_factory.mktemp("more") / "more.slang"
+    path.write_text(MORE)
+    return diffc.load_module(path)
+
+
+def test_integer_and_no_diff_parameters_with_vectors(more):
+    v = rand(5, 3).astype(np.float32)
+    i = np.array([0, 1, 2, 1, 0], np.int32)
+    got = more.pick(v=v, i=i, k=3.0, _result="numpy")
+    np.testing.assert_allclose(got, v[np.arange(5), i] * 3.0 + v[:, 0], rtol=1e-6)
+    vt = diffc.Tensor.from_numpy(v).with_grads()
+    y = more.pick(v=vt, i=i, k=3.0).with_grads()
+    y.grad.fill(1)
+    more.pick.bwds(v=vt, i=i, k=3.0, _result=y)
+    want = np.zeros_like(v)
+    want[np.arange(5), i] += 3.0
+    want[:, 0] += 1.0
+    np.testing.assert_allclose(vt.grad.to_numpy(), want)  # by hand
+
+
+def test_struct_result_into_given_tensors_and_numpy_fwds(more):
+    at, w = rand(3, 2).astype(np.float32), rand(3, seed=1).astype(np.float32)
+    into = {"at": diffc.Tensor.zeros((3, 2), np.float32), "w": diffc.Tensor.zeros((3,), np.float32)}
+    got = more.nudge(p={"at": at, "w": w}, d=0.5, _result=into)
+    assert got["at"] is into["at"] and got["w"] is into["w"]
+    np.testing.assert_allclose(into["at"].to_numpy(), at + 0.5, rtol=1e-6)
+    wt = diffc.Tensor.from_numpy(w).with_grads(diffc.Tensor.from_numpy(np.ones(3, np.float32)), zero=False)
+    pairs = more.nudge.fwds(p={"at": at, "w": wt}, d=0.5, _result="numpy")
+    primal, tangent = pairs["w"]
+    np.testing.assert_allclose(primal, w * 0.5, rtol=1e-6)
+    np.testing.assert_allclose(tangent, np.full(3, 0.5), rtol=1e-6)  # d(w d)/dw = d
+    np.testing.assert_allclose(pairs["at"][1], np.zeros((3, 2)))  # `at` was an array: no tangent
+
+
+def test_matrix_of_one_column(more):
+    mat = rand(4, 3, 1).astype(np.float32)
+    np.testing.assert_allclose(more.col(m=mat, _result="numpy"), mat[:, 0, 0] + 2 * mat[:, 2, 0], rtol=1e-6)
+
+
+def test_arrays_of_structs_are_refused(more):
+    with pytest.raises(CallError, match=r"'ps' has type Pt\[2\], which calls over tensors cannot pass"):
+        more.many(ps=[{"at": np.ones(2), "w": 1.0}] * 2)
+
+
+def test_ir_module_with_vector_parameters(tmp_path):
+    path = tmp_path / "dot3.mlir"
+    path.write_text(VEC_IR)
+    m = diffc.load_module(path)
+    a, b = rand(6, 3).astype(np.float32), rand(3, seed=2).astype(np.float32)
+    np.testing.assert_allclose(m.dot3(a=a, b=b, _result="numpy"), a @ b, rtol=1e-5)
+    at = diffc.Tensor.from_numpy(a).with_grads()
+    y = m.dot3(a=at, b=b).with_grads()
+    y.grad.fill(2)
+    m.dot3.bwds(a=at, b=b, _result=y)
+    np.testing.assert_allclose(at.grad.to_numpy(), np.broadcast_to(2 * b, (6, 3)), rtol=1e-6)
