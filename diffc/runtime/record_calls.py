@@ -146,95 +146,116 @@ def bind(fn, layout: Layout, args: tuple, kwargs: dict) -> dict:
 
 
 def run(fn, mode: str, args: tuple, kwargs: dict, result):
+    """`fn(...)` (mode "call"), `fn.fwds(...)` or `fn.bwds(...)` with diffc Tensors, numpy arrays
+    and numbers (see the module docstring)."""
     layout: Layout = fn.layout
     values = bind(fn, layout, args, kwargs)
-    if layout.result.kind == "other":
-        raise CallError(f"error: {fn.name}(): @{fn.name} returns {layout.result.name}, which calls over tensors "
-                        "cannot return", fn.name)
-    want_numpy = isinstance(result, str) and result == "numpy"
-    if not (isinstance(result, str) and result in ("tensor", "numpy")) and not (
-            mode == "bwds" or isinstance(result, (Tensor, Mapping))):
-        raise CallError(f"error: {fn.name}(): '_result' must be \"tensor\", \"numpy\", a Tensor or a dict of "
-                        f"Tensors, got {result!r}", "_result")
-    if mode == "bwds" and layout.result.kind != "void" and not isinstance(result, (Tensor, Mapping)):
-        raise CallError(f"error: {fn.name}.bwds: '_result' must be the result (a Tensor, or a dict of Tensors for a "
-                        f"struct, with .grad holding the output derivatives), got {type(result).__name__}", "_result")
-
-    # -- inputs and the targets of outputs ------------------------------------------------
+    _check_result(fn, mode, layout, result)
     inputs: list[_Piece] = []
-    inout_first: dict[str, int] = {}
     for p in layout.params:
-        if p.direction == "out":
-            continue
-        inout_first[p.name] = len(inputs)
-        _split(fn, p.node, values[p.name], p.name, p.arg, inputs, write=p.direction == "inout")
-    targets: dict[str, list[_Piece]] = {}
+        if p.direction != "out":
+            _split(fn, p.node, values[p.name], p.name, p.arg, inputs, write=p.direction == "inout")
     given = {"_result": result if isinstance(result, (Tensor, Mapping)) else None}
     given.update({p.name: values[p.name] for p in layout.params if p.direction == "out"})
+    targets: dict[str, list[_Piece]] = {}  # outputs given something to write into
     for name, node, res in layout.outputs:
         if given.get(name) is not None:
             targets[name] = []
             _split(fn, node, given[name], name, res, targets[name], write=True)
-    batch: tuple[int, ...] = ()
-    arrays = [q for q in [*inputs, *(q for ps in targets.values() for q in ps)] if not isinstance(q.value, _NUMBER)]
-    if arrays and all(q.batch == arrays[0].batch for q in arrays):
-        batch = arrays[0].batch  # the common case: no broadcasting to work out
-        arrays = []
-    for piece in arrays:
-        try:
-            batch = np.broadcast_shapes(batch, piece.batch)
-        except ValueError:
-            raise CallError(f"error: {fn.name}(): argument '{piece.path}' has batch shape {piece.batch} (before the "
-                            f"{piece.node.name} dimensions), which does not broadcast with {batch}", piece.path) from None
-    for piece in [*(q for ps in targets.values() for q in ps),
-                  *(q for q in inputs if q.source is not None or _is_inout(layout, q))]:
-        if piece.batch != batch:
-            raise CallError(f"error: {fn.name}(): '{piece.path}' is written by the call, so its batch shape must be "
-                            f"the call's {batch}, got {piece.batch}", piece.path)
+    written = [*(q for ps in targets.values() for q in ps), *(q for q in inputs if _is_inout(layout, q))]
+    batch = _batch_shape(fn, [*inputs, *written], written)
 
-    # -- device tensors ---------------------------------------------------------------------
     for piece in inputs:
         if isinstance(piece.value, np.ndarray):
             piece.value = Tensor.from_numpy(np.ascontiguousarray(piece.value))
-            if mode != "call" and piece.source is not None:
-                piece.value.with_grads(zero=True)  # an inout array's tangent/derivative starts at zero
         if mode != "call" and _is_inout(layout, piece) and piece.value.grad is None:
             piece.value.with_grads(zero=True)  # its tangent / output derivative: zero
     for ps in targets.values():
         for piece in ps:
             if isinstance(piece.value, np.ndarray):  # written here, copied into the array at the end
                 piece.value = Tensor(piece.value.shape, piece.node.dtype)
-    outputs: list[tuple[str, Node, object, list[_Piece]]] = []  # name, type, what the call returns, pieces
+    outputs = _outputs(fn, mode, layout, inputs, targets, batch)
+
+    spec = _spec(fn, mode, layout, inputs, outputs, batch)
+    out_pieces = [q for _, _, ps in outputs for q in ps]
+    kernel, status = _kernel(fn, spec, [q.path.replace(".", "_") for q in [*inputs, *out_pieces]])
+    size = math.prod(batch)
+    if size:
+        _launch(fn, kernel, status, spec, inputs, out_pieces, batch, size)
+
+    for q in [*inputs, *(q for ps in targets.values() for q in ps)]:
+        if q.source is not None:  # an inout or out numpy array gets its new value
+            np.copyto(q.source, q.value.to_numpy().reshape(q.source.shape), casting="unsafe")
+    if mode == "bwds":
+        return None
+    want_numpy = isinstance(result, str) and result == "numpy"
+    out = {name: _returned(tree, want_numpy, mode) for name, tree, _ in outputs}
+    if all(p.direction == "in" for p in layout.params):
+        return out.get("_result")
+    return out
+
+
+def _check_result(fn, mode: str, layout: Layout, result) -> None:
+    if layout.result.kind == "other":
+        raise CallError(f"error: {fn.name}(): @{fn.name} returns {layout.result.name}, which calls over tensors "
+                        "cannot return", fn.name)
+    if mode == "bwds":
+        if layout.result.kind != "void" and not isinstance(result, (Tensor, Mapping)):
+            raise CallError(f"error: {fn.name}.bwds: '_result' must be the result (a Tensor, or a dict of Tensors "
+                            f"for a struct, with .grad holding the output derivatives), got {type(result).__name__}",
+                            "_result")
+    elif not (isinstance(result, (Tensor, Mapping)) or (isinstance(result, str) and result in ("tensor", "numpy"))):
+        raise CallError(f"error: {fn.name}(): '_result' must be \"tensor\", \"numpy\", a Tensor or a dict of "
+                        f"Tensors, got {result!r}", "_result")
+
+
+def _batch_shape(fn, pieces: list[_Piece], written: list[_Piece]) -> tuple[int, ...]:
+    """The batch shape the arrays broadcast to; what the call writes must have it already."""
+    arrays = [q for q in pieces if not isinstance(q.value, _NUMBER)]
+    batch: tuple[int, ...] = ()
+    if arrays and all(q.batch == arrays[0].batch for q in arrays):
+        return arrays[0].batch  # the common case: no broadcasting to work out
+    for piece in arrays:
+        try:
+            batch = np.broadcast_shapes(batch, piece.batch)
+        except ValueError:
+            raise CallError(f"error: {fn.name}(): argument '{piece.path}' has batch shape {piece.batch} (before the "
+                            f"{piece.node.name} dimensions), which does not broadcast with {batch}", piece.path) from None
+    for piece in written:
+        if piece.batch != batch:
+            raise CallError(f"error: {fn.name}(): '{piece.path}' is written by the call, so its batch shape must be "
+                            f"the call's {batch}, got {piece.batch}", piece.path)
+    return tuple(batch)
+
+
+def _outputs(fn, mode: str, layout: Layout, inputs: list[_Piece], targets: dict, batch: tuple):
+    """[(name, what the call returns for it, its pieces)] for the result and out/inout parameters;
+    Tensors made where nothing was given, grads where the mode needs them."""
+    outputs = []
     for name, node, res in layout.outputs:
-        p = next((q for q in layout.params if q.name == name), None)
-        if p is not None and p.direction == "inout":
-            first = inout_first[name]
-            ps = inputs[first: first + len([q for q in inputs if q.path == name or q.path.startswith(name + ".")])]
-            outputs.append((name, node, _rebuild(values[name], ps), ps))
-            continue
-        if name in targets:
+        if any(p.name == name and p.direction == "inout" for p in layout.params):
+            ps = [q for q in inputs if q.path.split(".")[0] == name]  # written in place
+        elif name in targets:
             ps = targets[name]
         else:
             ps = []
             _split(fn, node, _tree(node, lambda n: Tensor((*batch, *n.shape), n.dtype)), name, res, ps)
-        outputs.append((name, node, _rebuild(given.get(name), ps), ps))
+        outputs.append((name, _rebuild(ps), ps))
     if mode == "bwds" and layout.result.kind != "void":
-        for q in outputs[0][3]:
+        for q in outputs[0][2]:
             if q.value.grad is None:
                 raise CallError(f"error: {fn.name}.bwds: '{q.path}' has no .grad: call with_grads() and fill it with "
                                 "the output derivatives", q.path)
-    for name, node, _, ps in outputs:
+    for _, _, ps in outputs:
         for q in ps:
-            if any(q is r for r in inputs):
-                continue  # an inout piece: its grad was settled with the inputs
-            if mode == "fwds" and q.value.grad is None:
-                q.value.with_grads(zero=False)
-            if mode == "bwds" and q.value.grad is None:
-                q.value.with_grads(zero=True)  # an out parameter without a derivative: zero
+            if mode != "call" and q.value.grad is None:  # fwds: tangents land here; bwds: an out without one, zero
+                q.value.with_grads(zero=mode == "bwds")
+    return outputs
 
-    # -- the kernel -------------------------------------------------------------------------
+
+def _spec(fn, mode: str, layout: Layout, inputs: list[_Piece], outputs: list, batch: tuple) -> RecordSpec:
     in_specs = []
-    for k, q in enumerate(inputs):
+    for q in inputs:
         leaves = tuple((q.leaf + j, off, w) for j, (off, w) in enumerate(q.node.leaves))
         if isinstance(q.value, _NUMBER):
             in_specs.append(PieceSpec("s", 1, leaves))
@@ -247,7 +268,7 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
                             "gradient needs atomics that OpenCL lacks: pass it at the call's full batch shape", q.path)
         in_specs.append(PieceSpec(kind, q.node.record, leaves, grad, _is_inout(layout, q)))
     out_specs = []
-    for name, node, _, ps in outputs:
+    for name, _, ps in outputs:
         for q in ps:
             alias = next((k for k, r in enumerate(inputs) if r is q), -1)
             first = q.leaf
@@ -255,23 +276,8 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
                 p = next(p for p in layout.params if p.name == name)
                 first = p.res + (q.leaf - p.arg)
             leaves = tuple((first + j, off, w) for j, (off, w) in enumerate(q.node.leaves))
-            out_specs.append((q, OutSpec(q.node.record, leaves, alias)))
-    spec = RecordSpec(fn.name, mode, tuple(in_specs), tuple(s for _, s in out_specs), len(batch))
-    kernel, status = _kernel(fn, spec, [q.path.replace(".", "_") for q in inputs] + [q.path.replace(".", "_") for q, _ in out_specs])
-    size = math.prod(batch)
-    if size:
-        _launch(fn, kernel, status, spec, inputs, [q for q, _ in out_specs], batch, size)
-
-    # -- what the call returns ------------------------------------------------------------------
-    for q in [*inputs, *(q for ps in targets.values() for q in ps)]:
-        if q.source is not None:  # an inout or out numpy array gets its new value
-            np.copyto(q.source, q.value.to_numpy().reshape(q.source.shape), casting="unsafe")
-    if mode == "bwds":
-        return None
-    out = {name: _returned(tree, want_numpy, mode) for name, _, tree, _ in outputs}
-    if all(p.direction == "in" for p in layout.params):
-        return out.get("_result")
-    return out
+            out_specs.append(OutSpec(q.node.record, leaves, alias))
+    return RecordSpec(fn.name, mode, tuple(in_specs), tuple(out_specs), len(batch))
 
 
 def _is_inout(layout: Layout, q: _Piece) -> bool:
@@ -279,7 +285,7 @@ def _is_inout(layout: Layout, q: _Piece) -> bool:
     return any(p.name == root and p.direction == "inout" for p in layout.params)
 
 
-def _rebuild(given, pieces: list[_Piece]):
+def _rebuild(pieces: list[_Piece]):
     """The Tensor tree an output returns: the pieces' Tensors in the shape of the argument."""
     tensors = iter(q.value for q in pieces)
     paths = [q.path for q in pieces]
