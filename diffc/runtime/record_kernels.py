@@ -28,8 +28,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from diffc.dialects import diff
 from diffc.dialects.kernel import AtomicAddOp, GlobalIdOp, mark_kernel
-from diffc.runtime import kernels as _vector_exprs  # noqa: F401 (registers vector.insert/extract in the emitter)
-from diffc.runtime.kernels import _Emitter
+from diffc.runtime.kernels import _Emitter  # (importing kernels also registers the vector lane ops in the emitter)
 
 INDEX = IndexType()
 
