@@ -336,3 +336,8 @@ def test_ir_module_with_vector_parameters(tmp_path):
     y.grad.fill(2)
     m.dot3.bwds(a=at, b=b, _result=y)
     np.testing.assert_allclose(at.grad.to_numpy(), np.broadcast_to(2 * b, (6, 3)), rtol=1e-6)
+
+
+def test_repr_names_the_slang_parameters(m):
+    assert repr(m.step) == "<diffc.Function step(p, vel, dt)>"
+    assert repr(m.split) == "<diffc.Function split(x, y, z, w)>"

@@ -165,6 +165,8 @@ class Function:
         return self._op
 
     def __repr__(self) -> str:
+        if self.general:  # the Slang-level parameters, not the IR's leaves
+            return f"<diffc.Function {self.name}({', '.join(p.name for p in self.layout.params)})>"
         return f"<diffc.Function {self.name}({', '.join(self.params)})>"
 
     # -- public calls -------------------------------------------------------------------
