@@ -341,3 +341,11 @@ def test_ir_module_with_vector_parameters(tmp_path):
 def test_repr_names_the_slang_parameters(m):
     assert repr(m.step) == "<diffc.Function step(p, vel, dt)>"
     assert repr(m.split) == "<diffc.Function split(x, y, z, w)>"
+
+
+def test_broadcast_half_gradient_is_refused(m):
+    a = diffc.Tensor.from_numpy(np.ones((8, 2), np.float16)).with_grads()
+    b = diffc.Tensor.from_numpy(np.array([2.0], np.float16)).with_grads()
+    y = m.hf(a=a, b=b).with_grads()
+    with pytest.raises(CallError, match="argument 'b' is broadcast, and accumulating its float16 gradient"):
+        m.hf.bwds(a=a, b=b, _result=y)

@@ -263,9 +263,10 @@ def _spec(fn, mode: str, layout: Layout, inputs: list[_Piece], outputs: list, ba
         kind = "f" if q.batch == batch else "b"
         diffable = any(fn.diffable[i] for i, _, _ in leaves)
         grad = mode != "call" and diffable and q.value.grad is not None
-        if mode == "bwds" and grad and kind == "b" and q.node.dtype == np.float64:
-            raise CallError(f"error: {fn.name}.bwds: argument '{q.path}' is broadcast, and accumulating its float64 "
-                            "gradient needs atomics that OpenCL lacks: pass it at the call's full batch shape", q.path)
+        if mode == "bwds" and grad and kind == "b" and q.node.dtype != np.float32:
+            raise CallError(f"error: {fn.name}.bwds: argument '{q.path}' is broadcast, and accumulating its "
+                            f"{q.node.dtype.name} gradient needs atomics that kernels have only for float32: pass it "
+                            "at the call's full batch shape", q.path)
         in_specs.append(PieceSpec(kind, q.node.record, leaves, grad, _is_inout(layout, q)))
     out_specs = []
     for name, _, ps in outputs:

@@ -8,7 +8,7 @@ parameters). When an input requires grad, the outputs come from `_RecordCall`, a
 fills the inputs' `.grad`. An `inout` torch tensor is not written in place (autograd forbids
 changing an input it saved): its new value is in the returned dict. Out parameters are returned;
 a torch tensor given for one is written with the value (and holds no autograd history).
-Broadcast inputs whose gradient needs atomics OpenCL lacks (float64) are expanded to the call's
+Broadcast inputs whose gradient needs atomics the kernels lack (other than float32) are expanded to the call's
 batch shape and their gradient summed back in torch.
 """
 
