@@ -35,7 +35,7 @@ from diffc.runtime.kernels import (
     build_kernel,
     lower_kernel_module,
 )
-from diffc.runtime import layouts, module_cache, record_calls
+from diffc.runtime import layouts, module_cache, record_calls, torch_records
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
 from diffc.runtime.status import run_growing_tape, status_for
@@ -173,7 +173,7 @@ class Function:
 
     def __call__(self, *args, _result="tensor", **kwargs):
         if self.general:
-            return record_calls.call(self, "call", args, kwargs, _result)
+            return self._record_call("call", args, kwargs, _result)
         plan = self._plans.get("call")
         if plan is not None:
             done = plan.replay(args, kwargs, _result, _settings())
@@ -191,7 +191,7 @@ class Function:
         the function's result weighted by `_result.grad` (a vector-Jacobian product)."""
         self._need_differentiable("bwds")
         if self.general:
-            return record_calls.call(self, "bwds", args, kwargs, _result)
+            return self._record_call("bwds", args, kwargs, _result)
         if holds_torch(args, kwargs, _result):
             return torch_bridge.bwds(self, args, kwargs, _result)
         if not isinstance(_result, Tensor):
@@ -221,7 +221,7 @@ class Function:
         result with `.grad` holding the output tangent."""
         self._need_differentiable("fwds")
         if self.general:
-            return record_calls.call(self, "fwds", args, kwargs, _result)
+            return self._record_call("fwds", args, kwargs, _result)
         plan = self._plans.get("fwds")
         if plan is not None:
             done = plan.replay(args, kwargs, _result, _settings())
@@ -244,6 +244,12 @@ class Function:
 
         self.last_event = dispatch(self, thread_count, kwargs)
         return self.last_event
+
+    def _record_call(self, mode: str, args: tuple, kwargs: dict, result):
+        """A call of a function with other than scalar parameters (record_calls.py)."""
+        if torch_records.holds_torch(args, kwargs, result):
+            return torch_records.call(self, mode, args, kwargs, result)
+        return record_calls.run(self, mode, args, kwargs, result)
 
     # -- binding ------------------------------------------------------------------------
 

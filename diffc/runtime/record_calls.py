@@ -389,15 +389,6 @@ def _launch(fn, kernel, status, spec: RecordSpec, inputs: list[_Piece], outputs:
 
 
 
-def call(fn, mode: str, args: tuple, kwargs: dict, result):
-    """`run`, or with torch tensors among the arguments, torch_records.py's."""
-    if _holds_torch(args, kwargs, result):
-        from diffc.runtime import torch_records
-
-        return torch_records.call(fn, mode, args, kwargs, result)
-    return run(fn, mode, args, kwargs, result)
-
-
 def pieces(fn, values: dict) -> list[_Piece]:
     """The input pieces of a call's arguments (parameter name -> value)."""
     out: list[_Piece] = []
@@ -413,22 +404,3 @@ def batch_of(fn, ps: list[_Piece]) -> tuple[int, ...]:
         if not isinstance(q.value, _NUMBER):
             batch = np.broadcast_shapes(batch, q.batch)
     return tuple(batch)
-
-def _torch_leaves(tree):
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return
-    if isinstance(tree, torch.Tensor):
-        yield tree
-    elif isinstance(tree, Mapping):
-        for v in tree.values():
-            yield from _torch_leaves(v)
-    elif isinstance(tree, (list, tuple)):
-        for v in tree:
-            yield from _torch_leaves(v)
-
-
-def _holds_torch(args, kwargs, result) -> bool:
-    return (isinstance(result, str) and result == "torch") or next(_torch_leaves([args, kwargs, result]), None) is not None

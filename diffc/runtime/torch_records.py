@@ -14,6 +14,7 @@ batch shape and their gradient summed back in torch.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -257,3 +258,23 @@ def _bwds(fn, values: dict, result, torch):
             else:
                 t.grad += g
     return None
+
+
+def _torch_leaves(tree):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    if isinstance(tree, torch.Tensor):
+        yield tree
+    elif isinstance(tree, Mapping):
+        for v in tree.values():
+            yield from _torch_leaves(v)
+    elif isinstance(tree, (list, tuple)):
+        for v in tree:
+            yield from _torch_leaves(v)
+
+
+def holds_torch(args, kwargs, result) -> bool:
+    """Whether a call's arguments (at any depth of a dict) or `_result` hold a torch tensor, or
+    `_result` is "torch" (cheap when torch was never imported: then none can)."""
+    return (isinstance(result, str) and result == "torch") or next(_torch_leaves([args, kwargs, result]), None) is not None
