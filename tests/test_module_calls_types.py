@@ -349,3 +349,8 @@ def test_broadcast_half_gradient_is_refused(m):
     y = m.hf(a=a, b=b).with_grads()
     with pytest.raises(CallError, match="argument 'b' is broadcast, and accumulating its float16 gradient"):
         m.hf.bwds(a=a, b=b, _result=y)
+
+
+def test_half_scalar_from_a_number(m):
+    a = np.array([[1, 2], [3, 4]], np.float16)
+    np.testing.assert_array_equal(m.hf(a=a, b=2.0, _result="numpy"), a * 2 + a[:, ::-1])  # exact in half
