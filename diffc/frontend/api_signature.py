@@ -7,6 +7,9 @@ whose leaves do not say it alone carries `diffc.api`: a JSON object
 
     {"params": [{"name": "m", "dir": "in" | "out" | "inout", "type": TYPE}, ...], "result": TYPE}
 
+Only modules compiled inside `recording()` carry it (the runtime's loads, `load_module`), so the
+IR that `diffc-opt` and `diffc compile` print stays as it was.
+
 TYPE: {"k": "scalar", "t": "float"}, {"k": "vector", "t": "float", "n": 3},
 {"k": "matrix", "t": "float", "rows": 3, "cols": 3}, {"k": "array", "elem": TYPE, "n": 4},
 {"k": "struct", "name": "S", "fields": [["pos", TYPE], ...]}, {"k": "void"}, or
@@ -15,11 +18,24 @@ TYPE: {"k": "scalar", "t": "float"}, {"k": "vector", "t": "float", "n": 3},
 
 from __future__ import annotations
 
+import contextvars
 import json
+from contextlib import contextmanager
 
 from diffc.frontend import types as T
 
 API_ATTR = "diffc.api"
+_RECORDING = contextvars.ContextVar("diffc_api_recording", default=False)
+
+
+@contextmanager
+def recording():
+    """Within it, compiled functions carry `diffc.api` where their leaves do not say it all."""
+    token = _RECORDING.set(True)
+    try:
+        yield
+    finally:
+        _RECORDING.reset(token)
 
 
 def type_node(t: T.Type) -> dict:
@@ -52,8 +68,8 @@ def _needs_description(params, ret: T.Type) -> bool:
 
 def describe(params, ret: T.Type) -> str | None:
     """The `diffc.api` JSON of a function with these checker parameters (PInfo) and result type,
-    or None when its IR says it all."""
-    if not _needs_description(params, ret):
+    or None when its IR says it all or nobody is recording."""
+    if not _RECORDING.get() or not _needs_description(params, ret):
         return None
     return json.dumps({
         "params": [{"name": p.name, "dir": p.direction, "type": type_node(p.ty)} for p in params],

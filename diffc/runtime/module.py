@@ -55,8 +55,10 @@ def parse_source(text: str, filename: str) -> ModuleOp:
     """IR text (.mlir) or, through `diffc.registry.FRONTENDS`, another language (the compiler's
     parser), verified; failures are RuntimeDiffcError."""
     from diffc.compiler import parse_source as parse
+    from diffc.frontend.api_signature import recording
 
-    return parse(text, filename, RuntimeDiffcError)
+    with recording():  # Slang functions keep their Slang-level signatures (runtime/layouts.py)
+        return parse(text, filename, RuntimeDiffcError)
 
 
 def load_module(path: str | os.PathLike) -> Module:
