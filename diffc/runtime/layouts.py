@@ -68,11 +68,15 @@ class Layout:
     result: Node
     res: int = 0  # the result's first IR result
 
-    @property
-    def outputs(self) -> list[tuple[str, Node, int]]:
+    @cached_property
+    def outputs(self) -> tuple[tuple[str, Node, int], ...]:
         """(name, type, first IR result) of what a call writes: "_result", then out/inout parameters."""
         outs = [("_result", self.result, self.res)] if self.result.kind != "void" else []
-        return outs + [(p.name, p.node, p.res) for p in self.params if p.direction != "in"]
+        return tuple(outs + [(p.name, p.node, p.res) for p in self.params if p.direction != "in"])
+
+    @cached_property
+    def inout(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params if p.direction == "inout")
 
 
 def _dense(kind: str, name: str, scalar: str, shape: tuple[int, ...], width: int) -> Node:

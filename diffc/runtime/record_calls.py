@@ -282,8 +282,7 @@ def _spec(fn, mode: str, layout: Layout, inputs: list[_Piece], outputs: list, ba
 
 
 def _is_inout(layout: Layout, q: _Piece) -> bool:
-    root = q.path.split(".")[0]
-    return any(p.name == root and p.direction == "inout" for p in layout.params)
+    return bool(layout.inout) and q.path.split(".")[0] in layout.inout
 
 
 def _rebuild(pieces: list[_Piece]):
