@@ -47,6 +47,7 @@ struct ParticleF : IDifferentiable { float3 pos; float mass; };
 [Differentiable] float energyf(ParticleF p) { return p.mass * dot(p.pos, p.pos); }
 [Differentiable] half2 hf(half2 a, half b) { return a * b + a.yx; }
 [Differentiable] float2 ff(float2 a, float b) { return a * b + a.yx; }
+[Differentiable] double2 hd(double2 a, double b) { return a * b + a.yx; }
 """
 
 
@@ -193,7 +194,9 @@ def test_broadcast_vector_gradient_is_summed(m):
 
 
 def test_half_derivatives_agree_with_float(m):
+    """hf (half), ff (float) and hd (double, checked against finite differences) are one function."""
     a, b = rand(4, 2), rand(4, seed=11)
+    check_call_derivatives(m.hd, {"a": a, "b": b})
     ta, tb = rand(4, 2, seed=12), rand(4, seed=13)
 
     def fwd(f, dt):
@@ -202,6 +205,19 @@ def test_half_derivatives_agree_with_float(m):
         return f.fwds(a=ah, b=bh).grad.to_numpy().astype(np.float32)
 
     np.testing.assert_allclose(fwd(m.hf, np.float16), fwd(m.ff, np.float32), rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(fwd(m.ff, np.float32), fwd(m.hd, np.float64), rtol=1e-5, atol=1e-6)
+
+    def bwd(f, dt):
+        ah = diffc.Tensor.from_numpy(a.astype(dt)).with_grads()
+        bh = diffc.Tensor.from_numpy(b.astype(dt)).with_grads()
+        y = f(a=ah, b=bh).with_grads()
+        y.grad.copy_from_numpy(ta.astype(dt))
+        f.bwds(a=ah, b=bh, _result=y)
+        return ah.grad.to_numpy().astype(np.float32), bh.grad.to_numpy().astype(np.float32)
+
+    for half, full, double in zip(bwd(m.hf, np.float16), bwd(m.ff, np.float32), bwd(m.hd, np.float64)):
+        np.testing.assert_allclose(half, full, rtol=1e-2, atol=1e-2)
+        np.testing.assert_allclose(full, double, rtol=1e-5, atol=1e-6)
 
 
 def test_struct_gradient_into_each_field(m):
