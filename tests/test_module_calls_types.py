@@ -394,3 +394,44 @@ def test_nested_structs_with_array_and_no_diff_fields(tmp_path):
     y.grad.fill(1)
     m.f.bwds(o=dict(o, k=kt), _result=y)
     np.testing.assert_array_equal(kt.grad.to_numpy(), np.zeros(3))  # no_diff: no gradient
+
+
+# -- replays: a call like the one before it reuses its launch ---------------------------------
+
+
+def test_replay_reads_the_tensors_current_values_and_numbers(m):
+    p = diffc.Tensor.from_numpy(rand(4, 3))
+    first = m.swirl(a=p, b=p, s=2.0)
+    assert "call" in m.swirl._record_plans
+    p.copy_from_numpy(rand(4, 3, seed=5))  # same Tensor, new values: replayed, reads them
+    second = m.swirl(a=p, b=p, s=2.0)
+    assert second is not first  # a fresh result per call
+    a = p.to_numpy()
+    np.testing.assert_allclose(second.to_numpy(), np.cross(a, a) * 2 + a * a[:, 1:2], rtol=1e-12)
+    third = m.swirl(a=p, b=p, s=-0.0)  # another number: not the plan's
+    np.testing.assert_allclose(third.to_numpy(), a * a[:, 1:2], rtol=1e-12)
+
+
+def test_replay_of_bwds_and_fwds_follows_grads_and_dict_fields(m):
+    pos, mass, ids = rand(3, 3), rand(3, seed=1) + 1, np.arange(3, dtype=np.int32)
+    pt, mt, it = (diffc.Tensor.from_numpy(a) for a in (pos, mass, ids))
+    p = {"pos": pt, "mass": mt, "id": it}
+    y = m.energy(p=p).with_grads()
+    y.grad.fill(1)
+    m.energy.bwds(p=p, _result=y)  # no grads attached: nothing to accumulate
+    pt.with_grads()
+    m.energy.bwds(p=p, _result=y)  # a grad attached since: not a replay
+    np.testing.assert_allclose(pt.grad.to_numpy(), mass[:, None] * pos, rtol=1e-12)
+    m.energy.bwds(p=p, _result=y)  # the same: replayed, accumulates
+    assert m.energy._record_plans["bwds"].key is not None
+    np.testing.assert_allclose(pt.grad.to_numpy(), 2 * mass[:, None] * pos, rtol=1e-12)
+    other = diffc.Tensor.from_numpy(mass * 2).with_grads()
+    p["mass"] = other  # another Tensor in the dict: not a replay
+    m.energy.bwds(p=p, _result=y)
+    np.testing.assert_allclose(other.grad.to_numpy(), 0.5 * (pos * pos).sum(-1), rtol=1e-12)
+    p["mass"] = mt  # (no grad: a zero tangent)
+    pt.grad.copy_from_numpy(np.ones((3, 3)))
+    results = [m.energy.fwds(p=p) for _ in range(2)]  # the second replays, with a result of its own
+    assert results[0] is not results[1]
+    for t in results:  # d(0.5 m |pos|^2) along pos' = ones: m sum(pos)
+        np.testing.assert_allclose(t.grad.to_numpy(), mass * pos.sum(-1), rtol=1e-12)

@@ -150,6 +150,7 @@ class Function:
         self.general = self.layout is not None and not layouts.is_plain(self.layout) and not self.is_entry
         self._record_kernels: dict = {}
         self._record_args: dict = {}  # spec -> the arguments its kernel was last launched with
+        self._record_plans: dict = {}  # mode -> the last record call's launch, to replay
         self._op = None
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
