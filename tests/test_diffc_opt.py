@@ -425,3 +425,17 @@ def test_constant_too_large_for_memory_is_located(tmp_path: Path, capsys):
                    "  func.return %one : vector<4294967296xf32>\n}\n")
     assert main([str(src)]) == 1
     assert capsys.readouterr().err.splitlines()[0] == f"{src}:2:3: error: too large to build in memory"
+
+
+def test_time_passes_prints_each_pass_as_xdsl_opt_does(tmp_path: Path):
+    src = tmp_path / "in.mlir"
+    src.write_text(GOOD)
+    r = run_opt([str(src), "--time-passes", "-p", "diff-fwd,canonicalize"])
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("Pass ")]
+    assert [ln.split()[1] for ln in lines] == ["diff-fwd", "canonicalize"]
+    for ln in lines:
+        assert ln.endswith(" seconds") and float(ln.split()[3]) >= 0
+    assert "func.func @square" in r.stdout  # the IR still follows
+    quiet = run_opt([str(src), "-p", "diff-fwd,canonicalize"])
+    assert "took" not in quiet.stdout

@@ -155,3 +155,25 @@ def test_a_value_holding_device_objects_is_not_kept(tmp_path, monkeypatch):
         pytest.skip("the module cache is off here")
     module_cache.store_kernel_source("unpicklable.cl", threading.Lock())  # pickling it raises TypeError
     assert module_cache.load_kernel_source("unpicklable.cl") is None
+
+
+def test_record_calls_come_from_the_cache(cache, tmp_path):
+    """A function with a struct parameter and an out parameter keeps its Slang-level signature
+    (diffc.api) in the cached signatures, and its record kernels' OpenCL C."""
+    path = tmp_path / "rec.slang"
+    path.write_text("""
+struct B : IDifferentiable { float3 pos; float w; };
+[Differentiable] float3 move(B b, out float n) { n = b.w * 2.0; return b.pos * b.w; }
+""")
+    pos, w = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1.0, 3.0], np.float32)
+
+    def check(m):
+        got = m.move(b={"pos": pos, "w": w}, _result="numpy")
+        np.testing.assert_array_equal(got["_result"], pos * w[:, None])
+        np.testing.assert_array_equal(got["n"], w * 2)
+
+    check(diffc.load_module(path))
+    before = hits()
+    second = diffc.load_module(path)
+    check(second)
+    assert delta(before, "hits") == 1 and delta(before, "kernel_hits") == 1 and second._ir is None

@@ -19,6 +19,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
+from diffc.frontend.api_signature import API_ATTR, describe
 from diffc.frontend.derivative_checks import check_module
 from diffc.frontend.ast import walk
 from diffc.frontend.checker import Checker
@@ -170,6 +171,9 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                          Region(Block(arg_types=arg_types)),
                          arg_attrs=dicts(arg_attrs) if any(arg_attrs) else None,
                          res_attrs=dicts(res_attrs) if any(res_attrs) else None)
+        api = None if twin or f.bwd_of else describe(f.params, f.ret)
+        if api is not None:  # the Slang-level signature, for calls over tensors (api_signature.py)
+            op.attributes[API_ATTR] = StringAttr(api)
         if f.decl is not None:  # at its name: where a pass's error about the function points
             op.location = self.file_loc(getattr(f.decl, "name_span", f.decl.span)[0])
         at = f.attrs

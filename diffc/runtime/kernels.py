@@ -457,6 +457,30 @@ def _reduce_form(b: _Emitter, spec: KernelSpec, arg: dict, ptypes: list, scalar_
     b.op(func.ReturnOp())
 
 
+def broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
+    """Element strides of a C-contiguous `shape` seen as `out` (0 where it is broadcast)."""
+    rank = len(out)
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    strides = [0] * rank
+    step = 1
+    for d in reversed(range(rank)):
+        strides[d] = 0 if padded[d] == 1 and out[d] != 1 else step
+        step *= padded[d]
+    return strides
+
+
+def lower_kernel_module(module: ModuleOp, spec) -> None:
+    """Runs the differentiation pipeline over the kernel module."""
+    from diffc.compiler import differentiate
+    from diffc.runtime.errors import RuntimeDiffcError
+
+    module.verify()
+    differentiate(module)
+    left = {op.name for op in module.walk() if op.name.startswith("diff.")}
+    if left:
+        raise RuntimeDiffcError(f"error: {spec.mode} of @{spec.function}: ops {sorted(left)} remain after the pipeline")
+
+
 # -- vector lane ops the element-wise kernels use -----------------------------------------
 # The emitter's expression table is keyed by op name; these fill in the three vector ops the
 # vector form needs unless the backend already prints them.

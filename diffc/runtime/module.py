@@ -26,8 +26,16 @@ from diffc.diagnostics import read_source
 from diffc.dialects import diff
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError, located_failure, with_source_line
-from diffc.runtime.kernels import VECTOR_WIDTH, ArgSpec, KernelSpec, broadcast_period, build_kernel
-from diffc.runtime import module_cache
+from diffc.runtime.kernels import (
+    VECTOR_WIDTH,
+    ArgSpec,
+    KernelSpec,
+    broadcast_period,
+    broadcast_strides,
+    build_kernel,
+    lower_kernel_module,
+)
+from diffc.runtime import layouts, module_cache, record_calls, torch_records
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
 from diffc.runtime.status import run_growing_tape, status_for
@@ -47,8 +55,10 @@ def parse_source(text: str, filename: str) -> ModuleOp:
     """IR text (.mlir) or, through `diffc.registry.FRONTENDS`, another language (the compiler's
     parser), verified; failures are RuntimeDiffcError."""
     from diffc.compiler import parse_source as parse
+    from diffc.frontend.api_signature import recording
 
-    return parse(text, filename, RuntimeDiffcError)
+    with recording():  # Slang functions keep their Slang-level signatures (runtime/layouts.py)
+        return parse(text, filename, RuntimeDiffcError)
 
 
 def load_module(path: str | os.PathLike) -> Module:
@@ -135,6 +145,12 @@ class Function:
         self.differentiable = sig.differentiable
         self.diffable = list(sig.diffable)
         self.is_entry = sig.is_entry
+        # functions with other than scalar parameters run through record_calls.py
+        self.layout = layouts.layout_of(sig.api) if sig.api else None
+        self.general = self.layout is not None and not layouts.is_plain(self.layout) and not self.is_entry
+        self._record_kernels: dict = {}
+        self._record_args: dict = {}  # spec -> the arguments its kernel was last launched with
+        self._record_plans: dict = {}  # mode -> the last record call's launch, to replay
         self._op = None
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
@@ -152,11 +168,15 @@ class Function:
         return self._op
 
     def __repr__(self) -> str:
+        if self.general:  # the Slang-level parameters, not the IR's leaves
+            return f"<diffc.Function {self.name}({', '.join(p.name for p in self.layout.params)})>"
         return f"<diffc.Function {self.name}({', '.join(self.params)})>"
 
     # -- public calls -------------------------------------------------------------------
 
     def __call__(self, *args, _result="tensor", **kwargs):
+        if self.general:
+            return self._record_call("call", args, kwargs, _result)
         plan = self._plans.get("call")
         if plan is not None:
             done = plan.replay(args, kwargs, _result, _settings())
@@ -173,6 +193,8 @@ class Function:
         """Accumulates, into the `.grad` of each input tensor that has one, the gradient of
         the function's result weighted by `_result.grad` (a vector-Jacobian product)."""
         self._need_differentiable("bwds")
+        if self.general:
+            return self._record_call("bwds", args, kwargs, _result)
         if holds_torch(args, kwargs, _result):
             return torch_bridge.bwds(self, args, kwargs, _result)
         if not isinstance(_result, Tensor):
@@ -201,6 +223,8 @@ class Function:
         """Forward mode: each input tensor's `.grad` is its tangent (none: zero); returns the
         result with `.grad` holding the output tangent."""
         self._need_differentiable("fwds")
+        if self.general:
+            return self._record_call("fwds", args, kwargs, _result)
         plan = self._plans.get("fwds")
         if plan is not None:
             done = plan.replay(args, kwargs, _result, _settings())
@@ -223,6 +247,12 @@ class Function:
 
         self.last_event = dispatch(self, thread_count, kwargs)
         return self.last_event
+
+    def _record_call(self, mode: str, args: tuple, kwargs: dict, result):
+        """A call of a function with other than scalar parameters (record_calls.py)."""
+        if torch_records.holds_torch(args, kwargs, result):
+            return torch_records.call(self, mode, args, kwargs, result)
+        return record_calls.run(self, mode, args, kwargs, result)
 
     # -- binding ------------------------------------------------------------------------
 
@@ -535,24 +565,6 @@ def _broadcasts(a: tuple, b: tuple) -> bool:
         return False
 
 
-def _broadcast_strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
-    """Element strides of a C-contiguous `shape` seen as `out` (0 where it is broadcast)."""
-    rank = len(out)
-    padded = (1,) * (rank - len(shape)) + tuple(shape)
-    strides = [0] * rank
-    step = 1
-    for d in reversed(range(rank)):
-        strides[d] = 0 if padded[d] == 1 and out[d] != 1 else step
-        step *= padded[d]
-    return strides
-
-
-def _lower(module: ModuleOp, spec: KernelSpec) -> None:
-    """Runs the differentiation pipeline over the kernel module."""
-    from diffc.compiler import differentiate
-
-    module.verify()
-    differentiate(module)
-    left = {op.name for op in module.walk() if op.name.startswith("diff.")}
-    if left:
-        raise RuntimeDiffcError(f"error: {spec.mode} of @{spec.function}: ops {sorted(left)} remain after the pipeline")
+# (kept here under their old names: tests and record_calls share them through kernels.py)
+_broadcast_strides = broadcast_strides
+_lower = lower_kernel_module

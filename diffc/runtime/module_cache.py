@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType
 
-FORMAT = 2  # the layout of the entries (2: entry programs keep their accumulate-gradients plans)
+FORMAT = 3  # the layout of the entries (2: entry programs keep their accumulate-gradients plans; 3: api)
 stats = {"hits": 0, "misses": 0, "kernel_hits": 0, "kernel_misses": 0}
 
 
@@ -64,6 +64,7 @@ class FunctionSignature:
     differentiable: bool
     diffable: tuple[bool, ...]
     is_entry: bool
+    api: str = ""  # the Slang-level signature as JSON (diffc.api, see runtime/layouts.py)
 
 
 def signature_of(op) -> FunctionSignature:
@@ -73,10 +74,14 @@ def signature_of(op) -> FunctionSignature:
     args = op.body.blocks[0].args if op.body.blocks else ()
     ins = op.function_type.inputs.data
     outs = op.function_type.outputs.data
+    from diffc.runtime.layouts import describe_ir
+
     n = len(ins)
+    params = tuple((args[i].name_hint if i < len(args) and args[i].name_hint else f"arg{i}") for i in range(n))
+    api = op.attributes.get("diffc.api")
     return FunctionSignature(
         name=op.sym_name.data,
-        params=tuple((args[i].name_hint if i < len(args) and args[i].name_hint else f"arg{i}") for i in range(n)),
+        params=params,
         param_types=tuple(str(t) for t in ins),
         dtypes=tuple(np_dtype(t) for t in ins),
         result_types=tuple(str(t) for t in outs),
@@ -84,6 +89,7 @@ def signature_of(op) -> FunctionSignature:
         differentiable=diff.is_differentiable_func(op),
         diffable=tuple(diff.arg_is_differentiable(op, i) for i in range(n)),
         is_entry=is_compute_entry(op),
+        api=api.data if api is not None else describe_ir(op, list(params)),
     )
 
 
