@@ -358,7 +358,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     if bounds is not None:
         bounds.check(entry, f"running '{entry}'", sources)
     if status is not None:
-        status.check(f"running '{entry}'", sources)
+        status.check(f"running '{entry}'", sources, entry)
     used = {b.name for b, *_ in arrays}
     for b in buffers:
         if b.name not in used:

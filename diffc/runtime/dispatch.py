@@ -44,6 +44,7 @@ from xdsl.dialects.builtin import (
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, apply_bounds_check, bounds_sites
+from diffc.runtime.sanitize import apply_nan_check, primal_functions
 from diffc.runtime.status import StatusBuffers, status_slots
 from diffc.runtime.tensor import Tensor, TensorPointer
 
@@ -102,7 +103,7 @@ def _build_or_load(module: Module) -> EntryProgram:
     from diffc.runtime import accumulate
 
     options = options_for_device(device().cl_device)
-    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.ENABLED), options)
+    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.ENABLED, module.check), options)
     kept = module_cache.load_entry_program(name)
     if kept is not None:
         source, kernels, index_dtype, accumulated = kept
@@ -142,8 +143,11 @@ def _build(module: Module) -> EntryProgram:
         thread_ids[name] = ids
     low: ModuleOp = module.ir.clone()
     ctx = make_context()
+    primal = primal_functions(low)
     try:
         differentiate(low, ctx)
+        if module.check:  # the sanitizer mode (runtime/sanitize.py)
+            apply_nan_check(low, primal, ctx)
         LowerEntryPointsPass().apply(ctx, low)
         from diffc.runtime import accumulate
 
@@ -426,5 +430,5 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
     if kernel.bounds is not None:  # an index outside a buffer
         kernel.bounds.check(fn.name, where, fn.module.sources)
     if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass
-        kernel.status.check(where, fn.module.sources)
+        kernel.status.check(where, fn.module.sources, fn.name)
     return event
