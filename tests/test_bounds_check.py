@@ -48,8 +48,9 @@ def test_thousand_threads_over_ten_elements_is_an_error_not_corruption():
     m = load_module_from_string(SRC, "b.slang")
     buf = _t(np.full(10, -1.0))
     src = np.arange(2000, dtype=np.float32)
+    m.computeMain.dispatch(thread_count=1000, buf=buf, src=_t(src), shift=0)  # no wait for the status
     with pytest.raises(BoundsError) as e:
-        m.computeMain.dispatch(thread_count=1000, buf=buf, src=_t(src), shift=0)
+        buf.to_numpy()  # the next read of values on the host raises first
     err = e.value
     assert (err.kernel, err.buffer, err.length) == ("computeMain", "buf", 10)
     assert err.index == 1023  # 1000 rounded up to whole groups of 64: the last work-item
@@ -62,6 +63,7 @@ def test_read_past_the_end_in_a_callee_names_it():
     m = load_module_from_string(SRC, "b.slang")
     with pytest.raises(BoundsError) as e:
         m.computeMain.dispatch(thread_count=64, buf=_t(np.zeros(64)), src=_t(np.zeros(40)), shift=0)
+        diffc.synchronize()
     assert (e.value.buffer, e.value.index, e.value.length) == ("src", 63, 40)
     assert "in function 'twice'" in str(e.value) and "b.slang:3:12" in str(e.value)
 
@@ -70,11 +72,45 @@ def test_negative_index_and_offsets():
     m = load_module_from_string(SRC, "b.slang")
     with pytest.raises(BoundsError, match="a negative index"):
         m.computeMain.dispatch(thread_count=64, buf=_t(np.zeros(64)), src=_t(np.zeros(100)), shift=-5)
+        diffc.synchronize()
     # a pointer into the middle of a tensor: index = offset + i, against the whole tensor
     big = _t(np.zeros(100))
     with pytest.raises(BoundsError) as e:
         m.computeMain.dispatch(thread_count=64, buf=big.at(50), src=_t(np.zeros(64)), shift=0)
+        big.to_numpy()
     assert (e.value.buffer, e.value.index, e.value.length) == ("buf", 113, 100)
+
+
+def test_the_error_comes_at_the_next_read_of_any_tensor_once():
+    m = load_module_from_string(SRC, "b.slang")
+    bad, other = _t(np.zeros(10)), _t(np.arange(3))
+    m.computeMain.dispatch(thread_count=64, buf=bad, src=_t(np.zeros(64)), shift=0)
+    m.computeMain.dispatch(thread_count=64, buf=_t(np.zeros(64)), src=_t(np.zeros(64)), shift=0)  # a fine one
+    with pytest.raises(BoundsError, match="buf"):
+        other.to_numpy()  # not a tensor of the launch: still no host read before the error
+    np.testing.assert_array_equal(other.to_numpy(), np.arange(3))  # raised once
+    diffc.synchronize()
+
+
+def test_blocking_reads_on_request(monkeypatch):
+    from diffc.runtime import pending
+
+    monkeypatch.setattr(pending, "LAZY", False)
+    m = load_module_from_string(SRC, "b.slang")
+    with pytest.raises(BoundsError):
+        m.computeMain.dispatch(thread_count=64, buf=_t(np.zeros(10)), src=_t(np.zeros(64)), shift=0)
+
+
+def test_many_clean_launches_do_not_pile_up():
+    from diffc.runtime import pending
+
+    m = load_module_from_string(SRC, "b.slang")
+    buf, src = _t(np.zeros(64)), _t(np.zeros(64))
+    for _ in range(pending.MAX_PENDING + 40):
+        m.computeMain.dispatch(thread_count=64, buf=buf, src=src, shift=0)
+    assert len(pending._pending) <= pending.MAX_PENDING + 1
+    diffc.synchronize()
+    assert not pending._pending
 
 
 def test_disabled_by_environment_builds_no_checks():

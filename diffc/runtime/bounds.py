@@ -84,13 +84,29 @@ class BoundsBuffer:
         cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
 
     def check(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
+        """Reads the status now (blocking) and raises the first violated site's error."""
         import pyopencl as cl
 
         from diffc.runtime.device import device
 
         cl.enqueue_copy(device().queue, self.host, self.buffer, is_blocking=True)
+        self._raise_from(self.host, kernel, what, sources)
+
+    def check_later(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
+        """Enqueues a read of the status into fresh host memory; the error, if any, is raised at
+        the next synchronizing point (runtime/pending.py)."""
+        import pyopencl as cl
+
+        from diffc.runtime import pending
+        from diffc.runtime.device import device
+
+        host = np.empty_like(self.host)
+        event = cl.enqueue_copy(device().queue, host, self.buffer, is_blocking=False)
+        pending.defer(event, lambda: self._raise_from(host, kernel, what, sources))
+
+    def _raise_from(self, host: np.ndarray, kernel: str, what: str, sources: dict[str, str] | None) -> None:
         for k, site in enumerate(self.sites):
-            flag, index, length = (int(v) for v in self.host[3 * k : 3 * k + 3])
+            flag, index, length = (int(v) for v in host[3 * k : 3 * k + 3])
             if flag:
                 shown = "a negative index" if flag == 2 else f"index {index}"
                 inside = f" (in function '{site.function}')" if site.function != kernel else ""

@@ -427,8 +427,11 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
         if args:
             k.set_args(*args)
         event = cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
+    # the status reads: at the next synchronizing point (runtime/pending.py), or now
+    from diffc.runtime import pending
+
     if kernel.bounds is not None:  # an index outside a buffer
-        kernel.bounds.check(fn.name, where, fn.module.sources)
-    if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass
-        kernel.status.check(where, fn.module.sources, fn.name)
+        (kernel.bounds.check_later if pending.LAZY else kernel.bounds.check)(fn.name, where, fn.module.sources)
+    if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass, a NaN (sanitizer)
+        (kernel.status.check_later if pending.LAZY else kernel.status.check)(where, fn.module.sources, fn.name)
     return event

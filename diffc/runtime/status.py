@@ -156,10 +156,29 @@ class StatusBuffers:
         return [int(v) for v in out]
 
     def check(self, what: str, sources: dict[str, str] | None = None, kernel: str = "") -> None:
-        """Raises the error of the first slot that recorded something."""
+        """Reads the slots now (blocking); raises the error of the first that recorded something."""
+        if self.buffers:
+            self._raise_from(self.read(), what, sources, kernel)
+
+    def check_later(self, what: str, sources: dict[str, str] | None = None, kernel: str = "") -> None:
+        """Enqueues the reads into fresh host memory; the error, if any, is raised at the next
+        synchronizing point (runtime/pending.py)."""
+        import pyopencl as cl
+
+        from diffc.runtime import pending
+        from diffc.runtime.device import device
+
         if not self.buffers:
             return
-        for slot, value in zip(self.slots, self.read()):
+        out = np.zeros(len(self.buffers), np.int32)
+        q = device().queue
+        event = None
+        for i, b in enumerate(self.buffers):
+            event = cl.enqueue_copy(q, out[i : i + 1], b, is_blocking=False)
+        pending.defer(event, lambda: self._raise_from([int(v) for v in out], what, sources, kernel))
+
+    def _raise_from(self, values: list[int], what: str, sources: dict[str, str] | None, kernel: str) -> None:
+        for slot, value in zip(self.slots, values):
             if value and slot.kind == "overrun":
                 raise overrun_error(slot, value, what, sources)
             if value and slot.kind == "nan":

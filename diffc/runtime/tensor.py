@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 
+from diffc.runtime import pending
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError
 
@@ -287,6 +288,7 @@ class Tensor:
             q = device().queue
             cl.enqueue_copy(q, head, self.buffer, src_offset=0, is_blocking=False)
             cl.enqueue_copy(q, tail, self.buffer, src_offset=(self._size - k) * self._dtype.itemsize, is_blocking=True)
+            pending.settle()
         except Exception as e:  # a repr must not fail: the values are a courtesy
             return f"<values unavailable: {type(e).__name__}>"
         fmt = lambda a: np.array2string(a, precision=4, separator=", ")[1:-1]  # noqa: E731
@@ -316,6 +318,7 @@ class Tensor:
         out = np.empty(self._shape, self._dtype)
         if self._size:
             cl.enqueue_copy(device().queue, out, self.buffer, is_blocking=True)
+        pending.settle()  # a checked launch's error comes before its values (runtime/pending.py)
         return out
 
     def numpy(self) -> np.ndarray:
