@@ -148,3 +148,52 @@ def test_diffc_run_short_test_input(tmp_path):
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert p.returncode == 0, p.stderr
     assert [float(v) for v in p.stdout.split()[2:]] == [2.0, 3.0, 4.0, 5.0]
+
+
+def test_a_launch_proven_in_bounds_runs_the_variant_without_its_checks():
+    from diffc.runtime.dispatch import entry_program
+
+    m = load_module_from_string(SRC, "b.slang")
+    prog = entry_program(m)
+    kernel = prog.kernels["computeMain"]
+    assert [(p.buffer, p.offset, p.dim) for p in kernel.proofs] == [("buf", "buf_off", 0)]
+    # the variant's own store is unguarded; the callee's load (an index it cannot prove) is not
+    body = prog.source[prog.source.index(f"void {kernel.inbounds}("):]
+    assert "diffc_len_buf" not in body[: body.index("\n}\n")].split("{", 1)[1]
+    big = _t(np.zeros(100))
+    src = np.arange(128, dtype=np.float32)
+    m.computeMain.dispatch(thread_count=64, buf=big.at(36), src=_t(src), shift=1)  # 36 + 64 <= 100
+    assert kernel.inbounds in prog.cl_kernels
+    np.testing.assert_array_equal(big.to_numpy()[36:], 2 * src[1:65])
+    # proven for buf, not for src: the callee's check still reports
+    with pytest.raises(BoundsError, match="src"):
+        m.computeMain.dispatch(thread_count=64, buf=_t(np.zeros(64)), src=_t(np.zeros(40)), shift=0)
+        diffc.synchronize()
+
+
+GUARDED = """
+[shader("compute")]
+[numthreads(64, 1, 1)]
+void fill(uint3 tid: SV_DispatchThreadID, float* buf, uint n) {
+    if (tid.x >= n) return;
+    buf[tid.x] = float(tid.x) + 0.5;
+}
+"""
+
+
+def test_a_count_guard_proves_a_rounded_up_launch():
+    from diffc.runtime.dispatch import entry_program
+
+    m = load_module_from_string(GUARDED, "g.slang")
+    prog = entry_program(m)
+    kernel = prog.kernels["fill"]
+    assert [(p.buffer, p.count) for p in kernel.proofs] == [("buf", "n")]
+    buf = _t(np.full(10, -1.0))
+    m.fill.dispatch(thread_count=10, buf=buf, n=10)  # 64 work-items, 10 of them past the guard
+    assert kernel.inbounds in prog.cl_kernels
+    np.testing.assert_array_equal(buf.to_numpy(), np.arange(10) + 0.5)
+    prog.cl_kernels.pop(kernel.inbounds)
+    with pytest.raises(BoundsError, match="index 10"):  # n past the buffer: the checked kernel
+        m.fill.dispatch(thread_count=11, buf=buf, n=11)
+        buf.to_numpy()
+    assert kernel.inbounds not in prog.cl_kernels

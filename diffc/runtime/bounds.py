@@ -21,6 +21,8 @@ from diffc.runtime.errors import RuntimeDiffcError
 from diffc.runtime.status import _location
 
 ENABLED = os.environ.get("DIFFC_BOUNDS_CHECK", "1") != "0"
+# launch-time proofs: a launch whose thread-indexed accesses are in bounds runs them unchecked
+PROVE = os.environ.get("DIFFC_BOUNDS_PROOFS", "1") != "0"
 LEN_PREFIX = "diffc_len_"
 STATUS_NAME = "diffc_bounds"
 
@@ -50,12 +52,56 @@ def bounds_sites(module) -> list[Site]:
             if isinstance(r, StringAttr)]
 
 
+@dataclass(frozen=True)
+class Proof:
+    """Kernel `kernel`'s accesses to `buffer` at `offset + global id dim` are in bounds when
+    offset + global size along dim <= the buffer's length; `variant` runs them unguarded."""
+
+    kernel: str
+    variant: str
+    buffer: str
+    offset: str  # the offset parameter's name, or ""
+    dim: int
+    count: str = ""  # a parameter that guards the accesses (global id < count), or ""
+
+
+def bounds_proofs(module) -> list[Proof]:
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
+    from diffc.passes.bounds_check import PROOFS
+
+    rows = module.attributes.get(PROOFS)
+    out = []
+    for r in rows.data if isinstance(rows, ArrayAttr) else ():
+        if isinstance(r, StringAttr):
+            kernel, variant, buffer, offset, dim, count = r.data.split("|")
+            out.append(Proof(kernel, variant, buffer, offset, int(dim), count))
+    return out
+
+
+I32_MAX = 2**31 - 1
+
+
+def proven(proofs, value, global_size) -> bool:
+    """Whether every proof holds for a launch of `global_size` work-items; `value(name)` gives
+    the int a kernel parameter is set to (the lengths diffc_len_<buffer>, the offsets)."""
+    for p in proofs:
+        size = int(global_size[p.dim]) if p.dim < len(global_size) else 1
+        count = int(value(p.count)) if p.count else -1
+        if count >= 0:  # work-items at or past count skip them (a negative one: no such promise)
+            size = min(size, count)
+        offset = int(value(p.offset)) if p.offset else 0
+        if size > I32_MAX or offset < 0 or offset + size > int(value(LEN_PREFIX + p.buffer)):
+            return False
+    return bool(proofs)
+
+
 def apply_bounds_check(low, ctx=None) -> None:
     """Runs bounds-check on a module after lower-entry-points (and reduce-atomics)."""
     from diffc.passes.bounds_check import BoundsCheckPass
 
     if ENABLED:
-        BoundsCheckPass().apply(ctx, low)
+        BoundsCheckPass(prove=PROVE).apply(ctx, low)
 
 
 class BoundsBuffer:
