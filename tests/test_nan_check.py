@@ -192,3 +192,32 @@ def test_diffc_run_check(tmp_path: Path):
         r = _diffc("run", *args, str(path), env=env)
         assert r.returncode != 0 and "Traceback" not in r.stderr + r.stdout
         assert f"{path}:8:16: error[E0012]" in r.stderr and "kernel 'computeMain'" in r.stderr
+
+
+VECTOR = """
+[Differentiable]
+float g(float3 v, float s) { float3 w = v / s; return dot(w, w); }
+
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid: SV_DispatchThreadID, float* ss, float* out, int n) {
+    if (tid.x >= n) return;
+    var p = diffPair(float3(1.0, 2.0, 3.0), float3(0.0));
+    var q = diffPair(ss[tid.x], 0.0);
+    bwd_diff(g)(p, q, 1.0);
+    out[tid.x] = q.d;
+}
+"""
+
+
+def test_vector_values_are_checked_lane_by_lane():
+    m = load_module_from_string(VECTOR, "v.slang", check=True)
+    out = diffc.Tensor.zeros(2, np.float32)
+    s = np.array([2.0, 0.5])
+    m.computeMain.dispatch(thread_count=2, ss=diffc.Tensor.from_numpy(s.astype(np.float32)), out=out, n=2)
+    h = 1e-6  # d/ds of |v/s|^2 = 14 / s^2, by central differences
+    want = [(14 / (a + h) ** 2 - 14 / (a - h) ** 2) / (2 * h) for a in s]
+    assert out.to_numpy() == pytest.approx(want, rel=1e-4)
+    m.computeMain.dispatch(thread_count=2, ss=diffc.Tensor.from_numpy(np.array([2.0, 0.0], np.float32)), out=out, n=2)
+    with pytest.raises(NonFiniteError, match=r"v.slang:3:41: .*'arith.divf'"):
+        diffc.synchronize()
