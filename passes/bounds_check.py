@@ -16,14 +16,15 @@ made by the compiler with their indices in bounds, and are left alone.
   [3k+1] = the largest index (clamped to int range), [3k+2] = the length.
 * The module attribute `diffc.bounds_sites` lists the sites in order, one string
   "function|buffer|what|file:line:col" each ("what": load, store or atomic).
-* Proofs at launch: an access of a compute entry kernel whose index is its global id along a
-  dimension d (through integer casts), plus the offset parameter of the same pointer, is in
-  bounds whenever `offset + global size along d <= length` (and the size fits in an i32); where
-  an enclosing `if` runs it only for `global id d < count` (count: a scalar parameter; Slang's
-  `if (tid >= count) return;` included), `offset + min(size, count) <= length` will do. For a
+* Proofs at launch: an access of a compute entry kernel whose index is `scale x global id d +
+  extra` (constants, scale >= 1, extra >= 0; through integer casts), plus the offset parameter
+  of the same pointer, is in bounds whenever, with n the global size along d, `offset + scale x
+  (n - 1) + extra < length` (and `scale x (n - 1) + extra` fits in an i32, where it may have been
+  computed); where an enclosing `if` runs it only for `global id d < count` (count: a scalar
+  parameter; Slang's `if (tid >= count) return;` included), n = min(size, count). For a
   kernel with such accesses the pass adds `@<kernel>__inbounds`: the same kernel, with the same
   parameters, whose such accesses run unguarded. `diffc.bounds_proofs` lists them, one
-  "kernel|variant|buffer|offset parameter or ''|d|count parameter or ''" string each; the runtime launches the variant
+  "kernel|variant|buffer|offset parameter or ''|d|count parameter or ''|scale|extra" string each; the runtime launches the variant
   when every proof of the kernel holds for the launch (runtime/dispatch.py): those accesses then
   cost nothing.
 
@@ -105,8 +106,9 @@ class BoundsCheckPass(ModulePass):
             mine = list(f.walk())
             twins = dict(zip(mine, variant.walk()))
             proven[variant.sym_name.data] = [twins[a] for a in facts]
-            for buffer, offset, dim, count in sorted(set(facts.values())):
-                proofs.append(StringAttr(f"{f.sym_name.data}|{variant.sym_name.data}|{buffer}|{offset}|{dim}|{count}"))
+            for buffer, offset, dim, count, scale, extra in sorted(set(facts.values())):
+                proofs.append(StringAttr(f"{f.sym_name.data}|{variant.sym_name.data}|{buffer}|{offset}|{dim}|{count}|"
+                                         f"{scale}|{extra}"))
         if proofs:
             op.attributes[PROOFS] = ArrayAttr(proofs)
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
@@ -261,25 +263,51 @@ def _guard_count(access: Operation, dim: int, names: dict) -> str | None:
     return None
 
 
-def _thread_indexed(f: func.FuncOp) -> dict[Operation, tuple[str, str, int, str]]:
-    """The accesses of kernel `f` to its host-buffer parameters at `global id d` or at
-    `offset + global id d` (the offset: the same pointer's offset parameter), each with
-    (buffer parameter, offset parameter or "", d, the count parameter that guards it or "")."""
+def _constant(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _affine(v: SSAValue) -> tuple[int, int, int] | None:
+    """(d, scale, extra) when `v` is scale x (global id d) + extra (integer constants, scale >= 1,
+    extra >= 0: buf[3 * tid.x + 2]) through integer casts, muls and adds."""
+    while isinstance(v.owner, _CASTS):
+        v = v.owner.input
+    owner = v.owner
+    if isinstance(owner, kernel.GlobalIdOp):
+        return owner.dim.value.data, 1, 0
+    if isinstance(owner, (arith.MuliOp, arith.AddiOp)):
+        for x, k in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
+            c, inner = _constant(k), _affine(x)
+            if c is None or inner is None or c < 0 or (c == 0 and isinstance(owner, arith.MuliOp)):
+                continue
+            d, scale, extra = inner
+            return (d, scale * c, extra * c) if isinstance(owner, arith.MuliOp) else (d, scale, extra + c)
+    return None
+
+
+def _thread_indexed(f: func.FuncOp) -> dict[Operation, tuple[str, str, int, str, int, int]]:
+    """The accesses of kernel `f` to its host-buffer parameters at `scale x global id d + extra`,
+    or that plus the same pointer's offset parameter, each with (buffer parameter, offset
+    parameter or "", d, the count parameter that guards it or "", scale, extra)."""
     block = f.body.block
     names = {a: _param_name(f, i) for i, a in enumerate(block.args)}
-    facts: dict[Operation, tuple[str, str, int, str]] = {}
+    facts: dict[Operation, tuple[str, str, int, str, int, int]] = {}
     for access in f.walk():
         if not isinstance(access, _ACCESS) or access.memref not in names or not _host_buffer(access.memref.type):
             continue
         buffer = names[access.memref]
         (idx,) = access.indices
-        dim, offset = _global_id_dim(idx), ""
-        if dim is None and isinstance(idx.owner, arith.AddiOp):
+        form, offset = _affine(idx), ""
+        if form is None and isinstance(idx.owner, arith.AddiOp):
             for a, b in ((idx.owner.lhs, idx.owner.rhs), (idx.owner.rhs, idx.owner.lhs)):
-                if names.get(a) == buffer + "_off" and _global_id_dim(b) is not None:
-                    dim, offset = _global_id_dim(b), buffer + "_off"
-        if dim is not None:
-            facts[access] = (buffer, offset, dim, _guard_count(access, dim, names) or "")
+                if names.get(a) == buffer + "_off" and _affine(b) is not None:
+                    form, offset = _affine(b), buffer + "_off"
+        if form is not None:
+            dim, scale, extra = form
+            facts[access] = (buffer, offset, dim, _guard_count(access, dim, names) or "", scale, extra)
     return facts
 
 

@@ -197,3 +197,34 @@ def test_a_count_guard_proves_a_rounded_up_launch():
         m.fill.dispatch(thread_count=11, buf=buf, n=11)
         buf.to_numpy()
     assert kernel.inbounds not in prog.cl_kernels
+
+
+STRIDED = """
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void spread(uint3 tid: SV_DispatchThreadID, float* xyz, float* src) {
+    xyz[3 * tid.x] = src[tid.x];
+    xyz[3 * tid.x + 1] = src[tid.x] + 1.0;
+    xyz[3 * tid.x + 2] = src[tid.x] + 2.0;
+}
+"""
+
+
+def test_strided_thread_indices_are_proven_at_launch():
+    from diffc.runtime.dispatch import entry_program
+
+    m = load_module_from_string(STRIDED, "s.slang")
+    prog = entry_program(m)
+    kernel = prog.kernels["spread"]
+    assert {(p.buffer, p.scale, p.extra) for p in kernel.proofs} == {("src", 1, 0), ("xyz", 3, 0), ("xyz", 3, 1),
+                                                                     ("xyz", 3, 2)}
+    src = np.arange(8, dtype=np.float32)
+    xyz = _t(np.zeros(24))
+    m.spread.dispatch(thread_count=8, xyz=xyz, src=_t(src))
+    assert kernel.inbounds in prog.cl_kernels  # 3 x 7 + 2 < 24: the twin without checks ran
+    np.testing.assert_array_equal(xyz.to_numpy(), (src[:, None] + np.arange(3)).ravel())
+    short = _t(np.zeros(23))  # the last work-item's third store is one past the end
+    with pytest.raises(BoundsError, match="index 23"):
+        m.spread.dispatch(thread_count=8, xyz=short, src=_t(src))
+        short.to_numpy()
+    np.testing.assert_array_equal(short.to_numpy(), (src[:, None] + np.arange(3)).ravel()[:23])

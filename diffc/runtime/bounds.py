@@ -63,6 +63,8 @@ class Proof:
     offset: str  # the offset parameter's name, or ""
     dim: int
     count: str = ""  # a parameter that guards the accesses (global id < count), or ""
+    scale: int = 1  # the index is offset + scale x global id + extra
+    extra: int = 0
 
 
 def bounds_proofs(module) -> list[Proof]:
@@ -74,8 +76,8 @@ def bounds_proofs(module) -> list[Proof]:
     out = []
     for r in rows.data if isinstance(rows, ArrayAttr) else ():
         if isinstance(r, StringAttr):
-            kernel, variant, buffer, offset, dim, count = r.data.split("|")
-            out.append(Proof(kernel, variant, buffer, offset, int(dim), count))
+            kernel, variant, buffer, offset, dim, count, scale, extra = r.data.split("|")
+            out.append(Proof(kernel, variant, buffer, offset, int(dim), count, int(scale), int(extra)))
     return out
 
 
@@ -84,14 +86,17 @@ I32_MAX = 2**31 - 1
 
 def proven(proofs, value, global_size) -> bool:
     """Whether every proof holds for a launch of `global_size` work-items; `value(name)` gives
-    the int a kernel parameter is set to (the lengths diffc_len_<buffer>, the offsets)."""
+    the int a kernel parameter is set to (the lengths diffc_len_<buffer>, offsets, counts)."""
     for p in proofs:
-        size = int(global_size[p.dim]) if p.dim < len(global_size) else 1
+        n = int(global_size[p.dim]) if p.dim < len(global_size) else 1
         count = int(value(p.count)) if p.count else -1
         if count >= 0:  # work-items at or past count skip them (a negative one: no such promise)
-            size = min(size, count)
+            n = min(n, count)
+        if n == 0:
+            continue
+        top = p.scale * (n - 1) + p.extra  # the largest index past the offset
         offset = int(value(p.offset)) if p.offset else 0
-        if size > I32_MAX or offset < 0 or offset + size > int(value(LEN_PREFIX + p.buffer)):
+        if top > I32_MAX or offset < 0 or offset + top >= int(value(LEN_PREFIX + p.buffer)):
             return False
     return bool(proofs)
 
