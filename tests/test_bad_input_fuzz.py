@@ -366,6 +366,20 @@ func.func @twice(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memre
   memref.store %r, %dst[%b] : memref<?xf32>
   func.return
 }
+func.func @odd(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32>, %dst_off: index, %n: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
+  %ok = arith.cmpi slt, %tid, %n : i32
+  scf.if %ok {
+    %two = arith.constant 2 : i32
+    %one = arith.constant 1 : i32
+    %t2 = arith.muli %tid, %two : i32
+    %k = arith.addi %t2, %one : i32
+    %i = arith.index_cast %k : i32 to index
+    %b = arith.addi %dst_off, %i : index
+    %v = arith.sitofp %tid : i32 to f32
+    memref.store %v, %dst[%b] : memref<?xf32>
+  }
+  func.return
+}
 """
 
 
@@ -443,3 +457,33 @@ def test_diffc_run_buffer_lengths(tmp_path, capsys, monkeypatch, n_in, n_out, gr
         return  # refused before the launch, located (an empty buffer)
     else:
         assert rc == 1 and f"{f}:" in err and "error[E0011]" in err, err
+
+
+@given(n_dst=st.integers(0, 20), off=st.integers(0, 20), n=st.integers(-3, 12), thread_count=st.integers(0, 12))
+@settings(FUZZ, max_examples=60 * SCALE)
+def test_guarded_strided_stores_and_counts(unguarded_module, n_dst, off, n, thread_count):
+    """dst[off + 2 tid + 1] = tid for tid < n (a signed compare): launch-time proofs (with the
+    guard's count) never skip a check that would have failed."""
+    import diffc
+    from diffc.runtime.bounds import BoundsError
+
+    off = min(off, n_dst)
+    dst = diffc.Tensor.from_numpy(np.full(n_dst, -7.0, np.float32))
+    launched = -(-thread_count // 4) * 4
+    want, bad = np.full(n_dst, -7.0, np.float32), False
+    for t in range(min(launched, max(n, 0))):
+        if off + 2 * t + 1 < n_dst:
+            want[off + 2 * t + 1] = t
+        else:
+            bad = True
+    try:
+        unguarded_module.odd.dispatch(thread_count, dst=dst.at(off), n=n)
+        got = dst.to_numpy()
+        assert not bad, "an access outside a buffer went unreported"
+    except BoundsError as e:
+        assert bad and LOCATED.search(str(e)), str(e)
+        got = dst.to_numpy()
+    except DiffcError as e:
+        assert LOCATED.search(str(e)), str(e)
+        return
+    assert np.array_equal(got, want), (got, want)
