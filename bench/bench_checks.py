@@ -10,6 +10,9 @@ two kernels from OpenCL profiling):
                          state before launch-time proofs and lazy reads)
   checks, lazy read      the status read at the next synchronizing point (runtime/pending.py)
   checks, lazy + proofs  the default: accesses proven in bounds at launch run unchecked
+Copy-kernel rows (an entry point `out[tid.x] = 2 * in[tid.x]` under `if (tid.x >= n) return;`,
+device time): no checks, checks without proofs, checks with proofs (the launch is proven, so
+the twin without checks runs).
 Polynomial rows: calls over tensors get no bounds checks (their indices are in bounds by
 construction), so the rows compare `bwds` with and without the sanitizer (check=True).
 
@@ -88,6 +91,43 @@ def mlp_rows(p0: np.ndarray, xy: np.ndarray) -> list[Row]:
     return rows
 
 
+COPY = """
+[shader("compute")]
+[numthreads(256, 1, 1)]
+void twice(uint3 tid: SV_DispatchThreadID, float* src, float* dst, uint n) {
+    if (tid.x >= n) return;
+    dst[tid.x] = 2.0 * src[tid.x];
+}
+"""
+
+
+def copy_rows(n: int) -> list[Row]:
+    from diffc.runtime import bounds
+    from diffc.runtime.dispatch import entry_program
+    from diffc.runtime.module import load_module_from_string
+
+    src = diffc.Tensor.from_numpy(np.arange(n, dtype=np.float32))
+    dst = diffc.Tensor.zeros(n, np.float32)
+    rows = []
+    for name, checked, proofs in (("no checks", False, False), ("checks, no proofs", True, False),
+                                  ("checks + proofs (default)", True, True)):
+        saved = bounds.ENABLED, bounds.PROVE
+        bounds.ENABLED, bounds.PROVE = checked, proofs
+        try:
+            m = load_module_from_string(COPY, "copy.slang")
+            entry_program(m)
+        finally:
+            bounds.ENABLED, bounds.PROVE = saved
+
+        def device(m=m):
+            ev = m.twice.dispatch(thread_count=n, src=src, dst=dst, n=n)
+            diffc.synchronize()
+            return (ev.profile.end - ev.profile.start) * 1e-9
+
+        rows.append(Row(f"copy kernel, device: {name}", device))
+    return rows
+
+
 def poly_rows(n: int) -> list[Row]:
     rows = []
     rng = np.random.default_rng(0)
@@ -111,18 +151,20 @@ def poly_rows(n: int) -> list[Row]:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--log2", type=int, default=14, help="MLP batch 2^LOG2 (default 14)")
-    ap.add_argument("--poly-log2", type=int, default=22, help="polynomial elements 2^N (default 22)")
+    ap.add_argument("--poly-log2", type=int, default=22, help="copy kernel and polynomial elements 2^N (default 22)")
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args(argv)
     print(f"device: {diffc.device()!r}")
     rng = np.random.default_rng(0)
-    rows = mlp_rows(init_params(rng), half_inputs(1 << args.log2, rng)) + poly_rows(1 << args.poly_log2)
+    rows = (mlp_rows(init_params(rng), half_inputs(1 << args.log2, rng)) + copy_rows(1 << args.poly_log2)
+            + poly_rows(1 << args.poly_log2))
     for r in rows:  # warm up (builds, first launches)
         r.measure()
     for _ in range(args.runs):  # round robin: a changing load skews every row alike
         for r in rows:
             r.times.append(r.measure())
-    print(f"MLP batch 2^{args.log2}, polynomial 2^{args.poly_log2} elements; {args.runs} runs per row, minimum")
+    print(f"MLP batch 2^{args.log2}, copy kernel and polynomial 2^{args.poly_log2} elements; {args.runs} runs per "
+          "row, minimum; ratio: to the group's first row")
     print(f"{'what':62s} {'min ms':>9s} {'ratio':>7s}")
     base: dict[str, float] = {}
     for r in rows:

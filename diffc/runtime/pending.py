@@ -3,9 +3,10 @@
 A dispatch with checks (bounds, loop overrun, the sanitizer) enqueues a non-blocking read of its
 status buffers right behind the kernel, into host memory of its own, and leaves it here. The
 reads are looked at, and the first error raised, at the next synchronizing point: any read of a
-Tensor's values on the host (`to_numpy`, a repr, the torch bridge, which reads through
-to_numpy) and `diffc.synchronize()`. So no value a checked launch wrote reaches the host before
-its error does. Launches queue in order, so a read is complete once a later read is.
+Tensor's values on the host (`to_numpy`, and the torch bridge, which reads through it) and
+`diffc.synchronize()`. So no value a checked launch wrote reaches the host before its error
+does. A repr shows that an error is pending instead of the values, and leaves it pending.
+Launches queue in order, so a read is complete once a later read is.
 
 DIFFC_LAZY_CHECKS=0 reads after every launch instead (the error comes from the dispatch call).
 """
@@ -40,6 +41,18 @@ def settle() -> None:
         event.wait()
     for _, check in todo:
         check()
+
+
+def first_error() -> Exception | None:
+    """The error settle() would raise, left pending (a repr shows it instead of the values)."""
+    for event, _ in _pending:
+        event.wait()
+    for _, check in _pending:
+        try:
+            check()
+        except Exception as e:
+            return e
+    return None
 
 
 def _drop_completed_clean() -> None:
