@@ -10,6 +10,9 @@ two kernels from OpenCL profiling):
                          state before launch-time proofs and lazy reads)
   checks, lazy read      the status read at the next synchronizing point (runtime/pending.py)
   checks, lazy + proofs  the default: accesses proven in bounds at launch run unchecked
+                         (learnGradient runs accumulate-gradients' kernels, which take no
+                         proofs yet; the "reduce-atomics only" rows, DIFFC_ACCUMULATE=0, run
+                         the entry kernel itself, whose every access is proven at launch)
 Copy-kernel rows (an entry point `out[tid.x] = 2 * in[tid.x]` under `if (tid.x >= n) return;`,
 device time): no checks, checks without proofs, checks with proofs (the launch is proven, so
 the twin without checks runs).
@@ -39,18 +42,19 @@ from bench_mlp import MLP_DIR, DiffcStep, half_inputs, init_params  # noqa: E402
 sys.path.remove(str(HERE))
 
 
-def load_mlp(bounds_check: bool, proofs: bool):
+def load_mlp(bounds_check: bool, proofs: bool, accumulate: bool = True):
     """The MLP module with its entry points built under the given settings."""
+    from diffc.runtime import accumulate as acc
     from diffc.runtime import bounds
     from diffc.runtime.dispatch import entry_program
 
-    saved = bounds.ENABLED, bounds.PROVE
-    bounds.ENABLED, bounds.PROVE = bounds_check, proofs
+    saved = bounds.ENABLED, bounds.PROVE, acc.ENABLED
+    bounds.ENABLED, bounds.PROVE, acc.ENABLED = bounds_check, proofs, accumulate
     try:
         m = diffc.load_module(MLP_DIR / "mlp.slang")
         entry_program(m)
     finally:
-        bounds.ENABLED, bounds.PROVE = saved
+        bounds.ENABLED, bounds.PROVE, acc.ENABLED = saved
     return m
 
 
@@ -63,11 +67,15 @@ def mlp_rows(p0: np.ndarray, xy: np.ndarray) -> list[Row]:
     from diffc.runtime import pending
 
     rows = []
-    for name, checked, proofs, lazy in (("no checks", False, False, True),
-                                        ("checks, blocking read", True, False, False),
-                                        ("checks, lazy read", True, False, True),
-                                        ("checks, lazy read + proofs (default)", True, True, True)):
-        step = DiffcStep(load_mlp(checked, proofs), p0, xy)
+    for name, checked, proofs, lazy, accumulate in (
+            ("no checks", False, False, True, True),
+            ("checks, blocking read", True, False, False, True),
+            ("checks, lazy read", True, False, True, True),
+            ("checks, lazy read + proofs (default)", True, True, True, True),
+            ("no checks, reduce-atomics only", False, False, True, False),
+            ("checks, lazy read, reduce-atomics only", True, False, True, False),
+            ("checks, lazy read + proofs, reduce-atomics only", True, True, True, False)):
+        step = DiffcStep(load_mlp(checked, proofs, accumulate), p0, xy)
 
         def host(step=step, lazy=lazy):
             saved, pending.LAZY = pending.LAZY, lazy
@@ -170,6 +178,8 @@ def main(argv=None) -> None:
     for r in rows:
         lo = min(r.times)
         group = r.name.split(":")[0] if ":" in r.name else r.name.split(",")[0]
+        if "reduce-atomics only" in r.name:
+            group += ", reduce-atomics only"
         base.setdefault(group, lo)
         print(f"{r.name:62s} {lo * 1e3:9.3f} {lo / base[group]:7.3f}")
 

@@ -17,9 +17,10 @@ made by the compiler with their indices in bounds, and are left alone.
 * The module attribute `diffc.bounds_sites` lists the sites in order, one string
   "function|buffer|what|file:line:col" each ("what": load, store or atomic).
 * Proofs at launch: an access of a compute entry kernel whose index is `scale x global id d +
-  extra` (constants, scale >= 1, extra >= 0; through integer casts), plus the offset parameter
-  of the same pointer, is in bounds whenever, with n the global size along d, `offset + scale x
-  (n - 1) + extra < length` (and `scale x (n - 1) + extra` fits in an i32, where it may have been
+  extra` (constants scale >= 0, extra <= hi: sums and constant multiples of the global id,
+  constants and counters of constant-bound scf.for loops, each >= 0; through integer casts),
+  plus the offset parameter of the same pointer, is in bounds whenever, with n the global size
+  along d, `offset + scale x (n - 1) + hi < length` (and `scale x (n - 1) + extra` fits in an i32, where it may have been
   computed); where an enclosing `if` runs it only for `global id d < count` (count: a scalar
   parameter; Slang's `if (tid >= count) return;` included), n = min(size, count). For a
   kernel with such accesses the pass adds `@<kernel>__inbounds`: the same kernel, with the same
@@ -106,7 +107,11 @@ class BoundsCheckPass(ModulePass):
             mine = list(f.walk())
             twins = dict(zip(mine, variant.walk()))
             proven[variant.sym_name.data] = [twins[a] for a in facts]
-            for buffer, offset, dim, count, scale, extra in sorted(set(facts.values())):
+            largest: dict[tuple, int] = {}  # one proof per (buffer, offset, d, count, scale): the largest extra
+            for buffer, offset, dim, count, scale, extra in facts.values():
+                key = (buffer, offset, dim, count, scale)
+                largest[key] = max(extra, largest.get(key, extra))
+            for (buffer, offset, dim, count, scale), extra in sorted(largest.items()):
                 proofs.append(StringAttr(f"{f.sym_name.data}|{variant.sym_name.data}|{buffer}|{offset}|{dim}|{count}|"
                                          f"{scale}|{extra}"))
         if proofs:
@@ -270,21 +275,40 @@ def _constant(v: SSAValue) -> int | None:
     return None
 
 
-def _affine(v: SSAValue) -> tuple[int, int, int] | None:
-    """(d, scale, extra) when `v` is scale x (global id d) + extra (integer constants, scale >= 1,
-    extra >= 0: buf[3 * tid.x + 2]) through integer casts, muls and adds."""
+def _affine(v: SSAValue, off: SSAValue | None) -> tuple[int | None, int, int, int, int] | None:
+    """(d, scale, lo, hi, k) when `v` is k x off + scale x (global id d) + extra with
+    lo <= extra <= hi: sums and constant multiples (through integer casts) of the pointer's
+    offset parameter `off`, the global id, constants and counters of scf.for loops with constant
+    bounds (buf[3 * tid.x + 2], w[off + 4 * k + j]). d is None without a global id. Every term
+    is >= 0, else None."""
     while isinstance(v.owner, _CASTS):
         v = v.owner.input
     owner = v.owner
+    if off is not None and v is off:
+        return None, 0, 0, 0, 1
     if isinstance(owner, kernel.GlobalIdOp):
-        return owner.dim.value.data, 1, 0
-    if isinstance(owner, (arith.MuliOp, arith.AddiOp)):
+        return owner.dim.value.data, 1, 0, 0, 0
+    c = _constant(v)
+    if c is not None:
+        return (None, 0, c, c, 0) if c >= 0 else None
+    loop = owner.parent_op() if isinstance(owner, Block) else None
+    if isinstance(loop, scf.ForOp) and v is loop.body.block.args[0]:
+        lb, ub, step = _constant(loop.lb), _constant(loop.ub), _constant(loop.step)
+        if None in (lb, ub, step) or lb < 0 or step <= 0 or ub <= lb:
+            return None
+        return None, 0, lb, ub - 1, 0
+    if isinstance(owner, arith.MuliOp):
         for x, k in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
-            c, inner = _constant(k), _affine(x)
-            if c is None or inner is None or c < 0 or (c == 0 and isinstance(owner, arith.MuliOp)):
-                continue
-            d, scale, extra = inner
-            return (d, scale * c, extra * c) if isinstance(owner, arith.MuliOp) else (d, scale, extra + c)
+            c, inner = _constant(k), _affine(x, off)
+            if c is not None and c >= 0 and inner is not None:
+                d, scale, lo, hi, n_off = inner
+                return d, scale * c, lo * c, hi * c, n_off * c
+        return None
+    if isinstance(owner, arith.AddiOp):
+        a, b = _affine(owner.lhs, off), _affine(owner.rhs, off)
+        if a is None or b is None or (a[0] is not None and b[0] is not None):
+            return None
+        return (a[0] if a[0] is not None else b[0]), a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4]
     return None
 
 
@@ -300,14 +324,14 @@ def _thread_indexed(f: func.FuncOp) -> dict[Operation, tuple[str, str, int, str,
             continue
         buffer = names[access.memref]
         (idx,) = access.indices
-        form, offset = _affine(idx), ""
-        if form is None and isinstance(idx.owner, arith.AddiOp):
-            for a, b in ((idx.owner.lhs, idx.owner.rhs), (idx.owner.rhs, idx.owner.lhs)):
-                if names.get(a) == buffer + "_off" and _affine(b) is not None:
-                    form, offset = _affine(b), buffer + "_off"
-        if form is not None:
-            dim, scale, extra = form
-            facts[access] = (buffer, offset, dim, _guard_count(access, dim, names) or "", scale, extra)
+        off = next((a for a, n in names.items() if n == buffer + "_off"), None)
+        form = _affine(idx, off)
+        if form is not None and form[4] <= 1:  # the offset once, or not at all
+            dim, scale, _, extra, n_off = form
+            offset = buffer + "_off" if n_off else ""
+            dim = 0 if dim is None else dim
+            count = _guard_count(access, dim, names) if scale else None
+            facts[access] = (buffer, offset, dim, count or "", scale, extra)
     return facts
 
 
