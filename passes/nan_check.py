@@ -51,7 +51,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
-from diffc.passes.status_report import I32_MAX, new_status_global, record_max, where
+from diffc.passes.status_report import I32_MAX, enclosing_function, new_status_global, record_max, where
 
 SITES = "diffc.nan_sites"
 KIND = "nan"
@@ -124,13 +124,6 @@ def _is_site(op: Operation, instrumented: set[str]) -> bool:
     return True
 
 
-def _function_of(op: Operation) -> str:
-    p = op.parent_op()
-    while p is not None and not isinstance(p, func.FuncOp):
-        p = p.parent_op()
-    return p.sym_name.data if isinstance(p, func.FuncOp) else ""
-
-
 @dataclass(frozen=True)
 class NanCheckPass(ModulePass):
     name = "nan-check"
@@ -151,7 +144,7 @@ class NanCheckPass(ModulePass):
         status = new_status_global(op, KIND, op)
         for k, site in enumerate(sites):
             _instrument(site, k, status)
-        op.attributes[SITES] = ArrayAttr([StringAttr(f"{_function_of(s)}|{s.name}|{where(s)}") for s in sites])
+        op.attributes[SITES] = ArrayAttr([StringAttr(f"{enclosing_function(s)}|{s.name}|{where(s)}") for s in sites])
 
 
 def _instrument(site: Operation, k: int, status: str) -> None:
