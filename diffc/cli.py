@@ -109,11 +109,15 @@ def cmd_compile(args) -> int:
         from diffc.passes.accumulate_gradients import AccumulateGradientsPass
         from diffc.runtime import dispatch
 
-        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
+        from diffc.runtime import bounds
+
+        # (nor bounds-check's launch-time twins: the report is about the entry point itself)
+        saved = dispatch.REDUCE_ATOMICS, bounds.PROVE
+        dispatch.REDUCE_ATOMICS, bounds.PROVE = False, False
         try:
             low, _, _, _ = lowered(args.file, args.entry)
         finally:
-            dispatch.REDUCE_ATOMICS = saved
+            dispatch.REDUCE_ATOMICS, bounds.PROVE = saved
         from diffc.compiler import apply_pass
 
         apply_pass(AccumulateGradientsPass(report=True), low)
