@@ -73,9 +73,10 @@ def choose_entry(module, wanted: str | None):
     )
 
 
-def lowered(path: str, entry: str | None = None, grow: list | None = None):
+def lowered(path: str, entry: str | None = None, grow: list | None = None, check: bool = False):
     """(front-end module, lowered module with the entry as a kernel, entry name, source text).
-    `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises (--grow-tape)."""
+    `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises (--grow-tape);
+    `check`: the sanitizer mode (runtime/sanitize.py)."""
     from diffc.compiler import apply_pipeline, lower_entry_points
     from diffc.passes.lower_entry_points import numthreads
     from diffc.runtime import dispatch
@@ -91,7 +92,12 @@ def lowered(path: str, entry: str | None = None, grow: list | None = None):
     name = fn.sym_name.data
     threads = numthreads(fn)
     low = module.clone()
+    from diffc.runtime.sanitize import apply_nan_check, primal_functions
+
+    primal = primal_functions(low)
     apply_pipeline(low, name_failing_pass=True)
+    if check:
+        apply_nan_check(low, primal)
     lower_entry_points(low, name, reduce_atomics=dispatch.REDUCE_ATOMICS, name_failing_pass=True)
     apply_bounds_check(low)  # kernels check every buffer index (runtime/bounds.py)
     low.verify()
@@ -103,11 +109,15 @@ def cmd_compile(args) -> int:
         from diffc.passes.accumulate_gradients import AccumulateGradientsPass
         from diffc.runtime import dispatch
 
-        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
+        from diffc.runtime import bounds
+
+        # (nor bounds-check's launch-time twins: the report is about the entry point itself)
+        saved = dispatch.REDUCE_ATOMICS, bounds.PROVE
+        dispatch.REDUCE_ATOMICS, bounds.PROVE = False, False
         try:
             low, _, _, _ = lowered(args.file, args.entry)
         finally:
-            dispatch.REDUCE_ATOMICS = saved
+            dispatch.REDUCE_ATOMICS, bounds.PROVE = saved
         from diffc.compiler import apply_pass
 
         apply_pass(AccumulateGradientsPass(report=True), low)
@@ -151,11 +161,13 @@ def cmd_run(args) -> int:
     if args.device is not None:  # else DIFFC_DEVICE from the environment, or auto
         os.environ["DIFFC_DEVICE"] = args.device
     from diffc.cli_run import run_kernel
+    from diffc.runtime.sanitize import enabled_by_default
     from diffc.runtime.status import MAX_GROWS, LoopOverrunError
 
     grow: list = []
+    check = args.check or enabled_by_default()
     while True:
-        low, name, threads, text = lowered(args.file, args.entry, grow)
+        low, name, threads, text = lowered(args.file, args.entry, grow, check)
         buffers = parse_test_inputs(text, args.file)
         try:
             outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
@@ -220,6 +232,9 @@ def _main(argv: Sequence[str] | None) -> int:
     r.add_argument("--grow-tape", action="store_true",
                    help="a while loop that overruns its [MaxIters] in a backward pass: run again with a larger "
                         "bound (max(count, 2 x bound)) instead of failing")
+    r.add_argument("--check", action="store_true",
+                   help="sanitizer mode (also DIFFC_CHECK=1): derivative code that makes a NaN or an infinity "
+                        "is an error naming the op's source line")
     args = parser.parse_args(argv)
     try:
         if args.command == "version":

@@ -279,7 +279,8 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     dev = device()
     from diffc.passes.lower_entry_points import kernel_params
 
-    from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, bounds_sites
+    from diffc.passes.bounds_check import INBOUNDS_SUFFIX
+    from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, bounds_proofs, bounds_sites, proven
     from diffc.runtime.status import StatusBuffers, status_slots
 
     kparams = kernel_params(fn)
@@ -329,14 +330,17 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         arrays.append((b, arr, mem, dev_arr, layout))
     options = options_for_device(dev.cl_device)
     program = build_program(emit_opencl(module, options), tuple(build_options(options)))
-    kernels = [k for k in program.all_kernels()]
+    local = tuple(threads)
+    global_size = tuple(t * g for t, g in zip(threads, groups))
+    # bounds-check's variant without the checks it proves for this launch (runtime/bounds.py)
+    proofs = [p for p in bounds_proofs(module) if p.kernel == entry]
+    use_variant = proven(proofs, lambda n: args[names.index(n)], global_size)
+    kernels = [k for k in program.all_kernels() if k.function_name.endswith(INBOUNDS_SUFFIX) == use_variant]
     if len(kernels) != 1:
         raise DiffcError(f"error: expected one kernel for '{entry}', the program has {len(kernels)}")
     kern = kernels[0]
     if args:
         kern.set_args(*args)
-    local = tuple(threads)
-    global_size = tuple(t * g for t, g in zip(threads, groups))
     if int(np.prod(local)) > dev.max_work_group_size:
         message = (f"[numthreads{local}] is {int(np.prod(local))} work-items per group; the device "
                    f"'{dev.name}' runs at most {dev.max_work_group_size}")
@@ -358,7 +362,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     if bounds is not None:
         bounds.check(entry, f"running '{entry}'", sources)
     if status is not None:
-        status.check(f"running '{entry}'", sources)
+        status.check(f"running '{entry}'", sources, entry)
     used = {b.name for b, *_ in arrays}
     for b in buffers:
         if b.name not in used:

@@ -172,5 +172,6 @@ def test_accumulated_kernels_are_bounds_checked_too(learn, deterministic):
         learn.learn.dispatch(thread_count=100, sums=diffc.Tensor.zeros(4, np.float32),
                              values=diffc.Tensor.from_numpy(values[:10]), halfSum=diffc.Tensor.zeros(2, np.float16),
                              count=100, deterministic=deterministic)
+        diffc.synchronize()  # the status is read at the next synchronizing point
     sums, _ = run(learn, values, deterministic=deterministic)  # and the right sums when in bounds
     np.testing.assert_allclose(sums, reference(values)[0], rtol=1e-5)

@@ -323,6 +323,7 @@ def test_api_wrong_arguments_raise_diffc_errors(api_module, fn, mode, args, kwar
     try:
         if mode == "dispatch":
             f.dispatch(thread_count, **kwargs)  # (positional arguments: Python's own TypeError)
+            diffc.synchronize()  # a BoundsError comes at the next synchronizing point
         else:
             getattr(f, "__call__" if mode == "call" else mode)(*args, _result=result, **kwargs)
     except DiffcError:
@@ -346,3 +347,143 @@ def test_tensor_api_wrong_arguments_raise_diffc_errors(shape, dtype, method, val
         getattr(t, method)(value)
     except DiffcError:
         pass
+
+
+# ---- dispatch sizes and buffer lengths ----------------------------------------------------------
+# A kernel with no `tid < count` guard, so every launched work-item (thread_count rounded up to
+# whole groups of 4) reads src[off + tid] and writes dst[tid]: whatever the sizes, a dispatch (or
+# `diffc run`) either gives the right numbers or a located E0011 error, and in both cases every
+# element in bounds holds its right value and memory outside the buffers is untouched.
+
+UNGUARDED_IR = """
+func.func @twice(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32>, %src_off: index, %dst: memref<?xf32>, %dst_off: index) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
+  %i = arith.index_cast %tid : i32 to index
+  %a = arith.addi %src_off, %i : index
+  %v = memref.load %src[%a] : memref<?xf32>
+  %two = arith.constant 2.0 : f32
+  %r = arith.mulf %v, %two : f32
+  %b = arith.addi %dst_off, %i : index
+  memref.store %r, %dst[%b] : memref<?xf32>
+  func.return
+}
+func.func @odd(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32>, %dst_off: index, %n: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
+  %ok = arith.cmpi slt, %tid, %n : i32
+  scf.if %ok {
+    %two = arith.constant 2 : i32
+    %one = arith.constant 1 : i32
+    %t2 = arith.muli %tid, %two : i32
+    %k = arith.addi %t2, %one : i32
+    %i = arith.index_cast %k : i32 to index
+    %b = arith.addi %dst_off, %i : index
+    %v = arith.sitofp %tid : i32 to f32
+    memref.store %v, %dst[%b] : memref<?xf32>
+  }
+  func.return
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def unguarded_module(tmp_path_factory):
+    import diffc
+
+    os.environ.setdefault("DIFFC_DEVICE", "cpu")
+    path = tmp_path_factory.mktemp("unguarded") / "twice.mlir"
+    path.write_text(UNGUARDED_IR)
+    return diffc.load_module(path)
+
+
+@given(n_src=st.integers(0, 12), n_dst=st.integers(0, 12), off_src=st.integers(0, 12), off_dst=st.integers(0, 12),
+       thread_count=st.one_of(st.integers(0, 40), st.tuples(st.integers(0, 9), st.integers(0, 3)),
+                              st.tuples(st.integers(0, 5), st.integers(0, 2), st.integers(0, 2))))
+@settings(FUZZ, max_examples=60 * SCALE)
+def test_dispatch_sizes_and_buffer_lengths(unguarded_module, n_src, n_dst, off_src, off_dst, thread_count):
+    import diffc
+    from diffc.runtime.bounds import BoundsError
+
+    off_src, off_dst = min(off_src, n_src), min(off_dst, n_dst)  # Tensor.at itself refuses more
+    src_np = np.arange(1, n_src + 1, dtype=np.float32)
+    src = diffc.Tensor.from_numpy(src_np)
+    dst = diffc.Tensor.from_numpy(np.full(n_dst, -7.0, np.float32))
+    counts = [thread_count] if isinstance(thread_count, int) else list(thread_count)
+    x = -(-counts[0] // 4) * 4  # the work-items along x (rounded up to whole groups)
+    others = int(np.prod(counts[1:])) if len(counts) > 1 else 1
+    launched = x if others else 0
+    # every work-item of a row (y, z) reads and writes the same elements: index tid.x
+    want = np.full(n_dst, -7.0, np.float32)
+    bad = False
+    for t in range(launched):
+        if off_src + t >= n_src or off_dst + t >= n_dst:
+            bad = True
+        if off_dst + t < n_dst:
+            want[off_dst + t] = 2 * src_np[off_src + t] if off_src + t < n_src else 0.0  # a skipped load reads 0
+    try:
+        unguarded_module.twice.dispatch(thread_count, src=src.at(off_src), dst=dst.at(off_dst))
+        diffc.synchronize()  # where a dispatch's error is raised (runtime/pending.py)
+        assert not bad, "an access outside a buffer went unreported"
+    except BoundsError as e:
+        assert bad and "error[E0011]" in str(e) and LOCATED.search(str(e)), str(e)
+    except DiffcError as e:  # e.g. an empty tensor the device cannot hold
+        assert LOCATED.search(str(e)), str(e)
+        return
+    assert np.array_equal(dst.to_numpy(), want), (dst.to_numpy(), want)
+    assert np.array_equal(src.to_numpy(), src_np)  # read-only input untouched
+
+
+@given(n_in=st.integers(0, 9), n_out=st.integers(0, 9), groups=st.sampled_from(["1", "2", "1,2", "3,1,1"]))
+@settings(FUZZ, max_examples=25 * SCALE)
+def test_diffc_run_buffer_lengths(tmp_path, capsys, monkeypatch, n_in, n_out, groups):
+    monkeypatch.setenv("DIFFC_DEVICE", "cpu")
+    data_in = " ".join(f"{k + 1}.0" for k in range(n_in))
+    data_out = " ".join("0" for _ in range(n_out))
+    text = (
+        f"//TEST_INPUT: set inp = ubuffer(data=[{data_in}], stride=4)\n"
+        f"//TEST_INPUT: set outp = out ubuffer(data=[{data_out}], stride=4)\n"
+        "RWStructuredBuffer<float> inp;\nRWStructuredBuffer<float> outp;\n"
+        '[shader("compute")]\n[numthreads(4, 1, 1)]\n'
+        "void computeMain(uint3 tid : SV_DispatchThreadID) { outp[tid.x] = inp[tid.x] * 2.0; }\n"
+    )
+    f = _write(tmp_path, "lengths.slang", text)
+    rc = diffc.cli.main(["run", str(f), "--groups", groups])
+    captured = capsys.readouterr()
+    err = captured.err
+    _assert_clean_failure(rc, err, f"diffc run --groups {groups} with {n_in} / {n_out} elements")
+    threads = 4 * int(groups.split(",")[0])
+    if n_in >= threads and n_out >= threads:
+        assert rc == 0, err
+        values = [float(v) for v in captured.out.split("\n")[1:] if v.strip()]
+        assert values == [2.0 * (k + 1) if k < threads else 0.0 for k in range(n_out)], captured.out
+    elif rc == 1 and "E0011" not in err:
+        return  # refused before the launch, located (an empty buffer)
+    else:
+        assert rc == 1 and f"{f}:" in err and "error[E0011]" in err, err
+
+
+@given(n_dst=st.integers(0, 20), off=st.integers(0, 20), n=st.integers(-3, 12), thread_count=st.integers(0, 12))
+@settings(FUZZ, max_examples=60 * SCALE)
+def test_guarded_strided_stores_and_counts(unguarded_module, n_dst, off, n, thread_count):
+    """dst[off + 2 tid + 1] = tid for tid < n (a signed compare): launch-time proofs (with the
+    guard's count) never skip a check that would have failed."""
+    import diffc
+    from diffc.runtime.bounds import BoundsError
+
+    off = min(off, n_dst)
+    dst = diffc.Tensor.from_numpy(np.full(n_dst, -7.0, np.float32))
+    launched = -(-thread_count // 4) * 4
+    want, bad = np.full(n_dst, -7.0, np.float32), False
+    for t in range(min(launched, max(n, 0))):
+        if off + 2 * t + 1 < n_dst:
+            want[off + 2 * t + 1] = t
+        else:
+            bad = True
+    try:
+        unguarded_module.odd.dispatch(thread_count, dst=dst.at(off), n=n)
+        got = dst.to_numpy()
+        assert not bad, "an access outside a buffer went unreported"
+    except BoundsError as e:
+        assert bad and LOCATED.search(str(e)), str(e)
+        got = dst.to_numpy()
+    except DiffcError as e:
+        assert LOCATED.search(str(e)), str(e)
+        return
+    assert np.array_equal(got, want), (got, want)

@@ -115,6 +115,7 @@ def test_dispatch_overrun_raises():
     assert out.to_numpy()[0] == pytest.approx(fd(XS[0], 2.0)[0], rel=1e-4)
     with pytest.raises(LoopOverrunError, match=rf"entry.slang:{LOOP_LINE}:.*ran 8 iterations"):
         m.computeMain.dispatch(thread_count=3, xs=xs, out=out, n=3)
+        out.to_numpy()
     with pytest.raises(CallError, match="unknown argument 'diffc_status_0'"):
         m.computeMain.dispatch(thread_count=3, xs=xs, out=out, n=3, diffc_status_0=out)
 

@@ -50,6 +50,7 @@ from diffc.dialects.diff import (
 )
 from diffc.diagnostics import pass_error
 from diffc.ad.activity import Activity, reaches_custom
+from diffc.ad.locations import locate_after
 from diffc.ad.registry import lookup
 
 Tangent = SSAValue | None
@@ -240,14 +241,17 @@ class FuncDiff:
     def op(self, op: Operation, dst: Block) -> None:
         """Differentiates one op into `dst` through its rule (diffc.ad.registry); an op whose
         operands carry no tangent is copied, its results without tangent."""
+        last = dst.last_op
         rule = lookup(op)
         if rule is not None and rule.jvp_when_inactive:
-            return rule.jvp_op(self, op, dst)
-        if all(self.t(v) is None for v in op.operands):
-            return self.copy_without_tangents(op, dst)
-        if rule is None:
-            return self.refuse_no_rule(op)
-        rule.jvp_op(self, op, dst)
+            rule.jvp_op(self, op, dst)
+        elif all(self.t(v) is None for v in op.operands):
+            self.copy_without_tangents(op, dst)
+        elif rule is None:
+            self.refuse_no_rule(op)
+        else:
+            rule.jvp_op(self, op, dst)
+        locate_after(dst, last, op)
 
     def copy_without_tangents(self, op: Operation, dst: Block) -> None:
         for region in op.regions:

@@ -45,6 +45,7 @@ from xdsl.rewriter import Rewriter
 
 from diffc.dialects import diff
 from diffc.ad.activity import Activity, fail
+from diffc.ad.locations import locate_after
 from diffc.ad.registry import lookup
 from diffc.ad.tape import BWD_OF, PRIMAL_ID, RECOMPUTE, TAPE, Ctx, Emitter, LoopNest, adjoint_type, i64, storable
 
@@ -181,11 +182,13 @@ class FuncReverser(LoopNest):
         """Appends the primal copy of `ops` to `em`: the forward sweep (mode "fwd") or, inside the
         reverse sweep, their recomputation ("rec"); each op through its rule's primal_op."""
         for op in ops:
+            last = em.block.last_op
             rule = lookup(op)
             new = rule.primal_op(self, op, vmap, em, ctx, mode) if rule is not None else op.clone(value_mapper=vmap)
             em(new)
             if rule is not None:
                 rule.after_primal(self, op, new, em, ctx, mode)
+            locate_after(em.block, last, op)
             for a, b in zip(op.results, new.results):
                 vmap[a] = b
                 b.name_hint = a.name_hint
@@ -213,7 +216,9 @@ class FuncReverser(LoopNest):
             rule = lookup(op)
             if rule is None:
                 raise self.fail(f"'{op.name}' has no derivative rule but receives a derivative-carrying value", op)
+            last = em.block.last_op
             rule.vjp_op(self, op, adj, vmap, em, ctx)
+            locate_after(em.block, last, op)
 
 
 def lower_bwd_diffs(module: ModuleOp) -> None:

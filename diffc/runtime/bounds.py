@@ -21,6 +21,8 @@ from diffc.runtime.errors import RuntimeDiffcError
 from diffc.runtime.status import _location
 
 ENABLED = os.environ.get("DIFFC_BOUNDS_CHECK", "1") != "0"
+# launch-time proofs: a launch whose thread-indexed accesses are in bounds runs them unchecked
+PROVE = os.environ.get("DIFFC_BOUNDS_PROOFS", "1") != "0"
 LEN_PREFIX = "diffc_len_"
 STATUS_NAME = "diffc_bounds"
 
@@ -50,12 +52,61 @@ def bounds_sites(module) -> list[Site]:
             if isinstance(r, StringAttr)]
 
 
+@dataclass(frozen=True)
+class Proof:
+    """Kernel `kernel`'s accesses to `buffer` at `offset + global id dim` are in bounds when
+    offset + global size along dim <= the buffer's length; `variant` runs them unguarded."""
+
+    kernel: str
+    variant: str
+    buffer: str
+    offset: str  # the offset parameter's name, or ""
+    dim: int
+    count: str = ""  # a parameter that guards the accesses (global id < count), or ""
+    scale: int = 1  # the index is offset + scale x global id + extra
+    extra: int = 0
+
+
+def bounds_proofs(module) -> list[Proof]:
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
+    from diffc.passes.bounds_check import PROOFS
+
+    rows = module.attributes.get(PROOFS)
+    out = []
+    for r in rows.data if isinstance(rows, ArrayAttr) else ():
+        if isinstance(r, StringAttr):
+            kernel, variant, buffer, offset, dim, count, scale, extra = r.data.split("|")
+            out.append(Proof(kernel, variant, buffer, offset, int(dim), count, int(scale), int(extra)))
+    return out
+
+
+I32_MAX = 2**31 - 1
+
+
+def proven(proofs, value, global_size) -> bool:
+    """Whether every proof holds for a launch of `global_size` work-items; `value(name)` gives
+    the int a kernel parameter is set to (the lengths diffc_len_<buffer>, offsets, counts)."""
+    for p in proofs:
+        n = int(global_size[p.dim]) if p.dim < len(global_size) else 1
+        count = int(value(p.count)) if p.count else -1
+        if count >= 0:  # work-items at or past count skip them (a negative one: no such promise)
+            n = min(n, count)
+        if n == 0:
+            continue
+        top = p.scale * (n - 1) + p.extra  # the largest index past the offset
+        offset = int(value(p.offset)) if p.offset else 0
+        if top > I32_MAX or offset < 0 or offset + top >= int(value(LEN_PREFIX + p.buffer)):
+            return False
+    return bool(proofs)
+
+
 def apply_bounds_check(low, ctx=None) -> None:
     """Runs bounds-check on a module after lower-entry-points (and reduce-atomics)."""
     from diffc.passes.bounds_check import BoundsCheckPass
 
     if ENABLED:
-        BoundsCheckPass().apply(ctx, low)
+        BoundsCheckPass(prove=PROVE).apply(ctx, low)
 
 
 class BoundsBuffer:
@@ -84,13 +135,29 @@ class BoundsBuffer:
         cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
 
     def check(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
+        """Reads the status now (blocking) and raises the first violated site's error."""
         import pyopencl as cl
 
         from diffc.runtime.device import device
 
         cl.enqueue_copy(device().queue, self.host, self.buffer, is_blocking=True)
+        self._raise_from(self.host, kernel, what, sources)
+
+    def check_later(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
+        """Enqueues a read of the status into fresh host memory; the error, if any, is raised at
+        the next synchronizing point (runtime/pending.py)."""
+        import pyopencl as cl
+
+        from diffc.runtime import pending
+        from diffc.runtime.device import device
+
+        host = np.empty_like(self.host)
+        event = cl.enqueue_copy(device().queue, host, self.buffer, is_blocking=False)
+        pending.defer(event, lambda: self._raise_from(host, kernel, what, sources))
+
+    def _raise_from(self, host: np.ndarray, kernel: str, what: str, sources: dict[str, str] | None) -> None:
         for k, site in enumerate(self.sites):
-            flag, index, length = (int(v) for v in self.host[3 * k : 3 * k + 3])
+            flag, index, length = (int(v) for v in host[3 * k : 3 * k + 3])
             if flag:
                 shown = "a negative index" if flag == 2 else f"index {index}"
                 inside = f" (in function '{site.function}')" if site.function != kernel else ""

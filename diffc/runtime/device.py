@@ -188,5 +188,9 @@ def device() -> DeviceInfo:
 
 
 def synchronize() -> None:
-    """Waits until every command queued on the device has finished."""
+    """Waits until every command queued on the device has finished; raises the error a checked
+    launch left for this moment (runtime/pending.py)."""
+    from diffc.runtime import pending
+
     device().queue.finish()
+    pending.settle()

@@ -43,7 +43,16 @@ from xdsl.dialects.builtin import (
 
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
-from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, apply_bounds_check, bounds_sites
+from diffc.runtime.bounds import (
+    LEN_PREFIX,
+    STATUS_NAME,
+    BoundsBuffer,
+    apply_bounds_check,
+    bounds_proofs,
+    bounds_sites,
+    proven,
+)
+from diffc.runtime.sanitize import apply_nan_check, primal_functions
 from diffc.runtime.status import StatusBuffers, status_slots
 from diffc.runtime.tensor import Tensor, TensorPointer
 
@@ -73,6 +82,8 @@ class EntryKernel:
     numthreads: tuple[int, int, int]
     status: object = None  # StatusBuffers of its status parameters (runtime/status.py), or None
     bounds: object = None  # its BoundsBuffer (runtime/bounds.py), or None
+    proofs: tuple = ()  # bounds.Proof of its thread-indexed accesses (bounds-check)
+    inbounds: str | None = None  # the C name of the variant launched when they all hold
 
 
 @dataclass
@@ -99,10 +110,11 @@ def _build_or_load(module: Module) -> EntryProgram:
     from diffc.runtime import module_cache
     from diffc.runtime.program import build_program
 
-    from diffc.runtime import accumulate
+    from diffc.runtime import accumulate, bounds
 
     options = options_for_device(device().cl_device)
-    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.ENABLED), options)
+    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.ENABLED, module.check,
+                                                          bounds.ENABLED, bounds.PROVE), options)
     kept = module_cache.load_entry_program(name)
     if kept is not None:
         source, kernels, index_dtype, accumulated = kept
@@ -142,8 +154,11 @@ def _build(module: Module) -> EntryProgram:
         thread_ids[name] = ids
     low: ModuleOp = module.ir.clone()
     ctx = make_context()
+    primal = primal_functions(low)
     try:
         differentiate(low, ctx)
+        if module.check:  # the sanitizer mode (runtime/sanitize.py)
+            apply_nan_check(low, primal, ctx)
         LowerEntryPointsPass().apply(ctx, low)
         from diffc.runtime import accumulate
 
@@ -165,6 +180,7 @@ def _build(module: Module) -> EntryProgram:
     kernels = {}
     slots = {s.name: s for s in status_slots(low)}
     sites = bounds_sites(low)
+    proofs = bounds_proofs(low)
     for f in low.ops:
         if isinstance(f, func.FuncOp) and f.sym_name.data in entries:
             name = f.sym_name.data
@@ -175,6 +191,9 @@ def _build(module: Module) -> EntryProgram:
                 StatusBuffers(mine) if mine else None,
                 BoundsBuffer(sites) if any(p.name == STATUS_NAME for p in params) else None,
             )
+            own = tuple(p for p in proofs if p.kernel == name)
+            if own:
+                kernels[name].proofs, kernels[name].inbounds = own, emitter.names[own[0].variant]
     index_dtype = np.dtype(np.int64 if options.index_type == "long" else np.int32)
     return EntryProgram(source, program, kernels, index_dtype,
                         accumulated=accumulate.plans(low, emitter.names) if accumulate.ENABLED else {})
@@ -379,6 +398,11 @@ def _global_size(where: str, thread_count, numthreads: tuple[int, int, int]) -> 
     return tuple(-(-c // n) * n for c, n in zip(counts, numthreads))  # type: ignore[return-value]
 
 
+def _position(kernel: EntryKernel, name: str) -> int:
+    """Where parameter `name` sits in the kernel's argument list (bind keeps the parameters' order)."""
+    return next(i for i, p in enumerate(kernel.params) if p.name == name)
+
+
 def dispatch(fn: Function, thread_count, kwargs: dict):
     """Runs the compute entry point `fn` over `thread_count` threads; returns the OpenCL event."""
     import pyopencl as cl
@@ -420,11 +444,19 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
 
         event = launch(prog, acc, args, [p.name for p in kernel.params], global_size, deterministic)
     else:
+        if kernel.proofs and proven(kernel.proofs, lambda n: args[_position(kernel, n)], global_size):
+            # every thread-indexed access is in bounds for this launch: the variant without their checks
+            k = prog.cl_kernels.get(kernel.inbounds)
+            if k is None:
+                k = prog.cl_kernels[kernel.inbounds] = cl.Kernel(prog.program, kernel.inbounds)
         if args:
             k.set_args(*args)
         event = cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
+    # the status reads: at the next synchronizing point (runtime/pending.py), or now
+    from diffc.runtime import pending
+
     if kernel.bounds is not None:  # an index outside a buffer
-        kernel.bounds.check(fn.name, where, fn.module.sources)
-    if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass
-        kernel.status.check(where, fn.module.sources)
+        (kernel.bounds.check_later if pending.LAZY else kernel.bounds.check)(fn.name, where, fn.module.sources)
+    if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass, a NaN (sanitizer)
+        (kernel.status.check_later if pending.LAZY else kernel.status.check)(where, fn.module.sources, fn.name)
     return event

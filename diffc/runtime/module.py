@@ -38,6 +38,7 @@ from diffc.runtime.kernels import (
 from diffc.runtime import layouts, module_cache, record_calls, torch_records
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
+from diffc.runtime.sanitize import apply_nan_check, enabled_by_default, primal_functions
 from diffc.runtime.status import run_growing_tape, status_for
 from diffc.runtime.tensor import Tensor
 from diffc.runtime import torch_bridge
@@ -61,8 +62,9 @@ def parse_source(text: str, filename: str) -> ModuleOp:
         return parse(text, filename, RuntimeDiffcError)
 
 
-def load_module(path: str | os.PathLike) -> Module:
-    """Reads an .mlir file (or a file a registered front end reads) into a callable Module."""
+def load_module(path: str | os.PathLike, check: bool | None = None) -> Module:
+    """Reads an .mlir file (or a file a registered front end reads) into a callable Module.
+    `check=True` (default: DIFFC_CHECK=1) is the sanitizer mode (runtime/sanitize.py)."""
     p = Path(path)
     if not p.is_file():
         raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
@@ -71,21 +73,22 @@ def load_module(path: str | os.PathLike) -> Module:
     key = module_cache.module_key(sources)  # an unchanged module skips the front end (module_cache.py)
     signatures = module_cache.load_signatures(key)
     if signatures is not None:
-        return Module(None, str(p), sources, signatures=signatures, cache_key=key)
-    m = Module(parse_source(text, str(p)), str(p), sources, cache_key=key)
+        return Module(None, str(p), sources, signatures=signatures, cache_key=key, check=check)
+    m = Module(parse_source(text, str(p)), str(p), sources, cache_key=key, check=check)
     module_cache.store_signatures(key, m._signatures)
     return m
 
 
-def load_module_from_string(text: str, filename: str = "<string>.mlir") -> Module:
-    return Module(parse_source(text, filename), filename, {filename: text})
+def load_module_from_string(text: str, filename: str = "<string>.mlir", check: bool | None = None) -> Module:
+    return Module(parse_source(text, filename), filename, {filename: text}, check=check)
 
 
 class Module:
     """The functions of a loaded module, as attributes: `m.f(...)`, `m.f.bwds(...)`."""
 
     def __init__(self, ir: ModuleOp | None, path: str = "<module>", sources: dict[str, str] | None = None, *,
-                 signatures: dict[str, module_cache.FunctionSignature] | None = None, cache_key: str | None = None):
+                 signatures: dict[str, module_cache.FunctionSignature] | None = None, cache_key: str | None = None,
+                 check: bool | None = None):
         """`ir` may be None when `signatures` come from the module cache: the IR is then made
         from `sources[path]` when first wanted."""
         self._ir = ir
@@ -100,6 +103,8 @@ class Module:
         # rerun a launch whose while loop overran its [MaxIters] with a larger tape (status.py)
         self.grow_tape = os.environ.get("DIFFC_GROW_TAPE", "0") not in ("", "0")
         self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
+        # the sanitizer mode: derivative code reports NaN/Inf with its source line (sanitize.py)
+        self.check = enabled_by_default() if check is None else bool(check)
 
     @property
     def ir(self) -> ModuleOp:
@@ -488,7 +493,7 @@ class Function:
         # the OpenCL event of the latest launch (profiling is on: benchmarks read kernel times)
         self.last_event = cl.enqueue_nd_range_kernel(dev.queue, kernel, (global_size,), (wg,))
         if status is not None:
-            status.check(f"{spec.mode} of @{self.name}", self.module.sources)
+            status.check(f"{spec.mode} of @{self.name}", self.module.sources, spec.kernel_name)
         return global_size, wg, out_arg
 
     def _compile(self, spec: KernelSpec):
@@ -502,14 +507,18 @@ class Function:
         dev = device()
         options = options_for_device(dev.cl_device)
         cached = module_cache.kernel_key(self.module.cache_key, spec, options)
-        source = module_cache.load_kernel_source(cached)
+        # (the sanitizer's kernels have status buffers: they are never kept in the cache)
+        source = None if self.module.check else module_cache.load_kernel_source(cached)
         self._status[spec] = None  # only kernels without loop-overrun checks are kept in the cache
         if source is None:
             module = self.module.ir.clone()
             f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
             build_kernel(module, f, spec, self.params)
+            primal = primal_functions(module)
             try:
                 _lower(module, spec)
+                if self.module.check:
+                    apply_nan_check(module, primal)
             except PassFailedException as e:
                 raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
             self._status[spec] = status_for(module)  # loop-overrun checks: trailing kernel buffers

@@ -31,6 +31,7 @@ class StatusSlot:
     where: str  # file:line:col or ""
     function: str
     max_iters: int = 0
+    sites: tuple[str, ...] = ()  # (nan) nan-check's sites, "function|op|file:line:col" each
 
 
 class LoopOverrunError(RuntimeDiffcError):
@@ -45,6 +46,16 @@ class LoopOverrunError(RuntimeDiffcError):
         self.max_iters = slot.max_iters
 
 
+class NonFiniteError(RuntimeDiffcError):
+    """The sanitizer mode (nan-check) saw derivative code make a NaN or an infinity out of
+    finite operands: `where` is the op's source location, `op` its IR name, `function` the
+    derivative function it sits in, `kernel` the launch's kernel, `value` "NaN" or "Inf"."""
+
+    def __init__(self, message: str, kernel: str, function: str, op: str, where: str, value: str):
+        super().__init__(message)
+        self.kernel, self.function, self.op, self.where, self.value = kernel, function, op, where, value
+
+
 def status_slots(module) -> list[StatusSlot]:
     """The status globals of a lowered module, in declaration order (from the globals, or after
     lower-entry-points from the module attribute it leaves, see status_report.stash_slots)."""
@@ -54,12 +65,16 @@ def status_slots(module) -> list[StatusSlot]:
 
     if SLOTS not in module.attributes:
         stash_slots(module)
+    from diffc.passes.nan_check import SITES
+
     rows = module.attributes.get(SLOTS)
+    nan_sites = module.attributes.get(SITES)
+    sites = tuple(r.data for r in nan_sites.data) if isinstance(nan_sites, ArrayAttr) else ()
     out = []
     for row in rows.data if isinstance(rows, ArrayAttr) else ():
         if isinstance(row, StringAttr):
             name, kind, where, function, bound = row.data.split("|")
-            out.append(StatusSlot(name, kind, where, function, int(bound)))
+            out.append(StatusSlot(name, kind, where, function, int(bound), sites if kind == "nan" else ()))
     return out
 
 
@@ -79,6 +94,24 @@ def overrun_error(slot: StatusSlot, count: int, what: str, sources: dict[str, st
     source = (sources or {}).get(loc.file) if loc else None
     text = format_diagnostic(loc, message, "E0010", source) if loc else f"error[E0010]: {message}"
     return LoopOverrunError(text, slot, count)
+
+
+def non_finite_error(slot: StatusSlot, value: int, kernel: str, what: str,
+                     sources: dict[str, str] | None) -> NonFiniteError:
+    code = I32_MAX - value  # nan-check records I32_MAX - (2 x site + 1 for an infinity)
+    site, inf = divmod(code, 2)
+    function, op, where = (slot.sites[site].split("|", 2) if 0 <= site < len(slot.sites) else ("?", "?", ""))
+    shown = "an infinity" if inf else "a NaN"
+    message = (f"{what}: kernel '{kernel}': derivative code made {shown} out of finite operands here "
+               f"('{op}' in '{function}'); the launch ran to its end, its outputs hold the non-finite values "
+               f"(sanitizer mode: DIFFC_CHECK / check=True)")
+    loc = _location(where)
+    source = (sources or {}).get(loc.file) if loc else None
+    text = format_diagnostic(loc, message, "E0012", source) if loc else f"error[E0012]: {message}"
+    return NonFiniteError(text, kernel, function, op, where, "Inf" if inf else "NaN")
+
+
+I32_MAX = 2**31 - 1
 
 
 class StatusBuffers:
@@ -122,13 +155,34 @@ class StatusBuffers:
         q.finish()
         return [int(v) for v in out]
 
-    def check(self, what: str, sources: dict[str, str] | None = None) -> None:
-        """Raises the error of the first slot that recorded something."""
+    def check(self, what: str, sources: dict[str, str] | None = None, kernel: str = "") -> None:
+        """Reads the slots now (blocking); raises the error of the first that recorded something."""
+        if self.buffers:
+            self._raise_from(self.read(), what, sources, kernel)
+
+    def check_later(self, what: str, sources: dict[str, str] | None = None, kernel: str = "") -> None:
+        """Enqueues the reads into fresh host memory; the error, if any, is raised at the next
+        synchronizing point (runtime/pending.py)."""
+        import pyopencl as cl
+
+        from diffc.runtime import pending
+        from diffc.runtime.device import device
+
         if not self.buffers:
             return
-        for slot, value in zip(self.slots, self.read()):
+        out = np.zeros(len(self.buffers), np.int32)
+        q = device().queue
+        event = None
+        for i, b in enumerate(self.buffers):
+            event = cl.enqueue_copy(q, out[i : i + 1], b, is_blocking=False)
+        pending.defer(event, lambda: self._raise_from([int(v) for v in out], what, sources, kernel))
+
+    def _raise_from(self, values: list[int], what: str, sources: dict[str, str] | None, kernel: str) -> None:
+        for slot, value in zip(self.slots, values):
             if value and slot.kind == "overrun":
                 raise overrun_error(slot, value, what, sources)
+            if value and slot.kind == "nan":
+                raise non_finite_error(slot, value, kernel, what, sources)
 
 
 def grow_max_iters(module, slot: StatusSlot, count: int) -> bool:

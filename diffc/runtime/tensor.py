@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 
+from diffc.runtime import pending
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError
 
@@ -278,6 +279,9 @@ class Tensor:
         import pyopencl as cl
 
         k = self.REPR_EDGE
+        error = pending.first_error()  # a checked launch's error: raised by the next real read
+        if error is not None:
+            return f"<values withheld: a launch's error is pending ({type(error).__name__})>"
         try:
             if self._size <= 2 * k:
                 vals = self.to_numpy().reshape(-1)
@@ -316,6 +320,7 @@ class Tensor:
         out = np.empty(self._shape, self._dtype)
         if self._size:
             cl.enqueue_copy(device().queue, out, self.buffer, is_blocking=True)
+        pending.settle()  # a checked launch's error comes before its values (runtime/pending.py)
         return out
 
     def numpy(self) -> np.ndarray:

@@ -1,0 +1,188 @@
+"""What the safety checks cost: the MLP training step (examples/mlp, two dispatches) and the
+polynomial's calls over tensors (examples/poly.slang), with and without them, on the chosen
+device. Prints one table of minimum times over round-robin runs and each row's ratio to the
+unchecked one.
+
+MLP step rows (host wall time of the two dispatches and the wait for them; device time of the
+two kernels from OpenCL profiling):
+  no checks              DIFFC_BOUNDS_CHECK=0
+  checks, blocking read  bounds checks everywhere, the status read after each launch (the
+                         state before launch-time proofs and lazy reads)
+  checks, lazy read      the status read at the next synchronizing point (runtime/pending.py)
+  checks, lazy + proofs  the default: accesses proven in bounds at launch run unchecked
+                         (learnGradient runs accumulate-gradients' kernels, which take no
+                         proofs yet; the "reduce-atomics only" rows, DIFFC_ACCUMULATE=0, run
+                         the entry kernel itself, whose every access is proven at launch)
+Copy-kernel rows (an entry point `out[tid.x] = 2 * in[tid.x]` under `if (tid.x >= n) return;`,
+device time): no checks, checks without proofs, checks with proofs (the launch is proven, so
+the twin without checks runs).
+Polynomial rows: calls over tensors get no bounds checks (their indices are in bounds by
+construction), so the rows compare `bwds` with and without the sanitizer (check=True).
+
+    python bench/bench_checks.py                    # batch 2^14, 2^22 polynomial elements
+    python bench/bench_checks.py --log2 12 --poly-log2 20 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import diffc
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from bench_mlp import MLP_DIR, DiffcStep, half_inputs, init_params  # noqa: E402
+
+sys.path.remove(str(HERE))
+
+
+def load_mlp(bounds_check: bool, proofs: bool, accumulate: bool = True):
+    """The MLP module with its entry points built under the given settings."""
+    from diffc.runtime import accumulate as acc
+    from diffc.runtime import bounds
+    from diffc.runtime.dispatch import entry_program
+
+    saved = bounds.ENABLED, bounds.PROVE, acc.ENABLED
+    bounds.ENABLED, bounds.PROVE, acc.ENABLED = bounds_check, proofs, accumulate
+    try:
+        m = diffc.load_module(MLP_DIR / "mlp.slang")
+        entry_program(m)
+    finally:
+        bounds.ENABLED, bounds.PROVE, acc.ENABLED = saved
+    return m
+
+
+class Row:
+    def __init__(self, name: str, measure):
+        self.name, self.measure, self.times = name, measure, []
+
+
+def mlp_rows(p0: np.ndarray, xy: np.ndarray) -> list[Row]:
+    from diffc.runtime import pending
+
+    rows = []
+    for name, checked, proofs, lazy, accumulate in (
+            ("no checks", False, False, True, True),
+            ("checks, blocking read", True, False, False, True),
+            ("checks, lazy read", True, False, True, True),
+            ("checks, lazy read + proofs (default)", True, True, True, True),
+            ("no checks, reduce-atomics only", False, False, True, False),
+            ("checks, lazy read, reduce-atomics only", True, False, True, False),
+            ("checks, lazy read + proofs, reduce-atomics only", True, True, True, False)):
+        step = DiffcStep(load_mlp(checked, proofs, accumulate), p0, xy)
+
+        def host(step=step, lazy=lazy):
+            saved, pending.LAZY = pending.LAZY, lazy
+            try:
+                step.reset()
+                diffc.synchronize()
+                t0 = time.perf_counter()
+                step.run()
+                diffc.synchronize()
+                return time.perf_counter() - t0
+            finally:
+                pending.LAZY = saved
+
+        def device(step=step):
+            step.reset()
+            events = step.run()
+            diffc.synchronize()
+            return sum((e.profile.end - e.profile.start) * 1e-9 for e in events if e is not None)
+
+        rows += [Row(f"MLP step, host: {name}", host), Row(f"MLP step, device: {name}", device)]
+    return rows
+
+
+COPY = """
+[shader("compute")]
+[numthreads(256, 1, 1)]
+void twice(uint3 tid: SV_DispatchThreadID, float* src, float* dst, uint n) {
+    if (tid.x >= n) return;
+    dst[tid.x] = 2.0 * src[tid.x];
+}
+"""
+
+
+def copy_rows(n: int) -> list[Row]:
+    from diffc.runtime import bounds
+    from diffc.runtime.dispatch import entry_program
+    from diffc.runtime.module import load_module_from_string
+
+    src = diffc.Tensor.from_numpy(np.arange(n, dtype=np.float32))
+    dst = diffc.Tensor.zeros(n, np.float32)
+    rows = []
+    for name, checked, proofs in (("no checks", False, False), ("checks, no proofs", True, False),
+                                  ("checks + proofs (default)", True, True)):
+        saved = bounds.ENABLED, bounds.PROVE
+        bounds.ENABLED, bounds.PROVE = checked, proofs
+        try:
+            m = load_module_from_string(COPY, "copy.slang")
+            entry_program(m)
+        finally:
+            bounds.ENABLED, bounds.PROVE = saved
+
+        def device(m=m):
+            ev = m.twice.dispatch(thread_count=n, src=src, dst=dst, n=n)
+            diffc.synchronize()
+            return (ev.profile.end - ev.profile.start) * 1e-9
+
+        rows.append(Row(f"copy kernel, device: {name}", device))
+    return rows
+
+
+def poly_rows(n: int) -> list[Row]:
+    rows = []
+    rng = np.random.default_rng(0)
+    for name, check in (("bwds", False), ("bwds, sanitizer (check=True)", True)):
+        m = diffc.load_module(ROOT / "examples" / "poly.slang", check=check)
+        x = diffc.Tensor.from_numpy(rng.uniform(-1, 1, n).astype(np.float32)).with_grads(zero=True)
+        y = diffc.Tensor.zeros(n, np.float32).with_grads()
+        y.grad.fill(1.0)
+
+        def host(m=m, x=x, y=y):
+            diffc.synchronize()
+            t0 = time.perf_counter()
+            m.polynomial.bwds(a=2.0, b=8.0, c=-1.0, x=x, _result=y)
+            diffc.synchronize()
+            return time.perf_counter() - t0
+
+        rows.append(Row(f"polynomial {name}, host", host))
+    return rows
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log2", type=int, default=14, help="MLP batch 2^LOG2 (default 14)")
+    ap.add_argument("--poly-log2", type=int, default=22, help="copy kernel and polynomial elements 2^N (default 22)")
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args(argv)
+    print(f"device: {diffc.device()!r}")
+    rng = np.random.default_rng(0)
+    rows = (mlp_rows(init_params(rng), half_inputs(1 << args.log2, rng)) + copy_rows(1 << args.poly_log2)
+            + poly_rows(1 << args.poly_log2))
+    for r in rows:  # warm up (builds, first launches)
+        r.measure()
+    for _ in range(args.runs):  # round robin: a changing load skews every row alike
+        for r in rows:
+            r.times.append(r.measure())
+    print(f"MLP batch 2^{args.log2}, copy kernel and polynomial 2^{args.poly_log2} elements; {args.runs} runs per "
+          "row, minimum; ratio: to the group's first row")
+    print(f"{'what':62s} {'min ms':>9s} {'ratio':>7s}")
+    base: dict[str, float] = {}
+    for r in rows:
+        lo = min(r.times)
+        group = r.name.split(":")[0] if ":" in r.name else r.name.split(",")[0]
+        if "reduce-atomics only" in r.name:
+            group += ", reduce-atomics only"
+        base.setdefault(group, lo)
+        print(f"{r.name:62s} {lo * 1e3:9.3f} {lo / base[group]:7.3f}")
+
+
+if __name__ == "__main__":
+    main()

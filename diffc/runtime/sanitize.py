@@ -1,0 +1,52 @@
+"""The sanitizer mode: `DIFFC_CHECK=1`, `diffc.load_module(path, check=True)` or `diffc run
+--check`. Derivative code is built with nan-check (passes/nan_check.py), and a launch whose
+derivative code made a NaN or an infinity out of finite operands raises NonFiniteError
+(runtime/status.py) naming the kernel and the op's Slang source line.
+
+Derivative code is what the differentiation pipeline generated (every function that exists
+after it and did not before) and the custom derivatives (the functions a primal names with
+diff.fwd_derivative / diff.bwd_derivative). Primal code, the kernels' own loads and stores, and
+the calls over tensors' `m.f(...)` (no derivative) are left as they are.
+"""
+
+from __future__ import annotations
+
+import os
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+
+from diffc.dialects.diff import BWD_DERIVATIVE, FWD_DERIVATIVE
+
+
+def enabled_by_default() -> bool:
+    return os.environ.get("DIFFC_CHECK", "0") not in ("", "0")
+
+
+def primal_functions(module: ModuleOp) -> set[str]:
+    """Call before the pipeline: the names of `module`'s functions that are not custom
+    derivatives (the pipeline drops the attributes that name those)."""
+    names, custom = set(), set()
+    for f in module.walk():
+        if isinstance(f, func.FuncOp):
+            names.add(f.sym_name.data)
+            for key in (FWD_DERIVATIVE, BWD_DERIVATIVE):
+                target = f.attributes.get(key)
+                if isinstance(target, SymbolRefAttr):
+                    custom.add(target.root_reference.data)
+    return names - custom
+
+
+def derivative_functions(module: ModuleOp, primal: set[str]) -> list[str]:
+    """The functions of the differentiated `module` that hold derivative code; `primal`: what
+    primal_functions said before the pipeline ran."""
+    return sorted(f.sym_name.data for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data not in primal)
+
+
+def apply_nan_check(module: ModuleOp, primal: set[str], ctx=None) -> None:
+    """Runs nan-check over the derivative functions of the differentiated `module`."""
+    from diffc.passes.nan_check import NanCheckPass
+
+    names = derivative_functions(module, primal)
+    if names:
+        NanCheckPass(functions=",".join(names)).apply(ctx, module)
