@@ -242,3 +242,25 @@ void hist(uint tid : SV_DispatchThreadID, uniform Atomic<float>* sums, uniform A
 
 def test_other_compound_assignments_on_atomics_are_unsupported():
     expect_error("void f(Atomic<float>* p) { p[0] *= 2.0; }\n", "E0008", 1, 28, "only += and -=")
+
+
+def test_writes_through_a_pointer_or_buffer_in_a_loop_do_not_carry_it(tmp_path, capsys):
+    # the loop writes memory; the pointer (a memref and an offset) stays what it was, so it is not
+    # a loop-carried value (a memref has no OpenCL C loop variable)
+    from diffc import cli
+
+    path = tmp_path / "k.slang"
+    path.write_text("""
+//TEST_INPUT:ubuffer(data=[0 0 0 0 0 0], stride=4):out,name=outputBuffer
+RWStructuredBuffer<float> outputBuffer;
+void fill(float* xyz, uint t) { for (int k = 0; k < 3; k++) xyz[3 * t + k] = float(k + 1); }
+[numthreads(2, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID) {
+    RWStructuredBuffer<float> b = outputBuffer;
+    for (int k = 0; k < 3; k++) b[3 * tid.x + k] = float(10 * tid.x + k);
+}
+""")
+    assert cli.main(["run", str(path)]) == 0
+    assert [float(v) for v in capsys.readouterr().out.split()[2:]] == [0.0, 1.0, 2.0, 10.0, 11.0, 12.0]
+    assert cli.main(["compile", "--emit", "opencl", str(path)]) == 0
+    assert "for (" in capsys.readouterr().out

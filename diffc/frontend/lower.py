@@ -480,9 +480,11 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             elif isinstance(n, A.Call) and n.kind == "call":  # what goes to out/inout parameters
                 targets += [a for a, q in zip(n.args, n.target[2]) if q.direction != "in"]
             for t in targets:
+                memory = False  # `p[i] = v`, `buf[i] = v`, `p->f = v`: a write to memory, not to p
                 while isinstance(t, A.Member | A.Index):
+                    memory = memory or isinstance(getattr(t.base, "ty", None), T.Buffer | T.Pointer)
                     t = t.base
-                if isinstance(t, A.Name) and isinstance(t.sym, Local) and id(t.sym) in self.bindings:
+                if not memory and isinstance(t, A.Name) and isinstance(t.sym, Local) and id(t.sym) in self.bindings:
                     keys.append(id(t.sym))
             if isinstance(n, A.Return):
                 keys += ["$retval", "$ret"] if self.use_ret_flag else ["$retval"]
