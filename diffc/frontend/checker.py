@@ -22,7 +22,16 @@ from diffc.frontend.symbols import (  # noqa: F401 (re-exported for the lowering
 from diffc.frontend.interfaces import Interfaces, mark_nondiff_generic_values
 from diffc.frontend.parser import SCALAR_ALIASES
 
-_VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
+_VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
+
+
+def int_literal_type(e: A.Num) -> T.Scalar:
+    """`1` is an int, `1u` a uint, `1l` / `1ll` an int64_t, `1ul` a uint64_t; a literal beyond 32
+    bits is 64-bit without a suffix (unsigned when beyond int64_t)."""
+    unsigned, wide, v = "u" in e.suffix, "l" in e.suffix, int(e.value)
+    if wide or v > 0xFFFFFFFF:
+        return T.Scalar("uint64_t" if unsigned or v > 2**63 - 1 else "int64_t")
+    return T.UINT if unsigned else T.INT
 
 
 class Checker:
@@ -84,7 +93,7 @@ class Checker:
         """The value of a `static const` int global written as a literal (an array size)."""
         loc = self.scopes[0].get(name) if isinstance(name, str) else None
         v = loc.value if loc is not None else None
-        if isinstance(v, A.Num) and not v.is_float and isinstance(loc.ty, T.Scalar) and loc.ty.kind in ("int", "uint"):
+        if isinstance(v, A.Num) and not v.is_float and T.is_int_scalar(loc.ty):
             return int(v.value)
         return None
 
@@ -310,8 +319,8 @@ class Checker:
         if d.name in self.structs or d.name in self.typedefs:
             raise err(REDEFINED, f"a second type named '{d.name}'", d)
         ty = self.resolve(d.base) if d.base is not None else T.INT
-        if not (isinstance(ty, T.Scalar) and ty.kind in ("int", "uint")):
-            raise err(TYPE_MISMATCH, f"an enum's type must be int or uint, got {ty}", d.base or d)
+        if not T.is_int_scalar(ty):
+            raise err(TYPE_MISMATCH, f"an enum's type must be an integer type, got {ty}", d.base or d)
         self.typedefs[d.name] = ty
         cases: dict[str, Local] = {}
         nxt = 0
@@ -713,7 +722,7 @@ class Checker:
                 self.expect_type(s.value, want)
         elif isinstance(s, A.Switch):
             t = self.expr(s.value)
-            if not (isinstance(t, T.Scalar) and t.kind in ("int", "uint")):
+            if not T.is_int_scalar(t):
                 raise err(TYPE_MISMATCH, f"switch needs an integer, got {t}", s.value)
             for c in s.cases:
                 for v in c.values or []:
@@ -827,7 +836,7 @@ class Checker:
         if isinstance(e, A.Num):
             if e.is_float:
                 return {"h": T.HALF, "l": T.DOUBLE}.get(e.suffix, T.FLOAT)
-            return T.UINT if e.suffix == "u" else T.INT
+            return int_literal_type(e)
         if isinstance(e, A.BoolLit):
             return T.BOOL
         if isinstance(e, A.Str):
@@ -970,7 +979,7 @@ class Checker:
         """`p + i`, `i + p`, `p - i`: a pointer moved by i elements."""
         p, i = (a, b) if isinstance(a, T.Pointer) else (b, a)
         ok = e.op == "+" or (e.op == "-" and p is a)
-        if not (ok and isinstance(i, T.Scalar) and i.kind in ("int", "uint")):
+        if not (ok and T.is_int_scalar(i)):
             raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {a} and {b}", e)
         if p.by_value:  # type: ignore[union-attr]
             raise err(UNSUPPORTED, f"arithmetic on {p}: a pointer to a struct that holds pointers is passed "
@@ -1066,7 +1075,7 @@ class Checker:
         if e.more:
             raise err(TYPE_MISMATCH, f"type {t} takes one index, got {1 + len(e.more)}", e.more[0])
         i = self.expr(e.index)
-        if not (isinstance(i, T.Scalar) and i.kind in ("int", "uint", "bool")):
+        if not (T.is_int_scalar(i) or i == T.BOOL):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
         if isinstance(t, T.Array | T.Buffer):
             return t.elem

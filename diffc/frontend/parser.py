@@ -12,19 +12,20 @@ from diffc.frontend.properties import parse_property
 from diffc.frontend.subscripts import KEYWORD as SUBSCRIPT, parse_subscript
 from diffc.frontend.lexer import Token, tokenize
 
-SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
+SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
+           "int8_t", "uint8_t", "int16_t", "uint16_t", "int64_t", "uint64_t"}
 # Fixed-width spellings of the scalars (Slang's stdint-style names).
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
                  "matrix", "Array"}
-_VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
+_VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
 # Matrix layout qualifiers: values are the same either way (memory layout is row-major).
 MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
-UNSUPPORTED_TYPES = {"int8_t", "uint8_t", "int16_t", "uint16_t", "int64_t", "uint64_t", "Texture1D", "Texture2D",
+UNSUPPORTED_TYPES = {"Texture1D", "Texture2D",
                      "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr", "CoopVec",
                      "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
                      "ParameterBlock"}
