@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
+from diffc.frontend import coopvec
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
 from diffc.frontend.builtin_types import check_builtin, check_type_method, instantiate_builtin
@@ -133,6 +134,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _interlocked(c, e, name)
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
+        if name in coopvec.REFUSED_FUNCTIONS:
+            raise err(UNSUPPORTED, f"the CoopVec operation '{name}' is not supported", callee)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
     if isinstance(callee, A.TypeExpr):
         t = c.resolve(callee.type)
@@ -314,6 +317,8 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         to = A.TypeRef(SCALAR_CONVERSIONS[callee.name], span=callee.name_span)
         e.callee, e.args = A.TypeExpr(to, span=callee.span), [callee.base]
         return _constructor(c, e, c.resolve(to))
+    if isinstance(bt, T.Vector) and callee.name in coopvec.METHODS | coopvec.REFUSED_METHODS:
+        return coopvec.check_method(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
     fname = _method_function(c, e, callee, st)
     if fname is not None:

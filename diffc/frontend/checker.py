@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices, properties, subscripts
+from diffc.frontend import coopvec, matrices, properties, subscripts
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
@@ -160,6 +160,8 @@ class Checker:
         mat = matrices.resolve(self, n, t)
         if mat is not None:
             return mat
+        if n == "CoopVec":
+            return coopvec.resolve(self, t)
         if n == "vector" and len(t.args) == 2:
             e = self._type_arg(t, t.args[0])
             if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:

@@ -66,6 +66,9 @@ def _int_constant(e: A.Expr | None) -> int | None:
     if isinstance(e, A.Unary) and e.op == "-":
         x = _int_constant(e.operand)
         return None if x is None else -x
+    sym = getattr(e, "sym", None) if isinstance(e, A.Name) else None
+    if sym is not None and getattr(sym, "value", None) is not None and T.is_int_scalar(sym.ty):
+        return _int_constant(sym.value)  # a `static const int N = 3;` (the checker bound the name)
     # `uint8_t(250)`, `(int16_t)3`: a constant converted to an integer type keeps its low bits
     type_name, arg = None, None
     if isinstance(e, A.Cast):

@@ -18,6 +18,7 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
+                 "CoopVec",
                  "matrix", "Array"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
@@ -26,7 +27,7 @@ PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
 MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"Texture1D", "Texture2D",
-                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr", "CoopVec",
+                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr",
                      "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
                      "ParameterBlock"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
