@@ -538,9 +538,24 @@ class Checker:
         """One explicit generic argument: an int, or a type (a TypeRef the parser made)."""
         if isinstance(a, int):
             return a
+        case = self.enum_case_value(a)
+        if case is not None:
+            return case
         if isinstance(a, A.TypeRef):
             return self.resolve(a)
         raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int or a type", where)
+
+    def enum_case_value(self, a) -> int | None:
+        """An enum case as a generic argument (`m<MyEnum.A>`, `m<MyEnum::A>`, a plain enum's `A`):
+        its value, for a generic value parameter of the enum's type."""
+        if isinstance(a, str):
+            return self.static_const_int(a)
+        if isinstance(a, A.TypeRef) and not a.args and not a.dims and not a.pointer and "." in a.name:
+            head, name = a.name.rsplit(".", 1)
+            case = self.enums.get(head, {}).get(name)
+            if case is not None and isinstance(case.value, A.Num):
+                return int(case.value.value)
+        return None
 
     def bind_generics(self, name: str, d: A.Func | A.Struct, env: dict, where: A.Node) -> tuple:
         """Checks an instance's arguments against the parameters' kinds and interfaces; the values

@@ -104,6 +104,7 @@ class Parser:
         self.scoped_type_names: list[str] = []  # type parameters of the declarations being parsed
         self.generic_defaults: dict[str, A.Node] = {}  # default values of the generic parameters just parsed
         self.generic_structs: set[str] = set()
+        self.enum_names: set[str] = set()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
 
@@ -209,6 +210,10 @@ class Parser:
                 continue
             if kw.text == "interface":
                 self.interfaces.add(name.text)
+            elif kw.text == "enum":  # `enum E`, `enum class E`: an integer type (generic value parameters may have it)
+                named = toks[i + 2] if name.text in ("class", "struct") and i + 2 < len(toks) else name
+                self.enum_names.add(named.text)
+                self.type_names.add(named.text)
             else:
                 self.type_names.add(name.text)
                 if i + 2 < len(toks) and toks[i + 2].text == "<" and kw.text == "struct":
@@ -356,9 +361,10 @@ class Parser:
                 names.append(self.ident("a generic parameter name").text)
                 self.expect(":")
                 kind = self.ident("'int'")
-                if kind.text not in ("int", "uint"):
+                # an enum is its integer type: its parameter takes the cases' values
+                if kind.text not in ("int", "uint") and kind.text not in self.enum_names:
                     raise FrontendError(UNSUPPORTED, f"generic value parameters of type '{kind.text}' are not "
-                                        "supported (only int)", kind.start, kind.end)
+                                        "supported (only integers and enums)", kind.start, kind.end)
             else:
                 if t.text == "typename":
                     t = self.ident("a generic parameter name")
@@ -752,6 +758,11 @@ class Parser:
             elif self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
                 args.append(self.tok.text)
                 self.i += 1
+            elif (self.tok.text in self.enum_names and self.peek().text in (".", "::")
+                  and self.peek(2).kind == "ident"):  # `MyEnum.A`: a case, for an enum-typed parameter
+                enum, case = self.tok, self.peek(2)
+                self.i += 3
+                args.append(A.TypeRef(f"{enum.text}.{case.text}", span=(enum.start, case.end)))
             else:
                 args.append(self.array_dims(self.type_ref(), type_position=True))  # `DifferentialPair<float[3]>`
             if not self.accept(","):
