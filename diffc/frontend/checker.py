@@ -220,6 +220,16 @@ class Checker:
         self.scopes[-1][name] = loc
         return loc
 
+    def through_typedefs(self, t: A.TypeRef) -> A.TypeRef:
+        """An extension's target named by a typedef (`typedef myvector<3> myfloat3; extension
+        myfloat3 : I`): the type it names, as written."""
+        seen: set[str] = set()
+        while not t.args and not t.dims and not t.pointer and t.name in self.typedef_decls and t.name not in seen:
+            seen.add(t.name)
+            named = self.typedef_decls[t.name].type
+            t = A.TypeRef(named.name, named.args, named.dims, named.pointer, span=t.span)
+        return t
+
     # ---- program ----
     def check_program(self, prog: A.Program) -> None:
         top: list[FuncInfo] = []
@@ -229,6 +239,7 @@ class Checker:
         self.typedef_decls = {d.name: d for d in prog.decls if isinstance(d, A.Typedef)}
         for d in prog.decls:
             if isinstance(d, A.Extension):
+                d.target = self.through_typedefs(d.target)
                 blanket = d.target.name in d.type_params  # `extension<T : IFoo> T`: every conforming struct
                 self.extensions.setdefault("" if blanket else d.target.name, []).append(d)
             if isinstance(d, A.Interface):
@@ -456,6 +467,11 @@ class Checker:
             s.ptr_differential = self.ptr_differential(d, s)
         for f in d.fields:
             ty = self.resolve(f.type)
+            if "extern" in f.mods:
+                raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
+            if f.redeclared is not None and self.resolve(f.redeclared) != ty:
+                raise err(TYPE_MISMATCH, f"extern field '{f.name}' is declared {self.resolve(f.redeclared)}, but "
+                          f"'{name}' has it as {ty}", f.redeclared)
             if "static" in f.mods:
                 if "const" not in f.mods or f.init is None or not _plain_value(ty):
                     raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
@@ -467,6 +483,11 @@ class Checker:
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
         own = s.aliases.get("Differential")
+        moved = next((f for f in d.fields if own is s and f.derivative_member and f.derivative_member[0] != f.name), None)
+        if moved is not None:  # the struct is its own Differential: each field holds its own derivative
+            raise err(UNSUPPORTED, f"[DerivativeMember] on field '{moved.name}' names field "
+                      f"'{moved.derivative_member[0]}' of its own struct; only the field itself is supported",
+                      moved.derivative_member[1])
         if s.differentiable and isinstance(own, T.Struct) and own is not s:
             self.mark_derivative_members(d, s, own)
         elif own is None and (marked := next((f for f in d.fields if f.derivative_member), None)):

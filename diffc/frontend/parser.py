@@ -281,6 +281,10 @@ class Parser:
         if self.at("enum"):
             return self.enum(start)
         self.prescan_generics()
+        if self.tok.kind == "ident" and self.peek().text == "operator":  # `T operator +<T>(...)`: T is not known yet
+            self.i += 1
+            self.refuse_operator()
+            self.i -= 1
         t = self.array_dims(self.type_ref(), type_position=True)
         self.refuse_operator()
         name = self.ident("a name")
@@ -626,7 +630,7 @@ class Parser:
             return None
         attrs = self.attributes()
         mods: set[str] = set()
-        while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
+        while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS | {"extern"}:
             mods.add(self.tok.text)
             self.i += 1
         return attrs, mods
@@ -707,8 +711,8 @@ class Parser:
         self.where_clauses(type_params)
         body = self.struct_body_after_brace(target.name)
         for f in body.fields:
-            if "static" in f.mods:
-                continue
+            if "static" in f.mods or "extern" in f.mods and f.init is None:
+                continue  # (an `extern` field names one the struct has: extensions.py)
             raise FrontendError(UNSUPPORTED, "an extension cannot add fields (only methods, typealiases and "
                                 "conformances)", f.span[0], f.span[1])
         self.end_generic(mark)
