@@ -6,6 +6,7 @@ from __future__ import annotations
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.ast import walk
+from diffc.frontend.parser import SCALAR_ALIASES
 
 _COMPARE = {
     "<": lambda i, b: i < b, "<=": lambda i, b: i <= b, ">": lambda i, b: i > b,
@@ -51,8 +52,6 @@ SCF_COUNTERS = ("int", "uint", "int8_t", "int16_t", "int64_t")
 
 def counter_kind(init) -> str | None:
     """The integer kind of a `for` loop's counter `int i = a` (any width), else None."""
-    from diffc.frontend.parser import SCALAR_ALIASES
-
     if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
             and not init.type.dims and not init.type.pointer):
         return None
