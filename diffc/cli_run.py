@@ -141,6 +141,9 @@ def _check_conformance_ids(text: str, conformances: dict) -> None:
                              "structs are declared (the tag of a dynamic interface value is that index)")
 
 
+_INT_DTYPES = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+
+
 def _dtype(element) -> tuple[np.dtype, str]:
     from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
 
@@ -148,8 +151,9 @@ def _dtype(element) -> tuple[np.dtype, str]:
         return np.dtype(np.float32), "float"
     if isinstance(element, Float64Type):
         return np.dtype(np.float64), "double"
-    if isinstance(element, IntegerType) and element.width.data == 32:
-        return np.dtype(np.int32), "int"
+    if isinstance(element, IntegerType) and element.width.data in _INT_DTYPES:
+        # the IR's integers are signless: elements print signed (a uint 0xFFFFFFFF as -1)
+        return np.dtype(_INT_DTYPES[element.width.data]), "int"
     raise DiffcError(f"error: buffers of element type {element} are not supported by diffc run")
 
 
@@ -321,6 +325,9 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         if layout is None and b.stride != 4:
             raise _error(b.where, b.line, f"TEST_INPUT: stride={b.stride} does not fit '{name}', a buffer of "
                                           "32-bit scalars (stride=4)")
+        if layout and _dtype(layout.scalar)[0].itemsize != 4:
+            raise _error(b.where, b.line, f"TEST_INPUT: '{name}' holds vectors of {t.element_type.element_type}: "
+                                          "diffc run reads buffers of vectors of 32-bit elements only")
         dtype, b.type_name = _dtype(layout.scalar if layout else t.element_type)
         arr = _array(b, dtype, int(dev.cl_device.max_mem_alloc_size))
         dev_arr = layout.to_device(arr) if layout else arr

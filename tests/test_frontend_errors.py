@@ -91,7 +91,7 @@ FUZZ_FOUND = [
     ("void main() {\n  float \u03bb = 1.0;\n}\n", "E0001", 2, 9, "\u03bb", "unexpected character '\u03bb'"),
     ("void main() {\n  uint y = 0x;\n}\n", "E0001", 2, 12, "0x", "malformed number '0x' (no hex digits)"),
     ("void main() {\n  int y = 99999999999999999999;\n}\n", "E0008", 2, 11, "99999999999999999999",
-     "integer literal 99999999999999999999 does not fit in 32 bits"),
+     "integer literal 99999999999999999999 does not fit in 64 bits"),
     ("void main() {\n  int y = 1e309;\n}\n", "E0003", 2, 11, "1e309", "the constant inf does not fit in int"),
     ("void main() {\n  int y = int(1e30);\n}\n", "E0003", 2, 15, "1e30", "does not fit in int"),
     ("float f(float x) {\n  return x * 1e39;\n}\n", "E0003", 2, 14, "1e39", "does not fit in float"),

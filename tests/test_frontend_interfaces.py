@@ -402,3 +402,49 @@ struct Sq : ISum { [Differentiable] float sum<let N : int>(vector<float, N> v) {
     assert c.primal([1, v, w])[0] == pytest.approx(sum(x * x for x in v) + 10 * sum(x * x for x in w))
     assert c.primal([0, v, w])[0] == pytest.approx(sum(v) + 10 * sum(w))
     c.check_derivatives([1, v, w])
+
+
+EXTERN_FIELD = """
+__generic<let N : int>
+struct myvec { vector<float, N> val; };
+
+typedef myvec<3> myvec3;
+
+extension myvec3 : IDifferentiable
+{
+    typedef myvec3 Differential;
+
+    [DerivativeMember(Differential.val)]
+    extern vector<float, 3> val;
+
+    [Differentiable]
+    static Differential dzero() { Differential d; d.val = float3(0.0); return d; }
+
+    [Differentiable]
+    static Differential dadd(Differential a, Differential b) { Differential d; d.val = a.val + b.val; return d; }
+};
+
+[Differentiable]
+float energy(myvec3 v, float s) {
+    return dot(v.val, v.val) * s + v.val.y;
+}
+"""
+
+
+def test_an_extern_field_in_an_extension_of_a_typedef_instance_gives_the_field_attributes():
+    """`extension myvec3 : IDifferentiable` (a typedef of a generic instance) makes the instance
+    differentiable; `[DerivativeMember(Differential.val)] extern ... val;` names its own field."""
+    c = Compiled(EXTERN_FIELD, "energy")
+    v = np.array([0.5, 1.0, -2.0])
+    assert c.primal([v, 1.5])[0] == pytest.approx(float(v @ v) * 1.5 + 1.0)
+    c.check_derivatives([v, 1.5])
+
+
+@pytest.mark.parametrize("body,code,line,col,words", [
+    ("extension S { extern float y; };", "E0002", 2, 15, "extern field 'y': 'S' has no field"),
+    ("extension S { extern int x; };", "E0003", 2, 22, "extern field 'x' is declared int, but 'S' has it as float"),
+    ("struct R { extern float z; };", "E0008", 2, 12, "'extern' field outside an extension"),
+    ("T operator +<T>(T a, T b) { return a; }", "E0008", 2, 3, "operator overloading"),
+])
+def test_extern_field_errors_are_located(body, code, line, col, words):
+    expect_error("struct S { float x; };\n" + body, code, line, col, words)

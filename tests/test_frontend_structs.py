@@ -124,7 +124,7 @@ def test_properties_enums_and_struct_typedef(m):
 def test_enum_case_errors_are_located():
     expect_error("enum class E { A, B }\nint g() { return E.C; }\n", "E0004", 2, 20, "enum E has no case 'C'")
     expect_error("enum class E { A, B }\nint g() { return A; }\n", "E0002", 2, 18, "undefined name 'A'")
-    expect_error("enum E : float { A }\n", "E0003", 1, 10, "an enum's type must be int or uint")
+    expect_error("enum E : float { A }\n", "E0003", 1, 10, "an enum's type must be an integer type")
 
 
 def test_property_without_a_setter_cannot_be_assigned_and_bodyless_accessors_are_refused():

@@ -256,6 +256,7 @@ class Field(Node):
     name: str
     init: Expr | None = None  # `static const T x = value;`
     derivative_member: tuple[str, Span] | None = None  # `[DerivativeMember(Differential.f)]`: f, and where
+    redeclared: TypeRef | None = None  # the type an extension's `extern` declaration of the field gives
 
 
 @dataclass
@@ -292,7 +293,7 @@ class Extension(Node):
     aliases: list[Typedef] = field(default_factory=list)
     generic_params: list[str] = field(default_factory=list)
     type_params: dict[str, list[str]] = field(default_factory=dict)
-    statics: list[Field] = field(default_factory=list)  # `static const` fields
+    statics: list[Field] = field(default_factory=list)  # `static const` fields, `extern` declarations
 
 
 @dataclass

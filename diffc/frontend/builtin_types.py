@@ -76,7 +76,7 @@ def builtin_signature(name: str, ts: list[T.Type], args: list[A.Node], at: A.Nod
     if b.result not in ("same", "bool", "bool_same", "int_same") and not T.is_float_scalar(el):
         common = _with_elem(common, T.FLOAT)
         el = T.FLOAT
-    if b.result == "bool_same" and not T.is_float_scalar(el) or b.result == "int_same" and el.kind in ("bool", "uint"):
+    if b.result == "bool_same" and not T.is_float_scalar(el) or b.result == "int_same" and T.is_unsigned(el):
         want = "float" if b.result == "bool_same" else "float or int"
         raise err(TYPE_MISMATCH, f"{name} needs {want} values, got {common}", at)
     if name in _VECTOR_ONLY and not isinstance(common, T.Vector):

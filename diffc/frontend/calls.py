@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
+from diffc.frontend import coopvec
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
 from diffc.frontend.builtin_types import check_builtin, check_type_method, instantiate_builtin
@@ -71,7 +72,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         if name == "diffPair":
             _count(e, "diffPair", (1, 2))
             p = c.expr(e.args[0])
-            if T.is_numeric(p) and T.elem_of(p) in (T.INT, T.UINT):
+            if T.is_numeric(p) and T.is_int_scalar(T.elem_of(p)):
                 p = T.with_elem(p, T.FLOAT)  # as Slang: `let x = 2; diffPair(x)` is a pair of floats
             if not T.is_differentiable(p):
                 raise err(TYPE_MISMATCH, f"diffPair needs a differentiable value, got {p}", e.args[0])
@@ -133,6 +134,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _interlocked(c, e, name)
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
+        if name in coopvec.REFUSED_FUNCTIONS:
+            raise err(UNSUPPORTED, f"the CoopVec operation '{name}' is not supported", callee)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
     if isinstance(callee, A.TypeExpr):
         t = c.resolve(callee.type)
@@ -314,6 +317,8 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         to = A.TypeRef(SCALAR_CONVERSIONS[callee.name], span=callee.name_span)
         e.callee, e.args = A.TypeExpr(to, span=callee.span), [callee.base]
         return _constructor(c, e, c.resolve(to))
+    if isinstance(bt, T.Vector) and callee.name in coopvec.METHODS | coopvec.REFUSED_METHODS:
+        return coopvec.check_method(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
     fname = _method_function(c, e, callee, st)
     if fname is not None:
@@ -356,7 +361,7 @@ def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Typ
     if callee.name not in ATOMIC_KINDS:
         raise err(UNKNOWN_MEMBER, f"Atomic<{elem}> has no method '{callee.name}' (supported: "
                   f"{', '.join(sorted(ATOMIC_KINDS))})", callee.name_span)
-    if not isinstance(elem, T.Scalar) or elem.kind == "bool":
+    if not isinstance(elem, T.Scalar) or elem.kind == "bool" or T.is_int_scalar(elem) and T.int_bits(elem) != 32:
         raise err(UNSUPPORTED, f"atomic operations on {elem} are not supported", callee)
     _count(e, callee.name, 1)
     c.expect_type(e.args[0], elem)
@@ -459,7 +464,7 @@ def _dynamic_object(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
 
 
 def _bits(t: T.Scalar) -> int:
-    return {"half": 16, "float": 32, "int": 32, "uint": 32, "double": 64, "bool": 1}[t.kind]
+    return {"half": 16, "float": 32, "double": 64}.get(t.kind) or T.int_bits(t)
 
 
 def _can_carry_out(fi) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices, properties, subscripts
+from diffc.frontend import coopvec, matrices, properties, subscripts
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
@@ -22,7 +22,16 @@ from diffc.frontend.symbols import (  # noqa: F401 (re-exported for the lowering
 from diffc.frontend.interfaces import Interfaces, mark_nondiff_generic_values
 from diffc.frontend.parser import SCALAR_ALIASES
 
-_VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
+_VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
+
+
+def int_literal_type(e: A.Num) -> T.Scalar:
+    """`1` is an int, `1u` a uint, `1l` / `1ll` an int64_t, `1ul` a uint64_t; a literal beyond 32
+    bits is 64-bit without a suffix (unsigned when beyond int64_t)."""
+    unsigned, wide, v = "u" in e.suffix, "l" in e.suffix, int(e.value)
+    if wide or v > 0xFFFFFFFF:
+        return T.Scalar("uint64_t" if unsigned or v > 2**63 - 1 else "int64_t")
+    return T.UINT if unsigned else T.INT
 
 
 class Checker:
@@ -84,7 +93,7 @@ class Checker:
         """The value of a `static const` int global written as a literal (an array size)."""
         loc = self.scopes[0].get(name) if isinstance(name, str) else None
         v = loc.value if loc is not None else None
-        if isinstance(v, A.Num) and not v.is_float and isinstance(loc.ty, T.Scalar) and loc.ty.kind in ("int", "uint"):
+        if isinstance(v, A.Num) and not v.is_float and T.is_int_scalar(loc.ty):
             return int(v.value)
         return None
 
@@ -151,6 +160,8 @@ class Checker:
         mat = matrices.resolve(self, n, t)
         if mat is not None:
             return mat
+        if n == "CoopVec":
+            return coopvec.resolve(self, t)
         if n == "vector" and len(t.args) == 2:
             e = self._type_arg(t, t.args[0])
             if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:
@@ -209,6 +220,16 @@ class Checker:
         self.scopes[-1][name] = loc
         return loc
 
+    def through_typedefs(self, t: A.TypeRef) -> A.TypeRef:
+        """An extension's target named by a typedef (`typedef myvector<3> myfloat3; extension
+        myfloat3 : I`): the type it names, as written."""
+        seen: set[str] = set()
+        while not t.args and not t.dims and not t.pointer and t.name in self.typedef_decls and t.name not in seen:
+            seen.add(t.name)
+            named = self.typedef_decls[t.name].type
+            t = A.TypeRef(named.name, named.args, named.dims, named.pointer, span=t.span)
+        return t
+
     # ---- program ----
     def check_program(self, prog: A.Program) -> None:
         top: list[FuncInfo] = []
@@ -218,6 +239,7 @@ class Checker:
         self.typedef_decls = {d.name: d for d in prog.decls if isinstance(d, A.Typedef)}
         for d in prog.decls:
             if isinstance(d, A.Extension):
+                d.target = self.through_typedefs(d.target)
                 blanket = d.target.name in d.type_params  # `extension<T : IFoo> T`: every conforming struct
                 self.extensions.setdefault("" if blanket else d.target.name, []).append(d)
             if isinstance(d, A.Interface):
@@ -312,8 +334,8 @@ class Checker:
         if d.name in self.structs or d.name in self.typedefs:
             raise err(REDEFINED, f"a second type named '{d.name}'", d)
         ty = self.resolve(d.base) if d.base is not None else T.INT
-        if not (isinstance(ty, T.Scalar) and ty.kind in ("int", "uint")):
-            raise err(TYPE_MISMATCH, f"an enum's type must be int or uint, got {ty}", d.base or d)
+        if not T.is_int_scalar(ty):
+            raise err(TYPE_MISMATCH, f"an enum's type must be an integer type, got {ty}", d.base or d)
         self.typedefs[d.name] = ty
         cases: dict[str, Local] = {}
         nxt = 0
@@ -447,6 +469,11 @@ class Checker:
             s.ptr_differential = self.ptr_differential(d, s)
         for f in d.fields:
             ty = self.resolve(f.type)
+            if "extern" in f.mods:
+                raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
+            if f.redeclared is not None and self.resolve(f.redeclared) != ty:
+                raise err(TYPE_MISMATCH, f"extern field '{f.name}' is declared {self.resolve(f.redeclared)}, but "
+                          f"'{name}' has it as {ty}", f.redeclared)
             if "static" in f.mods:
                 if "const" not in f.mods or f.init is None or not _plain_value(ty):
                     raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
@@ -458,6 +485,11 @@ class Checker:
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
         own = s.aliases.get("Differential")
+        moved = next((f for f in d.fields if own is s and f.derivative_member and f.derivative_member[0] != f.name), None)
+        if moved is not None:  # the struct is its own Differential: each field holds its own derivative
+            raise err(UNSUPPORTED, f"[DerivativeMember] on field '{moved.name}' names field "
+                      f"'{moved.derivative_member[0]}' of its own struct; only the field itself is supported",
+                      moved.derivative_member[1])
         if s.differentiable and isinstance(own, T.Struct) and own is not s:
             self.mark_derivative_members(d, s, own)
         elif own is None and (marked := next((f for f in d.fields if f.derivative_member), None)):
@@ -552,9 +584,24 @@ class Checker:
         """One explicit generic argument: an int, or a type (a TypeRef the parser made)."""
         if isinstance(a, int):
             return a
+        case = self.enum_case_value(a)
+        if case is not None:
+            return case
         if isinstance(a, A.TypeRef):
             return self.resolve(a)
         raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int or a type", where)
+
+    def enum_case_value(self, a) -> int | None:
+        """An enum case as a generic argument (`m<MyEnum.A>`, `m<MyEnum::A>`, a plain enum's `A`):
+        its value, for a generic value parameter of the enum's type."""
+        if isinstance(a, str):
+            return self.static_const_int(a)
+        if isinstance(a, A.TypeRef) and not a.args and not a.dims and not a.pointer and "." in a.name:
+            head, name = a.name.rsplit(".", 1)
+            case = self.enums.get(head, {}).get(name)
+            if case is not None and isinstance(case.value, A.Num):
+                return int(case.value.value)
+        return None
 
     def bind_generics(self, name: str, d: A.Func | A.Struct, env: dict, where: A.Node) -> tuple:
         """Checks an instance's arguments against the parameters' kinds and interfaces; the values
@@ -738,7 +785,7 @@ class Checker:
                 self.expect_type(s.value, want)
         elif isinstance(s, A.Switch):
             t = self.expr(s.value)
-            if not (isinstance(t, T.Scalar) and t.kind in ("int", "uint")):
+            if not T.is_int_scalar(t):
                 raise err(TYPE_MISMATCH, f"switch needs an integer, got {t}", s.value)
             for c in s.cases:
                 for v in c.values or []:
@@ -854,7 +901,7 @@ class Checker:
         if isinstance(e, A.Num):
             if e.is_float:
                 return {"h": T.HALF, "l": T.DOUBLE}.get(e.suffix, T.FLOAT)
-            return T.UINT if e.suffix == "u" else T.INT
+            return int_literal_type(e)
         if isinstance(e, A.BoolLit):
             return T.BOOL
         if isinstance(e, A.Str):
@@ -997,7 +1044,7 @@ class Checker:
         """`p + i`, `i + p`, `p - i`: a pointer moved by i elements."""
         p, i = (a, b) if isinstance(a, T.Pointer) else (b, a)
         ok = e.op == "+" or (e.op == "-" and p is a)
-        if not (ok and isinstance(i, T.Scalar) and i.kind in ("int", "uint")):
+        if not (ok and T.is_int_scalar(i)):
             raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {a} and {b}", e)
         if p.by_value:  # type: ignore[union-attr]
             raise err(UNSUPPORTED, f"arithmetic on {p}: a pointer to a struct that holds pointers is passed "
@@ -1093,7 +1140,7 @@ class Checker:
         if e.more:
             raise err(TYPE_MISMATCH, f"type {t} takes one index, got {1 + len(e.more)}", e.more[0])
         i = self.expr(e.index)
-        if not (isinstance(i, T.Scalar) and i.kind in ("int", "uint", "bool")):
+        if not (T.is_int_scalar(i) or i == T.BOOL):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
         if isinstance(t, T.Array | T.Buffer):
             return t.elem

@@ -36,7 +36,11 @@ def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
         for m in body.methods:
             d.methods.append(m)
         d.aliases += body.aliases
-        d.fields += body.statics
+        for f in body.statics:
+            if "extern" in f.mods:
+                _redeclare(d, f)
+            else:
+                d.fields.append(f)
         d.bases += [b for b in body.bases if b not in d.bases]
         if not template and x.target.args:
             raise err(UNSUPPORTED, f"'{d.name}' is not generic", x.target)
@@ -47,6 +51,21 @@ def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
             d.methods += [m for m in body.methods if m.name not in {k.name for k in d.methods}]
             d.aliases += body.aliases
     return d
+
+
+def _redeclare(d: A.Struct, f: A.Field) -> None:
+    """`[DerivativeMember(Differential.x)] extern float x;` in an extension: a field the struct
+    already has, declared again to give it attributes (its type is checked where the struct's is)."""
+    from diffc.frontend.errors import UNDEFINED
+    from diffc.frontend.symbols import err
+
+    k = next((k for k, g in enumerate(d.fields) if g.name == f.name and "static" not in g.mods), None)
+    if k is None:
+        raise err(UNDEFINED, f"extern field '{f.name}': '{d.name}' has no field of that name (an extension "
+                  "cannot add fields)", f)
+    g = d.fields[k]
+    d.fields[k] = dataclasses.replace(g, derivative_member=f.derivative_member or g.derivative_member,
+                                      redeclared=f.type)
 
 
 def _as_this(x: A.Extension, param: str) -> A.Extension:

@@ -73,7 +73,7 @@ def _name_token(p: Parser, name: str, mode):
     return Token("ident", f"{name}__{mode.text.strip('_')}_ext{mode.start}", mode.start, mode.end)
 
 
-_NOT_DIFFERENTIABLE = re.compile(r"^(int|uint|bool|int32_t|uint32_t)\d?$")
+_NOT_DIFFERENTIABLE = re.compile(r"^(int|uint|bool|u?int(8|16|32|64)_t)\d?$")
 
 
 def parse_apply(p: Parser, attrs: list[A.Attr], start: int, mode, prefix=None) -> A.Program:

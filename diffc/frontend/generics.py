@@ -124,7 +124,7 @@ def infer(ref: A.TypeRef, got: T.Type, params: list[str], env: dict[str, Value])
         infer(ref.args[0], got.elem, params, env)
     if isinstance(got, T.PtrPair) and ref.name == "DifferentialPtrPair" and ref.args and isinstance(ref.args[0], A.TypeRef):
         infer(ref.args[0], got.elem, params, env)
-    shape = {"vector": (T.Vector, ("n",)), "matrix": (T.Matrix, ("rows", "cols")), "Array": (T.Array, ("n",))}.get(ref.name)
+    shape = {"vector": (T.Vector, ("n",)), "CoopVec": (T.Vector, ("n",)), "matrix": (T.Matrix, ("rows", "cols")), "Array": (T.Array, ("n",))}.get(ref.name)
     if shape and isinstance(got, shape[0]) and len(ref.args) == 1 + len(shape[1]):  # vector<T, N>, matrix<T, R, C>
         if isinstance(ref.args[0], A.TypeRef):
             infer(ref.args[0], got.elem, params, env)

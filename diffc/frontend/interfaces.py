@@ -109,7 +109,7 @@ class Interfaces:
         if name in FLOAT_INTERFACES:
             return T.is_float_scalar(elem)
         if name in INTEGER_INTERFACES:
-            return elem.kind in ("int", "uint")
+            return T.is_int_scalar(elem)
         return name in ARITHMETIC_INTERFACES
 
     def check_constraints(self, ty: T.Type, param: str, names: list[str], where) -> None:

@@ -21,14 +21,14 @@ class Token:
     start: int
     end: int
     value: object = None
-    suffix: str = ""  # literal suffix: f, h, l (floats), u (ints)
+    suffix: str = ""  # literal suffix: f, h, l (floats); u, l, ul (ints: unsigned, 64 bits)
 
 
 # ASCII only: str.isalpha/isdigit also accept letters and digits of other scripts (and
 # superscripts), which neither Slang nor OpenCL C take in names and numbers.
 DIGITS = frozenset("0123456789")
 IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_") | DIGITS
-MAX_INT_LITERAL = 2**32 - 1  # 32-bit int and uint: the only integer types of this front end
+MAX_INT_LITERAL = 2**64 - 1  # the widest integer types are 64 bits
 
 
 def _is_ident_start(c: str) -> bool:
@@ -125,17 +125,16 @@ def _number(text: str, i: int, toks: list[Token]) -> int:
         k += 1
     raw = text[j:k].lower()
     if raw:
-        if raw in ("f", "h", "l", "lf"):
+        if raw in ("f", "h", "lf") or raw == "l" and kind == "float":  # `2l` is an int64_t, `2.0l` a double
             kind, suffix = "float", raw[0]
             value = float(value)  # type: ignore[arg-type]
-        elif raw in ("u", "ul", "l", "ll", "ull"):
-            suffix = "u" if "u" in raw else ""
+        elif raw in ("u", "l", "ll", "ul", "ull", "lu", "llu"):
+            suffix = ("u" if "u" in raw else "") + ("l" if "l" in raw else "")  # u: unsigned, l: 64 bits
         else:
             raise FrontendError(SYNTAX, f"unknown literal suffix '{text[j:k]}'", j, k)
     if k < n and text[k] in IDENT_CHARS:
         raise FrontendError(SYNTAX, f"malformed number '{text[i:k + 1]}'", i, k + 1)
     if kind == "int" and value > MAX_INT_LITERAL:  # type: ignore[operator]
-        raise FrontendError(UNSUPPORTED, f"integer literal {text[i:k]} does not fit in 32 bits "
-                            "(64-bit integers are not supported)", i, k)
+        raise FrontendError(UNSUPPORTED, f"integer literal {text[i:k]} does not fit in 64 bits", i, k)
     toks.append(Token(kind, text[i:k], i, k, value, suffix))
     return k

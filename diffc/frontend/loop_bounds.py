@@ -4,7 +4,9 @@ counter with constant start, bound and step, and the shape the lowering turns in
 from __future__ import annotations
 
 from diffc.frontend import ast as A
+from diffc.frontend import types as T
 from diffc.frontend.ast import walk
+from diffc.frontend.parser import SCALAR_ALIASES
 
 _COMPARE = {
     "<": lambda i, b: i < b, "<=": lambda i, b: i <= b, ">": lambda i, b: i > b,
@@ -17,8 +19,8 @@ def trip_count(s: A.For) -> int | None:
     constant step (i++, i--, i += c, i -= c, i = i + c, i = i - c) and no other assignment to i;
     None when the loop is not of that form or does not end."""
     init, cond = s.init, s.cond
-    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
-            and init.type.name in ("int", "uint") and not init.type.dims):
+    kind = counter_kind(init)
+    if kind is None:
         return None
     v = init.name
     if not (isinstance(cond, A.Binary) and cond.op in _COMPARE and isinstance(cond.lhs, A.Name)
@@ -37,9 +39,24 @@ def trip_count(s: A.For) -> int | None:
         count = (last - start) // delta + 1
     else:
         return None  # moves away from the bound
-    if count is not None and init.type.name == "uint" and start + count * delta < 0:
-        return None  # an unsigned counter wraps around instead of ending
+    lo, hi = T.int_range(T.Scalar(kind))
+    if count is not None and not (lo <= start <= hi and lo <= start + count * delta <= hi):
+        return None  # the counter wraps around (an unsigned one below 0, a narrow one past its top)
     return count
+
+
+# counters that scf.for (which compares signed) runs over; loops over other unsigned counters are
+# while loops, so a bound past the signed range still ends them
+SCF_COUNTERS = ("int", "uint", "int8_t", "int16_t", "int64_t")
+
+
+def counter_kind(init) -> str | None:
+    """The integer kind of a `for` loop's counter `int i = a` (any width), else None."""
+    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
+            and not init.type.dims and not init.type.pointer):
+        return None
+    kind = SCALAR_ALIASES.get(init.type.name, init.type.name)
+    return kind if kind in T.INT_KINDS else None
 
 
 def _int_constant(e: A.Expr | None) -> int | None:
@@ -48,7 +65,21 @@ def _int_constant(e: A.Expr | None) -> int | None:
     if isinstance(e, A.Unary) and e.op == "-":
         x = _int_constant(e.operand)
         return None if x is None else -x
-    return None
+    sym = getattr(e, "sym", None) if isinstance(e, A.Name) else None
+    if sym is not None and getattr(sym, "value", None) is not None and T.is_int_scalar(sym.ty):
+        return _int_constant(sym.value)  # a `static const int N = 3;` (the checker bound the name)
+    # `uint8_t(250)`, `(int16_t)3`: a constant converted to an integer type keeps its low bits
+    type_name, arg = None, None
+    if isinstance(e, A.Cast):
+        type_name, arg = e.type.name, e.operand
+    elif isinstance(e, A.Call) and isinstance(e.callee, A.TypeExpr) and len(e.args) == 1:
+        type_name, arg = getattr(e.callee.type, "name", None), e.args[0]
+    x = _int_constant(arg) if type_name in T.INT_KINDS else None
+    if x is None:
+        return None
+    bits, signed = T.INT_KINDS[type_name]
+    x %= 1 << bits
+    return x - (1 << bits) if signed and x >= 1 << (bits - 1) else x
 
 
 def _step_of(step: A.Expr | None, v: str) -> int | None:
@@ -76,8 +107,7 @@ def _assigns_outside_step(s: A.For, v: str) -> bool:
 def for_shape(s: A.For):
     """(var, lb expr, ub expr, step, inclusive) for `for (int i = a; i < b; i++ / i += c)`."""
     init, cond, step = s.init, s.cond, s.step
-    if not (isinstance(init, A.VarDecl) and init.init is not None and init.type is not None
-            and init.type.name in ("int", "uint") and not init.type.dims):
+    if counter_kind(init) not in SCF_COUNTERS:
         return None
     v = init.name
     if not (isinstance(cond, A.Binary) and cond.op in ("<", "<=") and isinstance(cond.lhs, A.Name)

@@ -24,7 +24,7 @@ from diffc.frontend.derivative_checks import check_module
 from diffc.frontend.ast import walk
 from diffc.frontend.checker import Checker
 from diffc.frontend.symbols import FuncInfo, Local, err, ptr_param
-from diffc.frontend.loop_bounds import for_shape, own_jumps, static_bound, trip_count
+from diffc.frontend.loop_bounds import counter_kind, for_shape, own_jumps, static_bound, trip_count
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lower_builtins import BuiltinLowering
 from diffc.frontend.lower_calls import CallLowering
@@ -527,7 +527,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             self.while_loop(cond, s.body, s.step, s.attrs, False, s, bound=static_bound(s))
             return
         var, lb_e, ub_e, step, inclusive = shape
-        it = T.Scalar(s.init.type.name)  # type: ignore[union-attr]
+        it = T.Scalar(counter_kind(s.init))  # type: ignore[arg-type]
         (lb,) = self.lower_as(lb_e, it)
         (ub,) = self.lower_as(ub_e, it)
         if inclusive:

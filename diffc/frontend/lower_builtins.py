@@ -198,7 +198,7 @@ class BuiltinLowering:
     def minmax(self, which: str, a: SSAValue, b: SSAValue, t: T.Type) -> SSAValue:
         if T.is_floating(t):
             cls = arith.MinimumfOp if which == "min" else arith.MaximumfOp
-        elif T.elem_of(t) == T.UINT:
+        elif T.elem_of(t) is not None and T.is_unsigned(T.elem_of(t)):
             cls = arith.MinUIOp if which == "min" else arith.MaxUIOp
         else:
             cls = arith.MinSIOp if which == "min" else arith.MaxSIOp

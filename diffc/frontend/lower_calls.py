@@ -9,6 +9,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff
 from diffc.frontend import ast as A
+from diffc.frontend import coopvec
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, WAVE_CONSTANT
 from diffc.frontend.symbols import derivative_signature, err, ptr_param
@@ -84,6 +85,8 @@ class CallLowering:
             return self.user_call(e)
         if k == "atomic_method":
             return self.atomic_method(e)
+        if k == "coopvec_store":
+            return coopvec.lower_store(self, e)
         if k == "interlocked_add":
             buf, off = self.expr(e.args[0])
             (x,) = self.lower_as(e.args[1], T.HALF)

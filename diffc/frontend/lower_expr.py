@@ -117,7 +117,8 @@ class ExprLowering:
     def convert_elem(self, x: SSAValue, se: T.Scalar, de: T.Scalar, src: T.Type) -> SSAValue:
         out = T.ir_scalar(de) if not isinstance(src, T.Vector) else VectorType(T.ir_scalar(de), [src.n])
         sf, df = T.is_float_scalar(se), T.is_float_scalar(de)
-        if isinstance(src, T.Vector) and (sf != df or de.kind == "bool" or se.kind == "bool"):
+        resized = not sf and not df and T.int_bits(se) != T.int_bits(de)
+        if isinstance(src, T.Vector) and (sf != df or de.kind == "bool" or se.kind == "bool" or resized):
             # xDSL's int <-> float casts and comparisons are scalar only: convert lane by lane
             lanes = [self.convert_elem(self.v(vector.ExtractOp(x, [i], T.ir_scalar(se))), se, de, se)
                      for i in range(src.n)]
@@ -132,14 +133,14 @@ class ExprLowering:
             bb = T.RANK[de.kind]
             return self.v(arith.ExtFOp(x, out) if bb > ba else arith.TruncFOp(x, out))
         if sf:
-            return self.v(arith.FPToUIOp(x, out) if de.kind == "uint" else arith.FPToSIOp(x, out))
+            return self.v(arith.FPToUIOp(x, out) if T.is_unsigned(de) else arith.FPToSIOp(x, out))
         if df:
-            if se.kind == "bool":
-                return self.v(arith.UIToFPOp(x, out))
-            return self.v(arith.UIToFPOp(x, out) if se.kind == "uint" else arith.SIToFPOp(x, out))
-        if se.kind == "bool":
-            return self.v(arith.ExtUIOp(x, out))
-        return x  # int <-> uint: same bits
+            return self.v(arith.UIToFPOp(x, out) if T.is_unsigned(se) else arith.SIToFPOp(x, out))
+        if T.int_bits(se) < T.int_bits(de):  # widening keeps the value: zero- or sign-extend by the source
+            return self.v(arith.ExtUIOp(x, out) if T.is_unsigned(se) else arith.ExtSIOp(x, out))
+        if T.int_bits(se) > T.int_bits(de):  # narrowing keeps the low bits, as C converts
+            return self.v(arith.TruncIOp(x, out))
+        return x  # int <-> uint of one width: same bits
 
     def lower_as(self, e: A.Expr, t: T.Type) -> list[SSAValue]:
         if isinstance(e, A.InitList):
@@ -286,7 +287,8 @@ class ExprLowering:
         if op == "%" and T.is_floating(t):
             return [self.fmod(a[0], b[0])]
         cls = ARITH_F[op] if T.is_floating(t) else ARITH_I[op]
-        if not T.is_floating(t) and T.elem_of(t) == T.UINT:
+        el = T.elem_of(t)
+        if not T.is_floating(t) and el is not None and T.is_int_scalar(el) and T.is_unsigned(el):
             cls = {"/": arith.DivUIOp, "%": arith.RemUIOp, ">>": arith.ShRUIOp}.get(op, cls)
         return [self.v(cls(a[0], b[0]))]
 
@@ -316,7 +318,7 @@ class ExprLowering:
             return self.build_vector(lanes, T.Vector(T.BOOL, t.n))[0]
         if T.is_floating(t):
             return self.v(arith.CmpfOp(a, b, CMP_F[op]))
-        table = CMP_U if el in (T.UINT, T.BOOL) else CMP_S
+        table = CMP_U if T.is_unsigned(el) else CMP_S
         return self.v(arith.CmpiOp(a, b, table[op]))
 
     def ternary(self, e: A.Ternary) -> list[SSAValue]:
@@ -724,13 +726,20 @@ _FLOAT_MAX = {"half": 65504.0, "float": 3.4028234663852886e38, "double": 1.79769
 
 
 def _fitting(value: float | int, t: T.Type, e: A.Expr) -> float | int:
-    """A literal converted to `t` at compile time; one that an integer type cannot hold (an
-    infinite float or a value beyond 32 bits) is an error where it is written."""
+    """A literal converted to `t` at compile time. An integer literal wraps to the type's width
+    (as C converts: `uint8_t(300)` is 44); a float one that the type's bits cannot hold (an
+    infinite float, 1e30 as an int) is an error where it is written."""
     if T.is_floating(t):
         top = _FLOAT_MAX.get(getattr(getattr(t, "elem", t), "kind", ""), _FLOAT_MAX["double"])
         if not abs(value) <= top:
             raise FrontendError(TYPE_MISMATCH, f"the constant {value} does not fit in {t}", *e.span)
         return value
-    if value != value or value in (float("inf"), float("-inf")) or not -(2**31) <= int(value) < 2**32:
+    el = T.elem_of(t)
+    bits = T.int_bits(el) if el is not None and el.kind != "bool" else 32
+    if value != value or value in (float("inf"), float("-inf")) or (
+            isinstance(value, float) and not -(2 ** (bits - 1)) <= int(value) < 2**bits):
         raise FrontendError(TYPE_MISMATCH, f"the constant {value} does not fit in {t}", *e.span)
-    return value
+    v = int(value)
+    if not -(2 ** (bits - 1)) <= v < 2**bits:  # outside what the signless bits hold: keep the low bits
+        v = (v + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+    return v if isinstance(value, int) else value

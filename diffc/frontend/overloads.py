@@ -63,7 +63,7 @@ def add_overload(c: Checker, base: str, f: FuncInfo) -> None:
 _NOT_VIABLE = None
 
 
-def conversion_cost(src: T.Type, dst: T.Type) -> int | None:
+def conversion_cost(src: T.Type, dst: T.Type) -> float | None:
     """How far an implicit conversion from `src` to `dst` goes (0: exact); None if there is none.
     Widening within a kind beats changing kind; splatting a scalar and truncating a vector cost more."""
     if src == dst:
@@ -81,16 +81,21 @@ def conversion_cost(src: T.Type, dst: T.Type) -> int | None:
     return 5
 
 
-def _scalar_cost(a: T.Scalar, b: T.Scalar) -> int:
+_FLOATS = {"half": 0, "float": 1, "double": 2}
+# bool -> int -> uint are whole steps; the other widths sit between them (and after uint) at
+# fractions, so that they rank by width without making those steps dearer than int -> float
+_INTS = {"bool": 0, "int8_t": 0.2, "uint8_t": 0.4, "int16_t": 0.6, "uint16_t": 0.8, "int": 1, "uint": 2,
+         "int64_t": 2.5, "uint64_t": 2.75}
+
+
+def _scalar_cost(a: T.Scalar, b: T.Scalar) -> float:
     if a == b:
         return 0
-    floats = ("half", "float", "double")
-    ints = ("bool", "int", "uint")
-    for family in (floats, ints):  # widening by one step beats two; narrowing comes after both
+    for family in (_FLOATS, _INTS):  # widening by one step beats two; narrowing comes after both
         if a.kind in family and b.kind in family:
-            step = family.index(b.kind) - family.index(a.kind)
+            step = family[b.kind] - family[a.kind]
             return step if step > 0 else 1 - step
-    return 4 if a.kind in ints else 6  # int to float before float to int
+    return 4 if a.kind in _INTS else 6  # int to float before float to int
 
 
 def _call_cost(c: Checker, params: list[PInfo], args: list[A.Expr], allow_defaults: bool) -> int | None:

@@ -12,20 +12,22 @@ from diffc.frontend.properties import parse_property
 from diffc.frontend.subscripts import KEYWORD as SUBSCRIPT, parse_subscript
 from diffc.frontend.lexer import Token, tokenize
 
-SCALARS = {"float", "half", "double", "int", "uint", "bool", "void"}
+SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
+           "int8_t", "uint8_t", "int16_t", "uint16_t", "int64_t", "uint64_t"}
 # Fixed-width spellings of the scalars (Slang's stdint-style names).
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
+                 "CoopVec",
                  "matrix", "Array"}
-_VEC = re.compile(r"^(float|half|double|int|uint|bool)([1-4])$")
+_VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
 # Matrix layout qualifiers: values are the same either way (memory layout is row-major).
 MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
-UNSUPPORTED_TYPES = {"int8_t", "uint8_t", "int16_t", "uint16_t", "int64_t", "uint64_t", "Texture1D", "Texture2D",
-                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr", "CoopVec",
+UNSUPPORTED_TYPES = {"Texture1D", "Texture2D",
+                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr",
                      "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
                      "ParameterBlock"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
@@ -102,6 +104,7 @@ class Parser:
         self.scoped_type_names: list[str] = []  # type parameters of the declarations being parsed
         self.generic_defaults: dict[str, A.Node] = {}  # default values of the generic parameters just parsed
         self.generic_structs: set[str] = set()
+        self.enum_names: set[str] = set()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
 
@@ -207,6 +210,10 @@ class Parser:
                 continue
             if kw.text == "interface":
                 self.interfaces.add(name.text)
+            elif kw.text == "enum":  # `enum E`, `enum class E`: an integer type (generic value parameters may have it)
+                named = toks[i + 2] if name.text in ("class", "struct") and i + 2 < len(toks) else name
+                self.enum_names.add(named.text)
+                self.type_names.add(named.text)
             else:
                 self.type_names.add(name.text)
                 if i + 2 < len(toks) and toks[i + 2].text == "<" and kw.text == "struct":
@@ -276,6 +283,10 @@ class Parser:
         if self.at("enum"):
             return self.enum(start)
         self.prescan_generics()
+        if self.tok.kind == "ident" and self.peek().text == "operator":  # `T operator +<T>(...)`: T is not known yet
+            self.i += 1
+            self.refuse_operator()
+            self.i -= 1
         t = self.array_dims(self.type_ref(), type_position=True)
         self.refuse_operator()
         name = self.ident("a name")
@@ -356,9 +367,10 @@ class Parser:
                 names.append(self.ident("a generic parameter name").text)
                 self.expect(":")
                 kind = self.ident("'int'")
-                if kind.text not in ("int", "uint"):
+                # an enum is its integer type: its parameter takes the cases' values
+                if kind.text not in ("int", "uint") and kind.text not in self.enum_names:
                     raise FrontendError(UNSUPPORTED, f"generic value parameters of type '{kind.text}' are not "
-                                        "supported (only int)", kind.start, kind.end)
+                                        "supported (only integers and enums)", kind.start, kind.end)
             else:
                 if t.text == "typename":
                     t = self.ident("a generic parameter name")
@@ -620,7 +632,7 @@ class Parser:
             return None
         attrs = self.attributes()
         mods: set[str] = set()
-        while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS:
+        while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS | {"extern"}:
             mods.add(self.tok.text)
             self.i += 1
         return attrs, mods
@@ -701,8 +713,8 @@ class Parser:
         self.where_clauses(type_params)
         body = self.struct_body_after_brace(target.name)
         for f in body.fields:
-            if "static" in f.mods:
-                continue
+            if "static" in f.mods or "extern" in f.mods and f.init is None:
+                continue  # (an `extern` field names one the struct has: extensions.py)
             raise FrontendError(UNSUPPORTED, "an extension cannot add fields (only methods, typealiases and "
                                 "conformances)", f.span[0], f.span[1])
         self.end_generic(mark)
@@ -752,6 +764,11 @@ class Parser:
             elif self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
                 args.append(self.tok.text)
                 self.i += 1
+            elif (self.tok.text in self.enum_names and self.peek().text in (".", "::")
+                  and self.peek(2).kind == "ident"):  # `MyEnum.A`: a case, for an enum-typed parameter
+                enum, case = self.tok, self.peek(2)
+                self.i += 3
+                args.append(A.TypeRef(f"{enum.text}.{case.text}", span=(enum.start, case.end)))
             else:
                 args.append(self.array_dims(self.type_ref(), type_position=True))  # `DifferentialPair<float[3]>`
             if not self.accept(","):

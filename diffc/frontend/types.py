@@ -31,7 +31,7 @@ class Type:
 
 @dataclass(frozen=True)
 class Scalar(Type):
-    kind: str  # float half double int uint bool
+    kind: str  # float half double bool, or an integer kind of INT_KINDS (int, uint, int16_t, ...)
 
     def name(self) -> str:
         return self.kind
@@ -193,11 +193,37 @@ class BuiltinRef(Type):
 FLOAT, HALF, DOUBLE = Scalar("float"), Scalar("half"), Scalar("double")
 INT, UINT, BOOL = Scalar("int"), Scalar("uint"), Scalar("bool")
 VOID = Void()
-RANK = {"bool": 0, "int": 1, "uint": 2, "half": 3, "float": 4, "double": 5}
+# Integer kinds: (bits, signed). `int` and `uint` are Slang's 32-bit ones; the others keep their
+# Slang spelling, so that types print as the program wrote them (`int16_t`, `uint64_t2`).
+INT_KINDS = {"int8_t": (8, True), "uint8_t": (8, False), "int16_t": (16, True), "uint16_t": (16, False),
+             "int": (32, True), "uint": (32, False), "int64_t": (64, True), "uint64_t": (64, False)}
+# Promotion order: an operator converts both operands to the higher-ranked element type.
+RANK = {"bool": 0, "int8_t": 1, "uint8_t": 2, "int16_t": 3, "uint16_t": 4, "int": 5, "uint": 6,
+        "int64_t": 7, "uint64_t": 8, "half": 9, "float": 10, "double": 11}
 
 
 def is_float_scalar(t: Type) -> bool:
     return isinstance(t, Scalar) and t.kind in ("float", "half", "double")
+
+
+def is_int_scalar(t: Type) -> bool:
+    """An integer scalar of any width (not bool)."""
+    return isinstance(t, Scalar) and t.kind in INT_KINDS
+
+
+def is_unsigned(s: Scalar) -> bool:
+    """Compared, divided and widened as unsigned: the unsigned integers and bool."""
+    return s.kind == "bool" or s.kind in INT_KINDS and not INT_KINDS[s.kind][1]
+
+
+def int_bits(s: Scalar) -> int:
+    return 1 if s.kind == "bool" else INT_KINDS[s.kind][0]
+
+
+def int_range(s: Scalar) -> tuple[int, int]:
+    """The smallest and largest value of an integer scalar type."""
+    bits, signed = INT_KINDS[s.kind]
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
 
 
 def elem_of(t: Type) -> Scalar | None:
@@ -310,14 +336,10 @@ def pointee_scalar(t: Type) -> Scalar | None:
 
 
 def ir_scalar(s: Scalar) -> Attribute:
-    return {
-        "float": Float32Type(),
-        "half": Float16Type(),
-        "double": Float64Type(),
-        "int": IntegerType(32),
-        "uint": IntegerType(32),
-        "bool": IntegerType(1),
-    }[s.kind]
+    """Integers are signless in the IR (int and uint are both i32): the ops carry the signedness."""
+    if s.kind in INT_KINDS or s.kind == "bool":
+        return IntegerType(int_bits(s))
+    return {"float": Float32Type(), "half": Float16Type(), "double": Float64Type()}[s.kind]
 
 
 def leaf_names(t: Type, base: str) -> list[str]:

@@ -1,0 +1,137 @@
+"""`CoopVec<T, N>` (frontend/coopvec.py): a vector of N <= 4 elements with the vector's
+arithmetic, subscripts and derivatives, and `store(buffer, byteOffset)`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from slang_harness import Compiled
+from slang_helpers import expect_error, run
+
+SRC = """
+static const int Size = 3;
+typealias Vec4 = CoopVec<float, 4>;
+
+[Differentiable]
+Vec4 arith(Vec4 x, Vec4 y) {
+    let one = Vec4(1.0);
+    return (x + y) * (x - y) / (one + y * y) - x * 2.0;
+}
+
+[Differentiable]
+Vec4 math(Vec4 x, Vec4 y) {
+    return exp(x) * sin(y) + log(Vec4(2.0) + x * x) + min(x, y) + clamp(x, Vec4(-0.5), Vec4(0.5))
+        + fma(x, y, Vec4(1.0)) + tanh(-x);
+}
+
+[Differentiable]
+Vec4 pack(float a, float b, float c, float d) {
+    Vec4 v = { a, b * a, c, d };
+    return v * CoopVec<float, 4>(a, b, c, d);
+}
+
+[Differentiable]
+T pick<T : __BuiltinFloatingPointType>(CoopVec<T, Size> v, no_diff int k) {
+    return v[k] * v[(k + 1) % Size];
+}
+
+[Differentiable]
+CoopVec<T, Size> put<T : __BuiltinFloatingPointType>(CoopVec<T, Size> v, T x, no_diff int k) {
+    v[k] = x * v[k];
+    return v;
+}
+
+[Differentiable]
+float fill(float[Size] xs, float s) {
+    CoopVec<float, Size> v;
+    for (int i = 0; i < Size; ++i)
+        v[i] = xs[i] * s;
+    float r = 0.0;
+    for (int i = 0; i < Size; ++i)
+        r += v[i] * v[i];
+    return r;
+}
+
+float usePick(CoopVec<float, Size> v, int k) { return pick(v, k); }
+float usePut(CoopVec<float, Size> v, float x, int k) { return put(v, x, k)[k]; }
+"""
+
+X = np.array([0.3, -0.8, 1.1, 0.45])
+Y = np.array([0.9, 0.2, -0.6, 1.3])
+
+
+def test_coopvec_arithmetic_and_intrinsics_differentiate_in_both_modes():
+    c = Compiled(SRC, "arith")
+    want = (X + Y) * (X - Y) / (1 + Y * Y) - X * 2
+    np.testing.assert_allclose(c.primal([X, Y])[0], want, rtol=1e-6)
+    c.check_derivatives([X, Y])
+    Compiled(SRC, "math").check_derivatives([X, Y])
+    c = Compiled(SRC, "pack")
+    np.testing.assert_allclose(c.primal([0.5, 2.0, -1.0, 3.0])[0], [0.25, 2.0, 1.0, 9.0])
+    c.check_derivatives([0.5, 2.0, -1.0, 3.0])
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_coopvec_subscripts_at_runtime_indices_differentiate(k):
+    v = np.array([0.7, -1.2, 2.5])
+    assert run(SRC, "usePick", v, k)[0] == pytest.approx(v[k] * v[(k + 1) % 3])
+    w = v.copy()
+    w[k] *= 1.5
+    assert run(SRC, "usePut", v, 1.5, k)[0] == pytest.approx(w[k])
+    Compiled(SRC, "pick_float").check_derivatives([v, k])
+    Compiled(SRC, "put_float").check_derivatives([v, 1.5, k])
+    Compiled(SRC, "fill").check_derivatives([0.4, -0.3, 0.8, 1.7])
+
+
+STORE_KERNEL = """\
+//TEST_INPUT: set out = out ubuffer(count=12, stride=4)
+RWStructuredBuffer<float> out;
+//TEST_INPUT: set dout = out ubuffer(count=4, stride=4)
+RWStructuredBuffer<double> dout;
+
+[Differentiable]
+CoopVec<float, 4> sq(CoopVec<float, 4> x) { return x * x; }
+
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    let x = CoopVec<float, 4>(1.0, 2.0, 3.0, 4.0);
+    sq(x).store(out, 0);
+    var p = diffPair(x);
+    bwd_diff(sq)(p, CoopVec<float, 4>(1.0, 10.0, 100.0, 1000.0));
+    p.d.store(out, 16);
+    int at = 8 * 4;
+    fwd_diff(sq)(diffPair(x, CoopVec<float, 4>(1.0))).d.store(out, at);
+    let h = CoopVec<double, 2>(0.5, 0.25);
+    h.store(dout, 16);
+}
+"""
+
+
+def test_store_writes_from_a_byte_offset_on_opencl(tmp_path):
+    f = tmp_path / "k.slang"
+    f.write_text(STORE_KERNEL)
+    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", str(f)], capture_output=True, text=True,
+                       env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    sections = [[float(v) for v in s.split()[1:]] for s in r.stdout.split("type:")[1:]]
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(sections[0], [*(x * x), *(2 * x * [1, 10, 100, 1000]), *(2 * x)])
+    np.testing.assert_allclose(sections[1], [0.0, 0.0, 0.5, 0.25])
+
+
+@pytest.mark.parametrize("src,code,col,words", [
+    ("float f(CoopVec<float, 8> v) { return v[0]; }", "E0008", 9, "more than 4 elements"),
+    ("float f(CoopVec<float, 4> v) { return v.matMul(v)[0]; }", "E0008", 41, "CoopVec operation 'matMul'"),
+    ("float f(CoopVec<float, 4> v) { return coopVecMatMul(v)[0]; }", "E0008", 39, "'coopVecMatMul'"),
+    ("RWStructuredBuffer<int> b;\nvoid f(CoopVec<float, 2> v) { v.store(b, 0); }", "E0003", 39,
+     "needs a RWStructuredBuffer<float>"),
+    ("RWStructuredBuffer<float> b;\nvoid f(CoopVec<float, 2> v) { v.store(b, 6); }", "E0003", 42,
+     "not a multiple of the 4-byte elements"),
+])
+def test_coopvec_errors_are_located(src, code, col, words):
+    expect_error(src, code, src.count("\n") + 1, col, words)
