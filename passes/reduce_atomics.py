@@ -424,8 +424,9 @@ class _KernelReducer:
                 continue
             if isinstance(inner, scf.ForOp) and any(a in adds for a in inner.walk()):
                 self._predicate_loop(inner, p, adds)
-            else:
-                _wrap([inner], p, InsertPoint.before(inner))
+            else:  # (before the op after it: _wrap moves `inner` itself)
+                assert inner.next_op is not None
+                _wrap([inner], p, InsertPoint.before(inner.next_op))
 
     # -- the reduction ------------------------------------------------------------------------
 

@@ -174,3 +174,56 @@ def test_accumulated_kernels_are_bounds_checked_too(learn, deterministic):
                              count=100, deterministic=deterministic)
     sums, _ = run(learn, values, deterministic=deterministic)  # and the right sums when in bounds
     np.testing.assert_allclose(sums, reference(values)[0], rtol=1e-5)
+
+
+# Forty slots from a loop, in groups of 256 work-items: the accumulated kernel's own groups of 16
+# take each group's work-items in turns (grid-stride), reduce in chunks (local memory for about
+# 12 rows of 17 floats) and each of its work-items sums up to one row per pass.
+MANY = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+[shader("compute")]
+[numthreads(256, 1, 1)]
+void many(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    for (int i = 0; i < 40; i++)
+        sums[i] += v * float(i % 7 - 3) + float(tid % 5);
+}
+"""
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, deterministic):
+    from diffc.runtime import accumulate
+
+    monkeypatch.setattr(accumulate, "WORK_GROUP", 16)
+    monkeypatch.setattr(accumulate, "LOCAL_BYTES", 800)
+    m = load_module_from_string(MANY, "many.slang")
+    acc = entry_program(m).accumulated["many"]
+    assert (acc.slots, acc.group, acc.entry_group) == (40, 16, 256)
+    for n in (1, 255, 257, 5000):
+        values = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
+        sums = diffc.Tensor.zeros(40, np.float32)
+        m.many.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values), count=n,
+                        deterministic=deterministic)
+        v, tid = values.astype(np.float64), np.arange(n)
+        want = [(v * (i % 7 - 3) + tid % 5).sum() for i in range(40)]
+        np.testing.assert_allclose(sums.to_numpy(), want, rtol=1e-5, atol=1e-3)
+
+
+def test_reduce_atomics_alone_sums_a_loop_of_adds_behind_a_guard(monkeypatch):
+    """Without accumulate-gradients, reduce-atomics predicates the loop's ops on the guard
+    (it had failed on the op after which it inserted)."""
+    from diffc.runtime import accumulate
+
+    monkeypatch.setattr(accumulate, "ENABLED", False)
+    m = load_module_from_string(MANY, "many.slang")
+    assert not entry_program(m).accumulated
+    n = 700
+    values = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
+    sums = diffc.Tensor.zeros(40, np.float32)
+    m.many.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values), count=n)
+    v, tid = values.astype(np.float64), np.arange(n)
+    np.testing.assert_allclose(sums.to_numpy(), [(v * (i % 7 - 3) + tid % 5).sum() for i in range(40)], rtol=1e-5, atol=1e-3)

@@ -1,15 +1,18 @@
 """Launching accumulate-gradients' kernels (passes/accumulate_gradients.py) in place of an entry
 point's own kernel.
 
-For an entry point @K the pass adds @K__accum (persistent work-groups looping over @K's groups)
-and @K__accum_finish (deterministic mode's fixed-order sum of per-group partial sums). A 1-D
-dispatch of @K runs @K__accum over fewer groups, with @K's arguments followed by
-(diffc_groups = @K's group count, diffc_partials, diffc_deterministic); in deterministic mode
-@K__accum_finish follows, one work-group, with @K's arguments and (groups launched, partials).
+For an entry point @K the pass adds @K__accum (a grid-stride loop over @K's work-items, in
+groups of its own size) and @K__accum_finish (deterministic mode's fixed-order sum of per-group
+partial sums). A 1-D dispatch of @K runs @K__accum over fewer work-items, with @K's arguments
+followed by (diffc_groups = @K's group count, diffc_partials, diffc_deterministic); in
+deterministic mode @K__accum_finish follows, one work-group, with @K's arguments and (groups
+launched, partials).
 
     DIFFC_ACCUMULATE=0       build without the pass (reduce-atomics alone)
     DIFFC_DETERMINISTIC=1    deterministic mode for every dispatch (or dispatch(deterministic=True))
-    DIFFC_ACCUM_GROUPS=N     persistent work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
+    DIFFC_ACCUM_GROUPS=N     work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
+    DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default 64)
+    DIFFC_ACCUM_LOCAL_BYTES=B local memory for the transposed reduction (default: the device's less 4 KiB)
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ class AccumulatedKernel:
     c_name: str
     finish_c_name: str
     slots: int
-    group: int  # work-items per group
+    group: int  # work-items per group of the accumulated kernel
+    entry_group: int = 0  # the entry point's (its dispatch's virtual groups)
+    finish_group: int = 0  # work-items of the finish kernel's one group
     params: list = field(default_factory=list)  # the accumulated kernel's parameter names, in order
     finish_params: list = field(default_factory=list)  # the finish kernel's
     kernels: dict = field(default_factory=dict)  # cl.Kernel objects, built on first use
@@ -37,15 +42,33 @@ class AccumulatedKernel:
     partials_size: int = 0
 
 
+LOCAL_BYTES = int(os.environ.get("DIFFC_ACCUM_LOCAL_BYTES", "0"))  # 0: local_bytes(device)
+
+
 def local_bytes(cl_device) -> int:
-    """Local memory for one chunk of the transposed reduction: half the device's, at most 256 KiB."""
-    return max(4096, min(int(cl_device.local_mem_size) // 2, 1 << 18))
+    """Local memory for one chunk of the transposed reduction: the device's less 4 KiB (the
+    accumulated kernel allocates nothing else there), at most 256 KiB."""
+    if LOCAL_BYTES:
+        return LOCAL_BYTES
+    return max(4096, min(int(cl_device.local_mem_size) - 4096, 1 << 18))
+
+
+def settings() -> tuple:
+    """What the built kernels depend on besides the device (part of the module cache's key)."""
+    return (ENABLED, WORK_GROUP, LOCAL_BYTES)
+
+
+# Work-items per group of the accumulated kernel: few, so that the transposed reduction of all
+# of a group's slots fits in local memory at once (one barrier) and registers allow several
+# groups per compute unit.
+WORK_GROUP = int(os.environ.get("DIFFC_ACCUM_WORK_GROUP", "64"))
 
 
 def apply_pass(ctx, low, cl_device) -> None:
     from diffc.passes.accumulate_gradients import AccumulateGradientsPass
 
-    AccumulateGradientsPass(local_bytes=local_bytes(cl_device)).apply(ctx, low)
+    AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=min(WORK_GROUP, cl_device.max_work_group_size),
+                            finish_group=min(1024, cl_device.max_work_group_size)).apply(ctx, low)
 
 
 def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
@@ -67,7 +90,8 @@ def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
         if isinstance(of, StringAttr) and isinstance(slots, IntegerAttr):
             finish = f"{of.data}__accum_finish"
             out[of.data] = AccumulatedKernel(of.data, names[name], names[finish], slots.value.data,
-                                             _work_group_size(f)[0], params=param_names(f),
+                                             _work_group_size(f)[0], _work_group_size(funcs[of.data])[0],
+                                             _work_group_size(funcs[finish])[0], params=param_names(f),
                                              finish_params=param_names(funcs[finish]))
     return out
 
@@ -110,8 +134,8 @@ def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_si
     from diffc.runtime.device import device
 
     dev = device()
-    virtual = global_size[0] // acc.group
-    groups = max(1, min(virtual, dev.cl_device.max_compute_units * _groups_per_unit(dev)))
+    virtual = global_size[0] // acc.entry_group
+    groups = max(1, min(-(-global_size[0] // acc.group), dev.cl_device.max_compute_units * _groups_per_unit(dev)))
     det = DETERMINISTIC if deterministic is None else bool(deterministic)
     need = groups * acc.slots * 4 if det else 4
     if acc.partials is None or acc.partials_size < need:
@@ -134,5 +158,5 @@ def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_si
         return first
     finish = acc.kernels["finish"]
     finish.set_args(*[index(groups) if n == GROUPS else values[n] for n in acc.finish_params])
-    last = cl.enqueue_nd_range_kernel(dev.queue, finish, (acc.group, 1, 1), (acc.group, 1, 1))
+    last = cl.enqueue_nd_range_kernel(dev.queue, finish, (acc.finish_group, 1, 1), (acc.finish_group, 1, 1))
     return Events(first, last)

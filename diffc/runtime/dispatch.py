@@ -102,7 +102,7 @@ def _build_or_load(module: Module) -> EntryProgram:
     from diffc.runtime import accumulate
 
     options = options_for_device(device().cl_device)
-    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.ENABLED), options)
+    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.settings()), options)
     kept = module_cache.load_entry_program(name)
     if kept is not None:
         source, kernels, index_dtype, accumulated = kept
