@@ -103,11 +103,16 @@ def cmd_compile(args) -> int:
         from diffc.passes.accumulate_gradients import AccumulateGradientsPass
         from diffc.runtime import dispatch
 
+        from diffc.runtime import bounds
+
+        # as the runtime runs it: before reduce-atomics and bounds-check
         saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
+        saved_bounds, bounds.ENABLED = bounds.ENABLED, False
         try:
             low, _, _, _ = lowered(args.file, args.entry)
         finally:
             dispatch.REDUCE_ATOMICS = saved
+            bounds.ENABLED = saved_bounds
         from diffc.compiler import apply_pass
 
         apply_pass(AccumulateGradientsPass(report=True), low)

@@ -79,6 +79,25 @@ FINISH_OF = "diffc.accumulate_finish_of"
 GROUPS, PARTIALS, DETERMINISTIC = "diffc_groups", "diffc_partials", "diffc_deterministic"
 
 
+# Integer atomics accumulated privately, with their identity (i32 bits).
+EXACT_IDENTITY = {"addi": 0, "maxu": 0, "maxs": -(2**31), "minu": -1, "mins": 2**31 - 1}
+_EXACT_OP = {"addi": arith.AddiOp, "maxu": arith.MaxUIOp, "maxs": arith.MaxSIOp, "minu": arith.MinUIOp,
+             "mins": arith.MinSIOp}
+
+
+def _exact_kind(op: Operation) -> str | None:
+    """The kind of an i32 atomic on global memory whose old value is unused, if it is one."""
+    if isinstance(op, kernel.AtomicAddOp):
+        kind = "addi"
+    elif isinstance(op, kernel.AtomicRMWOp) and op.kind.data in EXACT_IDENTITY and not op.result.uses:
+        kind = op.kind.data
+    else:
+        return None
+    if op.memref.type.element_type != i32 or kernel.memory_space(op.memref.type) is not None:
+        return None
+    return kind
+
+
 class _Refused(Exception):
     """Why a kernel is left as it is."""
 
@@ -116,8 +135,9 @@ class AccumulateGradientsPass(ModulePass):
             if not kernel.is_kernel(fn) or not fn.body.blocks or ACCUMULATED in fn.attributes:
                 continue
             try:
-                slots = _Accumulator(fn, funcs, self).run()
-                line = f"rewritten: {slots} gradient slots, persistent work-groups, one transposed reduction"
+                slots, exact = _Accumulator(fn, funcs, self).run()
+                more = f" and {len(exact)} integer ({', '.join(exact)})" if exact else ""
+                line = f"rewritten: {slots} gradient slots{more}, persistent work-groups, one transposed reduction"
             except _Refused as why:
                 line = f"left to reduce-atomics: {why}"
             if self.report:
@@ -128,7 +148,7 @@ class _Accumulator:
     def __init__(self, fn: func.FuncOp, funcs: dict[str, func.FuncOp], opts: AccumulateGradientsPass):
         self.fn, self.funcs, self.opts = fn, funcs, opts
 
-    def run(self) -> int:
+    def run(self) -> tuple[int, list[str]]:
         sizes = _work_group_size(self.fn)
         if sizes is None or sizes[1] != 1 or sizes[2] != 1 or sizes[0] <= 1:
             raise _Refused("needs a 1-D kernel.reqd_work_group_size of more than one work-item")
@@ -144,15 +164,14 @@ class _Accumulator:
                 raise _Refused(f"it uses {op.name} (virtual groups would share local memory)")
             if isinstance(op, func.ReturnOp) and op is not self.entry.last_op:
                 raise _Refused("a return inside a region")
-        adds = [op for op in work.walk() if _is_atomic_add(op) and kernel.memory_space(op.memref.type) is None]
+        adds = [op for op in work.walk() if _is_atomic_add(op) and kernel.memory_space(op.memref.type) is None
+                and isinstance(op.memref.type.element_type, Float16Type | Float32Type)]
         if not adds:
-            raise _Refused("no atomic adds into global memory")
+            raise _Refused("no floating-point atomic adds into global memory")
         checker = _KernelReducer(work, self.funcs, 1)
         for a in adds:
             if isinstance(a, kernel.AtomicRMWOp) and a.result.uses:
                 raise _Refused(f"an atomic add whose old value is used ({a.name})")
-            if not isinstance(a.memref.type.element_type, Float16Type | Float32Type):
-                raise _Refused("an integer atomic add (exact in any order: reduce-atomics sums it)")
             if not checker._only_added(a.memref):
                 raise _Refused("a buffer that is added to is also read or written")
         adds = self._unroll(adds)
@@ -161,13 +180,29 @@ class _Accumulator:
             for v in (a.memref, *a.indices):
                 if not self._invariant(v):
                     raise _Refused("an add whose address depends on the work-item or on a loop of unknown trip count")
-        self._rewrite(adds)
+        exact = self._exact_slots(checker)
+        self._rewrite(adds, exact)
+        self.exact_kinds = [_exact_kind(op) for op in exact]
         finish = self._finish_kernel(adds)
         parent = self.fn.parent_block()
         assert parent is not None
         parent.insert_op_after(finish, self.fn)
         parent.insert_op_after(work, self.fn)
-        return len(adds)
+        return len(adds), self.exact_kinds
+
+    def _exact_slots(self, checker: _KernelReducer) -> list[Operation]:
+        """Integer atomics (addi, max, min on i32) at one address for every work-item, into
+        memory only they touch (a batch's largest loss, a counter): exact in any order, so each
+        becomes a private slot too, combined once per group and issued as one atomic per group
+        in both modes. Others stay per work-item in the loop."""
+        out = []
+        for op in self.work.walk():
+            kind = _exact_kind(op)
+            if kind is None or not all(self._invariant(v) for v in (op.memref, *op.indices)):
+                continue
+            if checker._only_added(op.memref, lambda u, kind=kind: _exact_kind(u) == kind):
+                out.append(op)
+        return sorted(out, key=lambda op: list(EXACT_IDENTITY).index(_exact_kind(op)))
 
     # -- preparing ----------------------------------------------------------------------------
 
@@ -276,9 +311,12 @@ class _Accumulator:
         fn.update_function_type()
         return arg
 
-    def _rewrite(self, adds: list[Operation]) -> None:
-        work, entry, L, S = self.work, self.entry, self.L, len(adds)
+    def _rewrite(self, adds: list[Operation], exact: list[Operation]) -> None:
+        """Slots 0 .. S-1: the float adds (private f32 sums); S .. S+E-1: the exact integer
+        atomics (private i32 values of their kind)."""
+        work, entry, L, S, E = self.work, self.entry, self.L, len(adds), len(exact)
         R = self.R  # the accumulated kernel's own work-group size
+        kinds = ["addf"] * S + [_exact_kind(op) for op in exact]
         n_params = len(entry.args)
         groups = self._add_param(work, GROUPS, IndexType())
         partials = self._add_param(work, PARTIALS, MemRefType(f32, [DYNAMIC_INDEX]))
@@ -290,12 +328,22 @@ class _Accumulator:
         lid, group, nreal = kernel.LocalIdOp(0), kernel.GroupIdOp(0), kernel.NumGroupsOp(0)
         acc = memref.AllocaOp.get(f32, shape=[S])
         acc.memref.name_hint = "grad_acc"
+        iacc = memref.AllocaOp.get(i32, shape=[max(E, 1)])
+        iacc.memref.name_hint = "exact_acc"
         zero = arith.ConstantOp(FloatAttr(0.0, f32))
-        consts = {k: _index(k) for k in range(max(S, R) + 1)}
-        Rewriter.insert_op([lid, group, nreal, acc, zero, *consts.values()], top)
+        consts = {k: _index(k) for k in range(max(S + E, R) + 1)}
+        identity = {k: arith.ConstantOp(IntegerAttr(v, i32)) for k, v in EXACT_IDENTITY.items()}
+        Rewriter.insert_op([lid, group, nreal, acc, *([iacc] if E else []), zero, *consts.values(),
+                            *identity.values()], top)
         end = InsertPoint.before(entry.last_op)
-        for k in range(S):
-            Rewriter.insert_op(memref.StoreOp.get(zero.result, acc.memref, [consts[k]]), end)
+
+        def slot_ref(k: int) -> tuple[SSAValue, SSAValue]:  # the private memref and index of slot k
+            return (acc.memref, consts[k]) if k < S else (iacc.memref, consts[k - S])
+
+        for k in range(S + E):
+            init = zero.result if k < S else identity[kinds[k]].result
+            mem, at = slot_ref(k)
+            Rewriter.insert_op(memref.StoreOp.get(init, mem, [at]), end)
         # the grid-stride loop over @K's work-items: this work-item runs virtual work-items
         # group * R + lid, + num_groups * R, ... < diffc_groups * L
         c_L, c_R = _index(L), _index(R)
@@ -314,51 +362,72 @@ class _Accumulator:
         loop_body.add_op(scf.YieldOp())
         Rewriter.insert_op(loop, end)
         self._virtual_ids(loop_body, vid, groups)
-        # the slices computing each add's address (ids replaced), captured before the adds go
+        slots: list[Operation] = [*adds, *exact]
+        # the slices computing each slot's address (ids replaced), captured before the atomics go
         self.targets = [
-            (type(a), getattr(a, "kind", None), a.value.type, a.memref, list(a.indices)) for a in adds
+            (type(a), getattr(a, "kind", None), a.value.type, a.memref, list(a.indices)) for a in slots
         ]
-        # adds -> private sums
-        for k, a in enumerate(adds):
+        # atomics -> private sums (maxima, ...)
+        for k, a in enumerate(slots):
             v: SSAValue = a.value
             ops: list[Operation] = []
             if isinstance(v.type, Float16Type):
                 ext = arith.ExtFOp(v, f32)
                 ops.append(ext)
                 v = ext.result
-            old = memref.LoadOp.get(acc.memref, [consts[k]])
-            new = arith.AddfOp(old.res, v)
-            ops += [old, new, memref.StoreOp.get(new.result, acc.memref, [consts[k]])]
+            mem, at = slot_ref(k)
+            old = memref.LoadOp.get(mem, [at])
+            new = arith.AddfOp(old.res, v) if k < S else _EXACT_OP[kinds[k]](old.res, v)
+            ops += [old, new, memref.StoreOp.get(new.result, mem, [at])]
             Rewriter.insert_op(ops, InsertPoint.before(a))
-        # the transposed reduction, chunk by chunk of slots: rows of R + 1 floats, so that the
-        # work-items summing rows read different local-memory banks
-        C = max(1, min(S, self.opts.local_bytes // (4 * (R + 1))))
-        local = kernel.LocalAllocOp(kernel.local_memref(f32, [C, R + 1]))
+        # the transposed reduction, chunk by chunk of slots of one kind: rows of R + 1 values,
+        # so that the work-items reading rows hit different banks (integers in a second array)
+        rows = self.opts.local_bytes // (4 * (R + 1))
+        Ce = max(1, min(E, rows // 2))
+        Cf = max(1, min(S, rows - (Ce if E else 0)))
+        local = kernel.LocalAllocOp(kernel.local_memref(f32, [Cf, R + 1]))
         local.result.name_hint = "group_slots"
         Rewriter.insert_op(local, InsertPoint.at_start(entry))
+        local_i = None
+        if E:
+            local_i = kernel.LocalAllocOp(kernel.local_memref(i32, [Ce, R + 1]))
+            local_i.result.name_hint = "group_exact_slots"
+            Rewriter.insert_op(local_i, InsertPoint.at_start(entry))
         c_S = _index(S)
         zero_i = arith.ConstantOp(IntegerAttr(0, i32))
         is_det = arith.CmpiOp(det, zero_i.result, "ne")
         base = arith.MuliOp(group.result, c_S.result)
         Rewriter.insert_op([c_S, zero_i, is_det, base], end)
-        for start in range(0, S, C):
-            n = min(C, S - start)
+        chunks = []  # (first slot, slots, kind)
+        k = 0
+        while k < S + E:
+            n, C = 1, Cf if kinds[k] == "addf" else Ce
+            while n < C and k + n < S + E and kinds[k + n] == kinds[k]:
+                n += 1
+            chunks.append((k, n, kinds[k]))
+            k += n
+        for start, n, kind in chunks:
             ops: list[Operation] = [kernel.BarrierOp()] if start else []  # the last chunk's readers are done
-            for k in range(n):
-                val = memref.LoadOp.get(acc.memref, [consts[start + k]])
-                ops += [val, memref.StoreOp.get(val.res, local.result, [consts[k], lid.result])]
+            rows_of = local.result if kind == "addf" else local_i.result
+            for j in range(n):
+                mem, at = slot_ref(start + j)
+                val = memref.LoadOp.get(mem, [at])
+                ops += [val, memref.StoreOp.get(val.res, rows_of, [consts[j], lid.result])]
             ops.append(kernel.BarrierOp())
             Rewriter.insert_op(ops, end)
-            # work-item t sums rows t, t + R, ... (every work-item runs the same loops)
-            totals: list[tuple[SSAValue, SSAValue]] = []  # (row, its sum) per pass j
+            # work-item t combines rows t, t + R, ... (every work-item runs the same loops)
+            totals: list[tuple[SSAValue, SSAValue]] = []  # (row, its total) per pass j
             for j in range(-(-n // R)):
                 row = arith.AddiOp(lid.result, consts[j * R])
-                sum_body = Block(arg_types=[IndexType(), f32])
-                x = memref.LoadOp.get(local.result, [row.result, sum_body.args[0]])
-                s = arith.AddfOp(sum_body.args[1], x.res)
-                sum_body.add_ops([x, s, scf.YieldOp(s.result)])
+                t = f32 if kind == "addf" else i32
+                init = zero.result if kind == "addf" else identity[kind].result
+                sum_body = Block(arg_types=[IndexType(), t])
+                x = memref.LoadOp.get(rows_of, [row.result, sum_body.args[0]])
+                combine = arith.AddfOp if kind == "addf" else _EXACT_OP[kind]
+                more = [x, combine(sum_body.args[1], x.res)]
+                sum_body.add_ops([*more, scf.YieldOp(more[-1].results[0])])
                 c0, c1 = _index(0), _index(1)
-                over = scf.ForOp(c0.result, c_R.result, c1.result, [zero.result], Region(sum_body))
+                over = scf.ForOp(c0.result, c_R.result, c1.result, [init], Region(sum_body))
                 ops = [row]
                 if (j + 1) * R <= n:  # every work-item has a row
                     ops += [c0, c1, over]
@@ -367,14 +436,28 @@ class _Accumulator:
                     has = arith.CmpiOp(row.result, consts[n], "ult")
                     yes, no = Block(), Block()
                     yes.add_ops([c0, c1, over, scf.YieldOp(over.results[0])])
-                    no.add_op(scf.YieldOp(zero.result))
-                    guarded = scf.IfOp(has.result, [f32], Region(yes), Region(no))
+                    no.add_op(scf.YieldOp(init))
+                    guarded = scf.IfOp(has.result, [t], Region(yes), Region(no))
                     ops += [has, guarded]
                     sum_ = guarded.results[0]
                 Rewriter.insert_op(ops, end)
                 totals.append((row.result, sum_))
-            # deterministic: the group's partial sums, coalesced; else the original adds, once
-            # per group and slot
+            # the original atomics, once per group and slot (for float sums: unless
+            # deterministic, where the group's partial sums are stored, coalesced)
+            atomic_block = Block()
+            for j in range(n):
+                which = arith.CmpiOp(lid.result, consts[j % R], "eq")
+                one = Block()
+                self._emit_add(one, start + j, totals[j // R][1], {})
+                one.add_op(scf.YieldOp())
+                atomic_block.add_ops([which, scf.IfOp(which.result, [], Region(one))])
+            if kind != "addf":  # exact: the same in both modes
+                moved = list(atomic_block.ops)
+                for op in moved:
+                    op.detach()
+                Rewriter.insert_op(moved, end)
+                continue
+            atomic_block.add_op(scf.YieldOp())
             det_block = Block()
             for j, (row, sum_) in enumerate(totals):
                 slot = arith.AddiOp(row, consts[start]) if start else None
@@ -389,16 +472,8 @@ class _Accumulator:
                     then.add_ops([*ops, store, scf.YieldOp()])
                     det_block.add_ops([has, scf.IfOp(has.result, [], Region(then))])
             det_block.add_op(scf.YieldOp())
-            atomic_block = Block()
-            for k in range(n):
-                which = arith.CmpiOp(lid.result, consts[k % R], "eq")
-                one = Block()
-                self._emit_add(one, start + k, totals[k // R][1], {})
-                one.add_op(scf.YieldOp())
-                atomic_block.add_ops([which, scf.IfOp(which.result, [], Region(one))])
-            atomic_block.add_op(scf.YieldOp())
             Rewriter.insert_op(scf.IfOp(is_det.result, [], Region(det_block), Region(atomic_block)), end)
-        for a in adds:
+        for a in slots:
             Rewriter.erase_op(a)
         work.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum")
         work.attributes[ACCUMULATED] = UnitAttr()

@@ -227,3 +227,44 @@ def test_reduce_atomics_alone_sums_a_loop_of_adds_behind_a_guard(monkeypatch):
     m.many.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values), count=n)
     v, tid = values.astype(np.float64), np.arange(n)
     np.testing.assert_allclose(sums.to_numpy(), [(v * (i % 7 - 3) + tid % 5).sum() for i in range(40)], rtol=1e-5, atol=1e-3)
+
+
+# Gradient sums next to a batch's largest value (an atomic max on one address, as the MLP's loss
+# buffer) and a count of the samples past a threshold (an integer add): each becomes a private
+# slot too, combined per group and issued once per group, in both modes.
+EXACT = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+[shader("compute")]
+[numthreads(128, 1, 1)]
+void stats(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform Atomic<uint32_t>* largest,
+           uniform Atomic<int>* counts, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    sums[0] += v;
+    largest.max(bit_cast<uint32_t>(v * v));
+    if (v > 0.25)
+        counts[1] += 1;
+}
+"""
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_max_and_counter_become_private_slots(capsys, tmp_path, deterministic):
+    from diffc.cli import main
+
+    src = tmp_path / "stats.slang"
+    src.write_text(EXACT)
+    assert main(["compile", "--report", str(src)]) == 0
+    assert "@stats: rewritten: 1 gradient slots and 2 integer (addi, maxu)" in capsys.readouterr().out
+    m = load_module_from_string(EXACT, "stats.slang")
+    for n in (1, 127, 129, 30000):
+        values = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
+        sums, largest, counts = (diffc.Tensor.zeros(1, np.float32), diffc.Tensor.zeros(1, np.uint32),
+                                 diffc.Tensor.from_numpy(np.array([5, 7], np.int32)))
+        m.stats.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values), largest=largest,
+                         counts=counts, count=n, deterministic=deterministic)
+        assert largest.to_numpy()[0] == (values * values).max().view(np.uint32)
+        assert list(counts.to_numpy()) == [5, 7 + int((values > 0.25).sum())]
+        np.testing.assert_allclose(sums.to_numpy()[0], values.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)
