@@ -124,11 +124,13 @@ class Events:
         return _Profile()
 
 
-def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_size, deterministic: bool | None):
-    """Runs the entry point's dispatch through its accumulated kernels; returns the event.
-    `args` are the entry point's kernel arguments, `names` their parameters' names: the
-    accumulated kernels take them by name, with their own (groups, partial sums, mode, and
-    bounds-check's length of the partial sums where it added one)."""
+def launches(prog, acc: AccumulatedKernel, args: list, names: list[str], global_size, deterministic: bool | None):
+    """(launches, combine, keep) that run the entry point's dispatch through its accumulated
+    kernels: (cl.Kernel of their own with the arguments set, global size, local size) in order,
+    how to make one event of theirs, and the buffers they point at. `args` are the entry
+    point's kernel arguments, `names` their parameters' names: the accumulated kernels take them
+    by name, with their own (groups, partial sums, mode, and bounds-check's length of the
+    partial sums where it added one)."""
     import pyopencl as cl
 
     from diffc.runtime.device import device
@@ -141,9 +143,6 @@ def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_si
     if acc.partials is None or acc.partials_size < need:
         acc.partials = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, max(need, 4))
         acc.partials_size = max(need, 4)
-    if not acc.kernels:
-        acc.kernels["main"] = cl.Kernel(prog.program, acc.c_name)
-        acc.kernels["finish"] = cl.Kernel(prog.program, acc.finish_c_name)
     from diffc.passes.accumulate_gradients import DETERMINISTIC as MODE, GROUPS, PARTIALS
     from diffc.runtime.bounds import LEN_PREFIX
 
@@ -151,12 +150,12 @@ def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_si
     values = dict(zip(names, args))
     values.update({PARTIALS: acc.partials, MODE: np.int32(1 if det else 0),
                    LEN_PREFIX + PARTIALS: index(acc.partials_size // 4)})
-    main = acc.kernels["main"]
+    main = cl.Kernel(prog.program, acc.c_name)
     main.set_args(*[index(virtual) if n == GROUPS else values[n] for n in acc.params])
-    first = cl.enqueue_nd_range_kernel(dev.queue, main, (groups * acc.group, 1, 1), (acc.group, 1, 1))
+    out = [(main, (groups * acc.group, 1, 1), (acc.group, 1, 1))]
     if not det:
-        return first
-    finish = acc.kernels["finish"]
+        return out, None, [acc.partials]
+    finish = cl.Kernel(prog.program, acc.finish_c_name)
     finish.set_args(*[index(groups) if n == GROUPS else values[n] for n in acc.finish_params])
-    last = cl.enqueue_nd_range_kernel(dev.queue, finish, (acc.finish_group, 1, 1), (acc.finish_group, 1, 1))
-    return Events(first, last)
+    out.append((finish, (acc.finish_group, 1, 1), (acc.finish_group, 1, 1)))
+    return out, lambda events: Events(events[0], events[-1]), [acc.partials]

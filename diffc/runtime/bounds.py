@@ -82,6 +82,7 @@ class BoundsBuffer:
 
         self.host[:] = 0
         cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
+        self.zeroed = True
 
     def check(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
         import pyopencl as cl
@@ -89,7 +90,16 @@ class BoundsBuffer:
         from diffc.runtime.device import device
 
         cl.enqueue_copy(device().queue, self.host, self.buffer, is_blocking=True)
-        for k, site in enumerate(self.sites):
+        self.raise_recorded(kernel, what, sources)
+
+    def raise_recorded(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
+        """Raises the BoundsError of the first site `host` (read back) flags."""
+        hits = np.flatnonzero(self.host[0 : 3 * len(self.sites) : 3])  # (a loop over the sites cost 1.5 ms)
+        if not len(hits):
+            return
+        self.zeroed = False
+        for k in hits[:1]:
+            site = self.sites[k]
             flag, index, length = (int(v) for v in self.host[3 * k : 3 * k + 3])
             if flag:
                 shown = "a negative index" if flag == 2 else f"index {index}"
