@@ -337,13 +337,36 @@ class _Accumulator:
                             *identity.values()], top)
         end = InsertPoint.before(entry.last_op)
 
-        def slot_ref(k: int) -> tuple[SSAValue, SSAValue]:  # the private memref and index of slot k
-            return (acc.memref, consts[k]) if k < S else (iacc.memref, consts[k - S])
+        # local memory for the transposed reduction: rows of R + 1 values per slot, so that the
+        # work-items reading rows hit different banks (integers in a second array); where every
+        # slot of a kind has its row, each work-item accumulates in its own column of them
+        # directly (no private array: 148 private floats took most of a GPU's registers)
+        rows = self.opts.local_bytes // (4 * (R + 1))
+        Ce = max(1, min(E, rows // 2))
+        Cf = max(1, min(S, rows - (Ce if E else 0)))
+        local = kernel.LocalAllocOp(kernel.local_memref(f32, [Cf, R + 1]))
+        local.result.name_hint = "group_slots"
+        Rewriter.insert_op(local, InsertPoint.at_start(entry))
+        local_i = None
+        if E:
+            local_i = kernel.LocalAllocOp(kernel.local_memref(i32, [Ce, R + 1]))
+            local_i.result.name_hint = "group_exact_slots"
+            Rewriter.insert_op(local_i, InsertPoint.at_start(entry))
+        in_local = {"addf": Cf >= S, "exact": E > 0 and Ce >= E}
+        if in_local["addf"]:
+            Rewriter.erase_op(acc)
+        if in_local["exact"]:
+            Rewriter.erase_op(iacc)
+
+        def slot_ref(k: int) -> tuple[SSAValue, list[SSAValue]]:  # where slot k is accumulated
+            if k < S:
+                return (local.result, [consts[k], lid.result]) if in_local["addf"] else (acc.memref, [consts[k]])
+            return (local_i.result, [consts[k - S], lid.result]) if in_local["exact"] else (iacc.memref, [consts[k - S]])
 
         for k in range(S + E):
             init = zero.result if k < S else identity[kinds[k]].result
             mem, at = slot_ref(k)
-            Rewriter.insert_op(memref.StoreOp.get(init, mem, [at]), end)
+            Rewriter.insert_op(memref.StoreOp.get(init, mem, at), end)
         # the grid-stride loop over @K's work-items: this work-item runs virtual work-items
         # group * R + lid, + num_groups * R, ... < diffc_groups * L
         c_L, c_R = _index(L), _index(R)
@@ -376,23 +399,10 @@ class _Accumulator:
                 ops.append(ext)
                 v = ext.result
             mem, at = slot_ref(k)
-            old = memref.LoadOp.get(mem, [at])
+            old = memref.LoadOp.get(mem, at)
             new = arith.AddfOp(old.res, v) if k < S else _EXACT_OP[kinds[k]](old.res, v)
-            ops += [old, new, memref.StoreOp.get(new.result, mem, [at])]
+            ops += [old, new, memref.StoreOp.get(new.result, mem, at)]
             Rewriter.insert_op(ops, InsertPoint.before(a))
-        # the transposed reduction, chunk by chunk of slots of one kind: rows of R + 1 values,
-        # so that the work-items reading rows hit different banks (integers in a second array)
-        rows = self.opts.local_bytes // (4 * (R + 1))
-        Ce = max(1, min(E, rows // 2))
-        Cf = max(1, min(S, rows - (Ce if E else 0)))
-        local = kernel.LocalAllocOp(kernel.local_memref(f32, [Cf, R + 1]))
-        local.result.name_hint = "group_slots"
-        Rewriter.insert_op(local, InsertPoint.at_start(entry))
-        local_i = None
-        if E:
-            local_i = kernel.LocalAllocOp(kernel.local_memref(i32, [Ce, R + 1]))
-            local_i.result.name_hint = "group_exact_slots"
-            Rewriter.insert_op(local_i, InsertPoint.at_start(entry))
         c_S = _index(S)
         zero_i = arith.ConstantOp(IntegerAttr(0, i32))
         is_det = arith.CmpiOp(det, zero_i.result, "ne")
@@ -407,28 +417,33 @@ class _Accumulator:
             chunks.append((k, n, kinds[k]))
             k += n
         for start, n, kind in chunks:
-            ops: list[Operation] = [kernel.BarrierOp()] if start else []  # the last chunk's readers are done
             rows_of = local.result if kind == "addf" else local_i.result
-            for j in range(n):
+            copy = not in_local["addf" if kind == "addf" else "exact"]  # else the rows are there
+            ops: list[Operation] = [kernel.BarrierOp()] if start and copy else []  # the last chunk's readers are done
+            for j in range(n if copy else 0):
                 mem, at = slot_ref(start + j)
-                val = memref.LoadOp.get(mem, [at])
+                val = memref.LoadOp.get(mem, at)
                 ops += [val, memref.StoreOp.get(val.res, rows_of, [consts[j], lid.result])]
-            ops.append(kernel.BarrierOp())
+            if copy or not start:
+                ops.append(kernel.BarrierOp())
             Rewriter.insert_op(ops, end)
             # work-item t combines rows t, t + R, ... (every work-item runs the same loops)
             totals: list[tuple[SSAValue, SSAValue]] = []  # (row, its total) per pass j
             for j in range(-(-n // R)):
                 row = arith.AddiOp(lid.result, consts[j * R])
+                # accumulated in place, the chunk's rows start at its first slot's row
+                first_row = 0 if copy else start - (0 if kind == "addf" else S)
+                at_row = arith.AddiOp(row.result, consts[first_row]) if first_row else row
                 t = f32 if kind == "addf" else i32
                 init = zero.result if kind == "addf" else identity[kind].result
                 sum_body = Block(arg_types=[IndexType(), t])
-                x = memref.LoadOp.get(rows_of, [row.result, sum_body.args[0]])
+                x = memref.LoadOp.get(rows_of, [at_row.result, sum_body.args[0]])
                 combine = arith.AddfOp if kind == "addf" else _EXACT_OP[kind]
                 more = [x, combine(sum_body.args[1], x.res)]
                 sum_body.add_ops([*more, scf.YieldOp(more[-1].results[0])])
                 c0, c1 = _index(0), _index(1)
                 over = scf.ForOp(c0.result, c_R.result, c1.result, [init], Region(sum_body))
-                ops = [row]
+                ops = [row] + ([at_row] if first_row else [])
                 if (j + 1) * R <= n:  # every work-item has a row
                     ops += [c0, c1, over]
                     sum_ = over.results[0]

@@ -194,12 +194,13 @@ void many(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uin
 """
 
 
+@pytest.mark.parametrize("local_bytes", [800, 0])  # chunks of private sums; all rows in local memory
 @pytest.mark.parametrize("deterministic", [False, True])
-def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, deterministic):
+def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, deterministic, local_bytes):
     from diffc.runtime import accumulate
 
     monkeypatch.setattr(accumulate, "WORK_GROUP", 16)
-    monkeypatch.setattr(accumulate, "LOCAL_BYTES", 800)
+    monkeypatch.setattr(accumulate, "LOCAL_BYTES", local_bytes)
     m = load_module_from_string(MANY, "many.slang")
     acc = entry_program(m).accumulated["many"]
     assert (acc.slots, acc.group, acc.entry_group) == (40, 16, 256)
