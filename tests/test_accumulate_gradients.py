@@ -194,13 +194,15 @@ void many(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uin
 """
 
 
-@pytest.mark.parametrize("local_bytes", [800, 0])  # chunks of private sums; all rows in local memory
+# (local_bytes, local_sums): chunks of private sums; one chunk; sums kept in local memory
+@pytest.mark.parametrize("local", [(800, False), (0, False), (0, True)])
 @pytest.mark.parametrize("deterministic", [False, True])
-def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, deterministic, local_bytes):
+def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, deterministic, local):
     from diffc.runtime import accumulate
 
     monkeypatch.setattr(accumulate, "WORK_GROUP", 16)
-    monkeypatch.setattr(accumulate, "LOCAL_BYTES", local_bytes)
+    monkeypatch.setattr(accumulate, "LOCAL_BYTES", local[0])
+    monkeypatch.setattr(accumulate, "LOCAL_SUMS", local[1])
     m = load_module_from_string(MANY, "many.slang")
     acc = entry_program(m).accumulated["many"]
     assert (acc.slots, acc.group, acc.entry_group) == (40, 16, 256)
@@ -251,8 +253,12 @@ void stats(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform At
 """
 
 
+@pytest.mark.parametrize("local_sums", [False, True])
 @pytest.mark.parametrize("deterministic", [False, True])
-def test_max_and_counter_become_private_slots(capsys, tmp_path, deterministic):
+def test_max_and_counter_become_private_slots(capsys, tmp_path, monkeypatch, deterministic, local_sums):
+    from diffc.runtime import accumulate
+
+    monkeypatch.setattr(accumulate, "LOCAL_SUMS", local_sums)
     from diffc.cli import main
 
     src = tmp_path / "stats.slang"

@@ -14,6 +14,7 @@ launched, partials).
     DIFFC_ACCUM_GROUPS=N     work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
     DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default 64)
     DIFFC_ACCUM_LOCAL_BYTES=B local memory for the transposed reduction (default: the device's less 4 KiB)
+    DIFFC_ACCUM_LOCAL_SUMS=1 accumulate in local memory rather than private (the pass's local_sums)
 """
 
 from __future__ import annotations
@@ -59,20 +60,22 @@ def local_bytes(cl_device) -> int:
 
 def settings() -> tuple:
     """What the built kernels depend on besides the device (part of the module cache's key)."""
-    return (ENABLED, WORK_GROUP, LOCAL_BYTES)
+    return (ENABLED, WORK_GROUP, LOCAL_BYTES, LOCAL_SUMS)
 
 
 # Work-items per group of the accumulated kernel: few, so that the transposed reduction of all
 # of a group's slots fits in local memory at once (one barrier) and registers allow several
 # groups per compute unit.
 WORK_GROUP = int(os.environ.get("DIFFC_ACCUM_WORK_GROUP", "64"))
+LOCAL_SUMS = os.environ.get("DIFFC_ACCUM_LOCAL_SUMS", "0") == "1"  # the pass's local_sums
 
 
 def apply_pass(ctx, low, cl_device) -> None:
     from diffc.passes.accumulate_gradients import AccumulateGradientsPass
 
     AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=min(WORK_GROUP, cl_device.max_work_group_size),
-                            finish_group=min(1024, cl_device.max_work_group_size)).apply(ctx, low)
+                            finish_group=min(1024, cl_device.max_work_group_size),
+                            local_sums=LOCAL_SUMS).apply(ctx, low)
 
 
 def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
