@@ -333,7 +333,7 @@ class _Accumulator:
         iacc.memref.name_hint = "exact_acc"
         zero = arith.ConstantOp(FloatAttr(0.0, f32))
         consts = {k: _index(k) for k in range(max(S + E, R) + 1)}
-        identity = {k: arith.ConstantOp(IntegerAttr(v, i32)) for k, v in EXACT_IDENTITY.items()}
+        identity = {k: arith.ConstantOp(IntegerAttr(EXACT_IDENTITY[k], i32)) for k in dict.fromkeys(kinds[S:])}
         Rewriter.insert_op([lid, group, nreal, acc, *([iacc] if E else []), zero, *consts.values(),
                             *identity.values()], top)
         end = InsertPoint.before(entry.last_op)
