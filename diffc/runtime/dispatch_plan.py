@@ -166,9 +166,14 @@ def _zero(bounds) -> None:
     bounds.zeroed = True
 
 
+# A deferred check reads the status back after at most this many launches (each read is an
+# enqueue: about 20 us of a step on the H100's host).
+READ_EVERY = 8
+
+
 def check(bounds, kernel: str, what: str, sources, deferred: bool) -> None:
     """After a launch: raise what it recorded (now), or what an earlier launch recorded as far
-    as the device got, and start reading this one's (deferred)."""
+    as the device got, and every READ_EVERY launches start reading the status (deferred)."""
     if not deferred:
         bounds.check(kernel, what, sources)
         return
@@ -176,21 +181,25 @@ def check(bounds, kernel: str, what: str, sources, deferred: bool) -> None:
 
     from diffc.runtime.device import device
 
+    bounds.unread = getattr(bounds, "unread", 0) + 1  # launches since the last read was enqueued
+    bounds.pending_of = (kernel, what, sources)
     pending = getattr(bounds, "pending", None)
     if pending is not None:
         if pending.command_execution_status != cl.command_execution_status.COMPLETE:
             return  # still running: the flags stay set for a later read
         bounds.pending = None
         _raise_recorded(bounds, kernel, what, sources)
+    if bounds.unread < READ_EVERY:
+        return
     if not hasattr(bounds, "deferred_host"):
         bounds.deferred_host = bounds.host.copy()
     bounds.pending = cl.enqueue_copy(device().queue, bounds.deferred_host, bounds.buffer, is_blocking=False)
-    bounds.pending_of = (kernel, what, sources)
+    bounds.unread = 0
 
 
 def check_pending(module) -> None:
-    """Waits for the deferred bounds reads of the module's entry points and raises what they
-    found (end of a training loop)."""
+    """Waits for the deferred bounds reads of the module's entry points (reading what no read
+    covered yet) and raises what they found (end of a training loop)."""
     from diffc.runtime.dispatch import entry_program
 
     for kernel in entry_program(module).kernels.values():
@@ -199,11 +208,21 @@ def check_pending(module) -> None:
 
 
 def check_now(bounds) -> None:
-    """Waits for a deferred read and raises what it found."""
+    """Waits for a deferred read, reads what launched since, and raises what they found."""
+    import pyopencl as cl
+
+    from diffc.runtime.device import device
+
     pending = getattr(bounds, "pending", None)
     if pending is not None:
         pending.wait()
         bounds.pending = None
+        _raise_recorded(bounds, *bounds.pending_of)
+    if getattr(bounds, "unread", 0):
+        if not hasattr(bounds, "deferred_host"):
+            bounds.deferred_host = bounds.host.copy()
+        cl.enqueue_copy(device().queue, bounds.deferred_host, bounds.buffer, is_blocking=True)
+        bounds.unread = 0
         _raise_recorded(bounds, *bounds.pending_of)
 
 
@@ -212,6 +231,7 @@ def _raise_recorded(bounds, kernel, what, sources) -> None:
 
     if not np.any(bounds.deferred_host[0::3]):
         return
-    bounds.zeroed = False  # zeroed again before the next launch
+    _zero(bounds)  # raised once (with the launches enqueued since, which the flags may hold too)
+    bounds.unread = 0
     bounds.host[:] = bounds.deferred_host
     bounds.raise_recorded(kernel, what, sources)
