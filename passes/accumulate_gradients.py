@@ -138,7 +138,7 @@ class AccumulateGradientsPass(ModulePass):
             try:
                 slots, exact = _Accumulator(fn, funcs, self).run()
                 more = f" and {len(exact)} integer ({', '.join(exact)})" if exact else ""
-                line = f"rewritten: {slots} gradient slots{more}, persistent work-groups, one transposed reduction"
+                line = f"rewritten: {slots} gradient slots{more}, a grid-stride loop, one transposed reduction per work-group"
             except _Refused as why:
                 line = f"left to reduce-atomics: {why}"
             if self.report:

@@ -1,5 +1,5 @@
 """accumulate-gradients on PoCL (passes/accumulate_gradients.py, runtime/accumulate.py): an entry
-point's gradient adds, run through persistent work-groups with private sums and one transposed
+point's gradient adds, run through a grid-stride loop with private sums and one transposed
 reduction per group, give the sums a float64 numpy reference gives, whatever the count (last
 group partly inactive, fewer or more virtual groups than launched ones); deterministic mode
 gives the same bits run after run."""

@@ -35,7 +35,7 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
   func.return
 }
 
-// CHECK: // accumulate-gradients @grads: rewritten: 3 gradient slots, persistent work-groups, one transposed reduction
+// CHECK: // accumulate-gradients @grads: rewritten: 3 gradient slots, a grid-stride loop, one transposed reduction per work-group
 // CHECK: // accumulate-gradients @per_item: left to reduce-atomics: an add whose address depends on the work-item or on a loop of unknown trip count
 
 // The original kernel is kept as it was.
