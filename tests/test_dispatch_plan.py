@@ -73,3 +73,19 @@ def test_deferred_checks_raise_later_and_never_lose_a_violation(m):
     m.scale.dispatch(thread_count=100, p={"a": good, "b": out}, k=5.0, count=100, deferred_checks=True)
     dispatch_plan.check_pending(m)  # in bounds: nothing
     np.testing.assert_array_equal(out.to_numpy(), np.full(100, 5.0, np.float32))
+
+
+def test_a_plan_keeps_no_tensor_alive(m):
+    import gc
+    import weakref
+
+    a = diffc.Tensor.from_numpy(np.arange(64, dtype=np.float32))
+    b = diffc.Tensor.zeros(64, np.float32)
+    m.scale.dispatch(thread_count=64, p={"a": a, "b": b}, k=1.0, count=64)
+    gone = weakref.ref(a)
+    del a
+    gc.collect()
+    assert gone() is None
+    fresh = diffc.Tensor.from_numpy(np.full(64, 2.0, np.float32))  # may reuse the freed buffer
+    m.scale.dispatch(thread_count=64, p={"a": fresh, "b": b}, k=1.0, count=64)
+    np.testing.assert_array_equal(b.to_numpy(), np.full(64, 2.0, np.float32))

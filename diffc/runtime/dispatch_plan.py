@@ -8,7 +8,8 @@ snapshot of the arguments: the same dict objects holding the same keys, the same
 with the same device buffers and sizes, tensor.at(offset) of the same tensor and offset, numbers
 of the same type and value. A dispatch whose arguments match the snapshot replays the plan;
 anything else takes the full path (which checks everything) and makes the next plan. The
-snapshot holds its values, so no id is reused while it lives.
+snapshot holds tensors through weak references (a plan keeps no tensor alive; a dead one is a
+miss) and the device buffers the kernels were given.
 
 Deferred checks (`dispatch(..., deferred_checks=True)` or DIFFC_DEFERRED_CHECKS=1): the bounds
 status is read back without waiting, and what a launch recorded is raised by a later dispatch of
@@ -19,6 +20,7 @@ device. Flags stay set until they are raised, so none is lost.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Mapping
 
 from diffc.runtime.tensor import Tensor, TensorPointer
@@ -41,9 +43,9 @@ def dispatch_options(kernel) -> frozenset:
 def snapshot(value):
     """What `same` compares a later argument with, or None where it cannot be replayed."""
     if isinstance(value, Tensor):
-        return ("t", value, value.buffer, value.size)
+        return ("t", weakref.ref(value), value.buffer)
     if isinstance(value, TensorPointer):
-        return ("p", value.tensor, value.tensor.buffer, value.tensor.size, value.offset)
+        return ("p", weakref.ref(value.tensor), value.tensor.buffer, value.offset)
     if type(value) in _NUMBERS:
         return ("n", type(value), value)
     if isinstance(value, Mapping):
@@ -63,7 +65,7 @@ def snapshot(value):
 def same(value, snap) -> bool:
     kind = snap[0]
     if kind == "t":
-        return value is snap[1] and value.buffer is snap[2]  # (a Tensor's size never changes)
+        return value is snap[1]() and value.buffer is snap[2]  # (a Tensor's size never changes)
     if kind == "d":
         items = snap[1]
         if not isinstance(value, Mapping) or len(value) != len(items):
@@ -72,7 +74,7 @@ def same(value, snap) -> bool:
         for k, s in items:
             v = get(k, _ABSENT)
             if s[0] == "t":  # (inlined: most leaves are tensors)
-                if v is not s[1] or v.buffer is not s[2]:
+                if v is not s[1]() or v.buffer is not s[2]:
                     return False
             elif not same(v, s):
                 return False
@@ -80,8 +82,8 @@ def same(value, snap) -> bool:
     if kind == "n":
         return type(value) is snap[1] and value == snap[2]
     if kind == "p":
-        return (type(value) is TensorPointer and value.tensor is snap[1] and value.tensor.buffer is snap[2]
-                and value.tensor.size == snap[3] and value.offset == snap[4])
+        return (type(value) is TensorPointer and value.tensor is snap[1]() and value.tensor.buffer is snap[2]
+                and value.offset == snap[3])
     return (type(value) is snap[1] and len(value) == len(snap[2])
             and all(same(v, s) for v, s in zip(value, snap[2])))
 
