@@ -15,14 +15,45 @@ Before timing, one step from identical parameters on identical (half-representab
 compared: diffc's and torch's updated parameters against each other and against a float64
 numpy step (examples/mlp/reference.py).
 
-    python bench/bench_mlp.py                        # batches 2^10, 2^14, 2^18
+    python bench/bench_mlp.py                        # 2^10 ... 2^22 on a GPU, 2^10 ... 2^18 on a CPU
     python bench/bench_mlp.py --log2 10 14 --runs 5 --no-torch
     python bench/bench_mlp.py --log2 10 14 18 20 22 --no-racy    # the issue's table
 
-Rows per batch: the default build's step (accumulate-gradients: persistent work-groups, private
-sums, one transposed reduction), the same with deterministic=True (per-group partial sums and a
-fixed-order finish kernel), the step built with reduce-atomics alone (DIFFC_ACCUMULATE=0), and
-learnGradient with racy plain adds (*).
+Rows per batch: the default build's step (accumulate-gradients: a grid-stride loop, private
+sums, one transposed reduction per work-group, per-group partial sums added in a fixed order by a
+finish kernel: deterministic), the host time of enqueueing that step (dispatch plans replay the
+bound kernels; bounds checks deferred), the same step with deterministic=False (one atomic per
+group and parameter), the step built with reduce-atomics alone (DIFFC_ACCUMULATE=0), and
+learnGradient with racy plain adds (*, unless --no-racy).
+
+Measured 2026-11-24, one run of `--log2 10 14 18 20 22 --runs 10 --no-racy` on an NVIDIA H100
+80GB HBM3 (NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics; torch 2.11.0+cu130, float16 on
+CUDA); min ms:
+    batch   diffc step   learnGradient (default)   atomics per group   reduce-atomics only   host enqueue   torch.compile step   diffc / torch.compile
+    2^10    0.203        0.118                     0.146               0.161                 0.121          0.884                4.35
+    2^14    0.253        0.158                     0.336               0.217                 0.142          1.283                5.07
+    2^18    0.569        0.433                     1.225               0.981                 0.132          1.244                2.18
+    2^20    1.579        1.365                     2.213               2.450                 0.128          1.389                0.88
+    2^22    5.372        5.170                     5.809               7.625                 0.273          1.958                0.36
+  (before this session's changes, the same H100: learnGradient 0.204 / 0.284 / 1.916 / 2.894 /
+  6.615 ms with one atomic per group, 0.411 / 0.476 / 0.960 / 1.900 / 5.722 deterministic.) The
+  time left is the per-sample work, not the accumulation: learnGradient grows linearly with the
+  batch (1.2 ns a sample at 2^22, where the issue's hand-written kernel takes 0.055), and ptxas
+  gives @learnGradient__accum 255 registers with spills (the 148 private sums and three unrolled
+  forward passes); summing in local memory instead (DIFFC_ACCUM_LOCAL_SUMS=1) was slower (1.53 /
+  6.25 ms at 2^20 / 2^22). Bounds checks cost nothing measurable there (DIFFC_BOUNDS_CHECK=0:
+  the same times). "host enqueue" is the enqueue time of a step with nothing waiting: of its
+  ~0.1 ms, 34 us was diffc's Python per step (back to back: 89.8 us a step against 55.4 us for
+  the bare enqueues of the same three kernels), before deferred reads went to every 8 launches.
+
+  PoCL on this machine's 2 cores (AMD EPYC), `--log2 10 14 18 --runs 3 --no-racy`, while four
+  other engineers' test suites shared the cores (load average 5-8: the same 2^14 learnGradient
+  took 50 ms on quieter cores; read only ratios within a batch); torch 2.13.0+cpu, float32:
+    batch   diffc step   learnGradient (default)   atomics per group   reduce-atomics only   torch eager   torch.compile   diffc / torch.compile
+    2^10    4.19         5.43                      5.51                5.64                  0.663         0.739           0.18
+    2^14    252          244                       211                 264                   23.5          88.5            0.35
+    2^18    2640         2048                      2020                2739                  703           681             0.26
+  On the CPU the per-sample code (scalar, not vectorized across work-items by PoCL) is the time.
 
 Measured 2026-11-21, millions of samples per second from the minimum time of 10 runs (GPU) or
 5 (CPU); learnGradient ms: its minimum device time; ratio = diffc's throughput / torch's (> 1:
@@ -143,7 +174,7 @@ def load_variant(accumulate: bool):
 class DiffcStep:
     """diffc's training step on one batch, with its tensors allocated once."""
 
-    def __init__(self, m, p0: np.ndarray, xy: np.ndarray, deterministic: bool = False):
+    def __init__(self, m, p0: np.ndarray, xy: np.ndarray, deterministic: bool | None = None):
         self.deterministic = deterministic
         self.m, self.p0, self.n = m, diffc.Tensor.from_numpy(p0.astype(np.float16)), len(xy)
         self.params = self.p0.clone()
@@ -159,10 +190,12 @@ class DiffcStep:
 
     def run(self):
         """Enqueues the step; returns the two kernels' OpenCL events."""
+        # deferred bounds checks, as a training loop would: the step does not wait for the device
         learn = self.m.learnGradient.dispatch(thread_count=self.n, network=self.network, lossBuffer=self.loss,
-                                              inputs=self.inputs, count=self.n, deterministic=self.deterministic)
+                                              inputs=self.inputs, count=self.n, deterministic=self.deterministic,
+                                              deferred_checks=True)
         adjust = self.m.adjustParameters.dispatch(thread_count=N_PARAMS, params=self.params, gradients=self.grads,
-                                                  count=N_PARAMS)
+                                                  count=N_PARAMS, deferred_checks=True)
         return learn, adjust
 
 
@@ -333,6 +366,21 @@ def host_timed(step, sync):
     return measure
 
 
+def python_timed(step, sync):
+    """The host time of enqueueing one step (Python and the OpenCL enqueues; nothing waits)."""
+
+    def measure() -> float:
+        step.reset()
+        sync()
+        t0 = time.perf_counter()
+        step.run()
+        t = time.perf_counter() - t0
+        sync()
+        return t
+
+    return measure
+
+
 def device_timed(step, which: slice):
     """The profiled device time of the step's kernels `which` (of learnGradient, adjustParameters)."""
 
@@ -357,14 +405,15 @@ def round_robin(rows: list[Row], runs: int) -> None:
 def diffc_rows(m, p0: np.ndarray, xy: np.ndarray, m_reduce=None, racy: bool = True) -> list[Row]:
     """Rows 0-2: the default build (accumulate-gradients); then deterministic mode, then (with
     m_reduce, built by load_variant(False)) reduce-atomics alone, then (racy) the racy kernel."""
-    step, n, sync = DiffcStep(m, p0, xy), len(xy), diffc.device().queue.finish
-    det = DiffcStep(m, p0, xy, deterministic=True)
+    step, n, sync = DiffcStep(m, p0, xy), len(xy), diffc.device().queue.finish  # the default: deterministic
+    det = DiffcStep(m, p0, xy, deterministic=False)
     rows = [
         Row("diffc step (learnGradient + adjustParameters)", n, host_timed(step, sync)),
         Row("  device time: both kernels", n, device_timed(step, slice(0, 2))),
         Row("  device time: learnGradient", n, device_timed(step, slice(0, 1))),
-        Row("diffc step, deterministic=True", n, host_timed(det, sync)),
-        Row("  device time: learnGradient (+ finish), determ.", n, device_timed(det, slice(0, 1))),
+        Row("  host: enqueueing the step (no wait)", n, python_timed(step, sync)),
+        Row("diffc step, atomics per group (determ.=False)", n, host_timed(det, sync)),
+        Row("  device time: learnGradient, atomics per group", n, device_timed(det, slice(0, 1))),
     ]
     if m_reduce is not None:
         ra = DiffcStep(m_reduce, p0, xy)
@@ -391,8 +440,8 @@ def torch_rows(target, p0: np.ndarray, xy: np.ndarray) -> list[Row]:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--log2", type=int, nargs="+", default=[10, 14, 18],
-                    help="batch sizes 2^LOG2 (default 10 14 18; the issue's table: 10 14 18 20 22)")
+    ap.add_argument("--log2", type=int, nargs="+", default=None,
+                    help="batch sizes 2^LOG2 (default: 10 14 18 20 22 on a GPU, 10 14 18 on a CPU)")
     ap.add_argument("--no-racy", action="store_true", help="skip the racy-adds row (its build is slow)")
     ap.add_argument("--no-reduce-atomics", action="store_true", help="skip the reduce-atomics-only rows")
     ap.add_argument("--runs", type=int, default=10, help="timed runs per row (default 10)")
@@ -402,6 +451,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     print(f"device: {diffc.device()!r}")
+    if args.log2 is None:
+        args.log2 = [10, 14, 18, 20, 22] if diffc.device().kind == "gpu" else [10, 14, 18]
     target = None if args.no_torch else torch_target()
     if target is not None:
         torch = target[0]
@@ -448,13 +499,13 @@ def main(argv=None) -> None:
     print("\nlearnGradient device time (min) by strategy, and the default's share of the step's device time:")
     for log2, rows, _ in summary:
         by = {r.name.strip(): min(r.times) * 1e3 for r in rows}
-        parts = [f"accumulate-gradients {by['device time: learnGradient']:.3f} ms",
-                 f"deterministic {by['device time: learnGradient (+ finish), determ.']:.3f} ms"]
+        parts = [f"accumulate-gradients (deterministic) {by['device time: learnGradient']:.3f} ms",
+                 f"atomics per group {by['device time: learnGradient, atomics per group']:.3f} ms"]
         if "device time: learnGradient, reduce-atomics only" in by:
             parts.append(f"reduce-atomics only {by['device time: learnGradient, reduce-atomics only']:.3f} ms")
         if "device time: learnGradient, adds not atomic (*)" in by:
             parts.append(f"racy adds (*) {by['device time: learnGradient, adds not atomic (*)']:.3f} ms")
-        share = min(rows[2].times) / min(rows[1].times)
+        share = by["device time: learnGradient"] / by["device time: both kernels"]
         print(f"  2^{log2:<3d} " + ", ".join(parts) + f"; share {share:.3f}")
 
 

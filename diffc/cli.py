@@ -111,13 +111,14 @@ def cmd_compile(args) -> int:
 
         from diffc.runtime import bounds
 
-        # (nor bounds-check's launch-time twins: the report is about the entry point itself)
-        saved = dispatch.REDUCE_ATOMICS, bounds.PROVE
-        dispatch.REDUCE_ATOMICS, bounds.PROVE = False, False
+        # as the runtime runs it: before reduce-atomics and bounds-check
+        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
+        saved_bounds, bounds.ENABLED = bounds.ENABLED, False
         try:
             low, _, _, _ = lowered(args.file, args.entry)
         finally:
-            dispatch.REDUCE_ATOMICS, bounds.PROVE = saved
+            dispatch.REDUCE_ATOMICS = saved
+            bounds.ENABLED = saved_bounds
         from diffc.compiler import apply_pass
 
         apply_pass(AccumulateGradientsPass(report=True), low)

@@ -1,27 +1,31 @@
-"""accumulate-gradients: gradient accumulation for throughput (persistent work-groups, private
-sums, one transposed work-group reduction, one atomic per group and parameter).
+"""accumulate-gradients: gradient accumulation for throughput (a grid-stride loop, private sums,
+one transposed work-group reduction, one atomic per group and parameter or per-group partial sums).
 
 Every work-item of a training kernel adds its sample's gradient into the same few hundred
 global parameters. reduce-atomics sums each group's adds with one local-memory tree per
-parameter; this pass goes further, for kernels it can prove it safe for. Next to kernel @K it
-adds a kernel @K__accum that computes what @K computes, launched with fewer work-items:
+parameter; this pass goes further, for kernels it can prove it safe for. Next to kernel @K (L
+work-items per group) it adds a kernel @K__accum that computes what @K computes, launched with
+fewer work-items, in groups of its own size R (`work_group`; 0: L):
 
-* persistent work-groups: @K__accum takes the number of work-groups @K was launched with,
-  `diffc_groups` (V), and each real group runs @K's body once per virtual group
-  vg = group_id, group_id + num_groups, ... < V, with global_id(0) = vg * L + local_id(0)
-  (group_id(0) = vg, num_groups(0) = V, global_size(0) = V * L; dimensions 1 and 2 are 0 / 1:
-  the runtime launches it only for 1-D dispatches). OpenCL never ordered work-groups, so running
-  them one after another in one group is one of @K's legal schedules;
+* grid stride: @K__accum takes the number of work-groups @K was launched with, `diffc_groups`
+  (V); its work-item group * R + local_id runs @K's body for @K's work-items g = that, + R *
+  num_groups, ... < V * L, seeing global_id(0) = g, local_id(0) = g % L, group_id(0) = g / L,
+  local_size(0) = L, num_groups(0) = V, global_size(0) = V * L (dimensions 1 and 2: ids 0,
+  sizes 1; the runtime launches it only for 1-D dispatches). @K has no barrier or local memory,
+  so its work-items are independent and any such schedule is one of its legal ones;
 * private accumulation: each atomic add into global memory (gradient accumulation) becomes an
   add into a private float accumulator, one slot per add (loops of constant trip count around
   the adds are unrolled first, so each slot has one address);
-* one transposed reduction: after the loop each work-item writes its slots to local memory
-  once, one barrier, then work-item t sums slot t over the group (chunks of slots when local
-  memory is short) and issues the original atomic add, once per group and slot;
-* deterministic mode (`diffc_deterministic` != 0): instead of the atomic, work-item t stores
-  the group's sum in `diffc_partials[group * S + t]` (S slots), and a second kernel
-  @K__accum_finish (one work-group) adds the partial sums of the `diffc_groups` groups in group
-  order and then issues the adds in slot order from one work-item: the same bits every run.
+* one transposed reduction: after the loop each work-item writes its S slots to local memory
+  once (rows of R + 1 floats: work-items reading rows hit different banks), one barrier, then
+  work-item t sums rows t, t + R, ... over the group, in order (chunks of rows when local memory
+  is short, `local_bytes`), and issues the original atomic add, once per group and slot;
+* deterministic mode (`diffc_deterministic` != 0): instead of the atomic, the group's sums go
+  to `diffc_partials[group * S + slot]` (coalesced), and a second kernel @K__accum_finish (one
+  work-group of `finish_group` work-items F, P = F // S of them per slot, each adding every
+  P-th group's partial sums in group order) adds the P parts of each slot in order and issues
+  the adds in slot order from one work-item: the same bits every run, whatever order the
+  groups ran in.
 
 Which kernels (else @K is left as it is, for reduce-atomics, and `report=true` says why): 1-D
 `kernel.reqd_work_group_size` of more than one work-item; one block; no barrier, local memory
@@ -32,9 +36,9 @@ induction variables of constant-trip loops, each of which is unrolled (at most `
 after unrolling). Calls holding adds are inlined first. Other atomics (max, integer adds into
 counters) stay per-work-item atomics in the loop.
 
-@K__accum carries `diffc.accumulate_of = "K"` and `diffc.accumulate_slots = S`; the finish
-kernel `diffc.accumulate_finish_of = "K"`; both `diffc.accumulated`, which reduce-atomics
-skips.
+@K__accum carries `diffc.accumulate_of = "K"`, `diffc.accumulate_slots = S` and its own
+`kernel.reqd_work_group_size` [R, 1, 1]; the finish kernel `diffc.accumulate_finish_of = "K"` and
+[F, 1, 1]; both `diffc.accumulated`, which reduce-atomics skips.
 """
 
 from __future__ import annotations
@@ -75,6 +79,25 @@ FINISH_OF = "diffc.accumulate_finish_of"
 GROUPS, PARTIALS, DETERMINISTIC = "diffc_groups", "diffc_partials", "diffc_deterministic"
 
 
+# Integer atomics accumulated privately, with their identity (i32 bits).
+EXACT_IDENTITY = {"addi": 0, "maxu": 0, "maxs": -(2**31), "minu": -1, "mins": 2**31 - 1}
+_EXACT_OP = {"addi": arith.AddiOp, "maxu": arith.MaxUIOp, "maxs": arith.MaxSIOp, "minu": arith.MinUIOp,
+             "mins": arith.MinSIOp}
+
+
+def _exact_kind(op: Operation) -> str | None:
+    """The kind of an i32 atomic on global memory whose old value is unused, if it is one."""
+    if isinstance(op, kernel.AtomicAddOp):
+        kind = "addi"
+    elif isinstance(op, kernel.AtomicRMWOp) and op.kind.data in EXACT_IDENTITY and not op.result.uses:
+        kind = op.kind.data
+    else:
+        return None
+    if op.memref.type.element_type != i32 or kernel.memory_space(op.memref.type) is not None:
+        return None
+    return kind
+
+
 class _Refused(Exception):
     """Why a kernel is left as it is."""
 
@@ -101,6 +124,9 @@ class AccumulateGradientsPass(ModulePass):
     name = "accumulate-gradients"
 
     local_bytes: int = 16384  # local memory for one chunk of the transposed reduction
+    work_group: int = 0  # work-items per group of @K__accum (0: @K's)
+    finish_group: int = 256  # work-items of @K__accum_finish's one group
+    local_sums: bool = False  # accumulate in local memory where every slot has its row
     max_slots: int = 1024  # adds after unrolling, at most
     report: bool = False  # print one line per kernel: rewritten, or why not
 
@@ -110,8 +136,9 @@ class AccumulateGradientsPass(ModulePass):
             if not kernel.is_kernel(fn) or not fn.body.blocks or ACCUMULATED in fn.attributes:
                 continue
             try:
-                slots = _Accumulator(fn, funcs, self).run()
-                line = f"rewritten: {slots} gradient slots, persistent work-groups, one transposed reduction"
+                slots, exact = _Accumulator(fn, funcs, self).run()
+                more = f" and {len(exact)} integer ({', '.join(exact)})" if exact else ""
+                line = f"rewritten: {slots} gradient slots{more}, a grid-stride loop, one transposed reduction per work-group"
             except _Refused as why:
                 line = f"left to reduce-atomics: {why}"
             if self.report:
@@ -122,11 +149,12 @@ class _Accumulator:
     def __init__(self, fn: func.FuncOp, funcs: dict[str, func.FuncOp], opts: AccumulateGradientsPass):
         self.fn, self.funcs, self.opts = fn, funcs, opts
 
-    def run(self) -> int:
+    def run(self) -> tuple[int, list[str]]:
         sizes = _work_group_size(self.fn)
         if sizes is None or sizes[1] != 1 or sizes[2] != 1 or sizes[0] <= 1:
             raise _Refused("needs a 1-D kernel.reqd_work_group_size of more than one work-item")
         self.L = sizes[0]
+        self.R = self.opts.work_group or self.L
         if len(self.fn.body.blocks) != 1:
             raise _Refused("the kernel has more than one block")
         work = self.fn.clone()
@@ -137,15 +165,14 @@ class _Accumulator:
                 raise _Refused(f"it uses {op.name} (virtual groups would share local memory)")
             if isinstance(op, func.ReturnOp) and op is not self.entry.last_op:
                 raise _Refused("a return inside a region")
-        adds = [op for op in work.walk() if _is_atomic_add(op) and kernel.memory_space(op.memref.type) is None]
+        adds = [op for op in work.walk() if _is_atomic_add(op) and kernel.memory_space(op.memref.type) is None
+                and isinstance(op.memref.type.element_type, Float16Type | Float32Type)]
         if not adds:
-            raise _Refused("no atomic adds into global memory")
+            raise _Refused("no floating-point atomic adds into global memory")
         checker = _KernelReducer(work, self.funcs, 1)
         for a in adds:
             if isinstance(a, kernel.AtomicRMWOp) and a.result.uses:
                 raise _Refused(f"an atomic add whose old value is used ({a.name})")
-            if not isinstance(a.memref.type.element_type, Float16Type | Float32Type):
-                raise _Refused("an integer atomic add (exact in any order: reduce-atomics sums it)")
             if not checker._only_added(a.memref):
                 raise _Refused("a buffer that is added to is also read or written")
         adds = self._unroll(adds)
@@ -154,13 +181,29 @@ class _Accumulator:
             for v in (a.memref, *a.indices):
                 if not self._invariant(v):
                     raise _Refused("an add whose address depends on the work-item or on a loop of unknown trip count")
-        self._rewrite(adds)
+        exact = self._exact_slots(checker)
+        self._rewrite(adds, exact)
+        self.exact_kinds = [_exact_kind(op) for op in exact]
         finish = self._finish_kernel(adds)
         parent = self.fn.parent_block()
         assert parent is not None
         parent.insert_op_after(finish, self.fn)
         parent.insert_op_after(work, self.fn)
-        return len(adds)
+        return len(adds), self.exact_kinds
+
+    def _exact_slots(self, checker: _KernelReducer) -> list[Operation]:
+        """Integer atomics (addi, max, min on i32) at one address for every work-item, into
+        memory only they touch (a batch's largest loss, a counter): exact in any order, so each
+        becomes a private slot too, combined once per group and issued as one atomic per group
+        in both modes. Others stay per work-item in the loop."""
+        out = []
+        for op in self.work.walk():
+            kind = _exact_kind(op)
+            if kind is None or not all(self._invariant(v) for v in (op.memref, *op.indices)):
+                continue
+            if checker._only_added(op.memref, lambda u, kind=kind: _exact_kind(u) == kind):
+                out.append(op)
+        return sorted(out, key=lambda op: list(EXACT_IDENTITY).index(_exact_kind(op)))
 
     # -- preparing ----------------------------------------------------------------------------
 
@@ -269,124 +312,213 @@ class _Accumulator:
         fn.update_function_type()
         return arg
 
-    def _rewrite(self, adds: list[Operation]) -> None:
-        work, entry, L, S = self.work, self.entry, self.L, len(adds)
+    def _rewrite(self, adds: list[Operation], exact: list[Operation]) -> None:
+        """Slots 0 .. S-1: the float adds (private f32 sums); S .. S+E-1: the exact integer
+        atomics (private i32 values of their kind)."""
+        work, entry, L, S, E = self.work, self.entry, self.L, len(adds), len(exact)
+        R = self.R  # the accumulated kernel's own work-group size
+        kinds = ["addf"] * S + [_exact_kind(op) for op in exact]
         n_params = len(entry.args)
         groups = self._add_param(work, GROUPS, IndexType())
         partials = self._add_param(work, PARTIALS, MemRefType(f32, [DYNAMIC_INDEX]))
         det = self._add_param(work, DETERMINISTIC, i32)
         self.n_params = n_params
-        # the slices computing each add's address, captured before the body moves
-        self.targets = [
-            (type(a), getattr(a, "kind", None), a.value.type, a.memref, list(a.indices)) for a in adds
-        ]
 
         body_ops = list(entry.ops)[:-1]
         top = InsertPoint.at_start(entry)
         lid, group, nreal = kernel.LocalIdOp(0), kernel.GroupIdOp(0), kernel.NumGroupsOp(0)
         acc = memref.AllocaOp.get(f32, shape=[S])
         acc.memref.name_hint = "grad_acc"
+        iacc = memref.AllocaOp.get(i32, shape=[max(E, 1)])
+        iacc.memref.name_hint = "exact_acc"
         zero = arith.ConstantOp(FloatAttr(0.0, f32))
-        consts = {k: _index(k) for k in range(S + 1)}
-        Rewriter.insert_op([lid, group, nreal, acc, zero, *consts.values()], top)
-        for k in range(S):
-            Rewriter.insert_op(memref.StoreOp.get(zero.result, acc.memref, [consts[k]]), InsertPoint.before(entry.last_op))
-        # the persistent loop over virtual groups
+        consts = {k: _index(k) for k in range(max(S + E, R) + 1)}
+        identity = {k: arith.ConstantOp(IntegerAttr(EXACT_IDENTITY[k], i32)) for k in dict.fromkeys(kinds[S:])}
+        Rewriter.insert_op([lid, group, nreal, acc, *([iacc] if E else []), zero, *consts.values(),
+                            *identity.values()], top)
+        end = InsertPoint.before(entry.last_op)
+
+        # local memory for the transposed reduction: rows of R + 1 values per slot, so that the
+        # work-items reading rows hit different banks (integers in a second array); with
+        # local_sums, where every slot of a kind has its row, each work-item accumulates in its
+        # own column of them directly instead of in private memory (148 private floats took
+        # 255 registers on an H100, yet summing in local memory measured slower there: 1.53
+        # against 1.35 ms at 2^20)
+        rows = self.opts.local_bytes // (4 * (R + 1))
+        Ce = max(1, min(E, rows // 2))
+        Cf = max(1, min(S, rows - (Ce if E else 0)))
+        local = kernel.LocalAllocOp(kernel.local_memref(f32, [Cf, R + 1]))
+        local.result.name_hint = "group_slots"
+        Rewriter.insert_op(local, InsertPoint.at_start(entry))
+        local_i = None
+        if E:
+            local_i = kernel.LocalAllocOp(kernel.local_memref(i32, [Ce, R + 1]))
+            local_i.result.name_hint = "group_exact_slots"
+            Rewriter.insert_op(local_i, InsertPoint.at_start(entry))
+        in_local = {"addf": self.opts.local_sums and Cf >= S, "exact": self.opts.local_sums and 0 < E <= Ce}
+        if in_local["addf"]:
+            Rewriter.erase_op(acc)
+        if in_local["exact"]:
+            Rewriter.erase_op(iacc)
+
+        def slot_ref(k: int) -> tuple[SSAValue, list[SSAValue]]:  # where slot k is accumulated
+            if k < S:
+                return (local.result, [consts[k], lid.result]) if in_local["addf"] else (acc.memref, [consts[k]])
+            return (local_i.result, [consts[k - S], lid.result]) if in_local["exact"] else (iacc.memref, [consts[k - S]])
+
+        for k in range(S + E):
+            init = zero.result if k < S else identity[kinds[k]].result
+            mem, at = slot_ref(k)
+            Rewriter.insert_op(memref.StoreOp.get(init, mem, at), end)
+        # the grid-stride loop over @K's work-items: this work-item runs virtual work-items
+        # group * R + lid, + num_groups * R, ... < diffc_groups * L
+        c_L, c_R = _index(L), _index(R)
+        first = arith.MuliOp(group.result, c_R.result)
+        mine0 = arith.AddiOp(first.result, lid.result)
+        stride = arith.MuliOp(nreal.result, c_R.result)
+        total = arith.MuliOp(groups, c_L.result)
+        Rewriter.insert_op([c_L, c_R, first, mine0, stride, total], end)
         loop_body = Block(arg_types=[IndexType()])
-        vg = loop_body.args[0]
-        vg.name_hint = "virtual_group"
-        loop = scf.ForOp(group.result, groups, nreal.result, [], Region(loop_body))
+        vid = loop_body.args[0]
+        vid.name_hint = "virtual_id"
+        loop = scf.ForOp(mine0.result, total.result, stride.result, [], Region(loop_body))
         for op in body_ops:
             op.detach()
             loop_body.add_op(op)
         loop_body.add_op(scf.YieldOp())
-        Rewriter.insert_op(loop, InsertPoint.before(entry.last_op))
-        self._virtual_ids(loop_body, vg, groups, lid.result)
-        # adds -> private sums
-        for k, a in enumerate(adds):
+        Rewriter.insert_op(loop, end)
+        self._virtual_ids(loop_body, vid, groups)
+        slots: list[Operation] = [*adds, *exact]
+        # the slices computing each slot's address (ids replaced), captured before the atomics go
+        self.targets = [
+            (type(a), getattr(a, "kind", None), a.value.type, a.memref, list(a.indices)) for a in slots
+        ]
+        # atomics -> private sums (maxima, ...)
+        for k, a in enumerate(slots):
             v: SSAValue = a.value
             ops: list[Operation] = []
             if isinstance(v.type, Float16Type):
                 ext = arith.ExtFOp(v, f32)
                 ops.append(ext)
                 v = ext.result
-            old = memref.LoadOp.get(acc.memref, [consts[k]])
-            new = arith.AddfOp(old.res, v)
-            ops += [old, new, memref.StoreOp.get(new.result, acc.memref, [consts[k]])]
+            mem, at = slot_ref(k)
+            old = memref.LoadOp.get(mem, at)
+            new = arith.AddfOp(old.res, v) if k < S else _EXACT_OP[kinds[k]](old.res, v)
+            ops += [old, new, memref.StoreOp.get(new.result, mem, at)]
             Rewriter.insert_op(ops, InsertPoint.before(a))
-        # the transposed reduction, chunk by chunk of slots
-        C = max(1, min(L, self.opts.local_bytes // (4 * L)))
-        local = kernel.LocalAllocOp(kernel.local_memref(f32, [C, L]))
-        local.result.name_hint = "group_slots"
-        Rewriter.insert_op(local, InsertPoint.at_start(entry))
-        end = InsertPoint.before(entry.last_op)
-        c_L, c_S = _index(L), _index(S)
+        c_S = _index(S)
         zero_i = arith.ConstantOp(IntegerAttr(0, i32))
         is_det = arith.CmpiOp(det, zero_i.result, "ne")
-        Rewriter.insert_op([c_L, c_S, zero_i, is_det], end)
-        for start in range(0, S, C):
-            n = min(C, S - start)
-            ops = []
-            for k in range(n):
-                val = memref.LoadOp.get(acc.memref, [consts[start + k]])
-                ops += [val, memref.StoreOp.get(val.res, local.result, [consts[k], lid.result])]
-            ops.append(kernel.BarrierOp())
+        base = arith.MuliOp(group.result, c_S.result)
+        Rewriter.insert_op([c_S, zero_i, is_det, base], end)
+        chunks = []  # (first slot, slots, kind)
+        k = 0
+        while k < S + E:
+            n, C = 1, Cf if kinds[k] == "addf" else Ce
+            while n < C and k + n < S + E and kinds[k + n] == kinds[k]:
+                n += 1
+            chunks.append((k, n, kinds[k]))
+            k += n
+        for start, n, kind in chunks:
+            rows_of = local.result if kind == "addf" else local_i.result
+            copy = not in_local["addf" if kind == "addf" else "exact"]  # else the rows are there
+            ops: list[Operation] = [kernel.BarrierOp()] if start and copy else []  # the last chunk's readers are done
+            for j in range(n if copy else 0):
+                mem, at = slot_ref(start + j)
+                val = memref.LoadOp.get(mem, at)
+                ops += [val, memref.StoreOp.get(val.res, rows_of, [consts[j], lid.result])]
+            if copy or not start:
+                ops.append(kernel.BarrierOp())
             Rewriter.insert_op(ops, end)
-            mine = arith.CmpiOp(lid.result, consts[n], "ult")
-            then = Block()
-            c0, c1 = _index(0), _index(1)
-            sum_body = Block(arg_types=[IndexType(), f32])
-            x = memref.LoadOp.get(local.result, [lid.result, sum_body.args[0]])
-            s = arith.AddfOp(sum_body.args[1], x.res)
-            sum_body.add_ops([x, s, scf.YieldOp(s.result)])
-            total = scf.ForOp(c0.result, c_L.result, c1.result, [zero.result], Region(sum_body))
-            then.add_ops([c0, c1, total])
-            # deterministic: the group's partial sum; else the original add, once per group
-            det_block = Block()
-            slot = arith.AddiOp(lid.result, consts[start])
-            base = arith.MuliOp(group.result, c_S.result)
-            at = arith.AddiOp(base.result, slot.result)
-            det_block.add_ops([slot, base, at, memref.StoreOp.get(total.results[0], partials, [at.result]), scf.YieldOp()])
+            # work-item t combines rows t, t + R, ... (every work-item runs the same loops)
+            totals: list[tuple[SSAValue, SSAValue]] = []  # (row, its total) per pass j
+            for j in range(-(-n // R)):
+                row = arith.AddiOp(lid.result, consts[j * R])
+                # accumulated in place, the chunk's rows start at its first slot's row
+                first_row = 0 if copy else start - (0 if kind == "addf" else S)
+                at_row = arith.AddiOp(row.result, consts[first_row]) if first_row else row
+                t = f32 if kind == "addf" else i32
+                init = zero.result if kind == "addf" else identity[kind].result
+                sum_body = Block(arg_types=[IndexType(), t])
+                x = memref.LoadOp.get(rows_of, [at_row.result, sum_body.args[0]])
+                combine = arith.AddfOp if kind == "addf" else _EXACT_OP[kind]
+                more = [x, combine(sum_body.args[1], x.res)]
+                sum_body.add_ops([*more, scf.YieldOp(more[-1].results[0])])
+                c0, c1 = _index(0), _index(1)
+                over = scf.ForOp(c0.result, c_R.result, c1.result, [init], Region(sum_body))
+                ops = [row] + ([at_row] if first_row else [])
+                if (j + 1) * R <= n:  # every work-item has a row
+                    ops += [c0, c1, over]
+                    sum_ = over.results[0]
+                else:
+                    has = arith.CmpiOp(row.result, consts[n], "ult")
+                    yes, no = Block(), Block()
+                    yes.add_ops([c0, c1, over, scf.YieldOp(over.results[0])])
+                    no.add_op(scf.YieldOp(init))
+                    guarded = scf.IfOp(has.result, [t], Region(yes), Region(no))
+                    ops += [has, guarded]
+                    sum_ = guarded.results[0]
+                Rewriter.insert_op(ops, end)
+                totals.append((row.result, sum_))
+            # the original atomics, once per group and slot (for float sums: unless
+            # deterministic, where the group's partial sums are stored, coalesced)
             atomic_block = Block()
-            for k in range(n):
-                which = arith.CmpiOp(lid.result, consts[k], "eq")
+            for j in range(n):
+                which = arith.CmpiOp(lid.result, consts[j % R], "eq")
                 one = Block()
-                self._emit_add(one, start + k, total.results[0], {})
+                self._emit_add(one, start + j, totals[j // R][1], {})
                 one.add_op(scf.YieldOp())
                 atomic_block.add_ops([which, scf.IfOp(which.result, [], Region(one))])
+            if kind != "addf":  # exact: the same in both modes
+                moved = list(atomic_block.ops)
+                for op in moved:
+                    op.detach()
+                Rewriter.insert_op(moved, end)
+                continue
             atomic_block.add_op(scf.YieldOp())
-            then.add_ops([scf.IfOp(is_det.result, [], Region(det_block), Region(atomic_block)), scf.YieldOp()])
-            ops = [mine, scf.IfOp(mine.result, [], Region(then))]
-            if start + C < S:
-                ops.append(kernel.BarrierOp())  # the next chunk reuses the local buffer
-            Rewriter.insert_op(ops, end)
-        for a in adds:
+            det_block = Block()
+            for j, (row, sum_) in enumerate(totals):
+                slot = arith.AddiOp(row, consts[start]) if start else None
+                at = arith.AddiOp(base.result, slot.result if slot else row)
+                store = memref.StoreOp.get(sum_, partials, [at.result])
+                ops = [o for o in (slot, at) if o is not None]
+                if (j + 1) * R <= n:
+                    det_block.add_ops([*ops, store])
+                else:
+                    has = arith.CmpiOp(row, consts[n], "ult")
+                    then = Block()
+                    then.add_ops([*ops, store, scf.YieldOp()])
+                    det_block.add_ops([has, scf.IfOp(has.result, [], Region(then))])
+            det_block.add_op(scf.YieldOp())
+            Rewriter.insert_op(scf.IfOp(is_det.result, [], Region(det_block), Region(atomic_block)), end)
+        for a in slots:
             Rewriter.erase_op(a)
-        self.slices_from = work
         work.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum")
         work.attributes[ACCUMULATED] = UnitAttr()
         work.attributes[ACCUMULATE_OF] = StringAttr(self.fn.sym_name.data)
         work.attributes[ACCUMULATE_SLOTS] = IntegerAttr(S, 64)
+        work.attributes[kernel.REQD_WORK_GROUP_SIZE] = ArrayAttr([IntegerAttr(n, 64) for n in (R, 1, 1)])
         for attr in ("diffc.shader", "diffc.numthreads"):
             work.attributes.pop(attr, None)
 
-    def _virtual_ids(self, body: Block, vg: SSAValue, groups: SSAValue, lid: SSAValue) -> None:
-        """Work-item queries inside the loop see the virtual group's ids."""
+    def _virtual_ids(self, body: Block, vid: SSAValue, groups: SSAValue) -> None:
+        """Work-item queries inside the loop see virtual work-item `vid` of @K's launch: group
+        vid / L, local id vid % L, L work-items per group, `groups` groups."""
         c_L = _index(self.L)
-        base = arith.MuliOp(vg, c_L.result)
-        gid = arith.AddiOp(base.result, lid)
+        vgroup = arith.DivUIOp(vid, c_L.result)
+        vlocal = arith.RemUIOp(vid, c_L.result)
         gsize = arith.MuliOp(groups, c_L.result)
         c0, c1 = _index(0), _index(1)
-        Rewriter.insert_op([c_L, base, gid, gsize, c0, c1], InsertPoint.at_start(body))
+        Rewriter.insert_op([c_L, vgroup, vlocal, gsize, c0, c1], InsertPoint.at_start(body))
+        dim0 = {kernel.GlobalIdOp: vid, kernel.LocalIdOp: vlocal.result, kernel.GroupIdOp: vgroup.result,
+                kernel.NumGroupsOp: groups, kernel.GlobalSizeOp: gsize.result, kernel.LocalSizeOp: c_L.result}
         for op in list(body.walk()):
-            if not isinstance(op, kernel.GlobalIdOp | kernel.GroupIdOp | kernel.NumGroupsOp | kernel.GlobalSizeOp):
+            if type(op) not in dim0:
                 continue
-            dim = op.dim.value.data
-            if dim:
-                new = c1.result if isinstance(op, kernel.NumGroupsOp | kernel.GlobalSizeOp) else c0.result
+            if op.dim.value.data:
+                new = c1.result if isinstance(op, kernel.NumGroupsOp | kernel.GlobalSizeOp | kernel.LocalSizeOp) else c0.result
             else:
-                new = {kernel.GlobalIdOp: gid.result, kernel.GroupIdOp: vg, kernel.NumGroupsOp: groups,
-                       kernel.GlobalSizeOp: gsize.result}[type(op)]
+                new = dim0[type(op)]
             op.result.replace_all_uses_with(new)
             Rewriter.erase_op(op)
 
@@ -421,9 +553,12 @@ class _Accumulator:
             block.add_op(kernel.AtomicRMWOp(kind.data, value, m, idx))
 
     def _finish_kernel(self, adds: list[Operation]) -> func.FuncOp:
-        """@K__accum_finish: one work-group adds the groups' partial sums in group order, then
-        work-item 0 issues the adds in slot order."""
-        S, L = len(adds), self.L
+        """@K__accum_finish, one work-group of F work-items: P = F // S work-items per slot each
+        add the partial sums of every P-th group (in group order), then work-item 0 adds the P
+        parts of each slot and issues the adds in slot order: a fixed order, whatever order the
+        groups ran in."""
+        S, F = len(adds), self.opts.finish_group
+        P = max(1, F // S)
         fin = self.fn.clone()
         fin.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum_finish")
         old = fin.body.blocks[0]
@@ -436,34 +571,47 @@ class _Accumulator:
         groups = self._add_param(fin, GROUPS, IndexType())
         partials = self._add_param(fin, PARTIALS, MemRefType(f32, [DYNAMIC_INDEX]))
         lid = kernel.LocalIdOp(0)
-        totals = kernel.LocalAllocOp(kernel.local_memref(f32, [S]))
-        c0, c1, c_L, c_S = _index(0), _index(1), _index(L), _index(S)
+        parts = kernel.LocalAllocOp(kernel.local_memref(f32, [P * S]))
+        parts.result.name_hint = "slot_parts"
+        c0, c1, c_F, c_S, c_P, c_PS = _index(0), _index(1), _index(F), _index(S), _index(P), _index(P * S)
         zero = arith.ConstantOp(FloatAttr(0.0, f32))
-        block.add_ops([lid, totals, c0, c1, c_L, c_S, zero])
-        per_slot = Block(arg_types=[IndexType()])
-        s = per_slot.args[0]
+        block.add_ops([parts, lid, c0, c1, c_F, c_S, c_P, c_PS, zero])
+        # work-item t takes (part, slot) = divmod(t, S) (and t + F, ... while < P * S)
+        per_item = Block(arg_types=[IndexType()])
+        t = per_item.args[0]
+        slot = arith.RemUIOp(t, c_S.result)
+        part = arith.DivUIOp(t, c_S.result)
         per_group = Block(arg_types=[IndexType(), f32])
         g, acc = per_group.args
         base = arith.MuliOp(g, c_S.result)
-        at = arith.AddiOp(base.result, s)
+        at = arith.AddiOp(base.result, slot.result)
         x = memref.LoadOp.get(partials, [at.result])
         total = arith.AddfOp(acc, x.res)
         per_group.add_ops([base, at, x, total, scf.YieldOp(total.result)])
-        over_groups = scf.ForOp(c0.result, groups, c1.result, [zero.result], Region(per_group))
-        per_slot.add_ops([over_groups, memref.StoreOp.get(over_groups.results[0], totals.result, [s]), scf.YieldOp()])
-        block.add_ops([scf.ForOp(lid.result, c_S.result, c_L.result, [], Region(per_slot)), kernel.BarrierOp()])
+        over_groups = scf.ForOp(part.result, groups, c_P.result, [zero.result], Region(per_group))
+        per_item.add_ops([slot, part, over_groups, memref.StoreOp.get(over_groups.results[0], parts.result, [t]),
+                          scf.YieldOp()])
+        block.add_ops([scf.ForOp(lid.result, c_PS.result, c_F.result, [], Region(per_item)), kernel.BarrierOp()])
         first = arith.CmpiOp(lid.result, c0.result, "eq")
         then = Block()
         mapping: dict[SSAValue, SSAValue] = dict(zip(self.entry.args[: self.n_params], block.args))
         for k in range(S):
             c = _index(k)
-            t = memref.LoadOp.get(totals.result, [c.result])
-            then.add_ops([c, t])
-            self._emit_add(then, k, t.res, mapping)
+            sum_ = memref.LoadOp.get(parts.result, [c.result])
+            then.add_ops([c, sum_])
+            value = sum_.res
+            for p in range(1, P):
+                cp = _index(p * S + k)
+                more = memref.LoadOp.get(parts.result, [cp.result])
+                add = arith.AddfOp(value, more.res)
+                then.add_ops([cp, more, add])
+                value = add.result
+            self._emit_add(then, k, value, mapping)
         then.add_op(scf.YieldOp())
         block.add_ops([first, scf.IfOp(first.result, [], Region(then)), func.ReturnOp()])
         fin.attributes[ACCUMULATED] = UnitAttr()
         fin.attributes[FINISH_OF] = StringAttr(self.fn.sym_name.data)
+        fin.attributes[kernel.REQD_WORK_GROUP_SIZE] = ArrayAttr([IntegerAttr(n, 64) for n in (F, 1, 1)])
         for attr in ("diffc.shader", "diffc.numthreads"):
             fin.attributes.pop(attr, None)
         return fin

@@ -296,9 +296,10 @@ class _KernelReducer:
                     found.setdefault(guard, []).append(op)
         return found
 
-    def _only_added(self, start: SSAValue) -> bool:
-        """Whether the memory behind `start` is only added to: through scf results and carried
-        values, and through callees' parameters."""
+    def _only_added(self, start: SSAValue, is_update=_is_add) -> bool:
+        """Whether the memory behind `start` is only added to (or only touched by ops for which
+        `is_update` holds): through scf results and carried values, and through callees'
+        parameters."""
         seen: set[SSAValue] = set()
         todo = [start]
         while todo:
@@ -308,7 +309,7 @@ class _KernelReducer:
             seen.add(v)
             for use in v.uses:
                 user = use.operation
-                if _is_add(user) and use.index == 1:
+                if is_update(user) and use.index == 1:
                     continue
                 if isinstance(user, scf.YieldOp):
                     parent = user.parent_op()
@@ -325,7 +326,7 @@ class _KernelReducer:
                         return False
                     self.checking.add(callee)
                     try:
-                        if not self._only_added(callee.body.blocks[0].args[use.index]):
+                        if not self._only_added(callee.body.blocks[0].args[use.index], is_update):
                             return False
                     finally:
                         self.checking.discard(callee)
@@ -424,8 +425,9 @@ class _KernelReducer:
                 continue
             if isinstance(inner, scf.ForOp) and any(a in adds for a in inner.walk()):
                 self._predicate_loop(inner, p, adds)
-            else:
-                _wrap([inner], p, InsertPoint.before(inner))
+            else:  # (before the op after it: _wrap moves `inner` itself)
+                assert inner.next_op is not None
+                _wrap([inner], p, InsertPoint.before(inner.next_op))
 
     # -- the reduction ------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """accumulate-gradients on PoCL (passes/accumulate_gradients.py, runtime/accumulate.py): an entry
-point's gradient adds, run through persistent work-groups with private sums and one transposed
+point's gradient adds, run through a grid-stride loop with private sums and one transposed
 reduction per group, give the sums a float64 numpy reference gives, whatever the count (last
 group partly inactive, fewer or more virtual groups than launched ones); deterministic mode
 gives the same bits run after run."""
@@ -175,3 +175,104 @@ def test_accumulated_kernels_are_bounds_checked_too(learn, deterministic):
         diffc.synchronize()  # the status is read at the next synchronizing point
     sums, _ = run(learn, values, deterministic=deterministic)  # and the right sums when in bounds
     np.testing.assert_allclose(sums, reference(values)[0], rtol=1e-5)
+
+
+# Forty slots from a loop, in groups of 256 work-items: the accumulated kernel's own groups of 16
+# take each group's work-items in turns (grid-stride), reduce in chunks (local memory for about
+# 12 rows of 17 floats) and each of its work-items sums up to one row per pass.
+MANY = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+[shader("compute")]
+[numthreads(256, 1, 1)]
+void many(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    for (int i = 0; i < 40; i++)
+        sums[i] += v * float(i % 7 - 3) + float(tid % 5);
+}
+"""
+
+
+# (local_bytes, local_sums): chunks of private sums; one chunk; sums kept in local memory
+@pytest.mark.parametrize("local", [(800, False), (0, False), (0, True)])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, deterministic, local):
+    from diffc.runtime import accumulate
+
+    monkeypatch.setattr(accumulate, "WORK_GROUP", 16)
+    monkeypatch.setattr(accumulate, "LOCAL_BYTES", local[0])
+    monkeypatch.setattr(accumulate, "LOCAL_SUMS", local[1])
+    m = load_module_from_string(MANY, "many.slang")
+    acc = entry_program(m).accumulated["many"]
+    assert (acc.slots, acc.group, acc.entry_group) == (40, 16, 256)
+    for n in (1, 255, 257, 5000):
+        values = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
+        sums = diffc.Tensor.zeros(40, np.float32)
+        m.many.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values), count=n,
+                        deterministic=deterministic)
+        v, tid = values.astype(np.float64), np.arange(n)
+        want = [(v * (i % 7 - 3) + tid % 5).sum() for i in range(40)]
+        np.testing.assert_allclose(sums.to_numpy(), want, rtol=1e-5, atol=1e-3)
+
+
+def test_reduce_atomics_alone_sums_a_loop_of_adds_behind_a_guard(monkeypatch):
+    """Without accumulate-gradients, reduce-atomics predicates the loop's ops on the guard
+    (it had failed on the op after which it inserted)."""
+    from diffc.runtime import accumulate
+
+    monkeypatch.setattr(accumulate, "ENABLED", False)
+    m = load_module_from_string(MANY, "many.slang")
+    assert not entry_program(m).accumulated
+    n = 700
+    values = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
+    sums = diffc.Tensor.zeros(40, np.float32)
+    m.many.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values), count=n)
+    v, tid = values.astype(np.float64), np.arange(n)
+    np.testing.assert_allclose(sums.to_numpy(), [(v * (i % 7 - 3) + tid % 5).sum() for i in range(40)], rtol=1e-5, atol=1e-3)
+
+
+# Gradient sums next to a batch's largest value (an atomic max on one address, as the MLP's loss
+# buffer) and a count of the samples past a threshold (an integer add): each becomes a private
+# slot too, combined per group and issued once per group, in both modes.
+EXACT = """
+RWStructuredBuffer<Atomic<float>> sums;
+
+[shader("compute")]
+[numthreads(128, 1, 1)]
+void stats(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform Atomic<uint32_t>* largest,
+           uniform Atomic<int>* counts, uniform uint32_t count)
+{
+    if (tid >= count) return;
+    float v = values[tid];
+    sums[0] += v;
+    largest.max(bit_cast<uint32_t>(v * v));
+    if (v > 0.25)
+        counts[1] += 1;
+}
+"""
+
+
+@pytest.mark.parametrize("local_sums", [False, True])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_max_and_counter_become_private_slots(capsys, tmp_path, monkeypatch, deterministic, local_sums):
+    from diffc.runtime import accumulate
+
+    monkeypatch.setattr(accumulate, "LOCAL_SUMS", local_sums)
+    from diffc.cli import main
+
+    src = tmp_path / "stats.slang"
+    src.write_text(EXACT)
+    assert main(["compile", "--report", str(src)]) == 0
+    assert "@stats: rewritten: 1 gradient slots and 2 integer (addi, maxu)" in capsys.readouterr().out
+    m = load_module_from_string(EXACT, "stats.slang")
+    for n in (1, 127, 129, 30000):
+        values = np.random.default_rng(n).uniform(-1, 1, n).astype(np.float32)
+        sums, largest, counts = (diffc.Tensor.zeros(1, np.float32), diffc.Tensor.zeros(1, np.uint32),
+                                 diffc.Tensor.from_numpy(np.array([5, 7], np.int32)))
+        m.stats.dispatch(thread_count=n, sums=sums, values=diffc.Tensor.from_numpy(values), largest=largest,
+                         counts=counts, count=n, deterministic=deterministic)
+        assert largest.to_numpy()[0] == (values * values).max().view(np.uint32)
+        assert list(counts.to_numpy()) == [5, 7 + int((values > 0.25).sum())]
+        np.testing.assert_allclose(sums.to_numpy()[0], values.astype(np.float64).sum(), rtol=1e-5, atol=1e-4)

@@ -85,7 +85,7 @@ def test_racy_learn_gradient_of_one_sample_equals_the_atomic_one():
     np.testing.assert_array_equal(step.grads.to_numpy().astype(np.float64), atomic)
 
 
-@pytest.mark.parametrize("deterministic", [False, True])
+@pytest.mark.parametrize("deterministic", [False, True, None, "reduce-atomics only"])
 def test_mlp_gradients_of_each_mode_match_float64(deterministic):
     """learnGradient's gradients over a batch of many work-groups (accumulate-gradients' persistent
     groups), in the default and the deterministic mode, against the float64 reference: within the
@@ -99,10 +99,13 @@ def test_mlp_gradients_of_each_mode_match_float64(deterministic):
     rng = np.random.default_rng(11)
     p0 = bench_mlp.init_params(rng)
     xy = bench_mlp.half_inputs(5000, rng)
-    m = bench_mlp.load_variant(True)
+    accumulated = deterministic != "reduce-atomics only"
+    m = bench_mlp.load_variant(accumulated)
+    if not accumulated:
+        deterministic = False
     step = bench_mlp.DiffcStep(m, p0, xy, deterministic=deterministic)
     runs = []
-    for _ in range(2 if deterministic else 1):
+    for _ in range(2 if deterministic is not False else 1):
         step.reset()
         m.learnGradient.dispatch(thread_count=len(xy), network=step.network, lossBuffer=step.loss,
                                  inputs=step.inputs, count=len(xy), deterministic=deterministic)
@@ -114,5 +117,9 @@ def test_mlp_gradients_of_each_mode_match_float64(deterministic):
     got = runs[0].astype(np.float64)
     assert np.all(np.abs(got - want) <= tol), np.max(np.abs(got - want) / tol)
     assert np.median(np.abs(want) / tol) > 10  # the gradients are far above the tolerance
-    if deterministic:
+    if deterministic is not False:  # the default (deterministic) mode too
         assert runs[0].tobytes() == runs[1].tobytes()
+    # the batch's largest loss (an atomic max per sample, one slot of the accumulated kernel)
+    largest = float(step.loss.to_numpy().view(np.float32)[0])
+    want_largest = loss_and_grad(p0.astype(np.float64), xy)[0].max()
+    assert abs(largest - want_largest) <= 1e-2 * want_largest, (largest, want_largest)

@@ -92,6 +92,15 @@ void grid(uint3 tid : SV_DispatchThreadID, uniform float* values, uniform uint32
 """
 
 
+@pytest.fixture(autouse=True)
+def _reduce_atomics_alone(monkeypatch):
+    """These tests are about reduce-atomics: build without accumulate-gradients, which since it
+    takes integer adds too rewrites some of these kernels (and has tests of its own)."""
+    from diffc.runtime import accumulate
+
+    monkeypatch.setattr(accumulate, "ENABLED", False)
+
+
 def _module(text: str, name: str):
     return load_module_from_string(text, name)
 

@@ -1,15 +1,20 @@
 """Launching accumulate-gradients' kernels (passes/accumulate_gradients.py) in place of an entry
 point's own kernel.
 
-For an entry point @K the pass adds @K__accum (persistent work-groups looping over @K's groups)
-and @K__accum_finish (deterministic mode's fixed-order sum of per-group partial sums). A 1-D
-dispatch of @K runs @K__accum over fewer groups, with @K's arguments followed by
-(diffc_groups = @K's group count, diffc_partials, diffc_deterministic); in deterministic mode
-@K__accum_finish follows, one work-group, with @K's arguments and (groups launched, partials).
+For an entry point @K the pass adds @K__accum (a grid-stride loop over @K's work-items, in
+groups of its own size) and @K__accum_finish (deterministic mode's fixed-order sum of per-group
+partial sums). A 1-D dispatch of @K runs @K__accum over fewer work-items, with @K's arguments
+followed by (diffc_groups = @K's group count, diffc_partials, diffc_deterministic); in
+deterministic mode @K__accum_finish follows, one work-group, with @K's arguments and (groups
+launched, partials).
 
     DIFFC_ACCUMULATE=0       build without the pass (reduce-atomics alone)
-    DIFFC_DETERMINISTIC=1    deterministic mode for every dispatch (or dispatch(deterministic=True))
-    DIFFC_ACCUM_GROUPS=N     persistent work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
+    DIFFC_DETERMINISTIC=0    one atomic per group and slot instead of the (default) deterministic
+                             partial sums and finish kernel (or dispatch(deterministic=False))
+    DIFFC_ACCUM_GROUPS=N     work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
+    DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default 64)
+    DIFFC_ACCUM_LOCAL_BYTES=B local memory for the transposed reduction (default: the device's less 4 KiB)
+    DIFFC_ACCUM_LOCAL_SUMS=1 accumulate in local memory rather than private (the pass's local_sums)
 """
 
 from __future__ import annotations
@@ -20,7 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 ENABLED = os.environ.get("DIFFC_ACCUMULATE", "1") != "0"
-DETERMINISTIC = os.environ.get("DIFFC_DETERMINISTIC", "0") == "1"
+# The default: per-group partial sums and the finish kernel (deterministic), which measured faster
+# than one half-precision atomic per group and slot at every batch on an H100 (0.43 / 1.34 ms at
+# 2^18 for the MLP's learnGradient: 148 slots' atomics from hundreds of groups contend).
+DETERMINISTIC = os.environ.get("DIFFC_DETERMINISTIC", "1") == "1"
 
 
 @dataclass
@@ -29,7 +37,9 @@ class AccumulatedKernel:
     c_name: str
     finish_c_name: str
     slots: int
-    group: int  # work-items per group
+    group: int  # work-items per group of the accumulated kernel
+    entry_group: int = 0  # the entry point's (its dispatch's virtual groups)
+    finish_group: int = 0  # work-items of the finish kernel's one group
     params: list = field(default_factory=list)  # the accumulated kernel's parameter names, in order
     finish_params: list = field(default_factory=list)  # the finish kernel's
     kernels: dict = field(default_factory=dict)  # cl.Kernel objects, built on first use
@@ -37,15 +47,35 @@ class AccumulatedKernel:
     partials_size: int = 0
 
 
+LOCAL_BYTES = int(os.environ.get("DIFFC_ACCUM_LOCAL_BYTES", "0"))  # 0: local_bytes(device)
+
+
 def local_bytes(cl_device) -> int:
-    """Local memory for one chunk of the transposed reduction: half the device's, at most 256 KiB."""
-    return max(4096, min(int(cl_device.local_mem_size) // 2, 1 << 18))
+    """Local memory for one chunk of the transposed reduction: the device's less 4 KiB (the
+    accumulated kernel allocates nothing else there), at most 256 KiB."""
+    if LOCAL_BYTES:
+        return LOCAL_BYTES
+    return max(4096, min(int(cl_device.local_mem_size) - 4096, 1 << 18))
+
+
+def settings() -> tuple:
+    """What the built kernels depend on besides the device (part of the module cache's key)."""
+    return (ENABLED, WORK_GROUP, LOCAL_BYTES, LOCAL_SUMS)
+
+
+# Work-items per group of the accumulated kernel: few, so that the transposed reduction of all
+# of a group's slots fits in local memory at once (one barrier) and registers allow several
+# groups per compute unit.
+WORK_GROUP = int(os.environ.get("DIFFC_ACCUM_WORK_GROUP", "64"))
+LOCAL_SUMS = os.environ.get("DIFFC_ACCUM_LOCAL_SUMS", "0") == "1"  # the pass's local_sums
 
 
 def apply_pass(ctx, low, cl_device) -> None:
     from diffc.passes.accumulate_gradients import AccumulateGradientsPass
 
-    AccumulateGradientsPass(local_bytes=local_bytes(cl_device)).apply(ctx, low)
+    AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=min(WORK_GROUP, cl_device.max_work_group_size),
+                            finish_group=min(1024, cl_device.max_work_group_size),
+                            local_sums=LOCAL_SUMS).apply(ctx, low)
 
 
 def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
@@ -67,7 +97,8 @@ def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
         if isinstance(of, StringAttr) and isinstance(slots, IntegerAttr):
             finish = f"{of.data}__accum_finish"
             out[of.data] = AccumulatedKernel(of.data, names[name], names[finish], slots.value.data,
-                                             _work_group_size(f)[0], params=param_names(f),
+                                             _work_group_size(f)[0], _work_group_size(funcs[of.data])[0],
+                                             _work_group_size(funcs[finish])[0], params=param_names(f),
                                              finish_params=param_names(funcs[finish]))
     return out
 
@@ -100,26 +131,25 @@ class Events:
         return _Profile()
 
 
-def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_size, deterministic: bool | None):
-    """Runs the entry point's dispatch through its accumulated kernels; returns the event.
-    `args` are the entry point's kernel arguments, `names` their parameters' names: the
-    accumulated kernels take them by name, with their own (groups, partial sums, mode, and
-    bounds-check's length of the partial sums where it added one)."""
+def launches(prog, acc: AccumulatedKernel, args: list, names: list[str], global_size, deterministic: bool | None):
+    """(launches, combine, keep) that run the entry point's dispatch through its accumulated
+    kernels: (cl.Kernel of their own with the arguments set, global size, local size) in order,
+    how to make one event of theirs, and the buffers they point at. `args` are the entry
+    point's kernel arguments, `names` their parameters' names: the accumulated kernels take them
+    by name, with their own (groups, partial sums, mode, and bounds-check's length of the
+    partial sums where it added one)."""
     import pyopencl as cl
 
     from diffc.runtime.device import device
 
     dev = device()
-    virtual = global_size[0] // acc.group
-    groups = max(1, min(virtual, dev.cl_device.max_compute_units * _groups_per_unit(dev)))
+    virtual = global_size[0] // acc.entry_group
+    groups = max(1, min(-(-global_size[0] // acc.group), dev.cl_device.max_compute_units * _groups_per_unit(dev)))
     det = DETERMINISTIC if deterministic is None else bool(deterministic)
     need = groups * acc.slots * 4 if det else 4
     if acc.partials is None or acc.partials_size < need:
         acc.partials = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, max(need, 4))
         acc.partials_size = max(need, 4)
-    if not acc.kernels:
-        acc.kernels["main"] = cl.Kernel(prog.program, acc.c_name)
-        acc.kernels["finish"] = cl.Kernel(prog.program, acc.finish_c_name)
     from diffc.passes.accumulate_gradients import DETERMINISTIC as MODE, GROUPS, PARTIALS
     from diffc.runtime.bounds import LEN_PREFIX
 
@@ -127,12 +157,12 @@ def launch(prog, acc: AccumulatedKernel, args: list, names: list[str], global_si
     values = dict(zip(names, args))
     values.update({PARTIALS: acc.partials, MODE: np.int32(1 if det else 0),
                    LEN_PREFIX + PARTIALS: index(acc.partials_size // 4)})
-    main = acc.kernels["main"]
+    main = cl.Kernel(prog.program, acc.c_name)
     main.set_args(*[index(virtual) if n == GROUPS else values[n] for n in acc.params])
-    first = cl.enqueue_nd_range_kernel(dev.queue, main, (groups * acc.group, 1, 1), (acc.group, 1, 1))
+    out = [(main, (groups * acc.group, 1, 1), (acc.group, 1, 1))]
     if not det:
-        return first
-    finish = acc.kernels["finish"]
+        return out, None, [acc.partials]
+    finish = cl.Kernel(prog.program, acc.finish_c_name)
     finish.set_args(*[index(groups) if n == GROUPS else values[n] for n in acc.finish_params])
-    last = cl.enqueue_nd_range_kernel(dev.queue, finish, (acc.group, 1, 1), (acc.group, 1, 1))
-    return Events(first, last)
+    out.append((finish, (acc.finish_group, 1, 1), (acc.finish_group, 1, 1)))
+    return out, lambda events: Events(events[0], events[-1]), [acc.partials]

@@ -133,6 +133,7 @@ class BoundsBuffer:
 
         self.host[:] = 0
         cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
+        self.zeroed = True
 
     def check(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
         """Reads the status now (blocking) and raises the first violated site's error."""
@@ -141,6 +142,10 @@ class BoundsBuffer:
         from diffc.runtime.device import device
 
         cl.enqueue_copy(device().queue, self.host, self.buffer, is_blocking=True)
+        self._raise_from(self.host, kernel, what, sources)
+
+    def raise_recorded(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
+        """Raises the BoundsError of the first site `host` (read back already) flags."""
         self._raise_from(self.host, kernel, what, sources)
 
     def check_later(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
@@ -156,7 +161,12 @@ class BoundsBuffer:
         pending.defer(event, lambda: self._raise_from(host, kernel, what, sources))
 
     def _raise_from(self, host: np.ndarray, kernel: str, what: str, sources: dict[str, str] | None) -> None:
-        for k, site in enumerate(self.sites):
+        hits = np.flatnonzero(host[0 : 3 * len(self.sites) : 3])  # (a loop over the sites cost 1.5 ms)
+        if not len(hits):
+            return
+        self.zeroed = False
+        for k in hits[:1]:
+            site = self.sites[k]
             flag, index, length = (int(v) for v in host[3 * k : 3 * k + 3])
             if flag:
                 shown = "a negative index" if flag == 2 else f"index {index}"

@@ -94,6 +94,7 @@ class EntryProgram:
     index_dtype: np.dtype
     cl_kernels: dict[str, object] = field(default_factory=dict)
     accumulated: dict[str, object] = field(default_factory=dict)  # entry -> accumulate.AccumulatedKernel
+    plans: dict[str, list] = field(default_factory=dict)  # entry -> its last dispatches' DispatchPlans
 
 
 def entry_program(module: Module) -> EntryProgram:
@@ -113,7 +114,7 @@ def _build_or_load(module: Module) -> EntryProgram:
     from diffc.runtime import accumulate, bounds
 
     options = options_for_device(device().cl_device)
-    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.ENABLED, module.check,
+    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.settings(), module.check,
                                                           bounds.ENABLED, bounds.PROVE), options)
     kept = module_cache.load_entry_program(name)
     if kept is not None:
@@ -416,10 +417,21 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
         )
     prog = entry_program(fn.module)
     kernel = prog.kernels[fn.name]
-    # deterministic=True/False (default: DIFFC_DETERMINISTIC), unless the kernel has such a parameter
-    deterministic = None
-    if "deterministic" in kwargs and all(p.name != "deterministic" for p in kernel.params):
+    from diffc.runtime import dispatch_plan
+
+    # deterministic=True/False (default: DIFFC_DETERMINISTIC), deferred_checks=True/False
+    # (default: DIFFC_DEFERRED_CHECKS), unless the kernel has such a parameter
+    deterministic, deferred = None, dispatch_plan.DEFERRED_CHECKS
+    options = dispatch_plan.dispatch_options(kernel)
+    if "deterministic" in kwargs and "deterministic" in options:
         deterministic = kwargs.pop("deterministic")
+    if "deferred_checks" in kwargs and "deferred_checks" in options:
+        deferred = bool(kwargs.pop("deferred_checks"))
+    plans = prog.plans.setdefault(fn.name, [])
+    for plan in plans:  # the same call as a recent one: replay it
+        event = plan.replay(thread_count, kwargs, deterministic, deferred)
+        if event is not dispatch_plan.MISS:
+            return event
     args = bind(where, kernel, kwargs, prog.index_dtype)
     global_size = _global_size(where, thread_count, kernel.numthreads)
     dev = device()
@@ -431,32 +443,22 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
         )
     if 0 in global_size:
         return None
-    k = prog.cl_kernels.get(fn.name)
-    if k is None:
-        k = prog.cl_kernels[fn.name] = cl.Kernel(prog.program, kernel.c_name)
-    if kernel.status is not None:
-        kernel.status.reset()
-    if kernel.bounds is not None:
-        kernel.bounds.reset()
     acc = prog.accumulated.get(fn.name)
     if acc is not None and global_size[1] == global_size[2] == 1:  # accumulate-gradients' kernels
-        from diffc.runtime.accumulate import launch
+        from diffc.runtime.accumulate import launches
 
-        event = launch(prog, acc, args, [p.name for p in kernel.params], global_size, deterministic)
+        runs, combine, keep = launches(prog, acc, args, [p.name for p in kernel.params], global_size, deterministic)
     else:
+        name = kernel.c_name
         if kernel.proofs and proven(kernel.proofs, lambda n: args[_position(kernel, n)], global_size):
-            # every thread-indexed access is in bounds for this launch: the variant without their checks
-            k = prog.cl_kernels.get(kernel.inbounds)
-            if k is None:
-                k = prog.cl_kernels[kernel.inbounds] = cl.Kernel(prog.program, kernel.inbounds)
+            name = kernel.inbounds  # every thread-indexed access is in bounds: the variant without their checks
+        k = cl.Kernel(prog.program, name)  # its own: a plan keeps its arguments set
         if args:
             k.set_args(*args)
-        event = cl.enqueue_nd_range_kernel(dev.queue, k, global_size, local)
-    # the status reads: at the next synchronizing point (runtime/pending.py), or now
-    from diffc.runtime import pending
-
-    if kernel.bounds is not None:  # an index outside a buffer
-        (kernel.bounds.check_later if pending.LAZY else kernel.bounds.check)(fn.name, where, fn.module.sources)
-    if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass, a NaN (sanitizer)
-        (kernel.status.check_later if pending.LAZY else kernel.status.check)(where, fn.module.sources, fn.name)
-    return event
+        runs, combine, keep = [(k, global_size, local)], None, []
+    plan = dispatch_plan.make(fn, kernel, thread_count, kwargs, deterministic, deferred, runs, dev.queue, combine,
+                              [*keep, *args])
+    if plan.snap is not None:
+        plans.insert(0, plan)
+        del plans[4:]  # a few: a training loop alternates a handful of calls
+    return plan.run()

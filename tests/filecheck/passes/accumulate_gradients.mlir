@@ -1,10 +1,11 @@
-// Gradient accumulation into global memory becomes private sums over a persistent loop of the
-// kernel's work-groups, one transposed reduction in local memory and one add per group and
-// slot (or, in deterministic mode, a per-group partial sum that @K__accum_finish adds in order).
+// Gradient accumulation into global memory becomes private sums over a grid-stride loop of the
+// kernel's work-items (run by the accumulated kernel's own, smaller, work-groups), one transposed
+// reduction in local memory and one add per group and slot (or, in deterministic mode, a
+// per-group partial sum that @K__accum_finish adds in a fixed order).
 // The original kernel stays (reduce-atomics' fallback); a kernel whose adds the pass cannot
 // place in fixed slots is left alone, and report=true says why.
-// RUN: diffc-opt %s -p 'accumulate-gradients{report=true local_bytes=32}' | filecheck %s
-// RUN: diffc-opt %s -p 'accumulate-gradients{local_bytes=32}' -t opencl | filecheck %s --check-prefix=CL
+// RUN: diffc-opt %s -p 'accumulate-gradients{report=true local_bytes=32 work_group=2 finish_group=8}' | filecheck %s
+// RUN: diffc-opt %s -p 'accumulate-gradients{local_bytes=32 work_group=2 finish_group=8}' -t opencl | filecheck %s --check-prefix=CL
 
 func.func @grads(%values: memref<?xf32>, %grads: memref<?xf16>, %grads_off: index, %count: i32)
     attributes {kernel.entry, kernel.reqd_work_group_size = [4 : i64, 1 : i64, 1 : i64]} {
@@ -34,7 +35,7 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
   func.return
 }
 
-// CHECK: // accumulate-gradients @grads: rewritten: 3 gradient slots, persistent work-groups, one transposed reduction
+// CHECK: // accumulate-gradients @grads: rewritten: 3 gradient slots, a grid-stride loop, one transposed reduction per work-group
 // CHECK: // accumulate-gradients @per_item: left to reduce-atomics: an add whose address depends on the work-item or on a loop of unknown trip count
 
 // The original kernel is kept as it was.
@@ -42,17 +43,24 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK: kernel.atomic_rmw addf
 
 // CHECK-LABEL: func.func @grads__accum(%values: memref<?xf32>, %grads: memref<?xf16>, %grads_off: index, %count: i32, %diffc_groups: index, %diffc_partials: memref<?xf32>, %diffc_deterministic: i32)
-// CHECK-SAME: diffc.accumulated, diffc.accumulate_of = "grads", diffc.accumulate_slots = 3 : i64
-// CHECK: %[[SLOTS:.+]] = kernel.local_alloc : memref<2x4xf32, 3 : i32>
+// Its own groups of 2 work-items; rows of 2 + 1 floats, two of them in 32 bytes.
+// CHECK-SAME: kernel.reqd_work_group_size = [2 : i64, 1 : i64, 1 : i64], diffc.accumulated, diffc.accumulate_of = "grads", diffc.accumulate_slots = 3 : i64
+// CHECK: %[[SLOTS:.+]] = kernel.local_alloc : memref<2x3xf32, 3 : i32>
 // CHECK: %[[LID:.+]] = kernel.local_id 0
 // CHECK: %[[GROUP:.+]] = kernel.group_id 0
 // CHECK: %[[NGROUPS:.+]] = kernel.num_groups 0
 // CHECK: %[[ACC:.+]] = memref.alloca() : memref<3xf32>
-// The persistent loop: global_id(0) is virtual_group * 4 + local_id(0).
-// CHECK: scf.for %[[VG:.+]] = %[[GROUP]] to %diffc_groups step %[[NGROUPS]] {
-// CHECK: %[[BASE:.+]] = arith.muli %[[VG]], %{{.+}} : index
-// CHECK: %[[GID:.+]] = arith.addi %[[BASE]], %[[LID]] : index
-// CHECK: memref.load %values[%[[GID]]]
+// The grid-stride loop over the original launch's diffc_groups * 4 work-items ...
+// CHECK: %[[L:.+]] = arith.constant 4 : index
+// CHECK: %[[R:.+]] = arith.constant 2 : index
+// CHECK: %[[FIRST:.+]] = arith.muli %[[GROUP]], %[[R]] : index
+// CHECK: %[[START:.+]] = arith.addi %[[FIRST]], %[[LID]] : index
+// CHECK: %[[STRIDE:.+]] = arith.muli %[[NGROUPS]], %[[R]] : index
+// CHECK: %[[TOTAL:.+]] = arith.muli %diffc_groups, %[[L]] : index
+// CHECK: scf.for %[[VID:.+]] = %[[START]] to %[[TOTAL]] step %[[STRIDE]] {
+// ... where global_id(0) is the virtual work-item.
+// CHECK: arith.index_cast %[[VID]] : index to i32
+// CHECK: memref.load %values[%[[VID]]]
 // The loop of three adds is unrolled: three private sums, no atomic inside the loop.
 // CHECK-NOT: kernel.atomic_rmw
 // CHECK: arith.extf
@@ -60,20 +68,37 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK: arith.addf
 // CHECK: memref.store
 // CHECK-NOT: kernel.atomic_rmw
-// Chunks of two slots (32 bytes of local memory): each work-item writes its sums once, one barrier.
+// The first chunk of two slots: each work-item writes its sums once, one barrier ...
 // CHECK: memref.store %{{.+}}, %[[SLOTS]][%{{.+}}, %[[LID]]]
 // CHECK: memref.store %{{.+}}, %[[SLOTS]][%{{.+}}, %[[LID]]]
 // CHECK-NEXT: kernel.barrier
-// Work-item t sums slot t over the group ...
-// CHECK: memref.load %[[SLOTS]][%[[LID]], %{{.+}}]
+// ... work-item t sums row t over the group's 2 work-items ...
+// CHECK: %[[ROW:.+]] = arith.addi %[[LID]], %{{.+}} : index
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[R]]
+// CHECK: memref.load %[[SLOTS]][%[[ROW]], %{{.+}}]
 // ... then stores the group's partial sum (deterministic) or adds it once (the original add, in half).
 // CHECK: memref.store %{{.+}}, %diffc_partials
 // CHECK: arith.truncf %{{.+}} : f32 to f16
 // CHECK: kernel.atomic_rmw addf
+// CHECK: arith.truncf %{{.+}} : f32 to f16
+// CHECK: kernel.atomic_rmw addf
+// The second chunk (one slot) reuses the local rows after a barrier; only work-item 0 has a row.
+// CHECK: kernel.barrier
+// CHECK: memref.store %{{.+}}, %[[SLOTS]][%{{.+}}, %[[LID]]]
+// CHECK-NEXT: kernel.barrier
+// CHECK: arith.cmpi ult
+// CHECK: scf.if %{{.+}} -> (f32)
+// CHECK: kernel.atomic_rmw addf
+// CHECK-NOT: kernel.atomic_rmw
+// CHECK: func.return
 
+// The finish kernel: one group of 8, two work-items per slot (8 // 3), each adding every other
+// group's partial sums; work-item 0 adds the two parts of each slot and issues the adds in order.
 // CHECK-LABEL: func.func @grads__accum_finish(
 // CHECK-SAME: %diffc_groups: index, %diffc_partials: memref<?xf32>)
-// CHECK: kernel.local_alloc : memref<3xf32, 3 : i32>
+// CHECK-SAME: kernel.reqd_work_group_size = [8 : i64, 1 : i64, 1 : i64]
+// CHECK: kernel.local_alloc : memref<6xf32, 3 : i32>
+// CHECK: scf.for %{{.+}} = %{{.+}} to %diffc_groups step %{{.+}} iter_args
 // CHECK: memref.load %diffc_partials
 // CHECK: kernel.barrier
 // CHECK-COUNT-3: kernel.atomic_rmw addf
@@ -81,6 +106,7 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK-LABEL: func.func @per_item(
 // CHECK-NOT: func.func @per_item__accum
 
-// CL: __kernel __attribute__((reqd_work_group_size(4, 1, 1))) void grads__accum(
-// CL: __local float group_slots[8];
+// CL: __kernel __attribute__((reqd_work_group_size(2, 1, 1))) void grads__accum(
+// CL: __local float group_slots[6];
 // CL: barrier(CLK_LOCAL_MEM_FENCE);
+// CL: __kernel __attribute__((reqd_work_group_size(8, 1, 1))) void grads__accum_finish(
