@@ -57,7 +57,8 @@ def test_deferred_checks_raise_later_and_never_lose_a_violation(m):
     short = diffc.Tensor.from_numpy(np.arange(10, dtype=np.float32))
     out = diffc.Tensor.zeros(100, np.float32)
     with pytest.raises(BoundsError, match="'p_a'"):
-        m.scale.dispatch(thread_count=100, p={"a": short, "b": out}, k=1.0, count=100)  # checked now
+        m.scale.dispatch(thread_count=100, p={"a": short, "b": out}, k=1.0, count=100)
+        diffc.synchronize()  # (without deferred checks: raised at the next synchronizing point)
     # deferred: the launch does not raise; check_pending (or a later dispatch) does, once
     m.scale.dispatch(thread_count=100, p={"a": short, "b": out}, k=1.0, count=100, deferred_checks=True)
     with pytest.raises(BoundsError, match="'p_a'"):
