@@ -21,6 +21,11 @@ construction), so the rows compare `bwds` with and without the sanitizer (check=
 
     python bench/bench_checks.py                    # batch 2^14, 2^22 polynomial elements
     python bench/bench_checks.py --log2 12 --poly-log2 20 --runs 5
+NVIDIA H100 80GB HBM3 (2026-11-24, MLP batch 2^14, 7 runs, min device ms; ratio to no checks):
+no checks 0.087; checks, blocking read 0.161 (1.86); lazy read 0.157 (1.81); lazy read + proofs
+(the default) 0.129 (1.49); reduce-atomics only: none 0.170, checks 0.211 (1.24). Copy kernel:
+checks cost nothing measurable. The accumulated learnGradient kernel has no launch-time proof
+yet, so its checks stay in its grid-stride loop: that is the cost (goal <= 3%).
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ is the row's bandwidth over the copy's (the goal: >= 0.9 for the call on a GPU).
 
 Measured (PoCL on 2 shared CPU cores, load about 1.5, 2026-11-24, 2^24 elements, 3 runs):
 copy 23.3 ms (17.3 GB/s), call 28.9 ms (0.80 of the copy's bandwidth), bwds 43.1 ms (1.08:
-four arrays' traffic). Not yet measured on a GPU (the goal there: the call >= 0.90).
+four arrays' traffic).
+NVIDIA H100 80GB HBM3 (OpenCL, 2026-11-24, 2^24 elements, 10 runs, min): copy 0.159 ms
+(2527 GB/s), call 0.184 ms (0.86 of the copy's wall-clock bandwidth), bwds 0.248 ms; device time
+of the call kernel against the copy kernel: 0.99 (goal >= 0.90).
 """
 
 from __future__ import annotations
