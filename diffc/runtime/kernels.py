@@ -114,6 +114,31 @@ def _memref(t: Attribute) -> MemRefType:
     return MemRefType(t, [-1])
 
 
+def kernel_layout(spec: KernelSpec) -> list[tuple]:
+    """The element-wise kernel's parameters, in order, as keys the builder and the launch
+    (runtime/module.py) both read: ("buf", i) and ("grad", i) the buffers of tensor argument i
+    (its gradient or tangent with `grad`), ("val", i) scalar argument i, ("out",) and
+    ("out_grad",) the result's, ("n",) the element count, ("shape", d) the output's extent d and
+    ("stride", i, d) broadcast argument i's stride in it (with broadcasting only). A launch
+    appends the status buffers of checked kernels after them."""
+    keys: list[tuple] = []
+    for i, a in enumerate(spec.args):
+        if a.kind != "s":
+            keys.append(("buf", i))
+            if a.grad:
+                keys.append(("grad", i))
+    keys += [("val", i) for i, a in enumerate(spec.args) if a.kind == "s"]
+    keys.append(("out",))
+    if spec.mode in ("fwds", "bwds"):
+        keys.append(("out_grad",))
+    keys.append(("n",))
+    bcast = [i for i, a in enumerate(spec.args) if a.kind == "b"]
+    if bcast:
+        keys += [("shape", d) for d in range(spec.rank)]
+        keys += [("stride", i, d) for i in bcast for d in range(spec.rank)]
+    return keys
+
+
 def build_kernel(
     module: ModuleOp, f: func.FuncOp, spec: KernelSpec, names: list[str] | None = None
 ) -> func.FuncOp:
@@ -123,33 +148,20 @@ def build_kernel(
     rtype = f.function_type.outputs.data[0]
     diffable = [diff.arg_is_differentiable(f, i) for i in range(len(ptypes))]
 
-    # -- the kernel's parameters ----------------------------------------------------------
-    params: list[Attribute] = []
-    slots: dict[tuple, int] = {}
+    # -- the kernel's parameters, in the order kernel_layout gives (the launch reads it too) ---
+    def param_type(key: tuple) -> Attribute:
+        if key[0] in ("buf", "grad"):
+            return _memref(ptypes[key[1]])
+        if key[0] == "val":
+            return ptypes[key[1]]
+        if key[0] in ("out", "out_grad"):
+            return _memref(rtype)
+        return INDEX  # n, shape, stride
 
-    def param(key: tuple, t: Attribute) -> None:
-        slots[key] = len(params)
-        params.append(t)
-
-    for i, (a, t) in enumerate(zip(spec.args, ptypes)):
-        if a.kind != "s":
-            param(("buf", i), _memref(t))
-            if a.grad:
-                param(("grad", i), _memref(t))
-    for i, (a, t) in enumerate(zip(spec.args, ptypes)):
-        if a.kind == "s":
-            param(("val", i), t)
-    param(("out",), _memref(rtype))
-    if spec.mode in ("fwds", "bwds"):
-        param(("out_grad",), _memref(rtype))
-    param(("n",), INDEX)
+    layout = kernel_layout(spec)
+    slots: dict[tuple, int] = {key: k for k, key in enumerate(layout)}
+    params: list[Attribute] = [param_type(key) for key in layout]
     bcast = [i for i, a in enumerate(spec.args) if a.kind == "b"]
-    if bcast:
-        for d in range(spec.rank):
-            param(("shape", d), INDEX)
-        for i in bcast:
-            for d in range(spec.rank):
-                param(("stride", i, d), INDEX)
 
     block = Block(arg_types=params)
     kernel = func.FuncOp(spec.kernel_name, FunctionType.from_lists(params, []), Region(block))

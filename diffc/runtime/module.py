@@ -33,6 +33,7 @@ from diffc.runtime.kernels import (
     broadcast_period,
     broadcast_strides,
     build_kernel,
+    kernel_layout,
     lower_kernel_module,
 )
 from diffc.runtime import layouts, module_cache, record_calls, torch_records
@@ -160,6 +161,7 @@ class Function:
         self._kernels: dict[KernelSpec, object] = {}
         self.sources: dict[KernelSpec, str] = {}
         self._last_args: dict[KernelSpec, list] = {}
+        self._layouts: dict[KernelSpec, list[tuple]] = {}  # kernels.kernel_layout, per spec
         self._plans: dict[str, LaunchPlan | None] = {}  # mode -> the last call's launch, to replay
         self._status: dict[KernelSpec, object] = {}  # spec -> its StatusBuffers (None: no checks)
         self.last_event = None
@@ -442,27 +444,35 @@ class Function:
         import pyopencl as cl
 
         by_index = dict(tensors)
+        layout = self._layouts.get(spec)
+        if layout is None:
+            layout = self._layouts[spec] = kernel_layout(spec)
         args: list = []
-        for i, s in enumerate(spec.args):
-            if s.kind != "s":
-                t = by_index[i]
-                args.append(t.buffer)
-                if s.grad:
-                    args.append(t.grad.buffer)
-        for i, s in enumerate(spec.args):
-            if s.kind == "s":
-                args.append(scalars[i])
-        out_arg = len(args)
-        args.append(out.buffer)
-        if spec.mode != "call":
-            args.append(out.grad.buffer)
-        args.append(np.int64(size))
+        out_arg = -1
+        strides: dict[int, tuple] = {}
+        for key in layout:  # the kernel's parameters, as the builder laid them out
+            kind = key[0]
+            if kind == "buf":
+                args.append(by_index[key[1]].buffer)
+            elif kind == "grad":
+                args.append(by_index[key[1]].grad.buffer)
+            elif kind == "val":
+                args.append(scalars[key[1]])
+            elif kind == "out":
+                out_arg = len(args)
+                args.append(out.buffer)
+            elif kind == "out_grad":
+                args.append(out.grad.buffer)
+            elif kind == "n":
+                args.append(np.int64(size))
+            elif kind == "shape":
+                args.append(np.int64(shape[key[1]]))
+            else:  # ("stride", i, d)
+                i = key[1]
+                if i not in strides:
+                    strides[i] = _broadcast_strides(by_index[i].shape, shape)
+                args.append(np.int64(strides[i][key[2]]))
         status = self._status.get(spec)
-        if spec.rank:
-            args.extend(np.int64(d) for d in shape)
-            for i, s in enumerate(spec.args):
-                if s.kind == "b":
-                    args.extend(np.int64(st) for st in _broadcast_strides(by_index[i].shape, shape))
         if status is not None:
             args.extend(status.buffers)
             status.reset()
