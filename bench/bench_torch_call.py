@@ -14,6 +14,11 @@ The wrapper's overhead is each torch row minus the numpy row it wraps. On a CUDA
 tensors go through the host; this benchmark runs on CPU tensors only.
 
     python bench/bench_torch_call.py [--n 16] [--calls 2000]
+
+Measured 2026-11-24 with an NVIDIA H100 80GB HBM3 (its host's CPU; median of 2000 calls, wall):
+diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (14.4 us over numpy; goal < 30),
+torch with requires_grad 168.5 us (71.7 us over numpy: the autograd Function), torch fwd+bwd
+402.8 us against 270.7 us by hand.
 """
 
 from __future__ import annotations
