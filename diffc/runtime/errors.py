@@ -32,6 +32,10 @@ class CallError(RuntimeDiffcError):
         self.argument = argument
 
 
+class UninitializedReadError(CallError):
+    """The sanitizer mode: a call would read a gradient buffer that was never written."""
+
+
 def located_failure(e: Exception, module, what: str) -> RuntimeDiffcError:
     """A pass's failure on `module` as the runtime's error: at the op's source line where the
     pass located it, else naming the module's file."""

@@ -39,7 +39,7 @@ from diffc.runtime.kernels import (
 from diffc.runtime import layouts, module_cache, record_calls, torch_records
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
-from diffc.runtime.sanitize import apply_nan_check, enabled_by_default, primal_functions
+from diffc.runtime.sanitize import apply_nan_check, check_initialized, enabled_by_default, primal_functions
 from diffc.runtime.status import run_growing_tape, status_for
 from diffc.runtime.tensor import Tensor
 from diffc.runtime import torch_bridge
@@ -409,6 +409,11 @@ class Function:
                         self.params[i],
                     )
             specs[i] = ArgSpec(kind, grad)
+        if self.module.check and mode != "call":  # the sanitizer: no read of a gradient nobody wrote
+            grads = [(self.params[i], t.grad) for i, t in tensors if specs[i].grad]
+            if mode == "bwds":
+                grads.insert(0, ("_result", out.grad))
+            check_initialized(self.name, mode, grads)
         bcast = [i for i, s in enumerate(specs) if s.kind == "b"]
         vectorized = VECTORIZE and not bcast
         # broadcast gradients are summed per work-group (kernels.py, the reduce form)
@@ -418,6 +423,9 @@ class Function:
         kernel = self._kernels.get(spec)
         if kernel is None:
             kernel = self._kernels[spec] = self._compile(spec)
+        # what the launch writes: the tangent out (fwds), every input's gradient (bwds)
+        for g in [out.grad] if mode == "fwds" else [t.grad for i, t in tensors if specs[i].grad] if mode == "bwds" else []:
+            g.uninitialized = False
         if size:
             global_size, wg, out_arg = run_growing_tape(
                 self, spec, lambda k: self._launch(k, spec, values, tensors, scalars, out, shape, size),

@@ -200,7 +200,9 @@ class _Storage:
 class Tensor:
     """Device memory of a fixed shape and dtype (C order). `.grad` is another Tensor or None."""
 
-    __slots__ = ("_shape", "_dtype", "_size", "buffer", "_storage", "grad", "__weakref__")
+    # `uninitialized`: made by Tensor.empty or with_grads(zero=False) and not written since (the
+    # sanitizer mode reports a call that reads such a gradient: runtime/sanitize.py)
+    __slots__ = ("_shape", "_dtype", "_size", "buffer", "_storage", "grad", "uninitialized", "__weakref__")
 
     def __init__(self, shape, dtype=np.float32, *, _buffer=None, _storage=None):
         self._shape = _shape_of(shape)
@@ -218,12 +220,15 @@ class Tensor:
             self._storage = _Storage(nbytes)
             self.buffer = self._storage.buffer
         self.grad: Tensor | None = None
+        self.uninitialized = False
 
     # -- creation ------------------------------------------------------------------------
 
     @classmethod
     def empty(cls, shape, dtype=np.float32) -> Tensor:
-        return cls(shape, dtype)
+        t = cls(shape, dtype)
+        t.uninitialized = True
+        return t
 
     @classmethod
     def zeros(cls, shape, dtype=np.float32) -> Tensor:
@@ -311,6 +316,7 @@ class Tensor:
         a = np.ascontiguousarray(a, dtype=self._dtype)
         if self._size:
             cl.enqueue_copy(device().queue, self.buffer, a, is_blocking=True)
+        self.uninitialized = False
         return self
 
     def to_numpy(self) -> np.ndarray:
@@ -337,6 +343,7 @@ class Tensor:
                 raise CallError(f"error: fill: {value!r} does not fit in {self._dtype.name}")
             pattern = pattern.astype(self._dtype)
             cl.enqueue_fill_buffer(device().queue, self.buffer, pattern, 0, self.nbytes)
+        self.uninitialized = False
         return self
 
     def copy_(self, other: Tensor) -> Tensor:
@@ -347,6 +354,7 @@ class Tensor:
             raise CallError(f"error: copy_: {other!r} into {self!r}: shape and dtype must match")
         if self._size:
             cl.enqueue_copy(device().queue, self.buffer, other.buffer, byte_count=self.nbytes)
+        self.uninitialized = other.uninitialized
         return self
 
     def clone(self) -> Tensor:
@@ -367,6 +375,8 @@ class Tensor:
             self.grad = Tensor(self._shape, self._dtype)
             if zero:
                 self.grad.fill(0)
+            else:
+                self.grad.uninitialized = True
             return self
         if zero:
             self.grad.fill(0)
