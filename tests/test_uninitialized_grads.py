@@ -59,3 +59,17 @@ def test_without_the_sanitizer_nothing_is_checked(tmp_path):
     y.grad.fill(1.0)
     m.sq.bwds(x=x, _result=y)
     np.testing.assert_array_equal(x.grad.to_numpy(), [7.0, 9.0])
+
+
+def test_calls_with_vector_parameters_are_checked_too(tmp_path):
+    path = tmp_path / "len3.slang"
+    path.write_text("[Differentiable] float len2(float3 p) { return dot(p, p); }\n")
+    m = diffc.load_module(str(path), check=True)
+    p = diffc.Tensor.from_numpy(np.ones((2, 3), np.float32)).with_grads(zero=False)
+    y = m.len2(p=p).with_grads()
+    y.grad.fill(1.0)
+    with pytest.raises(UninitializedReadError, match="len2.bwds adds into the .grad of 'p'"):
+        m.len2.bwds(p=p, _result=y)
+    p.grad.fill(0.0)
+    m.len2.bwds(p=p, _result=y)
+    np.testing.assert_array_equal(p.grad.to_numpy(), np.full((2, 3), 2.0))

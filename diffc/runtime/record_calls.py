@@ -35,6 +35,7 @@ from diffc.runtime.errors import CallError
 from diffc.runtime.layouts import Layout, Node
 from diffc.runtime.kernels import broadcast_strides, lower_kernel_module
 from diffc.runtime.record_kernels import OutSpec, PieceSpec, RecordSpec, build_record_kernel
+from diffc.runtime.sanitize import check_initialized
 from diffc.runtime.tensor import Tensor
 
 WORK_GROUP = 256
@@ -241,6 +242,15 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
     out_pieces = [q for _, _, ps in outputs for q in ps]
     kernel, status = _kernel(fn, spec, [q.path.replace(".", "_") for q in [*inputs, *out_pieces]])
     size = math.prod(batch)
+    if mode != "call":
+        read = [(q.path, q.value.grad) for q in inputs if isinstance(q.value, Tensor)]
+        read += [(name, q.value.grad) for name, ps in targets.items() if mode == "bwds" and name == "_result"
+                 for q in ps if isinstance(q.value, Tensor)]
+        if fn.module.check:  # the sanitizer: no read of a gradient nobody wrote
+            check_initialized(fn.name, mode, read)
+        for _, g in read:  # the launch writes them (or, for _result's, reads what is there)
+            if g is not None:
+                g.uninitialized = False
     if size:
         _launch(fn, kernel, status, spec, inputs, out_pieces, batch, size)
 
