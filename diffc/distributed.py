@@ -38,6 +38,7 @@ kernel: there each shard's sum is never rounded to the tensor's dtype on its own
 
 from __future__ import annotations
 
+import atexit
 import os
 import time
 from typing import Sequence
@@ -66,9 +67,19 @@ def init(backend: str | None = None) -> tuple[int, int]:
         if backend is None:
             backend = "nccl" if torch.cuda.is_available() else "gloo"
         dist.init_process_group(backend)
+        # a group left to the interpreter's exit can abort the process there ("terminate called
+        # without an active exception" from a backend thread): the group this made, this ends
+        atexit.register(_destroy_group)
     if dist.get_backend() == "nccl":
         torch.cuda.set_device(local_rank % torch.cuda.device_count())
     return dist.get_rank(), dist.get_world_size()
+
+
+def _destroy_group() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def shard(n: int, rank: int, world: int) -> slice:
