@@ -140,6 +140,23 @@ def call(fn, args: tuple, kwargs: dict, result):
     return y
 
 
+def input_grads(keys, tensors, wants, grads: dict) -> list:
+    """An autograd Function's backward results: for each input (its key in `grads`, its tensor,
+    whether torch wants its gradient) the gradient as a torch tensor of the input's dtype, summed
+    down to the input's shape where the call broadcast it, or None."""
+    out = []
+    for k, t, w in zip(keys, tensors, wants):
+        g = grads.get(k)
+        if not w or g is None:
+            out.append(None)
+            continue
+        g = _to_torch(g, t).to(t.dtype)
+        if tuple(g.shape) != tuple(t.shape):
+            g = g.sum_to_size(t.shape) if t.dim() else g.sum()
+        out.append(g)
+    return out
+
+
 def _autograd_function():
     import torch
     from torch.autograd.function import once_differentiable
@@ -170,17 +187,7 @@ def _autograd_function():
             gy = _host(grad_out)
             shape = tuple(gy.shape)
             grads = backward_grads(fn, host, [i for i, w in zip(idx, wants) if w and fn.diffable[i]], gy, shape)
-            out = []
-            for i, t, w in zip(idx, tensors, wants):
-                g = grads.get(i)
-                if not w or g is None:
-                    out.append(None)
-                    continue
-                g = _to_torch(g, t).to(t.dtype)
-                if tuple(g.shape) != tuple(t.shape):
-                    g = g.sum_to_size(t.shape) if t.dim() else g.sum()
-                out.append(g)
-            return (None, None, None, *out)
+            return (None, None, None, *input_grads(idx, tensors, wants, grads))
 
     return _DiffcCall
 

@@ -22,7 +22,7 @@ import numpy as np
 from diffc.runtime import record_calls
 from diffc.runtime.errors import CallError
 from diffc.runtime.tensor import Tensor
-from diffc.runtime.torch_bridge import _host, _to_torch, require_torch
+from diffc.runtime.torch_bridge import _host, _to_torch, input_grads, require_torch
 
 
 def _paths(tree, path: str, out: list) -> None:
@@ -146,17 +146,7 @@ def _make_record_class():
             wants = ctx.needs_input_grad[4:]
             outs = _unflat(ctx.shape, iter(grads))
             got = backward_grads(fn, ctx.host, ctx.shape, outs, [p for p, w in zip(paths, wants) if w])
-            res = []
-            for p, t, w in zip(paths, tensors, wants):
-                g = got.get(p)
-                if not w or g is None:
-                    res.append(None)
-                    continue
-                g = _to_torch(g, t).to(t.dtype)
-                if tuple(g.shape) != tuple(t.shape):
-                    g = g.sum_to_size(t.shape) if t.dim() else g.sum()
-                res.append(g)
-            return (None, None, None, None, *res)
+            return (None, None, None, None, *input_grads(paths, tensors, wants, got))
 
     return _RecordCall
 
