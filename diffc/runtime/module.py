@@ -409,11 +409,13 @@ class Function:
                         self.params[i],
                     )
             specs[i] = ArgSpec(kind, grad)
-        if self.module.check and mode != "call":  # the sanitizer: no read of a gradient nobody wrote
+        if mode != "call":
             grads = [(self.params[i], t.grad) for i, t in tensors if specs[i].grad]
-            if mode == "bwds":
-                grads.insert(0, ("_result", out.grad))
-            check_initialized(self.name, mode, grads)
+            if self.module.check:  # the sanitizer: no read of a gradient nobody wrote
+                check_initialized(self.name, mode, ([("_result", out.grad)] if mode == "bwds" else []) + grads)
+            # what the launch writes: the tangent out (fwds), every input's gradient (bwds)
+            for g in [out.grad] if mode == "fwds" else [g for _, g in grads]:
+                g.uninitialized = False
         bcast = [i for i, s in enumerate(specs) if s.kind == "b"]
         vectorized = VECTORIZE and not bcast
         # broadcast gradients are summed per work-group (kernels.py, the reduce form)
@@ -423,9 +425,6 @@ class Function:
         kernel = self._kernels.get(spec)
         if kernel is None:
             kernel = self._kernels[spec] = self._compile(spec)
-        # what the launch writes: the tangent out (fwds), every input's gradient (bwds)
-        for g in [out.grad] if mode == "fwds" else [t.grad for i, t in tensors if specs[i].grad] if mode == "bwds" else []:
-            g.uninitialized = False
         if size:
             global_size, wg, out_arg = run_growing_tape(
                 self, spec, lambda k: self._launch(k, spec, values, tensors, scalars, out, shape, size),
