@@ -5,7 +5,7 @@ For an entry point @K the pass adds @K__accum (a grid-stride loop over @K's work
 groups of its own size) and @K__accum_finish (deterministic mode's fixed-order sum of per-group
 partial sums). A 1-D dispatch of @K runs @K__accum over fewer work-items, with @K's arguments
 followed by (diffc_groups = @K's group count, diffc_partials, diffc_deterministic); in
-deterministic mode @K__accum_finish follows, one work-group, with @K's arguments and (groups
+deterministic mode @K__accum_finish follows, one work-group per slot, with @K's arguments and (groups
 launched, partials).
 
     DIFFC_ACCUMULATE=0       build without the pass (reduce-atomics alone)
@@ -39,7 +39,7 @@ class AccumulatedKernel:
     slots: int
     group: int  # work-items per group of the accumulated kernel
     entry_group: int = 0  # the entry point's (its dispatch's virtual groups)
-    finish_group: int = 0  # work-items of the finish kernel's one group
+    finish_group: int = 0  # work-items of each of the finish kernel's groups (one group per slot)
     params: list = field(default_factory=list)  # the accumulated kernel's parameter names, in order
     finish_params: list = field(default_factory=list)  # the finish kernel's
     kernels: dict = field(default_factory=dict)  # cl.Kernel objects, built on first use
@@ -74,8 +74,12 @@ def apply_pass(ctx, low, cl_device) -> None:
     from diffc.passes.accumulate_gradients import AccumulateGradientsPass
 
     AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=min(WORK_GROUP, cl_device.max_work_group_size),
-                            finish_group=min(1024, cl_device.max_work_group_size),
+                            finish_group=_power_of_two_at_most(min(256, cl_device.max_work_group_size)),
                             local_sums=LOCAL_SUMS).apply(ctx, low)
+
+
+def _power_of_two_at_most(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
 
 
 def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
@@ -164,5 +168,5 @@ def launches(prog, acc: AccumulatedKernel, args: list, names: list[str], global_
         return out, None, [acc.partials]
     finish = cl.Kernel(prog.program, acc.finish_c_name)
     finish.set_args(*[index(groups) if n == GROUPS else values[n] for n in acc.finish_params])
-    out.append((finish, (acc.finish_group, 1, 1), (acc.finish_group, 1, 1)))
+    out.append((finish, (acc.slots * acc.finish_group, 1, 1), (acc.finish_group, 1, 1)))
     return out, lambda events: Events(events[0], events[-1]), [acc.partials]

@@ -92,16 +92,29 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK-NOT: kernel.atomic_rmw
 // CHECK: func.return
 
-// The finish kernel: one group of 8, two work-items per slot (8 // 3), each adding every other
-// group's partial sums; work-item 0 adds the two parts of each slot and issues the adds in order.
+// The finish kernel: one group of 8 per slot (launched as 3 groups); group k's work-items add
+// every 8th group's partial sums of slot k, a fixed tree (8 -> 4 -> 2 -> 1, a barrier after each
+// level) adds the 8 parts, and work-item 0 issues the add of its group's slot only.
 // CHECK-LABEL: func.func @grads__accum_finish(
 // CHECK-SAME: %diffc_groups: index, %diffc_partials: memref<?xf32>)
 // CHECK-SAME: kernel.reqd_work_group_size = [8 : i64, 1 : i64, 1 : i64]
-// CHECK: kernel.local_alloc : memref<6xf32, 3 : i32>
-// CHECK: scf.for %{{.+}} = %{{.+}} to %diffc_groups step %{{.+}} iter_args
+// CHECK: kernel.local_alloc : memref<8xf32, 3 : i32>
+// CHECK: %[[LID:.+]] = kernel.local_id 0
+// CHECK: %[[SLOT:.+]] = kernel.group_id 0
+// CHECK: scf.for %{{.+}} = %[[LID]] to %diffc_groups step %{{.+}} iter_args
 // CHECK: memref.load %diffc_partials
 // CHECK: kernel.barrier
-// CHECK-COUNT-3: kernel.atomic_rmw addf
+// CHECK: arith.constant 4 : index
+// CHECK: kernel.barrier
+// CHECK: arith.constant 2 : index
+// CHECK: kernel.barrier
+// CHECK: arith.constant 1 : index
+// CHECK: kernel.barrier
+// CHECK: arith.cmpi eq, %[[SLOT]], %{{.+}} : index
+// CHECK-NEXT: scf.if
+// CHECK: kernel.atomic_rmw addf
+// CHECK-COUNT-2: kernel.atomic_rmw addf
+// CHECK-NOT: kernel.atomic_rmw
 
 // CHECK-LABEL: func.func @per_item(
 // CHECK-NOT: func.func @per_item__accum
