@@ -16,18 +16,17 @@ made by the compiler with their indices in bounds, and are left alone.
   [3k+1] = the largest index (clamped to int range), [3k+2] = the length.
 * The module attribute `diffc.bounds_sites` lists the sites in order, one string
   "function|buffer|what|file:line:col" each ("what": load, store or atomic).
-* Proofs at launch: an access of a compute entry kernel whose index is `scale x global id d +
-  extra` (constants scale >= 0, extra <= hi: sums and constant multiples of the global id,
-  constants and counters of constant-bound scf.for loops, each >= 0; through integer casts),
-  plus the offset parameter of the same pointer, is in bounds whenever, with n the global size
-  along d, `offset + scale x (n - 1) + hi < length` (and `scale x (n - 1) + extra` fits in an i32, where it may have been
-  computed); where an enclosing `if` runs it only for `global id d < count` (count: a scalar
-  parameter; Slang's `if (tid >= count) return;` included), n = min(size, count). For a
-  kernel with such accesses the pass adds `@<kernel>__inbounds`: the same kernel, with the same
-  parameters, whose such accesses run unguarded. `diffc.bounds_proofs` lists them, one
-  "kernel|variant|buffer|offset parameter or ''|d|count parameter or ''|scale|extra" string each; the runtime launches the variant
-  when every proof of the kernel holds for the launch (runtime/dispatch.py): those accesses then
-  cost nothing.
+* Proofs at launch (passes/bounds_proofs.py): an access of a kernel, or of a function it calls
+  through its pointer parameters, whose index is `offset + scale x thread + extra` (thread: a
+  global id, or the counter of a grid-stride loop below c x a parameter; extra <= hi from
+  constants and constant-bound loop counters) is in bounds whenever, with n the thread's range
+  (the global size, or c x that parameter's value; min(n, count) under `if (thread < count)`),
+  `offset + scale x (n - 1) + hi < length`. For a kernel with such accesses the pass adds
+  `@<kernel>__inbounds` (same parameters) and clones `@<fn>__inbounds` of the functions it
+  reaches, where the proven accesses run unguarded. `diffc.bounds_proofs` lists the proofs, one
+  "kernel|variant|buffer|offset parameter or ''|d or '<param>*<c>'|count parameter or ''|scale|extra"
+  string each; the runtime launches the variant when every proof of the kernel holds for the
+  launch (runtime/dispatch.py, runtime/accumulate.py): those accesses then cost nothing.
 
 The cost is a compare and a branch per access and one argument per buffer; calls over tensors
 (runtime/kernels.py) do not run this pass: their indices are in bounds by construction.
@@ -46,11 +45,9 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
     StringAttr,
-    i1,
     i32,
 )
 from xdsl.ir import Block, Operation, SSAValue
@@ -58,11 +55,11 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
+from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants
 from diffc.passes.status_report import where
 
 SITES = "diffc.bounds_sites"
 PROOFS = "diffc.bounds_proofs"
-INBOUNDS_SUFFIX = "__inbounds"
 LEN_PREFIX = "diffc_len_"
 STATUS_NAME = "diffc_bounds"
 NAME = "diffc.name"
@@ -95,27 +92,9 @@ class BoundsCheckPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # the variants that launches proven in bounds run (before any parameter is added)
-        proven: dict[str, list[Operation]] = {}  # variant -> its accesses left unguarded
-        proofs: list[StringAttr] = []
-        for f in [f for f in op.ops if self.prove and isinstance(f, func.FuncOp) and _compute_kernel(f)]:
-            facts = _thread_indexed(f)
-            if not facts:
-                continue
-            variant = f.clone()
-            variant.sym_name = StringAttr(f.sym_name.data + INBOUNDS_SUFFIX)
-            op.body.block.insert_op_after(variant, f)
-            mine = list(f.walk())
-            twins = dict(zip(mine, variant.walk()))
-            proven[variant.sym_name.data] = [twins[a] for a in facts]
-            largest: dict[tuple, int] = {}  # one proof per (buffer, offset, d, count, scale): the largest extra
-            for buffer, offset, dim, count, scale, extra in facts.values():
-                key = (buffer, offset, dim, count, scale)
-                largest[key] = max(extra, largest.get(key, extra))
-            for (buffer, offset, dim, count, scale), extra in sorted(largest.items()):
-                proofs.append(StringAttr(f"{f.sym_name.data}|{variant.sym_name.data}|{buffer}|{offset}|{dim}|{count}|"
-                                         f"{scale}|{extra}"))
-        if proofs:
-            op.attributes[PROOFS] = ArrayAttr(proofs)
+        variants = add_variants(op, _param_name) if self.prove else Variants()
+        if variants.proofs:
+            op.attributes[PROOFS] = ArrayAttr([StringAttr(p) for p in variants.proofs])
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
         guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if _host_buffer(t)]
                    for f in funcs}
@@ -162,177 +141,17 @@ class BoundsCheckPass(ModulePass):
             if f.sym_name.data not in status:
                 continue
             names = {f.body.block.args[i]: _param_name(f, i) for i in guarded[f.sym_name.data]}
-            skip = set(proven.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
+            skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
+            shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
             for access in [o for o in f.walk() if isinstance(o, _ACCESS)]:
                 buf = access.memref
                 if buf not in lengths or access in skip:
                     continue
                 what = {memref.LoadOp: "load", memref.StoreOp: "store"}.get(type(access), "atomic")
-                shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if skip else f.sym_name.data
                 sites.append(StringAttr(f"{shown}|{names[buf]}|{what}|{where(access)}"))
                 _guard(access, lengths[buf], status[f.sym_name.data], len(sites) - 1)
         if sites:
             op.attributes[SITES] = ArrayAttr(sites)
-
-
-def _compute_kernel(f: func.FuncOp) -> bool:
-    """A compute entry point's own kernel (not accumulate-gradients' kernels made from it)."""
-    from diffc.passes.lower_entry_points import is_compute_entry
-
-    return bool(f.body.blocks) and kernel.is_kernel(f) and is_compute_entry(f) and not any(
-        a.startswith("diffc.accumulate") or a == "diffc.accumulated" or a.startswith("diffc.finish")
-        for a in f.attributes)
-
-
-_CASTS = (arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp)
-
-
-def _global_id_dim(v: SSAValue) -> int | None:
-    """d when `v` is kernel.global_id d through integer casts."""
-    owner = v.owner
-    while isinstance(owner, _CASTS):
-        owner = owner.input.owner
-    if isinstance(owner, kernel.GlobalIdOp):
-        return owner.dim.value.data
-    return None
-
-
-_BELOW = {"ult": False, "slt": False, "uge": True, "sge": True}  # gid <pred> count: below unless negated
-_ABOVE = {"ugt": False, "sgt": False, "ule": True, "sle": True}  # count <pred> gid
-
-
-def _condition(v: SSAValue) -> tuple[arith.CmpiOp, bool] | None:
-    """(compare, negated) when i1 `v` is a compare, its negation (xori with true), or an scf.if
-    that yields true / false by a compare (how `if (tid >= count) return;` arrives here)."""
-    negated = False
-    while True:
-        owner = v.owner
-        if isinstance(owner, arith.CmpiOp):
-            return owner, negated
-        if isinstance(owner, arith.XOrIOp) and _is_true(owner.rhs):
-            v, negated = owner.lhs, not negated
-        elif isinstance(owner, scf.IfOp) and len(owner.results) == 1:
-            ends = [_yielded(r) for r in owner.regions]
-            if ends == [True, False]:
-                v = owner.cond
-            elif ends == [False, True]:
-                v, negated = owner.cond, not negated
-            else:
-                return None
-        else:
-            return None
-
-
-def _is_true(v: SSAValue) -> bool:
-    return isinstance(v.owner, arith.ConstantOp) and isinstance(v.owner.value, IntegerAttr) and \
-        v.type == i1 and v.owner.value.value.data != 0
-
-
-def _yielded(region) -> bool | None:
-    """The constant an scf.if region yields (a single i1), else None."""
-    if len(region.blocks) != 1 or not isinstance(region.block.last_op, scf.YieldOp):
-        return None
-    (v,) = region.block.last_op.operands or (None,)
-    if v is None or not isinstance(v.owner, arith.ConstantOp) or not isinstance(v.owner.value, IntegerAttr):
-        return None
-    return v.owner.value.value.data != 0
-
-
-def _scalar_param(v: SSAValue, names: dict) -> str | None:
-    while isinstance(v.owner, _CASTS):
-        v = v.owner.input
-    return names.get(v) if isinstance(v.type, (IntegerType, IndexType)) else None
-
-
-def _guard_count(access: Operation, dim: int, names: dict) -> str | None:
-    """The kernel parameter `count` when `access` only runs where global id `dim` < count (an
-    enclosing scf.if on that compare: `if (tid < count)`, or `if (tid >= count) return;`)."""
-    child, parent = access, access.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, scf.IfOp):
-            in_then = child.parent_region() is parent.true_region
-            cond = _condition(parent.cond)
-            if cond is not None:
-                cmp, negated = cond
-                negated = negated != (not in_then)
-                pred = arith.CMPI_COMPARISON_OPERATIONS[cmp.predicate.value.data]
-                if pred in _BELOW and _BELOW[pred] == negated and _global_id_dim(cmp.lhs) == dim:
-                    count = _scalar_param(cmp.rhs, names)
-                elif pred in _ABOVE and _ABOVE[pred] == negated and _global_id_dim(cmp.rhs) == dim:
-                    count = _scalar_param(cmp.lhs, names)
-                else:
-                    count = None
-                if count is not None:
-                    return count
-        child, parent = parent, parent.parent_op()
-    return None
-
-
-def _constant(v: SSAValue) -> int | None:
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
-def _affine(v: SSAValue, off: SSAValue | None) -> tuple[int | None, int, int, int, int] | None:
-    """(d, scale, lo, hi, k) when `v` is k x off + scale x (global id d) + extra with
-    lo <= extra <= hi: sums and constant multiples (through integer casts) of the pointer's
-    offset parameter `off`, the global id, constants and counters of scf.for loops with constant
-    bounds (buf[3 * tid.x + 2], w[off + 4 * k + j]). d is None without a global id. Every term
-    is >= 0, else None."""
-    while isinstance(v.owner, _CASTS):
-        v = v.owner.input
-    owner = v.owner
-    if off is not None and v is off:
-        return None, 0, 0, 0, 1
-    if isinstance(owner, kernel.GlobalIdOp):
-        return owner.dim.value.data, 1, 0, 0, 0
-    c = _constant(v)
-    if c is not None:
-        return (None, 0, c, c, 0) if c >= 0 else None
-    loop = owner.parent_op() if isinstance(owner, Block) else None
-    if isinstance(loop, scf.ForOp) and v is loop.body.block.args[0]:
-        lb, ub, step = _constant(loop.lb), _constant(loop.ub), _constant(loop.step)
-        if None in (lb, ub, step) or lb < 0 or step <= 0 or ub <= lb:
-            return None
-        return None, 0, lb, ub - 1, 0
-    if isinstance(owner, arith.MuliOp):
-        for x, k in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
-            c, inner = _constant(k), _affine(x, off)
-            if c is not None and c >= 0 and inner is not None:
-                d, scale, lo, hi, n_off = inner
-                return d, scale * c, lo * c, hi * c, n_off * c
-        return None
-    if isinstance(owner, arith.AddiOp):
-        a, b = _affine(owner.lhs, off), _affine(owner.rhs, off)
-        if a is None or b is None or (a[0] is not None and b[0] is not None):
-            return None
-        return (a[0] if a[0] is not None else b[0]), a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4]
-    return None
-
-
-def _thread_indexed(f: func.FuncOp) -> dict[Operation, tuple[str, str, int, str, int, int]]:
-    """The accesses of kernel `f` to its host-buffer parameters at `scale x global id d + extra`,
-    or that plus the same pointer's offset parameter, each with (buffer parameter, offset
-    parameter or "", d, the count parameter that guards it or "", scale, extra)."""
-    block = f.body.block
-    names = {a: _param_name(f, i) for i, a in enumerate(block.args)}
-    facts: dict[Operation, tuple[str, str, int, str, int, int]] = {}
-    for access in f.walk():
-        if not isinstance(access, _ACCESS) or access.memref not in names or not _host_buffer(access.memref.type):
-            continue
-        buffer = names[access.memref]
-        (idx,) = access.indices
-        off = next((a for a, n in names.items() if n == buffer + "_off"), None)
-        form = _affine(idx, off)
-        if form is not None and form[4] <= 1:  # the offset once, or not at all
-            dim, scale, _, extra, n_off = form
-            offset = buffer + "_off" if n_off else ""
-            dim = 0 if dim is None else dim
-            count = _guard_count(access, dim, names) if scale else None
-            facts[access] = (buffer, offset, dim, count or "", scale, extra)
-    return facts
 
 
 def _const(at: Operation, value: int) -> SSAValue:

@@ -45,6 +45,10 @@ class AccumulatedKernel:
     kernels: dict = field(default_factory=dict)  # cl.Kernel objects, built on first use
     partials: object = None  # the per-group partial sums' buffer (grown as needed)
     partials_size: int = 0
+    proofs: tuple = ()  # bounds.Proof of the accumulated kernel's accesses (bounds-check)
+    inbounds: str | None = None  # the C name of its variant without their checks
+    finish_proofs: tuple = ()  # the finish kernel's
+    finish_inbounds: str | None = None
 
 
 LOCAL_BYTES = int(os.environ.get("DIFFC_ACCUM_LOCAL_BYTES", "0"))  # 0: local_bytes(device)
@@ -93,9 +97,20 @@ def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
 
     from diffc.passes.lower_entry_points import param_names
 
+    from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX
+    from diffc.runtime.bounds import bounds_proofs
+
     funcs = {f.sym_name.data: f for f in low.ops if isinstance(f, func.FuncOp)}
+    proofs = bounds_proofs(low)
+
+    def proven_by(kernel: str) -> tuple[tuple, str | None]:
+        own = tuple(p for p in proofs if p.kernel == kernel)
+        return own, (names[own[0].variant] if own else None)
+
     out = {}
     for name, f in funcs.items():
+        if name.endswith(INBOUNDS_SUFFIX):
+            continue  # bounds-check's variant of an accumulated kernel (its attributes cloned)
         of = f.attributes.get(ACCUMULATE_OF)
         slots = f.attributes.get(ACCUMULATE_SLOTS)
         if isinstance(of, StringAttr) and isinstance(slots, IntegerAttr):
@@ -104,6 +119,8 @@ def plans(low, names: dict[str, str]) -> dict[str, AccumulatedKernel]:
                                              _work_group_size(f)[0], _work_group_size(funcs[of.data])[0],
                                              _work_group_size(funcs[finish])[0], params=param_names(f),
                                              finish_params=param_names(funcs[finish]))
+            out[of.data].proofs, out[of.data].inbounds = proven_by(name)
+            out[of.data].finish_proofs, out[of.data].finish_inbounds = proven_by(finish)
     return out
 
 
@@ -161,12 +178,28 @@ def launches(prog, acc: AccumulatedKernel, args: list, names: list[str], global_
     values = dict(zip(names, args))
     values.update({PARTIALS: acc.partials, MODE: np.int32(1 if det else 0),
                    LEN_PREFIX + PARTIALS: index(acc.partials_size // 4)})
-    main = cl.Kernel(prog.program, acc.c_name)
-    main.set_args(*[index(virtual) if n == GROUPS else values[n] for n in acc.params])
+    main_args = [index(virtual) if n == GROUPS else values[n] for n in acc.params]
+    main = cl.Kernel(prog.program, _variant(acc.c_name, acc.inbounds, acc.proofs, acc.params, main_args,
+                                            (groups * acc.group, 1, 1)))
+    main.set_args(*main_args)
     out = [(main, (groups * acc.group, 1, 1), (acc.group, 1, 1))]
     if not det:
         return out, None, [acc.partials]
-    finish = cl.Kernel(prog.program, acc.finish_c_name)
-    finish.set_args(*[index(groups) if n == GROUPS else values[n] for n in acc.finish_params])
-    out.append((finish, (acc.slots * acc.finish_group, 1, 1), (acc.finish_group, 1, 1)))
+    finish_args = [index(groups) if n == GROUPS else values[n] for n in acc.finish_params]
+    finish_size = (acc.slots * acc.finish_group, 1, 1)  # one group per slot
+    finish = cl.Kernel(prog.program, _variant(acc.finish_c_name, acc.finish_inbounds, acc.finish_proofs,
+                                              acc.finish_params, finish_args, finish_size))
+    finish.set_args(*finish_args)
+    out.append((finish, finish_size, (acc.finish_group, 1, 1)))
     return out, lambda events: Events(events[0], events[-1]), [acc.partials]
+
+
+def _variant(name: str, inbounds: str | None, proofs: tuple, params: list, args: list, global_size) -> str:
+    """The kernel to launch: its __inbounds variant where the arguments prove its accesses in
+    bounds (passes/bounds_proofs.py), else the checked one."""
+    from diffc.runtime.bounds import proven
+
+    if not proofs:
+        return name
+    values = dict(zip(params, args))
+    return inbounds if proven(proofs, values.__getitem__, global_size) else name

@@ -54,8 +54,10 @@ def bounds_sites(module) -> list[Site]:
 
 @dataclass(frozen=True)
 class Proof:
-    """Kernel `kernel`'s accesses to `buffer` at `offset + global id dim` are in bounds when
-    offset + global size along dim <= the buffer's length; `variant` runs them unguarded."""
+    """Kernel `kernel`'s accesses to `buffer` at `offset + scale x thread + extra` are in bounds
+    when offset + scale x (n - 1) + extra < the buffer's length, n the thread's range: the global
+    size along `dim`, or `limit_factor` x the parameter `limit` (a grid-stride loop's counter),
+    and at most `count` where a guard says so; `variant` runs them unguarded."""
 
     kernel: str
     variant: str
@@ -65,6 +67,8 @@ class Proof:
     count: str = ""  # a parameter that guards the accesses (global id < count), or ""
     scale: int = 1  # the index is offset + scale x global id + extra
     extra: int = 0
+    limit: str = ""  # the parameter bounding a grid-stride loop's counter, or ""
+    limit_factor: int = 1
 
 
 def bounds_proofs(module) -> list[Proof]:
@@ -77,7 +81,9 @@ def bounds_proofs(module) -> list[Proof]:
     for r in rows.data if isinstance(rows, ArrayAttr) else ():
         if isinstance(r, StringAttr):
             kernel, variant, buffer, offset, dim, count, scale, extra = r.data.split("|")
-            out.append(Proof(kernel, variant, buffer, offset, int(dim), count, int(scale), int(extra)))
+            limit, _, factor = dim.partition("*")  # "<parameter>*<c>": a grid-stride loop's counter
+            shape = (0, limit, int(factor)) if factor else (int(dim), "", 1)
+            out.append(Proof(kernel, variant, buffer, offset, shape[0], count, int(scale), int(extra), *shape[1:]))
     return out
 
 
@@ -88,7 +94,10 @@ def proven(proofs, value, global_size) -> bool:
     """Whether every proof holds for a launch of `global_size` work-items; `value(name)` gives
     the int a kernel parameter is set to (the lengths diffc_len_<buffer>, offsets, counts)."""
     for p in proofs:
-        n = int(global_size[p.dim]) if p.dim < len(global_size) else 1
+        if p.limit:
+            n = p.limit_factor * int(value(p.limit))
+        else:
+            n = int(global_size[p.dim]) if p.dim < len(global_size) else 1
         count = int(value(p.count)) if p.count else -1
         if count >= 0:  # work-items at or past count skip them (a negative one: no such promise)
             n = min(n, count)

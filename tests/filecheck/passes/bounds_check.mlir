@@ -25,7 +25,8 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
   func.return
 }
 
-// CHECK: builtin.module attributes {diffc.bounds_sites = ["get|params|load|{{.*}}bounds_check.mlir:12:3", "acc|grads|atomic|{{.*}}bounds_check.mlir:18:3"]}
+// the callees' indices are the thread id: proven at launch through the calls (bounds_check_proofs.mlir)
+// CHECK: builtin.module attributes {diffc.bounds_proofs = ["main|main__inbounds|grads||0||1|0", "main|main__inbounds|params||0||1|0"], diffc.bounds_sites = ["get|params|load|{{.*}}bounds_check.mlir:12:3", "acc|grads|atomic|{{.*}}bounds_check.mlir:18:3"]}
 // CHECK: func.func @get(%i: i32, %params: memref<?xf32>, %[[LEN:.*]]: index {diffc.name = "diffc_len_params"}, %[[ST:.*]]: memref<?xi32> {diffc.name = "diffc_bounds"}) -> f32
 // CHECK: %[[OK:.*]] = arith.cmpi ult, %j, %[[LEN]] : index
 // CHECK-NEXT: %[[R:.*]] = scf.if %[[OK]] -> (f32) {

@@ -1,0 +1,68 @@
+// bounds-check's launch-time proofs through calls and over a grid-stride loop: a callee's access
+// through a pointer parameter is a form over the callee's parameters, which each call fills in;
+// a grid-stride loop's counter (start and step from work-item ids, bound c x a parameter) is a
+// thread index whose range the parameter gives at launch. The variant calls clones of the
+// callees where every proven path's access is unguarded; an access some path cannot prove (an
+// index from a parameter) stays guarded in the clone too.
+// RUN: diffc-opt %s -p lower-entry-points,bounds-check | filecheck %s
+
+func.func @row(%w: memref<?xf32>, %w_off: index, %r: i32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %z = arith.constant 0.0 : f32
+  %ri = arith.index_cast %r : i32 to index
+  %s = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %z) -> (f32) {
+    %a = arith.muli %ri, %c4 : index
+    %b = arith.addi %w_off, %a : index
+    %c = arith.addi %b, %i : index
+    %v = memref.load %w[%c] : memref<?xf32>
+    %n = arith.addf %acc, %v : f32
+    scf.yield %n : f32
+  }
+  func.return %s : f32
+}
+
+func.func @at(%w: memref<?xf32>, %w_off: index, %k: i32) -> f32 {
+  %ki = arith.index_cast %k : i32 to index
+  %i = arith.addi %w_off, %ki : index
+  %v = memref.load %w[%i] : memref<?xf32>
+  func.return %v : f32
+}
+
+func.func @stride(%w: memref<?xf32>, %w_off: index, %out: memref<?xf32>, %out_off: index, %groups: i32, %k: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+  %two = arith.constant 2 : i32
+  %r = func.call @row(%w, %w_off, %two) : (memref<?xf32>, index, i32) -> f32
+  %q = func.call @at(%w, %w_off, %k) : (memref<?xf32>, index, i32) -> f32
+  %s = arith.addf %r, %q : f32
+  %g = kernel.global_id 0
+  %size = kernel.global_size 0
+  %c256 = arith.constant 256 : index
+  %gi = arith.index_cast %groups : i32 to index
+  %ub = arith.muli %gi, %c256 : index
+  scf.for %v = %g to %ub step %size {
+    %o = arith.addi %out_off, %v : index
+    memref.store %s, %out[%o] : memref<?xf32>
+  }
+  func.return
+}
+
+// CHECK: diffc.bounds_proofs = ["stride|stride__inbounds|out|out_off|groups*256||1|0", "stride|stride__inbounds|w|w_off|0||0|11"]
+// CHECK-LABEL: func.func @row(
+// CHECK: arith.cmpi ult, %c, %diffc_len_w
+// CHECK-LABEL: func.func @row__inbounds(
+// CHECK-NOT: arith.cmpi ult
+// CHECK: memref.load %w[%c]
+// CHECK-LABEL: func.func @at(
+// CHECK: arith.cmpi ult, %i, %diffc_len_w
+// CHECK-LABEL: func.func @at__inbounds(
+// CHECK: arith.cmpi ult, %i, %diffc_len_w
+// CHECK-LABEL: func.func @stride(
+// CHECK: func.call @row(
+// CHECK: func.call @at(
+// CHECK: arith.cmpi ult, %o, %diffc_len_out
+// CHECK-LABEL: func.func @stride__inbounds(
+// CHECK: func.call @row__inbounds(
+// CHECK: func.call @at__inbounds(
+// CHECK-NOT: arith.cmpi ult
+// CHECK: memref.store %{{.*}}, %out[%o]
