@@ -345,6 +345,22 @@ class RacyLearnGradient:
         return (cl.enqueue_nd_range_kernel(diffc.device().queue, self.kernel, self.global_size, self.local_size),)
 
 
+class CapturedStep:
+    """The same step recorded once with diffc.capture() and replayed (no argument comparison)."""
+
+    def __init__(self, step: DiffcStep):
+        self.step = step
+        with diffc.capture() as self.replay:
+            step.run()
+        diffc.synchronize()
+
+    def reset(self) -> None:
+        self.step.reset()
+
+    def run(self):
+        return (self.replay(),)
+
+
 class Row:
     """One line of the table: measure() gives the seconds of one run (the step's parameters reset
     first, outside the clock)."""
@@ -407,11 +423,14 @@ def diffc_rows(m, p0: np.ndarray, xy: np.ndarray, m_reduce=None, racy: bool = Tr
     m_reduce, built by load_variant(False)) reduce-atomics alone, then (racy) the racy kernel."""
     step, n, sync = DiffcStep(m, p0, xy), len(xy), diffc.device().queue.finish  # the default: deterministic
     det = DiffcStep(m, p0, xy, deterministic=False)
+    captured = CapturedStep(DiffcStep(m, p0, xy))
     rows = [
         Row("diffc step (learnGradient + adjustParameters)", n, host_timed(step, sync)),
         Row("  device time: both kernels", n, device_timed(step, slice(0, 2))),
         Row("  device time: learnGradient", n, device_timed(step, slice(0, 1))),
         Row("  host: enqueueing the step (no wait)", n, python_timed(step, sync)),
+        Row("diffc captured step (diffc.capture, replayed)", n, host_timed(captured, sync)),
+        Row("  host: enqueueing the captured step (no wait)", n, python_timed(captured, sync)),
         Row("diffc step, atomics per group (determ.=False)", n, host_timed(det, sync)),
         Row("  device time: learnGradient, atomics per group", n, device_timed(det, slice(0, 1))),
     ]
@@ -493,9 +512,10 @@ def main(argv=None) -> None:
     if target is not None:
         print("\nratios, diffc step throughput / torch step throughput (min times; > 1: diffc faster):")
         for log2, rows, torch_part in summary:
-            d = min(rows[0].times)
-            for r in torch_part:
-                print(f"  2^{log2:<3d} diffc / {r.name:40s} {min(r.times) / d:10.3g}")
+            for mine in (rows[0], rows[4]):  # dispatched, captured
+                d = min(mine.times)
+                for r in torch_part:
+                    print(f"  2^{log2:<3d} {mine.name.split(' (')[0]:20s} / {r.name:40s} {min(r.times) / d:10.3g}")
     print("\nlearnGradient device time (min) by strategy, and the default's share of the step's device time:")
     for log2, rows, _ in summary:
         by = {r.name.strip(): min(r.times) * 1e3 for r in rows}

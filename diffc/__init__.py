@@ -16,6 +16,7 @@ _LAZY = {
     "Tensor": ("diffc.runtime.tensor", "Tensor"),
     "device": ("diffc.runtime.device", "device"),
     "synchronize": ("diffc.runtime.device", "synchronize"),
+    "capture": ("diffc.runtime.capture", "capture"),
     "check": ("diffc.gradcheck", "check"),  # a function; the module is diffc.gradcheck
 }
 

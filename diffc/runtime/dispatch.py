@@ -417,7 +417,7 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
         )
     prog = entry_program(fn.module)
     kernel = prog.kernels[fn.name]
-    from diffc.runtime import dispatch_plan
+    from diffc.runtime import capture, dispatch_plan
 
     # deterministic=True/False (default: DIFFC_DETERMINISTIC), deferred_checks=True/False
     # (default: DIFFC_DEFERRED_CHECKS), unless the kernel has such a parameter
@@ -431,6 +431,8 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
     for plan in plans:  # the same call as a recent one: replay it
         event = plan.replay(thread_count, kwargs, deterministic, deferred)
         if event is not dispatch_plan.MISS:
+            for step in capture.RECORDING:
+                step.record(plan, kwargs)
             return event
     args = bind(where, kernel, kwargs, prog.index_dtype)
     global_size = _global_size(where, thread_count, kernel.numthreads)
@@ -461,4 +463,7 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
     if plan.snap is not None:
         plans.insert(0, plan)
         del plans[4:]  # a few: a training loop alternates a handful of calls
-    return plan.run()
+    event = plan.run()
+    for step in capture.RECORDING:
+        step.record(plan, kwargs)
+    return event
