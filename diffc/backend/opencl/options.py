@@ -23,10 +23,16 @@ class EmitOptions:
                 old value is unused is warp-aggregated, then one red.global.add.{f32,noftz.f16,s32}
                 per address and warp; local memory and fetch-adds fall back to cmpxchg).
     index_type  the C type of `index` values: "long" (64 bit, the default) or "int".
+    unroll      loops whose trip count is a constant of at most this many iterations get
+                `#pragma unroll` (0: none). For CPU devices: PoCL's LLVM leaves them rolled, and
+                an index into a value array inside one stays a chain of selects (the MLP's
+                learnGradient ran 7x faster unrolled on PoCL); NVIDIA's compiler chooses well
+                without it (unrolled, the same kernel spilled registers and ran 4x slower).
     """
 
     atomics: str = "cmpxchg"
     index_type: str = "long"
+    unroll: int = 0
 
     def __post_init__(self) -> None:
         if self.atomics not in ATOMICS:
@@ -82,8 +88,22 @@ def _has_fp32_global_add(device: Any) -> bool:
         return True
 
 
+# Constant-trip loops unrolled on CPU devices, up to this many iterations.
+CPU_UNROLL = 32
+
+
 def options_for_device(device: Any, index_type: str = "long") -> EmitOptions:
-    return EmitOptions(atomics=atomics_for_device(device), index_type=index_type)
+    unroll = CPU_UNROLL if _is_cpu(device) else 0
+    return EmitOptions(atomics=atomics_for_device(device), index_type=index_type, unroll=unroll)
+
+
+def _is_cpu(device: Any) -> bool:
+    try:
+        import pyopencl as cl
+
+        return bool(int(device.type) & cl.device_type.CPU)
+    except Exception:
+        return False
 
 
 def build_options(options: EmitOptions) -> list[str]:

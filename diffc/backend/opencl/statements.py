@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import func, memref, scf
-from xdsl.dialects.builtin import Float32Type, MemRefType, VectorType
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import kernel
@@ -205,6 +205,9 @@ class FunctionEmitter:
             names.append(name)
         i = self.fresh(iv, "i")
         lb, ub, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
+        trips = _constant_trip_count(op)
+        if self.options.unroll and trips is not None and trips <= self.options.unroll:
+            self.line("#pragma unroll")
         self.line(f"for ({self.ctype(iv.type, op)} {i} = {lb}; {i} < {ub}; {i} += {step}) {{")
         self.emit_body(body, [i, *names], names)
         self.line("}")
@@ -447,3 +450,15 @@ from xdsl.dialects.printf import PrintFormatOp  # noqa: E402
 from .printf import emit_printf  # noqa: E402
 
 _STATEMENTS[PrintFormatOp] = emit_printf
+
+
+def _constant_trip_count(op: scf.ForOp) -> int | None:
+    """How many times the loop runs, where its bounds and step are constants."""
+    bounds = []
+    for v in (op.lb, op.ub, op.step):
+        owner = v.owner
+        if not (isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr)):
+            return None
+        bounds.append(owner.value.value.data)
+    lb, ub, step = bounds
+    return max(0, -(-(ub - lb) // step)) if step > 0 else None
