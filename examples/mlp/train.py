@@ -56,14 +56,20 @@ def network_of(params: diffc.Tensor, grads: diffc.Tensor, layers=LAYERS) -> dict
     }
 
 
-def max_loss(m, network: dict, inputs: np.ndarray, deterministic: bool = False) -> float:
-    """learnGradient over `inputs` (n x 2); the largest loss it records (0 for no inputs)."""
+def dispatch_loss(m, network: dict, inputs: np.ndarray, deterministic: bool = False) -> diffc.Tensor:
+    """learnGradient over `inputs` (n x 2), enqueued; the tensor its largest loss goes to (a
+    uint32 holding the float's bits, 0 for no inputs)."""
     loss = diffc.Tensor.zeros(1, np.uint32)
     n = len(inputs)
     if n:
         m.learnGradient.dispatch(thread_count=n, network=network, lossBuffer=loss, deterministic=deterministic,
                                  inputs=diffc.Tensor.from_numpy(inputs.astype(np.float32).ravel()), count=n)
-    return float(loss.to_numpy().view(np.float32)[0])  # the buffer holds the float's bits
+    return loss
+
+
+def max_loss(m, network: dict, inputs: np.ndarray, deterministic: bool = False) -> float:
+    """learnGradient over `inputs` (n x 2); the largest loss it records (0 for no inputs)."""
+    return float(dispatch_loss(m, network, inputs, deterministic).view(np.float32).to_numpy()[0])
 
 
 def batch_gradient(m, network: dict, grads: diffc.Tensor, xy: np.ndarray, *, shards: int = 1, dp=None,
@@ -75,9 +81,8 @@ def batch_gradient(m, network: dict, grads: diffc.Tensor, xy: np.ndarray, *, sha
     from diffc.distributed import shard, sum_in_rank_order
 
     if dp is not None:
-        loss = max_loss(m, network, xy[dp.shard(len(xy))], deterministic)
-        dp.all_reduce()
-        return dp.max(loss)
+        loss = dispatch_loss(m, network, xy[dp.shard(len(xy))], deterministic)
+        return float(dp.all_reduce(gather=loss.view(np.float32)).max())  # one collective: gradients and losses
     if shards == 1:
         return max_loss(m, network, xy, deterministic)
     parts, loss = [], -np.inf
