@@ -111,10 +111,13 @@ def load(model: str):
     return diffc.load_module(path)
 
 
-def worker(models: list[str], log2s: list[int], steps: int, warmup: int) -> None:
-    """One rank (under torchrun): times `steps` data-parallel steps per model and batch; rank 0
+STEP_PHASES = ("kernel", "download", "stage", "barrier", "collective", "unstage", "upload", "optimizer")
+
+
+def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transports: list[str]) -> None:
+    """One rank (under torchrun): per model, batch and transport, times `steps` data-parallel
+    steps as training runs them, then `steps` more with every phase timed (profile); rank 0
     prints one JSON line per row."""
-    import torch
     import torch.distributed as dist
 
     from diffc.distributed import DataParallel, init
@@ -130,56 +133,81 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int) -> None
         m = load(model)
         _, total = layout(layers)
         for log2 in log2s:
-            n = 1 << log2
-            rng = np.random.default_rng(log2)
-            params = diffc.Tensor.from_numpy(init_params(rng, layers))
-            grads = diffc.Tensor.zeros(total, np.float16)
-            network = network_of(params, grads, layers)
-            loss = diffc.Tensor.zeros(1, np.uint32)
-            dp = DataParallel([grads], profile=True)
-            rows = dp.shard(n)
-            xy = rng.uniform(-1, 1, (n, 2)).astype(np.float32)[rows]
-            inputs = diffc.Tensor.from_numpy(xy.ravel())
-            count = len(xy)
+            for transport in transports:
+                n = 1 << log2
+                rng = np.random.default_rng(log2)
+                params = diffc.Tensor.from_numpy(init_params(rng, layers))
+                grads = diffc.Tensor.zeros(total, np.float16)
+                network = network_of(params, grads, layers)
+                loss = diffc.Tensor.zeros(1, np.uint32)
+                loss_value = loss.view(np.float32)
+                fast = DataParallel([grads], transport=transport)
+                profiled = DataParallel([grads], transport=transport, profile=True)
+                xy = rng.uniform(-1, 1, (n, 2)).astype(np.float32)[fast.shard(n)]
+                inputs = diffc.Tensor.from_numpy(xy.ravel())
+                count = len(xy)
+                clock = {"dispatch": 0.0, "optimizer": 0.0}
 
-            def step():
-                m.learnGradient.dispatch(thread_count=count, network=network, lossBuffer=loss, inputs=inputs, count=count)
-                dp.all_reduce()  # waits for learnGradient (it reads the gradients back)
-                m.adjustParameters.dispatch(thread_count=total, params=params, gradients=grads, count=total)
+                def step(dp):
+                    """A training step: the gradients and the batch's max loss, one collective for
+                    both, the optimizer. Under profile it also waits for the optimizer (so that its
+                    device time is not the next step's kernel wait) and times the host's dispatch."""
+                    t = time.perf_counter()
+                    loss.fill(0)
+                    m.learnGradient.dispatch(thread_count=count, network=network, lossBuffer=loss, inputs=inputs, count=count)
+                    clock["dispatch"] += time.perf_counter() - t
+                    batch_max = dp.all_reduce(gather=loss_value).max()
+                    t = time.perf_counter()
+                    m.adjustParameters.dispatch(thread_count=total, params=params, gradients=grads, count=total)
+                    if dp.profile:
+                        diffc.synchronize()
+                    clock["optimizer"] += time.perf_counter() - t
+                    return batch_max
 
-            for _ in range(warmup):
-                step()
-            diffc.synchronize()
-            dp.timings = dict.fromkeys(dp.timings, 0.0)
-            dp.calls = 0
-            dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            diffc.synchronize()
-            elapsed = dp.max(time.perf_counter() - t0)  # the slowest rank (on NCCL's device, or gloo's)
-            if rank == 0:
-                step_s = elapsed / steps
-                per = {k: v / steps for k, v in dp.timings.items()}
-                print("ROW " + json.dumps({
-                    "model": model, "params": total, "log2": log2, "procs": world, "step_ms": step_s * 1e3,
-                    "allreduce_ms": (sum(per.values()) - per["wait"]) * 1e3, "wait_ms": per["wait"] * 1e3,
-                    "round_trip_ms": (sum(per.values()) - per["collective"] - per["wait"]) * 1e3,
-                    "device": diffc.device().name}), flush=True)
+                def timed(dp) -> float:
+                    """Seconds per step over `steps` steps, the slowest rank's."""
+                    for _ in range(warmup):
+                        step(dp)
+                    diffc.synchronize()
+                    dp.timings = dict.fromkeys(dp.timings, 0.0)
+                    dp.calls = 0
+                    clock.update(dispatch=0.0, optimizer=0.0)
+                    dist.barrier()
+                    t0 = time.perf_counter()
+                    for _ in range(steps):
+                        step(dp)
+                    diffc.synchronize()
+                    return dp.max(time.perf_counter() - t0) / steps
+
+                step_s = timed(fast)
+                profiled_s = timed(profiled)
+                per = {k: v / steps for k, v in profiled.timings.items()}
+                per["kernel"] += clock["dispatch"] / steps  # the kernel's dispatch and its wait
+                per["optimizer"] = clock["optimizer"] / steps
+                if rank == 0:
+                    print("ROW " + json.dumps({
+                        "model": model, "params": total, "log2": log2, "procs": world, "transport": transport,
+                        "step_ms": step_s * 1e3, "profiled_step_ms": profiled_s * 1e3,
+                        "phases_ms": {k: per[k] * 1e3 for k in STEP_PHASES}, "device": diffc.device().name,
+                        "backend": dist.get_backend()}), flush=True)
     dist.destroy_process_group()
 
 
 def table(rows: list[dict]) -> str:
-    base = {(r["model"], r["log2"]): r for r in rows if r["procs"] == 1}
-    out = ["model   params   batch   procs   step ms   samples/s   per process   efficiency   all-reduce share   "
-           "host round trip ms   waiting for other ranks ms"]
+    base = {(r["model"], r["log2"], r["transport"]): r for r in rows if r["procs"] == 1}
+    out = ["model   params   batch   procs   transport   step ms    samples/s   per process   efficiency   |   "
+           "profiled step ms   " + "   ".join(STEP_PHASES) + "   all-reduce share"]
     for r in rows:
         rate = (1 << r["log2"]) / (r["step_ms"] / 1e3)
         per = rate / r["procs"]
-        b = base.get((r["model"], r["log2"]))
+        b = base.get((r["model"], r["log2"], r["transport"]))
         eff = f"{per / ((1 << b['log2']) / (b['step_ms'] / 1e3)):.2f}" if b else "-"
-        out.append(f"{r['model']:<7} {r['params']:<8} 2^{r['log2']:<5} {r['procs']:<7} {r['step_ms']:<9.3f} "
-                   f"{rate:<11.4g} {per:<13.4g} {eff:<12} {r['allreduce_ms'] / r['step_ms']:<18.1%} {r['round_trip_ms']:<20.3f} {r['wait_ms']:.3f}")
+        ph = r["phases_ms"]
+        share = sum(ph[k] for k in ("download", "stage", "collective", "unstage", "upload")) / r["profiled_step_ms"]
+        phases = "  ".join(f"{ph[k]:<{max(len(k), 6)}.3f}" for k in STEP_PHASES)
+        out.append(f"{r['model']:<7} {r['params']:<8} 2^{r['log2']:<5} {r['procs']:<7} {r['transport']:<11} "
+                   f"{r['step_ms']:<10.3f} {rate:<11.4g} {per:<13.4g} {eff:<12} |   {r['profiled_step_ms']:<18.3f} "
+                   f"{phases}   {share:.1%}")
     return "\n".join(out)
 
 
@@ -190,24 +218,26 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["mlp", "wide"])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--transport", nargs="+", choices=["device", "host"], default=["device"],
+                    help="where the collective runs: the process group's device (NCCL: the GPU) or the host (gloo)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one rank, under torchrun
     a = ap.parse_args()
     if a.worker:
-        worker(a.models, a.log2, a.steps, a.warmup)
+        worker(a.models, a.log2, a.steps, a.warmup, a.transport)
         return
     rows = []
     for procs in a.procs:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}",
                __file__, "--worker", "--steps", str(a.steps), "--warmup", str(a.warmup),
-               "--log2", *map(str, a.log2), "--models", *a.models]
+               "--log2", *map(str, a.log2), "--models", *a.models, "--transport", *a.transport]
         run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
         if run.returncode != 0:
             sys.exit(f"bench_distributed: {procs} processes failed:\n{run.stdout}{run.stderr}")
         found = [json.loads(line[4:]) for line in run.stdout.splitlines() if line.startswith("ROW ")]
         rows += found
         if found:
-            print(f"# {procs} process(es) on {found[0]['device']}", flush=True)
-    rows.sort(key=lambda r: (r["model"], r["log2"], r["procs"]))
+            print(f"# {procs} process(es) on {found[0]['device']}, {found[0]['backend']}", flush=True)
+    rows.sort(key=lambda r: (r["model"], r["log2"], r["transport"], r["procs"]))
     print(table(rows))
 
 
