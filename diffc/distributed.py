@@ -205,6 +205,9 @@ class DataParallel:
         self.size = at
         self.sizes = [g.size for g in self.grads]
         self._staging: _Staging | None = None
+        # The events of the last call's uploads. pyopencl waits for a transfer from host memory
+        # when its event is collected, so a transfer whose event were dropped would block.
+        self._uploads: list = []
         self.timings = dict.fromkeys(PHASES, 0.0)
         self.calls = 0
 
@@ -236,6 +239,7 @@ class DataParallel:
         clock = self.timings
         t = time.perf_counter()
         synchronize()
+        self._uploads.clear()  # done: the queue is empty
         clock["kernel"] += time.perf_counter() - t
 
         t = time.perf_counter()
@@ -252,19 +256,21 @@ class DataParallel:
             k = mine.size
         s = self._staging_for(k)
         queue = device().queue
+        reads = []  # kept until the wait (see _uploads)
         for tensors, at, raw in self._buffers:
             if tensors[0].size:
-                cl.enqueue_copy(queue, raw if raw is not None else s.host[at:at + tensors[0].size], tensors[0].buffer,
-                                is_blocking=False)
+                reads.append(cl.enqueue_copy(queue, raw if raw is not None else s.host[at:at + tensors[0].size],
+                                             tensors[0].buffer, is_blocking=False))
         slots = s.host[s.n:]
         slots.fill(0)
         own = slots[self.rank * k:(self.rank + 1) * k]
         if isinstance(gather, Tensor):
             if k:
-                cl.enqueue_copy(queue, own, gather.buffer, is_blocking=False)
+                reads.append(cl.enqueue_copy(queue, own, gather.buffer, is_blocking=False))
         elif k:
             own[:] = mine
         queue.finish()
+        reads.clear()
         for tensors, at, raw in self._buffers:
             if raw is not None:
                 np.copyto(s.host[at:at + raw.size], raw)
@@ -313,7 +319,7 @@ class DataParallel:
                 np.copyto(raw, src, casting="same_kind")  # rounds to the tensor's dtype, as astype does
                 src = raw
             # not waited for: these arrays are not written again before the next call's kernel wait
-            cl.enqueue_copy(queue, tensors[0].buffer, src, is_blocking=False)
+            self._uploads.append(cl.enqueue_copy(queue, tensors[0].buffer, src, is_blocking=False))
             for g in tensors:
                 g.uninitialized = False
         clock["upload"] += time.perf_counter() - t

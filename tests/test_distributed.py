@@ -119,6 +119,26 @@ def test_tensor_view_reads_the_same_bits_as_another_dtype():
         bits.view(np.float16)
 
 
+def test_host_group_is_a_gloo_group_made_once_per_process_group(tmp_path, monkeypatch):
+    """Where the group is not gloo (NCCL on GPUs; here pretended), transport="host" makes one
+    gloo group over the same ranks and reuses it; a gloo group is its own host group."""
+    _torch_distributed()
+    import torch.distributed as dist
+
+    from diffc.distributed import host_group
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        assert host_group() is None  # the default group, already gloo
+        real = dist.get_backend
+        monkeypatch.setattr(dist, "get_backend", lambda group=None: "nccl" if group is None else real(group))
+        made = host_group()
+        assert made is not None and real(made) == "gloo" and dist.get_world_size(made) == 1
+        assert host_group() is made
+    finally:
+        dist.destroy_process_group()
+
+
 def _tolerance(steps: int, batch: int, seed: int) -> float:
     """How far apart a run that adds two shards' gradients (each rounded to half first) and one
     that sums the whole batch may drift in `steps` SGD steps: each step the gradients differ by
