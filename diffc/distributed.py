@@ -229,20 +229,35 @@ class DataParallel:
         """Replaces every gradient tensor with its sum (its mean with mean=True) over the ranks.
         gather: this rank's values to share (a number, numbers, or a float32 diffc.Tensor read
         with the gradients), sent in the same collective; returns every rank's, a (world, k)
-        float32 array (row r: rank r's, exact), or None without `gather`."""
-        import pyopencl as cl
-        import torch.distributed as dist
-
-        from diffc.runtime.device import device, synchronize
-        from diffc.runtime.tensor import Tensor
+        float32 array (row r: rank r's; exact, as x + 0 is, on a device that keeps subnormals),
+        or None without `gather`."""
+        from diffc.runtime.device import synchronize
 
         clock = self.timings
         t = time.perf_counter()
         synchronize()
         self._uploads.clear()  # done: the queue is empty
         clock["kernel"] += time.perf_counter() - t
-
         t = time.perf_counter()
+        s = self._download(gather)
+        clock["download"] += time.perf_counter() - t
+        total = self._sum(s)
+        t = time.perf_counter()
+        if self.mean:
+            total[:s.n] /= np.float32(self.world)
+        self._upload(total)
+        clock["upload"] += time.perf_counter() - t
+        self.calls += 1
+        return total[s.n:].reshape(self.world, s.k).copy() if gather is not None else None
+
+    def _download(self, gather) -> _Staging:
+        """The gradients into the staging's host array, this rank's gathered values into its
+        slots (zeros in the other ranks'): all reads enqueued, then one wait."""
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+        from diffc.runtime.tensor import Tensor
+
         mine = None
         if gather is None:
             k = 0
@@ -264,18 +279,23 @@ class DataParallel:
         slots = s.host[s.n:]
         slots.fill(0)
         own = slots[self.rank * k:(self.rank + 1) * k]
-        if isinstance(gather, Tensor):
-            if k:
-                reads.append(cl.enqueue_copy(queue, own, gather.buffer, is_blocking=False))
-        elif k:
+        if mine is not None:
             own[:] = mine
+        elif k:
+            reads.append(cl.enqueue_copy(queue, own, gather.buffer, is_blocking=False))
         queue.finish()
         reads.clear()
         for tensors, at, raw in self._buffers:
             if raw is not None:
                 np.copyto(s.host[at:at + raw.size], raw)
-        clock["download"] += time.perf_counter() - t
+        return s
 
+    def _sum(self, s: _Staging) -> np.ndarray:
+        """The staging's host array summed over the ranks (stage, barrier, collective, unstage):
+        the host array holding the sums."""
+        import torch.distributed as dist
+
+        clock = self.timings
         t = time.perf_counter()
         if s.dev is not s.host_t:
             s.dev.copy_(s.host_t, non_blocking=True)
@@ -306,11 +326,16 @@ class DataParallel:
             s.host_t.copy_(s.dev, non_blocking=True)
             self._gpu_wait()
         clock["unstage"] += time.perf_counter() - t
+        return s.result
 
-        t = time.perf_counter()
-        total = s.result
-        if self.mean:
-            total[:s.n] /= np.float32(self.world)
+    def _upload(self, total: np.ndarray) -> None:
+        """The sums back into the gradient buffers, rounded to each one's dtype; enqueued, not
+        waited for (these host arrays are not written again before the next call's kernel wait)."""
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        queue = device().queue
         for tensors, at, raw in self._buffers:
             if not tensors[0].size:
                 continue
@@ -318,13 +343,9 @@ class DataParallel:
             if raw is not None:
                 np.copyto(raw, src, casting="same_kind")  # rounds to the tensor's dtype, as astype does
                 src = raw
-            # not waited for: these arrays are not written again before the next call's kernel wait
             self._uploads.append(cl.enqueue_copy(queue, tensors[0].buffer, src, is_blocking=False))
             for g in tensors:
                 g.uninitialized = False
-        clock["upload"] += time.perf_counter() - t
-        self.calls += 1
-        return total[s.n:].reshape(self.world, k).copy() if gather is not None else None
 
     def max(self, value: float) -> float:
         """The largest `value` over the ranks, in a collective of its own (a step's loss rides in

@@ -1,6 +1,7 @@
-"""diffc.distributed: sharding, the ordered sum, a one-rank process group's round trip, and
-examples/mlp/train.py --distributed under torchrun with two gloo processes on this machine's
-OpenCL device, against one process.
+"""diffc.distributed: sharding, the ordered sum, a one-rank process group's round trip, the host
+transport's gloo group, every rank's values gathered exactly through the gradients' collective
+(tests/distributed_gather_worker.py), and examples/mlp/train.py --distributed under torchrun with
+two gloo processes on this machine's OpenCL device, against one process.
 
 torch is an optional extra (diffc[torch]), which CI installs with the test extra; the tests
 that need it skip without it."""
