@@ -1,50 +1,74 @@
 """Data-parallel scaling of a training step (diffc/distributed.py) over 1, 2, 4, ... processes,
 one per device, started with torchrun (gloo on CPUs, NCCL where CUDA is visible).
 
-A step: every process takes its shard of a batch of n samples, runs learnGradient over it
-(gradients accumulated into its half gradient tensor), the gradients are summed over the
-processes (DataParallel.all_reduce: OpenCL buffer -> host -> collective -> host -> OpenCL
-buffer), and every process runs adjustParameters. Models:
+A step, as examples/mlp/train.py --distributed runs it: every process clears its loss, runs
+learnGradient over its shard of a batch of n samples (gradients accumulated into its half
+gradient tensor, the shard's largest loss into a uint32), sums the gradients over the processes
+and gathers every process's loss in one collective (DataParallel.all_reduce(gather=loss)), and
+runs adjustParameters. Models:
 
   mlp    examples/mlp/mlp.slang as the tutorial writes it: 4 -> 16 -> 4 (148 parameters)
   wide   the same layers, 64 wide and 4 deep: 4 -> 64 -> 64 -> 64 -> 4 (8900 parameters); its
          Slang is mlp.slang with MyNetwork's layers replaced (wide_source)
 
-For each model, batch and process count it prints the step time (the slowest rank's mean over
-the timed steps), samples per second overall and per process, the scaling efficiency (samples
-per second per process against one process), the all-reduce's share of a step (host round trip
-plus collective, rank 0), the host round trip alone (download, stage, unstage, upload) and how
-long rank 0 waited at a barrier before each collective for the slower ranks (not in the share).
+Each model, batch, transport and process count is timed twice over `--steps` steps. First as
+training runs (step ms: the slowest rank's mean; samples per second overall and per process;
+efficiency: samples per second per process against one process with the same transport). Then
+with every phase timed (DataParallel(profile=True), rank 0's mean per step; profiled step ms is
+that run's step, a little longer: the phases' waits cost time of their own):
+
+  kernel      dispatching learnGradient and waiting for the device to finish it
+  download    the gradients and the loss, OpenCL buffers -> host (one read each, one wait)
+  stage       host -> the collective's tensor (pinned host memory -> the GPU under NCCL; none on the host)
+  barrier     waiting for the slower ranks before the collective (not in the share)
+  collective  the all-reduce (NCCL on the GPU, or gloo on the host)
+  unstage     back to host memory (none on the host)
+  upload      host -> OpenCL buffers (enqueued: its device time lands in the optimizer's)
+  optimizer   dispatching adjustParameters and waiting for it
+  all-reduce share = (download + stage + collective + unstage + upload) / profiled step
+
+--transport: "device" runs the collective on the process group's device (with NCCL: two copies
+to and from the GPU around it); "host" over a gloo group made once on the host (no CUDA at all,
+for a few hundred bytes possibly cheaper). Under gloo both are the same collective.
 
     python bench/bench_distributed.py                       # 1 and 2 processes, batches 2^10 2^14
-    python bench/bench_distributed.py --procs 1 2 4 --log2 14 18 20 --models mlp wide --steps 20
+    python bench/bench_distributed.py --procs 1 2 --log2 14 18 20 --models mlp wide --steps 20 --transport device host
 
-On several GPUs each process takes the OpenCL GPU of its local rank (DIFFC_DEVICE_INDEX).
+The second is the run for a machine with 2 GPUs (`--procs 1` on a machine with one); on
+several GPUs each process takes the OpenCL GPU of its local rank (DIFFC_DEVICE_INDEX).
 
 Measured 2026-11-24 on this machine: PoCL, 2 cores of an AMD EPYC shared with other engineers'
-work (so 2 processes share the 2 cores that 1 process already spreads its work-groups over:
-no speed-up is possible here, the table measures the overhead), gloo, torch 2.13.0+cpu,
-`--procs 1 2 --log2 10 12 --models mlp wide --steps 5` (one run):
+work (2 processes share the 2 cores that 1 process already spreads its work-groups over, so no
+speed-up is possible here and the table measures overhead; the load of the others' work moved
+the one-process step from 5 to 8 ms between runs), gloo, torch 2.13.0+cpu,
+`--procs 1 2 --log2 10 12 --models mlp --steps 20 --transport device host` and
+`--procs 1 2 --log2 10 --models wide --steps 3` (one run each; phases in ms per step):
 
-  model   params   batch   procs   step ms   samples/s   per process   efficiency   all-reduce share   host round trip ms   waiting for other ranks ms
-  mlp     148      2^10    1       8.349     1.227e+05   1.227e+05     1.00         2.2%               0.124                0.089
-  mlp     148      2^10    2       20.484    4.999e+04   2.499e+04     0.20         29.9%              1.252                1.049
-  mlp     148      2^12    1       17.161    2.387e+05   2.387e+05     1.00         1.1%               0.128                0.136
-  mlp     148      2^12    2       54.566    7.507e+04   3.753e+04     0.16         5.9%               1.616                7.704
-  wide    8900     2^10    1       2667.153  383.9       383.9         1.00         0.0%               1.033                0.356
-  wide    8900     2^10    2       2032.109  503.9       252           0.66         0.2%               0.402                146.610
-  wide    8900     2^12    1       10592.931 386.7       386.7         1.00         0.0%               0.317                0.210
-  wide    8900     2^12    2       7449.159  549.9       274.9         0.71         0.1%               2.087                304.671
+  model  params batch procs transport  step ms   samples/s  per process  efficiency | profiled step  kernel    download  stage  barrier  collective  unstage  upload  optimizer  share
+  mlp    148    2^10  1     device     5.458     1.876e+05  1.876e+05    1.00       | 5.456          5.206     0.029     0.000  0.058    0.044       0.000    0.017   0.081      1.7%
+  mlp    148    2^10  2     device     9.006     1.137e+05  5.685e+04    0.30       | 10.247         3.049     0.278     0.000  3.489    3.020       0.001    0.078   0.281      33.0%
+  mlp    148    2^10  1     host       5.534     1.85e+05   1.85e+05     1.00       | 5.538          5.291     0.030     0.000  0.057    0.042       0.000    0.017   0.081      1.6%
+  mlp    148    2^10  2     host       7.350     1.393e+05  6.966e+04    0.38       | 11.844         3.937     0.039     0.000  4.255    2.773       0.001    0.082   0.601      24.4%
+  mlp    148    2^12  1     device     21.904    1.87e+05   1.87e+05     1.00       | 28.070         26.595    0.067     0.001  0.866    0.081       0.000    0.025   0.398      0.6%
+  mlp    148    2^12  2     device     24.380    1.68e+05   8.4e+04      0.45       | 23.607         11.206    0.280     0.000  6.902    3.913       0.001    0.078   1.175      18.1%
+  mlp    148    2^12  1     host       26.489    1.546e+05  1.546e+05    1.00       | 25.950         25.046    0.342     0.000  0.082    0.052       0.000    0.090   0.312      1.9%
+  mlp    148    2^12  2     host       26.768    1.53e+05   7.651e+04    0.49       | 27.368         20.641    0.290     0.000  5.105    1.017       0.000    0.055   0.211      5.0%
+  wide   8900   2^10  1     device     1268.068  807.5      807.5        1.00       | 816.652        815.405   0.126     0.000  0.204    0.094       0.000    0.059   0.198      0.0%
+  wide   8900   2^10  2     device     1108.314  923.9      462          0.57       | 1392.272       1349.811  0.087     0.000  40.265   1.711       0.000    0.066   0.279      0.1%
 
-  Read it as overhead, not scaling: one process already spreads its work-groups over both cores,
-  so two processes share the same cores (and the other engineers' work) and the step cannot get
-  faster; the small model's two-process steps are dominated by the processes' contention, the
-  wide one's by its arithmetic (its half gradients overflow at these batches: timings only). The
-  host round trip (OpenCL buffer -> host -> torch -> host -> OpenCL buffer) costs 0.1-2 ms; the
-  all-reduce as a whole (round trip and gloo) is at most 30% of the small model's step.
+  Read it as overhead, not scaling. With the kernel's time in its own column, the host round
+  trip of the 148 gradients and the loss (download + upload) costs 0.05-0.4 ms a step here and
+  the collective on one rank 0.04-0.09 ms; with two processes on two loaded cores the
+  collective (1-4 ms) and the barrier are the processes waiting for each other's turn on the
+  cores. Under gloo "device" and "host" are the same collective: their differences are noise.
+  (A single-process comparison on this machine, 300 reductions of the 148 half gradients and the
+  batch's max loss: 0.23 ms a step with two collectives and fresh host arrays each time, 0.17 ms
+  with one collective and reused staging; with 2 processes 0.88 -> 0.59 ms.)
 
 Measured 2026-11-24 on 2 NVIDIA H200 (one host; OpenCL on each GPU, NCCL through cuda:rank,
-torch 2.11), `--procs 1 2 --log2 14 18 20 --models mlp wide --steps 20` (one run):
+torch 2.11), `--procs 1 2 --log2 14 18 20 --models mlp wide --steps 20`, before the kernel wait
+had its own phase and before the one-collective step (two collectives a step, staging tensors
+made every step; one run; the table's columns then):
 
   model   params   batch   procs   step ms   samples/s   per process   efficiency   all-reduce share   host round trip ms   waiting for other ranks ms
   mlp     148      2^14    1       0.895     1.83e+07    1.83e+07      1.00         71.0%              0.581                0.073
@@ -60,11 +84,11 @@ torch 2.11), `--procs 1 2 --log2 14 18 20 --models mlp wide --steps 20` (one run
   wide    8900     2^20    1       409.994   2.558e+06   2.558e+06     1.00         99.8%              409.102              0.355
   wide    8900     2^20    2       211.559   4.956e+06   2.478e+06     0.97         99.4%              210.175              0.843
 
-  The round trip's download waits for learnGradient to finish, so "host round trip" and the
-  all-reduce share include the gradient kernel's own device time: read them as an upper bound.
-  The wide model scales at 0.98 / 0.97 of 2x (goal >= 0.9); the tutorial MLP's step (1-2 ms, of
-  which ~1 ms is the fixed cost of reading 148 gradients back, NCCL and writing them again) does
-  not: 0.32 / 0.51 / 0.61. Not run: 4 GPUs (no such machine could be had).
+  Its "host round trip" and share are mis-measured: the round trip's download waited for
+  learnGradient, so they include the gradient kernel's device time (the wide model's 409 ms
+  "round trip" is its kernel). The wide model scaled at 0.98 / 0.97 of 2x (goal >= 0.9), the
+  tutorial MLP at 0.32 / 0.51 / 0.61. Not yet run: this version on the GPUs (the second
+  command above, both transports), and 4 GPUs (no such machine could be had).
 """
 
 from __future__ import annotations
@@ -111,10 +135,13 @@ def load(model: str):
     return diffc.load_module(path)
 
 
-def worker(models: list[str], log2s: list[int], steps: int, warmup: int) -> None:
-    """One rank (under torchrun): times `steps` data-parallel steps per model and batch; rank 0
+STEP_PHASES = ("kernel", "download", "stage", "barrier", "collective", "unstage", "upload", "optimizer")
+
+
+def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transports: list[str]) -> None:
+    """One rank (under torchrun): per model, batch and transport, times `steps` data-parallel
+    steps as training runs them, then `steps` more with every phase timed (profile); rank 0
     prints one JSON line per row."""
-    import torch
     import torch.distributed as dist
 
     from diffc.distributed import DataParallel, init
@@ -130,56 +157,81 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int) -> None
         m = load(model)
         _, total = layout(layers)
         for log2 in log2s:
-            n = 1 << log2
-            rng = np.random.default_rng(log2)
-            params = diffc.Tensor.from_numpy(init_params(rng, layers))
-            grads = diffc.Tensor.zeros(total, np.float16)
-            network = network_of(params, grads, layers)
-            loss = diffc.Tensor.zeros(1, np.uint32)
-            dp = DataParallel([grads], profile=True)
-            rows = dp.shard(n)
-            xy = rng.uniform(-1, 1, (n, 2)).astype(np.float32)[rows]
-            inputs = diffc.Tensor.from_numpy(xy.ravel())
-            count = len(xy)
+            for transport in transports:
+                n = 1 << log2
+                rng = np.random.default_rng(log2)
+                params = diffc.Tensor.from_numpy(init_params(rng, layers))
+                grads = diffc.Tensor.zeros(total, np.float16)
+                network = network_of(params, grads, layers)
+                loss = diffc.Tensor.zeros(1, np.uint32)
+                loss_value = loss.view(np.float32)
+                fast = DataParallel([grads], transport=transport)
+                profiled = DataParallel([grads], transport=transport, profile=True)
+                xy = rng.uniform(-1, 1, (n, 2)).astype(np.float32)[fast.shard(n)]
+                inputs = diffc.Tensor.from_numpy(xy.ravel())
+                count = len(xy)
+                clock = {"dispatch": 0.0, "optimizer": 0.0}
 
-            def step():
-                m.learnGradient.dispatch(thread_count=count, network=network, lossBuffer=loss, inputs=inputs, count=count)
-                dp.all_reduce()  # waits for learnGradient (it reads the gradients back)
-                m.adjustParameters.dispatch(thread_count=total, params=params, gradients=grads, count=total)
+                def step(dp):
+                    """A training step: the gradients and the batch's max loss, one collective for
+                    both, the optimizer. Under profile it also waits for the optimizer (so that its
+                    device time is not the next step's kernel wait) and times the host's dispatch."""
+                    t = time.perf_counter()
+                    loss.fill(0)
+                    m.learnGradient.dispatch(thread_count=count, network=network, lossBuffer=loss, inputs=inputs, count=count)
+                    clock["dispatch"] += time.perf_counter() - t
+                    batch_max = dp.all_reduce(gather=loss_value).max()
+                    t = time.perf_counter()
+                    m.adjustParameters.dispatch(thread_count=total, params=params, gradients=grads, count=total)
+                    if dp.profile:
+                        diffc.synchronize()
+                    clock["optimizer"] += time.perf_counter() - t
+                    return batch_max
 
-            for _ in range(warmup):
-                step()
-            diffc.synchronize()
-            dp.timings = dict.fromkeys(dp.timings, 0.0)
-            dp.calls = 0
-            dist.barrier()
-            t0 = time.perf_counter()
-            for _ in range(steps):
-                step()
-            diffc.synchronize()
-            elapsed = dp.max(time.perf_counter() - t0)  # the slowest rank (on NCCL's device, or gloo's)
-            if rank == 0:
-                step_s = elapsed / steps
-                per = {k: v / steps for k, v in dp.timings.items()}
-                print("ROW " + json.dumps({
-                    "model": model, "params": total, "log2": log2, "procs": world, "step_ms": step_s * 1e3,
-                    "allreduce_ms": (sum(per.values()) - per["wait"]) * 1e3, "wait_ms": per["wait"] * 1e3,
-                    "round_trip_ms": (sum(per.values()) - per["collective"] - per["wait"]) * 1e3,
-                    "device": diffc.device().name}), flush=True)
+                def timed(dp) -> float:
+                    """Seconds per step over `steps` steps, the slowest rank's."""
+                    for _ in range(warmup):
+                        step(dp)
+                    diffc.synchronize()
+                    dp.timings = dict.fromkeys(dp.timings, 0.0)
+                    dp.calls = 0
+                    clock.update(dispatch=0.0, optimizer=0.0)
+                    dist.barrier()
+                    t0 = time.perf_counter()
+                    for _ in range(steps):
+                        step(dp)
+                    diffc.synchronize()
+                    return dp.max(time.perf_counter() - t0) / steps
+
+                step_s = timed(fast)
+                profiled_s = timed(profiled)
+                per = {k: v / steps for k, v in profiled.timings.items()}
+                per["kernel"] += clock["dispatch"] / steps  # the kernel's dispatch and its wait
+                per["optimizer"] = clock["optimizer"] / steps
+                if rank == 0:
+                    print("ROW " + json.dumps({
+                        "model": model, "params": total, "log2": log2, "procs": world, "transport": transport,
+                        "step_ms": step_s * 1e3, "profiled_step_ms": profiled_s * 1e3,
+                        "phases_ms": {k: per[k] * 1e3 for k in STEP_PHASES}, "device": diffc.device().name,
+                        "backend": dist.get_backend()}), flush=True)
     dist.destroy_process_group()
 
 
 def table(rows: list[dict]) -> str:
-    base = {(r["model"], r["log2"]): r for r in rows if r["procs"] == 1}
-    out = ["model   params   batch   procs   step ms   samples/s   per process   efficiency   all-reduce share   "
-           "host round trip ms   waiting for other ranks ms"]
+    base = {(r["model"], r["log2"], r["transport"]): r for r in rows if r["procs"] == 1}
+    out = ["model   params   batch   procs   transport   step ms    samples/s   per process   efficiency   |   "
+           "profiled step ms   " + "   ".join(STEP_PHASES) + "   all-reduce share"]
     for r in rows:
         rate = (1 << r["log2"]) / (r["step_ms"] / 1e3)
         per = rate / r["procs"]
-        b = base.get((r["model"], r["log2"]))
+        b = base.get((r["model"], r["log2"], r["transport"]))
         eff = f"{per / ((1 << b['log2']) / (b['step_ms'] / 1e3)):.2f}" if b else "-"
-        out.append(f"{r['model']:<7} {r['params']:<8} 2^{r['log2']:<5} {r['procs']:<7} {r['step_ms']:<9.3f} "
-                   f"{rate:<11.4g} {per:<13.4g} {eff:<12} {r['allreduce_ms'] / r['step_ms']:<18.1%} {r['round_trip_ms']:<20.3f} {r['wait_ms']:.3f}")
+        ph = r["phases_ms"]
+        share = sum(ph[k] for k in ("download", "stage", "collective", "unstage", "upload")) / r["profiled_step_ms"]
+        phases = "  ".join(f"{ph[k]:<{max(len(k), 6)}.3f}" for k in STEP_PHASES)
+        out.append(f"{r['model']:<7} {r['params']:<8} 2^{r['log2']:<5} {r['procs']:<7} {r['transport']:<11} "
+                   f"{r['step_ms']:<10.3f} {rate:<11.4g} {per:<13.4g} {eff:<12} |   {r['profiled_step_ms']:<18.3f} "
+                   f"{phases}   {share:.1%}")
     return "\n".join(out)
 
 
@@ -190,24 +242,26 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["mlp", "wide"])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--transport", nargs="+", choices=["device", "host"], default=["device"],
+                    help="where the collective runs: the process group's device (NCCL: the GPU) or the host (gloo)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one rank, under torchrun
     a = ap.parse_args()
     if a.worker:
-        worker(a.models, a.log2, a.steps, a.warmup)
+        worker(a.models, a.log2, a.steps, a.warmup, a.transport)
         return
     rows = []
     for procs in a.procs:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}",
                __file__, "--worker", "--steps", str(a.steps), "--warmup", str(a.warmup),
-               "--log2", *map(str, a.log2), "--models", *a.models]
+               "--log2", *map(str, a.log2), "--models", *a.models, "--transport", *a.transport]
         run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
         if run.returncode != 0:
             sys.exit(f"bench_distributed: {procs} processes failed:\n{run.stdout}{run.stderr}")
         found = [json.loads(line[4:]) for line in run.stdout.splitlines() if line.startswith("ROW ")]
         rows += found
         if found:
-            print(f"# {procs} process(es) on {found[0]['device']}", flush=True)
-    rows.sort(key=lambda r: (r["model"], r["log2"], r["procs"]))
+            print(f"# {procs} process(es) on {found[0]['device']}, {found[0]['backend']}", flush=True)
+    rows.sort(key=lambda r: (r["model"], r["log2"], r["transport"], r["procs"]))
     print(table(rows))
 
 

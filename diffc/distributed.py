@@ -10,21 +10,40 @@ One process per device, started by torchrun:
     rank, world = init()              # the process group, and this rank's OpenCL device
     dp = DataParallel([grads])        # the gradient tensors (diffc.Tensor) to sum over ranks
     rows = dp.shard(len(batch))       # this rank's rows of every step's batch
-    ... dispatch the gradient kernel over batch[rows] into grads ...
-    dp.all_reduce()                   # grads hold the whole batch's sums, on every rank
+    ... dispatch the gradient kernel over batch[rows] into grads (and its loss into loss) ...
+    losses = dp.all_reduce(gather=loss)  # grads hold the whole batch's sums on every rank, and
+                                         # losses every rank's loss: losses.max() is the batch's
     ... dispatch the optimizer ...
 
-The host round trip. diffc's tensors are OpenCL buffers, which no torch backend can read, so
-each reduction goes through host memory in five phases (`dp.timings`, seconds summed over calls;
-`dp.report()` prints them):
+One collective a step. The values `gather` names (numbers, or a float32 diffc.Tensor read with
+the gradients) ride in the gradients' all-reduce: the buffer has `world` slots for them, each
+rank writes its own into its slot and zeros into the others', so the sum returns every rank's
+values exactly (x + 0 = x) and the host takes the max (or whatever it needs) itself.
 
-    download    OpenCL buffers -> one float32 host array (every gradient tensor, concatenated)
-    stage       host array -> the backend's tensor (a view for gloo; a copy to the GPU for NCCL)
-    wait        with profile=True only: a barrier, so that waiting for a slower rank is not
+The host round trip. diffc's tensors are OpenCL buffers, which no torch backend can read, so
+each reduction goes through host memory. The host arrays and torch tensors it uses are made
+once (pinned host memory where the collective runs on a GPU) and reused every call. Its phases
+(`dp.timings`, seconds summed over calls; `dp.report()` prints them):
+
+    kernel      waiting for the device to finish the queued work (the gradient kernel): the
+                kernel's own time, not the round trip's
+    download    OpenCL buffers -> one float32 host array (one read per gradient buffer, all
+                enqueued before one wait)
+    stage       host array -> the collective's tensor (none on the host; a copy to the GPU)
+    barrier     with profile=True only: a barrier, so that waiting for a slower rank is not
                 counted as the collective's time
     collective  the all-reduce (or the all-gather of ordered mode) itself
-    unstage     back to host memory (a view for gloo)
-    upload      host -> OpenCL buffers, rounded to each tensor's dtype
+    unstage     back to host memory (none on the host), and ordered mode's sum
+    upload      host -> OpenCL buffers, rounded to each tensor's dtype (enqueued, not waited
+                for: the next call's kernel wait, or any read, comes after it in the queue)
+
+transport: "device" runs the collective on the process group's own device (a GPU under NCCL,
+the host under gloo); "host" runs it on the host over a gloo group made once over the same
+ranks (`host_group`), which skips CUDA altogether: for a few hundred bytes that may be cheaper
+than two copies to and from the GPU (bench/bench_distributed.py --transport compares them).
+Under gloo both are the same. With profile=True the phases are timed exactly (a barrier before
+the collective, the GPU waited for after each phase); without it a GPU's stage and collective
+are only enqueued, and their time shows in the unstage.
 
 Sums are taken in float32 whatever the tensors' dtype, so half gradients round once, after the
 sum. With `ordered=True` every rank gathers all ranks' gradients and adds them in rank order
@@ -41,11 +60,14 @@ from __future__ import annotations
 import atexit
 import os
 import time
+import weakref
 from typing import Sequence
 
 import numpy as np
 
-PHASES = ("download", "stage", "wait", "collective", "unstage", "upload")
+PHASES = ("kernel", "download", "stage", "barrier", "collective", "unstage", "upload")
+ROUND_TRIP = ("download", "stage", "unstage", "upload")  # the host round trip's phases
+TRANSPORTS = ("device", "host")
 
 
 def init(backend: str | None = None) -> tuple[int, int]:
@@ -82,6 +104,26 @@ def _destroy_group() -> None:
         dist.destroy_process_group()
 
 
+# the gloo group made for each process group (keyed by the group object, so that a group made
+# after the default one was destroyed and initialized again gets its own)
+_host_groups: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def host_group(group=None):
+    """A gloo group over the ranks of `group` (the default group when None): `group` itself
+    when it is gloo, else one made the first time (a collective call: every rank of `group`
+    must make it, in the same order as its other groups)."""
+    import torch.distributed as dist
+
+    key = dist.group.WORLD if group is None else group
+    if dist.get_backend(group) == "gloo":
+        return group
+    if key not in _host_groups:
+        ranks = None if group is None else dist.get_process_group_ranks(group)
+        _host_groups[key] = dist.new_group(ranks=ranks, backend="gloo")
+    return _host_groups[key]
+
+
 def shard(n: int, rank: int, world: int) -> slice:
     """Rank `rank`'s contiguous rows of a batch of n: the first n % world ranks take one more."""
     base, extra = divmod(n, world)
@@ -89,90 +131,230 @@ def shard(n: int, rank: int, world: int) -> slice:
     return slice(start, start + base + (rank < extra))
 
 
-def sum_in_rank_order(parts: Sequence[np.ndarray]) -> np.ndarray:
+def sum_in_rank_order(parts: Sequence[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
     """parts[0] + parts[1] + ... in float32, left to right: ordered mode's reduction, and what a
-    single process emulating several ranks must use to get the same bits."""
-    total = np.array(parts[0], np.float32, copy=True)
+    single process emulating several ranks must use to get the same bits. out: a float32 array
+    to sum into (a new one when None)."""
+    if out is None:
+        out = np.array(parts[0], np.float32, copy=True)
+    else:
+        np.copyto(out, parts[0])
     for p in parts[1:]:
-        total += np.asarray(p, np.float32)
-    return total
+        np.add(out, np.asarray(p, np.float32), out=out)
+    return out
+
+
+class _Staging:
+    """The host arrays and torch tensors of one all_reduce layout (n gradient values, then k
+    gathered values per rank), made once and reused every call."""
+
+    def __init__(self, n: int, k: int, world: int, ordered: bool, torch_device):
+        import torch
+
+        self.n, self.k = n, k
+        size = n + world * k
+        on_gpu = torch_device.type == "cuda"
+        # pinned host memory: the copies to and from the GPU can run without a bounce buffer
+        self.host_t = torch.empty(size, dtype=torch.float32, pin_memory=on_gpu)
+        self.host = self.host_t.numpy()
+        self.dev = self.host_t.to(torch_device) if on_gpu else self.host_t
+        self.result = self.host  # where the summed values end up
+        if ordered:
+            self.gathered_dev = torch.empty(world * size, dtype=torch.float32, device=torch_device)
+            self.gathered_host_t = torch.empty(world * size, dtype=torch.float32, pin_memory=on_gpu) if on_gpu else self.gathered_dev
+            self.parts_dev = list(self.gathered_dev.view(world, size))  # views: all_gather fills one tensor
+            self.parts_host = self.gathered_host_t.numpy().reshape(world, size)
+            self.result = np.empty(size, np.float32)
 
 
 class DataParallel:
     """Sums diffc gradient tensors over the ranks of a torch.distributed process group."""
 
     def __init__(self, grads: Sequence, *, group=None, ordered: bool = False, mean: bool = False,
-                 profile: bool = False):
+                 profile: bool = False, transport: str = "device"):
         import torch
         import torch.distributed as dist
 
         if not dist.is_initialized():
             raise RuntimeError("diffc.distributed.DataParallel: torch.distributed is not initialized (call init())")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"diffc.distributed.DataParallel: transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         self.grads = list(grads)
-        self.group, self.ordered, self.mean, self.profile = group, ordered, mean, profile
+        self.group, self.ordered, self.mean, self.profile, self.transport = group, ordered, mean, profile, transport
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
-        self.torch_device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(group) == "nccl" else torch.device("cpu")
+        if transport == "host":
+            self.comm_group, self.torch_device = host_group(group), torch.device("cpu")
+        else:
+            self.comm_group = group
+            on_gpu = dist.get_backend(group) == "nccl"
+            self.torch_device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else torch.device("cpu")
+        # Each buffer is read and written once (tensors that share one, detach()ed views, are
+        # the same values): (the tensors on it, offset in the host array, a host array of their
+        # dtype when it is not float32).
+        self._buffers: list[tuple[list, int, np.ndarray | None]] = []
+        seen: dict[int, list] = {}
+        at = 0
+        for g in self.grads:
+            if id(g.buffer) in seen:
+                seen[id(g.buffer)].append(g)
+                continue
+            seen[id(g.buffer)] = same = [g]
+            raw = None if g.dtype == np.float32 else np.empty(g.size, g.dtype)
+            self._buffers.append((same, at, raw))
+            at += g.size
+        self.size = at
         self.sizes = [g.size for g in self.grads]
+        self._staging: _Staging | None = None
+        # The events of the last call's uploads. pyopencl waits for a transfer from host memory
+        # when its event is collected, so a transfer whose event were dropped would block.
+        self._uploads: list = []
         self.timings = dict.fromkeys(PHASES, 0.0)
         self.calls = 0
 
     def shard(self, n: int) -> slice:
         return shard(n, self.rank, self.world)
 
-    def _collective_sum(self, host: np.ndarray, clock: dict) -> np.ndarray:
+    def _staging_for(self, k: int) -> _Staging:
+        if self._staging is None or self._staging.k != k:
+            self._staging = _Staging(self.size, k, self.world, self.ordered, self.torch_device)
+        return self._staging
+
+    def _gpu_wait(self) -> None:
         import torch
+
+        if self.torch_device.type == "cuda":
+            torch.cuda.current_stream().synchronize()
+
+    def all_reduce(self, gather=None) -> np.ndarray | None:
+        """Replaces every gradient tensor with its sum (its mean with mean=True) over the ranks.
+        gather: this rank's values to share (a number, numbers, or a float32 diffc.Tensor read
+        with the gradients), sent in the same collective; returns every rank's, a (world, k)
+        float32 array (row r: rank r's; exact, as x + 0 is, on a device that keeps subnormals),
+        or None without `gather`."""
+        from diffc.runtime.device import synchronize
+
+        clock = self.timings
+        t = time.perf_counter()
+        synchronize()
+        self._uploads.clear()  # done: the queue is empty
+        clock["kernel"] += time.perf_counter() - t
+        t = time.perf_counter()
+        s = self._download(gather)
+        clock["download"] += time.perf_counter() - t
+        total = self._sum(s)
+        t = time.perf_counter()
+        if self.mean:
+            total[:s.n] /= np.float32(self.world)
+        self._upload(total)
+        clock["upload"] += time.perf_counter() - t
+        self.calls += 1
+        return total[s.n:].reshape(self.world, s.k).copy() if gather is not None else None
+
+    def _download(self, gather) -> _Staging:
+        """The gradients into the staging's host array, this rank's gathered values into its
+        slots (zeros in the other ranks'): all reads enqueued, then one wait."""
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+        from diffc.runtime.tensor import Tensor
+
+        mine = None
+        if gather is None:
+            k = 0
+        elif isinstance(gather, Tensor):
+            if gather.dtype != np.float32:
+                raise TypeError(f"diffc.distributed.all_reduce: gather takes a float32 Tensor, got {gather.dtype.name} "
+                                "(one holding a float's bits: .view(np.float32))")
+            k = gather.size
+        else:
+            mine = np.asarray(gather, np.float32).reshape(-1)
+            k = mine.size
+        s = self._staging_for(k)
+        queue = device().queue
+        reads = []  # kept until the wait (see _uploads)
+        for tensors, at, raw in self._buffers:
+            if tensors[0].size:
+                reads.append(cl.enqueue_copy(queue, raw if raw is not None else s.host[at:at + tensors[0].size],
+                                             tensors[0].buffer, is_blocking=False))
+        slots = s.host[s.n:]
+        slots.fill(0)
+        own = slots[self.rank * k:(self.rank + 1) * k]
+        if mine is not None:
+            own[:] = mine
+        elif k:
+            reads.append(cl.enqueue_copy(queue, own, gather.buffer, is_blocking=False))
+        queue.finish()
+        reads.clear()
+        for tensors, at, raw in self._buffers:
+            if raw is not None:
+                np.copyto(s.host[at:at + raw.size], raw)
+        return s
+
+    def _sum(self, s: _Staging) -> np.ndarray:
+        """The staging's host array summed over the ranks (stage, barrier, collective, unstage):
+        the host array holding the sums."""
         import torch.distributed as dist
 
+        clock = self.timings
         t = time.perf_counter()
-        local = torch.from_numpy(host).to(self.torch_device)
+        if s.dev is not s.host_t:
+            s.dev.copy_(s.host_t, non_blocking=True)
+            if self.profile:
+                self._gpu_wait()
         clock["stage"] += time.perf_counter() - t
         if self.profile:
             t = time.perf_counter()
-            dist.barrier(group=self.group)
-            clock["wait"] += time.perf_counter() - t
+            dist.barrier(group=self.comm_group)
+            clock["barrier"] += time.perf_counter() - t
+
         t = time.perf_counter()
         if self.ordered:
-            parts = [torch.empty_like(local) for _ in range(self.world)]
-            dist.all_gather(parts, local, group=self.group)
-            if self.torch_device.type == "cuda":
-                torch.cuda.synchronize()
-            clock["collective"] += time.perf_counter() - t
-            t = time.perf_counter()
-            out = sum_in_rank_order([p.cpu().numpy() for p in parts])
+            dist.all_gather(s.parts_dev, s.dev, group=self.comm_group)
         else:
-            dist.all_reduce(local, group=self.group)
-            if self.torch_device.type == "cuda":
-                torch.cuda.synchronize()
-            clock["collective"] += time.perf_counter() - t
-            t = time.perf_counter()
-            out = local.cpu().numpy()
-        clock["unstage"] += time.perf_counter() - t
-        return out
+            dist.all_reduce(s.dev, group=self.comm_group)
+        if self.profile:
+            self._gpu_wait()
+        clock["collective"] += time.perf_counter() - t
 
-    def all_reduce(self) -> None:
-        """Replaces every gradient tensor with its sum (its mean with mean=True) over the ranks."""
-        clock = self.timings
         t = time.perf_counter()
-        host = np.concatenate([g.to_numpy().reshape(-1).astype(np.float32) for g in self.grads])
-        clock["download"] += time.perf_counter() - t
-        total = self._collective_sum(host, clock)
-        if self.mean:
-            total /= np.float32(self.world)
-        t = time.perf_counter()
-        at = 0
-        for g, n in zip(self.grads, self.sizes):
-            g.copy_from_numpy(total[at:at + n].reshape(g.shape))
-            at += n
-        clock["upload"] += time.perf_counter() - t
-        self.calls += 1
+        if self.ordered:
+            if s.gathered_host_t is not s.gathered_dev:
+                s.gathered_host_t.copy_(s.gathered_dev, non_blocking=True)
+            self._gpu_wait()
+            sum_in_rank_order(s.parts_host, out=s.result)
+        elif s.dev is not s.host_t:
+            s.host_t.copy_(s.dev, non_blocking=True)
+            self._gpu_wait()
+        clock["unstage"] += time.perf_counter() - t
+        return s.result
+
+    def _upload(self, total: np.ndarray) -> None:
+        """The sums back into the gradient buffers, rounded to each one's dtype; enqueued, not
+        waited for (these host arrays are not written again before the next call's kernel wait)."""
+        import pyopencl as cl
+
+        from diffc.runtime.device import device
+
+        queue = device().queue
+        for tensors, at, raw in self._buffers:
+            if not tensors[0].size:
+                continue
+            src = total[at:at + tensors[0].size]
+            if raw is not None:
+                np.copyto(raw, src, casting="same_kind")  # rounds to the tensor's dtype, as astype does
+                src = raw
+            self._uploads.append(cl.enqueue_copy(queue, tensors[0].buffer, src, is_blocking=False))
+            for g in tensors:
+                g.uninitialized = False
 
     def max(self, value: float) -> float:
-        """The largest `value` over the ranks (e.g. a batch's largest loss)."""
+        """The largest `value` over the ranks, in a collective of its own (a step's loss rides in
+        the gradients' instead: all_reduce(gather=loss).max())."""
         import torch
         import torch.distributed as dist
 
         t = torch.tensor([value], dtype=torch.float64, device=self.torch_device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.comm_group)
         return float(t.item())
 
     def broadcast_(self, tensor, src: int = 0) -> None:
@@ -182,7 +364,7 @@ class DataParallel:
 
         raw = tensor.to_numpy().reshape(-1).view(np.uint8).copy()
         t = torch.from_numpy(raw).to(self.torch_device)
-        dist.broadcast(t, src, group=self.group)
+        dist.broadcast(t, src, group=self.comm_group)
         tensor.copy_from_numpy(t.cpu().numpy().view(tensor.dtype).reshape(tensor.shape))
 
     def same_on_every_rank(self, tensor) -> bool:
@@ -192,21 +374,19 @@ class DataParallel:
 
         mine = tensor.to_numpy().reshape(-1).view(np.uint8)
         t = torch.from_numpy(mine.copy()).to(self.torch_device)
-        dist.broadcast(t, 0, group=self.group)
+        dist.broadcast(t, 0, group=self.comm_group)
         same = torch.tensor([int(np.array_equal(t.cpu().numpy(), mine))], device=self.torch_device)
-        dist.all_reduce(same, op=dist.ReduceOp.MIN, group=self.group)
+        dist.all_reduce(same, op=dist.ReduceOp.MIN, group=self.comm_group)
         return bool(same.item())
 
     def report(self) -> str:
-        """Milliseconds per all_reduce in each phase, and the host round trip's (every phase but
-        the wait and the collective) share."""
+        """Milliseconds per all_reduce in each phase; the host round trip's and the collective's
+        sum (the kernel wait is the gradient kernel's time, not the all-reduce's)."""
         n = max(self.calls, 1)
         per = {k: v / n for k, v in self.timings.items()}
-        total = sum(per.values())
-        trip = total - per["collective"] - per["wait"]
+        trip = sum(per[k] for k in ROUND_TRIP)
         # Without profile=True the collective's time includes waiting for the slower ranks.
         names = {"collective": "collective" if self.profile else "collective (and waiting for other ranks)"}
-        phases = "  ".join(f"{names.get(k, k)} {v * 1e3:.3f} ms" for k, v in per.items() if k != "wait" or self.profile)
-        share = trip / total if total else 0.0
-        return (f"all_reduce over {self.world} ranks ({self.calls} calls, {sum(self.sizes)} values): {phases}; "
-                f"host round trip {trip * 1e3:.3f} ms ({share:.0%} of {total * 1e3:.3f} ms)")
+        phases = "  ".join(f"{names.get(k, k)} {v * 1e3:.3f} ms" for k, v in per.items() if k != "barrier" or self.profile)
+        return (f"all_reduce over {self.world} ranks ({self.calls} calls, {self.size} values, {self.transport} transport): "
+                f"{phases}; host round trip {trip * 1e3:.3f} ms, with the collective {(trip + per['collective']) * 1e3:.3f} ms")

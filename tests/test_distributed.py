@@ -1,6 +1,7 @@
-"""diffc.distributed: sharding, the ordered sum, a one-rank process group's round trip, and
-examples/mlp/train.py --distributed under torchrun with two gloo processes on this machine's
-OpenCL device, against one process.
+"""diffc.distributed: sharding, the ordered sum, a one-rank process group's round trip, the host
+transport's gloo group, every rank's values gathered exactly through the gradients' collective
+(tests/distributed_gather_worker.py), and examples/mlp/train.py --distributed under torchrun with
+two gloo processes on this machine's OpenCL device, against one process.
 
 torch is an optional extra (diffc[torch]), which CI installs with the test extra; the tests
 that need it skip without it."""
@@ -86,7 +87,55 @@ def test_one_rank_round_trip_keeps_values_and_times_each_phase(tmp_path):
         ordered.all_reduce()
         np.testing.assert_array_equal(single.to_numpy(), want)
         assert dp.max(2.5) == 2.5 and dp.same_on_every_rank(single)
+        np.testing.assert_array_equal(dp.all_reduce(gather=[2.5, -1.0]), [[2.5, -1.0]])
+        np.testing.assert_array_equal(single.to_numpy(), want)
+        with pytest.raises(TypeError, match="float32 Tensor"):
+            dp.all_reduce(gather=diffc.Tensor.zeros(1, np.uint32))
         assert torch.distributed.get_world_size() == 1
+    finally:
+        dist.destroy_process_group()
+
+
+def test_gathered_values_and_sums_are_exact_in_every_mode_over_two_gloo_processes():
+    """Each rank's values come back exactly through the gradients' sum (the loss-in-buffer max
+    is the true max), over repeated calls, ordered or not, device or host transport."""
+    _torch_distributed()
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+           str(Path(__file__).resolve().parent / "distributed_gather_worker.py")]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("ok: ") == 2 * 9 and "equals one process's" in run.stdout
+
+
+def test_tensor_view_reads_the_same_bits_as_another_dtype():
+    import diffc
+    from diffc.runtime.errors import CallError
+
+    bits = diffc.Tensor.from_numpy(np.array([1.5, -2.0], np.float32).view(np.uint32))
+    as_float = bits.view(np.float32)
+    assert as_float.to_numpy().tolist() == [1.5, -2.0] and as_float.dtype == np.float32
+    as_float.fill(0.25)  # the same storage
+    assert bits.to_numpy().view(np.float32).tolist() == [0.25, 0.25]
+    with pytest.raises(CallError, match="element sizes differ"):
+        bits.view(np.float16)
+
+
+def test_host_group_is_a_gloo_group_made_once_per_process_group(tmp_path, monkeypatch):
+    """Where the group is not gloo (NCCL on GPUs; here pretended), transport="host" makes one
+    gloo group over the same ranks and reuses it; a gloo group is its own host group."""
+    _torch_distributed()
+    import torch.distributed as dist
+
+    from diffc.distributed import host_group
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        assert host_group() is None  # the default group, already gloo
+        real = dist.get_backend
+        monkeypatch.setattr(dist, "get_backend", lambda group=None: "nccl" if group is None else real(group))
+        made = host_group()
+        assert made is not None and real(made) == "gloo" and dist.get_world_size(made) == 1
+        assert host_group() is made
     finally:
         dist.destroy_process_group()
 

@@ -393,6 +393,17 @@ class Tensor:
         t = Tensor(self._shape, self._dtype, _buffer=self.buffer, _storage=self._storage)
         return t
 
+    def view(self, dtype) -> Tensor:
+        """The same storage read as another dtype of the same size, like numpy's view (e.g. a
+        uint32 buffer that a kernel's atomic max fills with a float's bits, as float32). It starts
+        with this tensor's written bit and keeps its own after that."""
+        dt = _check_dtype(dtype)
+        if dt.itemsize != self._dtype.itemsize:
+            raise CallError(f"error: view: {self._dtype.name} as {dt.name}: the element sizes differ")
+        t = Tensor(self._shape, dt, _buffer=self.buffer, _storage=self._storage)
+        t.uninitialized = self.uninitialized
+        return t
+
 
 class TensorPointer:
     """`tensor.at(offset)`: where a pointer argument of a compute entry point points."""

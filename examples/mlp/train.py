@@ -20,12 +20,15 @@ learnGradient over its shard of it, the gradients are summed over the processes 
 torch.distributed, and every process runs adjustParameters on the sums:
 
     torchrun --standalone --nproc-per-node=2 examples/mlp/train.py --distributed [--deterministic --ordered]
+                                                                     [--transport device|host]
 
 --deterministic accumulates each shard's gradients in a fixed order (dispatch(deterministic=True));
 --ordered adds the ranks' sums in rank order; with both, the parameters after N steps are bit for
 bit those of `--shards 2` in one process (which computes the two shards in turn and adds them the
-same way), and within rounding of one process over the whole batch. --save FILE writes the final
-parameters (rank 0), as float16 .npy.
+same way), and within rounding of one process over the whole batch. The batch's largest loss
+rides in the gradients' collective (one a step). --transport host runs that collective on the
+host over gloo even where the process group is NCCL (no copies to and from the GPU). --save FILE
+writes the final parameters (rank 0), as float16 .npy.
 """
 
 from __future__ import annotations
@@ -56,14 +59,20 @@ def network_of(params: diffc.Tensor, grads: diffc.Tensor, layers=LAYERS) -> dict
     }
 
 
-def max_loss(m, network: dict, inputs: np.ndarray, deterministic: bool = False) -> float:
-    """learnGradient over `inputs` (n x 2); the largest loss it records (0 for no inputs)."""
+def dispatch_loss(m, network: dict, inputs: np.ndarray, deterministic: bool = False) -> diffc.Tensor:
+    """learnGradient over `inputs` (n x 2), enqueued; the tensor its largest loss goes to (a
+    uint32 holding the float's bits, 0 for no inputs)."""
     loss = diffc.Tensor.zeros(1, np.uint32)
     n = len(inputs)
     if n:
         m.learnGradient.dispatch(thread_count=n, network=network, lossBuffer=loss, deterministic=deterministic,
                                  inputs=diffc.Tensor.from_numpy(inputs.astype(np.float32).ravel()), count=n)
-    return float(loss.to_numpy().view(np.float32)[0])  # the buffer holds the float's bits
+    return loss
+
+
+def max_loss(m, network: dict, inputs: np.ndarray, deterministic: bool = False) -> float:
+    """learnGradient over `inputs` (n x 2); the largest loss it records (0 for no inputs)."""
+    return float(dispatch_loss(m, network, inputs, deterministic).view(np.float32).to_numpy()[0])
 
 
 def batch_gradient(m, network: dict, grads: diffc.Tensor, xy: np.ndarray, *, shards: int = 1, dp=None,
@@ -75,9 +84,8 @@ def batch_gradient(m, network: dict, grads: diffc.Tensor, xy: np.ndarray, *, sha
     from diffc.distributed import shard, sum_in_rank_order
 
     if dp is not None:
-        loss = max_loss(m, network, xy[dp.shard(len(xy))], deterministic)
-        dp.all_reduce()
-        return dp.max(loss)
+        loss = dispatch_loss(m, network, xy[dp.shard(len(xy))], deterministic)
+        return float(dp.all_reduce(gather=loss.view(np.float32)).max())  # one collective: gradients and losses
     if shards == 1:
         return max_loss(m, network, xy, deterministic)
     parts, loss = [], -np.inf
@@ -114,14 +122,16 @@ def optimizer_step(m, params: diffc.Tensor, grads: diffc.Tensor, optimizer: str,
 
 def train(steps: int = 1000, batch: int = 64, every: int = 100, seed: int = 0, log=print, *,
           optimizer: str = "sgd", adam: Adam = Adam(), progress: bool = False, on_step=None,
-          shards: int = 1, distributed: bool = False, ordered: bool = False, deterministic: bool = False):
+          shards: int = 1, distributed: bool = False, ordered: bool = False, deterministic: bool = False,
+          transport: str = "device"):
     """Runs `steps` training steps. Returns the parameters (float16 numpy array) and the largest
     loss over a fixed evaluation set before training and at every `every` steps. optimizer:
     "sgd" or "adam" (settings `adam`); progress: a progress bar on stderr; on_step(step, xy,
     params, moments): called after each step with its inputs, the parameters and Adam's moments
     (float16 and float32 numpy arrays; moments None for SGD). distributed:
     data-parallel over the initialized torch.distributed group (diffc.distributed.init()), the
-    ranks' gradients added in rank order if `ordered`; shards, deterministic: see batch_gradient."""
+    ranks' gradients added in rank order if `ordered`, through `transport` (DataParallel's); shards,
+    deterministic: see batch_gradient."""
     p0, eval_inputs, rng = start(seed)
     m = diffc.load_module(HERE / "mlp.slang")
     _, total = layout()
@@ -133,7 +143,7 @@ def train(steps: int = 1000, batch: int = 64, every: int = 100, seed: int = 0, l
     if distributed:
         from diffc.distributed import DataParallel
 
-        dp = DataParallel([grads], ordered=ordered)
+        dp = DataParallel([grads], ordered=ordered, transport=transport)
     # Evaluation runs the same kernel on a fixed set, with its gradients sent to a scratch tensor.
     eval_net = network_of(params, diffc.Tensor.zeros(total, np.float16))
     history = [max_loss(m, eval_net, eval_inputs)]
@@ -179,6 +189,8 @@ def main() -> None:
     ap.add_argument("--distributed", action="store_true", help="data-parallel over torch.distributed (under torchrun)")
     ap.add_argument("--deterministic", action="store_true", help="fixed-order gradient accumulation")
     ap.add_argument("--ordered", action="store_true", help="add the ranks' gradients in rank order")
+    ap.add_argument("--transport", choices=["device", "host"], default="device",
+                    help="where the ranks' gradients are summed: the process group's device, or the host over gloo")
     ap.add_argument("--shards", type=int, default=1, help="one process computing the batch in this many shards")
     ap.add_argument("--save", help="write the final parameters here (.npy, float16)")
     a = ap.parse_args()
@@ -194,7 +206,7 @@ def main() -> None:
     adam = Adam(lr=a.lr)
     params, history = train(a.steps, a.batch, a.every, a.seed, log, optimizer=a.optimizer, adam=adam,
                             progress=progress and rank == 0, shards=a.shards, distributed=a.distributed,
-                            ordered=a.ordered, deterministic=a.deterministic)
+                            ordered=a.ordered, deterministic=a.deterministic, transport=a.transport)
     if a.save and rank == 0:
         np.save(a.save, params)
     if a.plot and rank == 0:
