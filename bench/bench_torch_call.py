@@ -36,20 +36,26 @@ import diffc
 HERE = Path(__file__).resolve().parent
 
 
-def median_us(fn, calls: int) -> tuple[float, float]:
-    """(wall, CPU time of this thread) per call, medians in microseconds. The thread's CPU time
-    is the host-side overhead (PoCL runs kernels on its own threads) and holds up better than
-    the wall time on a loaded machine."""
-    for _ in range(max(calls // 10, 20)):
-        fn()
-    wall, cpu = [], []
-    for _ in range(calls):
-        c0 = time.thread_time()
-        t0 = time.perf_counter()
-        fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.thread_time() - c0)
-    return statistics.median(wall) * 1e6, statistics.median(cpu) * 1e6
+def measure(rows: dict, calls: int, rounds: int = 20) -> dict[str, tuple[float, float]]:
+    """{row: (wall, CPU time of this thread)} per call in microseconds: the median over `rounds`
+    rounds, each timing `calls // rounds` calls of every row in turn, so that a change in the
+    machine's load (other processes, frequency) touches all rows alike. The thread's CPU time
+    is the host-side overhead (PoCL runs kernels on its own threads)."""
+    for fn in rows.values():  # warm-up: kernels built, pools filled
+        for _ in range(max(calls // 10, 20)):
+            fn()
+    per = max(calls // rounds, 1)
+    wall: dict[str, list] = {name: [] for name in rows}
+    cpu: dict[str, list] = {name: [] for name in rows}
+    for _ in range(rounds):
+        for name, fn in rows.items():
+            c0 = time.thread_time()
+            t0 = time.perf_counter()
+            for _ in range(per):
+                fn()
+            wall[name].append((time.perf_counter() - t0) / per)
+            cpu[name].append((time.thread_time() - c0) / per)
+    return {name: (statistics.median(wall[name]) * 1e6, statistics.median(cpu[name]) * 1e6) for name in rows}
 
 
 def main() -> None:
@@ -93,17 +99,18 @@ def main() -> None:
         f.bwds(a=2.0, b=8.0, c=-1.0, x=x, _result=res)
         x.grad.to_numpy()
 
-    rows = [
-        ("diffc Tensor (on device)", diffc_tensor),
-        ("diffc Tensor + to_numpy", diffc_tensor_read),
-        ("numpy", numpy_call),
-        ("torch, no grad", torch_nograd),
-        ("torch, requires_grad", torch_grad),
-        ("raw fwd+bwd (numpy, Tensors)", raw_fwd_bwd),
-        ("torch fwd+bwd (autograd)", torch_fwd_bwd),
-    ]
-    times = {name: median_us(fn, args.calls) for name, fn in rows}
-    print(f"device: {diffc.device().name}; {args.n} float32 elements; median of {args.calls} calls")
+    rows = {
+        "diffc Tensor (on device)": diffc_tensor,
+        "diffc Tensor + to_numpy": diffc_tensor_read,
+        "numpy": numpy_call,
+        "torch, no grad": torch_nograd,
+        "torch, requires_grad": torch_grad,
+        "raw fwd+bwd (numpy, Tensors)": raw_fwd_bwd,
+        "torch fwd+bwd (autograd)": torch_fwd_bwd,
+    }
+    times = measure(rows, args.calls)
+    print(f"device: {diffc.device().name}; {args.n} float32 elements; {args.calls} calls of each row, "
+          "interleaved in 20 rounds, median round")
     print(f"  {'':30s} {'wall':>9s}    {'thread CPU':>10s}")
     for name, (us, cpu) in times.items():
         print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
