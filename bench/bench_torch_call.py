@@ -1,8 +1,8 @@
 """Per-call overhead of torch tensors in module calls (diffc/runtime/torch_bridge.py) over the
 raw diffc call, with tiny tensors (so the time is overhead, not the kernel's work).
 
-Rows, each the median of `--calls` calls after a warm-up (wall time and this thread's CPU time),
-every call waiting for its result:
+Rows, `--calls` calls each after a warm-up, interleaved in 20 rounds (the median round; wall
+time and this thread's CPU time), every call waiting for its result:
   diffc Tensor       m.polynomial(..., x=t) with a diffc.Tensor, result left on the device
                      (a replayed launch plan; plus a read back of the result, to compare)
   numpy              m.polynomial(..., x=array, _result="numpy"): upload, launch, download
@@ -15,10 +15,28 @@ tensors go through the host; this benchmark runs on CPU tensors only.
 
     python bench/bench_torch_call.py [--n 16] [--calls 2000]
 
-Measured 2026-11-24 with an NVIDIA H100 80GB HBM3 (its host's CPU; median of 2000 calls, wall):
-diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (14.4 us over numpy; goal < 30),
-torch with requires_grad 168.5 us (71.7 us over numpy: the autograd Function), torch fwd+bwd
-402.8 us against 270.7 us by hand.
+On the GPU host (torch installed; the device diffc picks is the GPU):
+    DIFFC_DEVICE=gpu python bench/bench_torch_call.py --calls 4000
+
+Measured 2026-11-24 on the H100 80GB HBM3's host, before staging (one row after another, median
+of 2000 calls, wall): diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (+14.4 over
+numpy), torch with requires_grad 168.5 us (+71.7), torch fwd+bwd 402.8 us against 270.7 us by
+hand.
+
+Measured 2026-11-24 on this CPU-only machine (PoCL pthread device, AMD EPYC, 2 cores shared with
+other processes under a load of 4-5, so the wall times are mostly waits for PoCL's threads on busy
+cores; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
+(runtime/staging.py: arrays copied without waiting into kept device tensors, launches replayed,
+the backward reading the forward's copies; C++ autograd apply; once_differentiable only under
+create_graph):
+  diffc Tensor (on device)       23-42 us  ->  24-33 us
+  numpy                         104-152 us ->  53-66 us
+  torch, no grad                135-186 us ->  74-88 us   (+30-34 -> +21 over numpy)
+  torch, requires_grad          165-218 us ->  99-113 us  (+60-66 -> +46 over numpy; goal < 30)
+  raw fwd+bwd                   278-399 us -> 228-268 us
+  torch fwd+bwd (autograd)      482-610 us -> 257-260 us  (+204-211 -> -8..+28 over raw)
+Of the +46, torch's autograd Function (apply, graph node, from_numpy, teardown) is ~20 us with an
+empty forward here, its engine ~35 us per backward.
 """
 
 from __future__ import annotations

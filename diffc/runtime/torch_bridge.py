@@ -6,11 +6,13 @@ parameter requires grad (and grad mode is on), the result comes from `_DiffcCall
 `loss.backward()` fills `.grad` of every such input (torch.optim and nn.Parameter work as with
 any torch op).
 
-Memory: a CPU tensor is read through a numpy view of its memory (no host copy) and uploaded to
-the device as a numpy array would be; results come back as numpy arrays wrapped by
-`torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host copy
-before the call, a host-to-device copy of the result): diffc runs on OpenCL and has no
-zero-copy path to CUDA memory yet.
+Memory: a CPU tensor is read through a numpy view of its memory (no host copy) and copied to
+the device as staging.py does for numpy arrays (without waiting, into device tensors the
+Function keeps, so a repeated call replays its launch); results come back as numpy arrays
+wrapped by `torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host
+copy before the call, a host-to-device copy of the result): diffc runs on OpenCL and has no
+zero-copy path to CUDA memory yet. The autograd graph keeps the forward's device copies for
+the backward (while no later call has refilled them).
 
 Gradients of broadcast inputs are summed over the broadcast dimensions: by diffc's reduce
 kernels for float32, and for other dtypes (whose atomics OpenCL lacks) by expanding the input
@@ -111,19 +113,23 @@ def _numpy_values(values: list) -> list:
 def call(fn, args: tuple, kwargs: dict, result):
     """`fn(*args, **kwargs, _result=result)` where some argument is a torch tensor (or
     `_result` is "torch" or a torch tensor to write into)."""
-    torch = require_torch(f"{fn.name}(_result='torch')")
+    # (this runs on every call of a tiny kernel: each step here is a measurable part of it)
+    torch = sys.modules.get("torch") or require_torch(f"{fn.name}(_result='torch')")
     values = fn._bind(args, kwargs)
-    into = result if isinstance(result, torch.Tensor) else None
+    T = torch.Tensor
+    into = result if isinstance(result, T) else None
     if not (into is not None or (type(result) is str and result in ("tensor", "torch", "numpy"))):
         raise CallError(f"error: {fn.name}(): '_result' must be \"tensor\", \"torch\", \"numpy\", a Tensor or a "
                         f"torch tensor, got {result!r}", "_result")
-    T, diffable = torch.Tensor, fn.diffable
-    idx, grad = [], False
-    for i, v in enumerate(values):
-        if isinstance(v, T):
-            idx.append(i)
-            grad = grad or (v.requires_grad and diffable[i])
-    if grad and fn.differentiable and torch.is_grad_enabled():
+    idx = [i for i, v in enumerate(values) if isinstance(v, T)]
+    grad = False
+    if fn.differentiable and torch.is_grad_enabled():
+        diffable = fn.diffable
+        for i in idx:
+            if diffable[i] and values[i].requires_grad:
+                grad = True
+                break
+    if grad:
         y = _apply(torch, fn, values, idx, *[values[i] for i in idx])
     else:
         like = values[idx[0]] if idx else into
@@ -172,7 +178,7 @@ def _autograd_function():
             for i, t in zip(idx, tensors):
                 host[i] = _host(t)
             out, staged = fn._call_host(host)
-            ctx.fn, ctx.host, ctx.idx, ctx.staged = fn, host, idx, staged
+            ctx.state = (fn, host, idx, staged)
             ctx.save_for_backward(*tensors)
             return _to_torch(out, tensors[0])
 
@@ -180,13 +186,13 @@ def _autograd_function():
         def backward(ctx, grad_out):
             if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
                 return once_backward(ctx, grad_out)
-            fn, idx = ctx.fn, ctx.idx
+            fn, host, idx, staged = ctx.state
             tensors = ctx.saved_tensors  # (raises if an input changed in place since the forward)
             wants = ctx.needs_input_grad[3:]
             diffable = fn.diffable
             want = [i for i, w in zip(idx, wants) if w and diffable[i]]
             gy = _host(grad_out)
-            grads = backward_grads(fn, ctx.host, want, gy, gy.shape, current(ctx.staged))
+            grads = backward_grads(fn, host, want, gy, gy.shape, current(staged))
             return (None, None, None, *input_grads(idx, tensors, wants, grads))
 
     # torch's once_differentiable costs ~8 us on every backward; it matters only under
@@ -213,13 +219,15 @@ def _apply(torch, *args):
     setup_context and functorch transforms; _DiffcCall has no setup_context (functorch refuses
     it either way), so outside functorch its C++ apply is called directly."""
     global _APPLY
-    cls = _call_class()
     if _APPLY is None:
+        cls = _call_class()
         base = getattr(torch._C, "_FunctionBase", None)
-        _APPLY = super(torch.autograd.Function, cls).apply if base is not None and hasattr(base, "apply") else cls.apply
-    active = getattr(torch._C, "_are_functorch_transforms_active", None)
-    if active is None or active():
-        return cls.apply(*args)
+        active = getattr(torch._C, "_are_functorch_transforms_active", None)
+        if base is None or not hasattr(base, "apply") or active is None:  # (another torch: its own way)
+            _APPLY = cls.apply
+        else:
+            direct = super(torch.autograd.Function, cls).apply
+            _APPLY = lambda *a: cls.apply(*a) if active() else direct(*a)  # noqa: E731
     return _APPLY(*args)
 
 
