@@ -114,6 +114,13 @@ def stage(dtypes: list, staging: Staging, host: list, events: list) -> dict[int,
     return staged
 
 
+def kept(staged: dict[int, tuple]) -> dict[int, tuple]:
+    """The kept ones among staged tensors: what an autograd graph holds for its backward (a large
+    array's copy is made again by the backward, so that graphs do not hold device memory the
+    size of their inputs; its copying time is the data's, not overhead)."""
+    return {i: e for i, e in staged.items() if e[1] is not None}
+
+
 def current(staged: dict[int, tuple]) -> dict[int, Tensor]:
     """The staged tensors that still hold what was copied into them (no later call refilled them)."""
     return {i: t for i, (t, slot, gen) in staged.items() if slot is None or slot.generation == gen}

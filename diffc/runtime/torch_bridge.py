@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 from diffc.runtime.errors import CallError
-from diffc.runtime.staging import current, upload
+from diffc.runtime.staging import current, kept, upload
 from diffc.runtime.tensor import Tensor
 
 MISSING_TORCH = (
@@ -168,9 +168,10 @@ def _autograd_function():
 
     class _DiffcCall(torch.autograd.Function):
         """y = f(inputs) by diffc's call kernel; dL/dinputs by its bwds kernel. The device copies
-        of the inputs the forward made stay with the graph for the backward to read: torch's
-        check of the saved tensors (ctx.saved_tensors) refuses a backward after an input changed
-        in place, so they hold the inputs' values as the backward would read them."""
+        of the (small, kept: staging.kept) inputs the forward made stay with the graph for the
+        backward to read: torch's check of the saved tensors (ctx.saved_tensors) refuses a
+        backward after an input changed in place, so they hold the inputs' values as the
+        backward would read them, unless a later call refilled them (staging.current)."""
 
         @staticmethod
         def forward(ctx, fn, values, idx, *tensors):
@@ -178,7 +179,7 @@ def _autograd_function():
             for i, t in zip(idx, tensors):
                 host[i] = _host(t)
             out, staged = fn._call_host(host)
-            ctx.state = (fn, host, idx, staged)
+            ctx.state = (fn, host, idx, kept(staged) if staged else staged)
             ctx.save_for_backward(*tensors)
             return _to_torch(out, tensors[0])
 
