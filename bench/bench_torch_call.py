@@ -15,7 +15,7 @@ tensors go through the host; this benchmark runs on CPU tensors only.
 
     python bench/bench_torch_call.py [--n 16] [--calls 2000]
 
-On the GPU host (torch installed; the device diffc picks is the GPU):
+On the GPU host (pip install -e ".[torch]"; diffc on the GPU's OpenCL device):
     DIFFC_DEVICE=gpu python bench/bench_torch_call.py --calls 4000
 
 Measured 2026-11-24 on the H100 80GB HBM3's host, before staging (one row after another, median

@@ -14,7 +14,8 @@ exception on the way drops them too, which waits: the array is never freed under
 call to call (while its shape and dtype stay, and it is small), so that a repeated call passes
 the same tensors and replays its launch (launch_plan.py) instead of binding and checking it
 anew. A kept tensor is refilled by the next call; an autograd graph that holds one for its
-backward checks its `generation` first.
+backward checks its `generation` first. Like launch plans, kept tensors assume one thread calls
+a Function at a time.
 """
 
 from __future__ import annotations
