@@ -1,8 +1,8 @@
 """Per-call overhead of torch tensors in module calls (diffc/runtime/torch_bridge.py) over the
 raw diffc call, with tiny tensors (so the time is overhead, not the kernel's work).
 
-Rows, each the median of `--calls` calls after a warm-up (wall time and this thread's CPU time),
-every call waiting for its result:
+Rows, `--calls` calls each after a warm-up, interleaved in 20 rounds (the median round; wall
+time and this thread's CPU time), every call waiting for its result:
   diffc Tensor       m.polynomial(..., x=t) with a diffc.Tensor, result left on the device
                      (a replayed launch plan; plus a read back of the result, to compare)
   numpy              m.polynomial(..., x=array, _result="numpy"): upload, launch, download
@@ -15,10 +15,28 @@ tensors go through the host; this benchmark runs on CPU tensors only.
 
     python bench/bench_torch_call.py [--n 16] [--calls 2000]
 
-Measured 2026-11-24 with an NVIDIA H100 80GB HBM3 (its host's CPU; median of 2000 calls, wall):
-diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (14.4 us over numpy; goal < 30),
-torch with requires_grad 168.5 us (71.7 us over numpy: the autograd Function), torch fwd+bwd
-402.8 us against 270.7 us by hand.
+On the GPU host (pip install -e ".[torch]"; diffc on the GPU's OpenCL device):
+    DIFFC_DEVICE=gpu python bench/bench_torch_call.py --calls 4000
+
+Measured 2026-11-24 on the H100 80GB HBM3's host, before staging (one row after another, median
+of 2000 calls, wall): diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (+14.4 over
+numpy), torch with requires_grad 168.5 us (+71.7), torch fwd+bwd 402.8 us against 270.7 us by
+hand.
+
+Measured 2026-11-24 on this CPU-only machine (PoCL pthread device, AMD EPYC, 2 cores shared with
+other processes under a load of 4-5, so the wall times are mostly waits for PoCL's threads on busy
+cores; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
+(runtime/staging.py: arrays copied without waiting into kept device tensors, launches replayed,
+the backward reading the forward's copies; C++ autograd apply; once_differentiable only under
+create_graph):
+  diffc Tensor (on device)       23-42 us  ->  24-33 us
+  numpy                         104-152 us ->  53-66 us
+  torch, no grad                135-186 us ->  74-88 us   (+30-34 -> +21 over numpy)
+  torch, requires_grad          165-218 us ->  99-113 us  (+60-66 -> +46 over numpy; goal < 30)
+  raw fwd+bwd                   278-399 us -> 228-268 us
+  torch fwd+bwd (autograd)      482-610 us -> 257-260 us  (+204-211 -> -8..+28 over raw)
+Of the +46, torch's autograd Function (apply, graph node, from_numpy, teardown) is ~20 us with an
+empty forward here, its engine ~35 us per backward.
 """
 
 from __future__ import annotations
@@ -36,20 +54,26 @@ import diffc
 HERE = Path(__file__).resolve().parent
 
 
-def median_us(fn, calls: int) -> tuple[float, float]:
-    """(wall, CPU time of this thread) per call, medians in microseconds. The thread's CPU time
-    is the host-side overhead (PoCL runs kernels on its own threads) and holds up better than
-    the wall time on a loaded machine."""
-    for _ in range(max(calls // 10, 20)):
-        fn()
-    wall, cpu = [], []
-    for _ in range(calls):
-        c0 = time.thread_time()
-        t0 = time.perf_counter()
-        fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.thread_time() - c0)
-    return statistics.median(wall) * 1e6, statistics.median(cpu) * 1e6
+def measure(rows: dict, calls: int, rounds: int = 20) -> dict[str, tuple[float, float]]:
+    """{row: (wall, CPU time of this thread)} per call in microseconds: the median over `rounds`
+    rounds, each timing `calls // rounds` calls of every row in turn, so that a change in the
+    machine's load (other processes, frequency) touches all rows alike. The thread's CPU time
+    is the host-side overhead (PoCL runs kernels on its own threads)."""
+    for fn in rows.values():  # warm-up: kernels built, pools filled
+        for _ in range(max(calls // 10, 20)):
+            fn()
+    per = max(calls // rounds, 1)
+    wall: dict[str, list] = {name: [] for name in rows}
+    cpu: dict[str, list] = {name: [] for name in rows}
+    for _ in range(rounds):
+        for name, fn in rows.items():
+            c0 = time.thread_time()
+            t0 = time.perf_counter()
+            for _ in range(per):
+                fn()
+            wall[name].append((time.perf_counter() - t0) / per)
+            cpu[name].append((time.thread_time() - c0) / per)
+    return {name: (statistics.median(wall[name]) * 1e6, statistics.median(cpu[name]) * 1e6) for name in rows}
 
 
 def main() -> None:
@@ -93,17 +117,18 @@ def main() -> None:
         f.bwds(a=2.0, b=8.0, c=-1.0, x=x, _result=res)
         x.grad.to_numpy()
 
-    rows = [
-        ("diffc Tensor (on device)", diffc_tensor),
-        ("diffc Tensor + to_numpy", diffc_tensor_read),
-        ("numpy", numpy_call),
-        ("torch, no grad", torch_nograd),
-        ("torch, requires_grad", torch_grad),
-        ("raw fwd+bwd (numpy, Tensors)", raw_fwd_bwd),
-        ("torch fwd+bwd (autograd)", torch_fwd_bwd),
-    ]
-    times = {name: median_us(fn, args.calls) for name, fn in rows}
-    print(f"device: {diffc.device().name}; {args.n} float32 elements; median of {args.calls} calls")
+    rows = {
+        "diffc Tensor (on device)": diffc_tensor,
+        "diffc Tensor + to_numpy": diffc_tensor_read,
+        "numpy": numpy_call,
+        "torch, no grad": torch_nograd,
+        "torch, requires_grad": torch_grad,
+        "raw fwd+bwd (numpy, Tensors)": raw_fwd_bwd,
+        "torch fwd+bwd (autograd)": torch_fwd_bwd,
+    }
+    times = measure(rows, args.calls)
+    print(f"device: {diffc.device().name}; {args.n} float32 elements; {args.calls} calls of each row, "
+          "interleaved in 20 rounds, median round")
     print(f"  {'':30s} {'wall':>9s}    {'thread CPU':>10s}")
     for name, (us, cpu) in times.items():
         print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")

@@ -336,9 +336,12 @@ def test_matrix_of_one_column(more):
     np.testing.assert_allclose(more.col(m=mat, _result="numpy"), mat[:, 0, 0] + 2 * mat[:, 2, 0], rtol=1e-6)
 
 
-def test_arrays_of_structs_are_refused(more):
-    with pytest.raises(CallError, match=r"'ps' has type Pt\[2\], which calls over tensors cannot pass"):
+def test_arrays_of_structs_take_a_dict_of_fields_not_a_list(more):
+    with pytest.raises(CallError, match=r"'ps' is a struct Pt\[2\]: pass a dict of its fields \(at, w\)"):
         more.many(ps=[{"at": np.ones(2), "w": 1.0}] * 2)
+    w = np.array([[1.0, 2.0], [3.0, 5.0]], np.float32)
+    got = more.many(ps={"at": np.ones((2, 2, 2), np.float32), "w": w}, _result="numpy")
+    np.testing.assert_allclose(got, w.sum(axis=1))  # (tests/test_module_calls_struct_arrays.py: the rest)
 
 
 def test_ir_module_with_vector_parameters(tmp_path):

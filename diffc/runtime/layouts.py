@@ -6,7 +6,10 @@ whose trailing dimensions are the type's shape: `float3` takes `(..., 3)`, `floa
 `(..., 2, 3)`, `float3[4]` `(..., 4, 3)`, as SlangPy maps them. Each element of the leading
 (batch) dimensions is one record of `record` scalars, and each IR leaf is `width` consecutive
 scalars of it at `offset`. A struct takes a dict of its fields (or a numpy structured array),
-each field on its own. The description comes from the function's `diffc.api` attribute
+each field on its own. An array of structs `S[N]` is taken as a struct of arrays: a dict of S's
+fields, each an array with the extra dimension N before the field's own shape (`{"at": (..., N,
+2), "w": (..., N)}` for `Pt[N]`, Pt being {float2 at; float w}); the IR has the elements' leaves
+one element after another, so a field's leaves are N runs apart (`ir`). The description comes from the function's `diffc.api` attribute
 (frontend/api_signature.py) or, for IR without one, from the IR types: each parameter one leaf.
 """
 
@@ -41,6 +44,11 @@ class Node:
     shape: tuple[int, ...] = ()  # dense: the trailing dimensions of its arrays
     leaves: tuple[tuple[int, int], ...] = ()  # dense: (offset, width) of each IR leaf in a record
     fields: tuple[tuple[str, Node], ...] = ()  # struct
+    # dense: each leaf's IR parameter, counted from the node's first (default: 0, 1, 2, ...)
+    ir: tuple[int, ...] = ()
+    # struct: each field's first IR parameter, counted from the struct's (default: one field
+    # after another)
+    starts: tuple[int, ...] = ()
 
     @cached_property  # (read on every call: cached)
     def record(self) -> int:
@@ -51,6 +59,31 @@ class Node:
         if self.kind == "dense":
             return len(self.leaves)
         return sum(f.leaf_count for _, f in self.fields)
+
+    @cached_property
+    def ir_leaves(self) -> tuple[tuple[int, int, int], ...]:
+        """dense: (IR parameter counted from the node's first, offset, width) of each leaf."""
+        return tuple((d, off, w) for d, (off, w) in zip(self.ir or range(len(self.leaves)), self.leaves))
+
+    @cached_property
+    def field_starts(self) -> tuple[int, ...]:
+        """struct: each field's first IR parameter, counted from the struct's."""
+        if self.starts:
+            return self.starts
+        counts = [f.leaf_count for _, f in self.fields]
+        return tuple(sum(counts[:k]) for k in range(len(counts)))
+
+
+def _arrayed(node: Node, n: int, stride: int, name: str) -> Node:
+    """`node` as the type of n elements, one after another in the IR, `stride` leaves apart:
+    a dense node gets the leading dimension n, a struct's fields each get it."""
+    if node.kind == "struct":
+        fields = tuple((fname, _arrayed(f, n, stride, f"{f.name}[{n}]")) for fname, f in node.fields)
+        return Node("struct", name, fields=fields, starts=node.field_starts)
+    r = node.record
+    leaves = tuple((i * r + off, w) for i in range(n) for off, w in node.leaves)
+    ir = tuple(i * stride + d for i in range(n) for d, _, _ in node.ir_leaves)
+    return Node("dense", name, node.dtype, (n, *node.shape), leaves, ir=ir)
 
 
 @dataclass(frozen=True)
@@ -99,17 +132,22 @@ def node_of(d: dict) -> Node:
     if k == "array":
         elem = node_of(d["elem"])
         name = f"{elem.name}[{d['n']}]"
-        if elem.kind != "dense":  # arrays of structs: a dict per element would be needed
+        if elem.kind not in ("dense", "struct") or any(f.kind == "other" for f in _dense_nodes(elem)):
             return Node("other", name)
-        r = elem.record
-        leaves = tuple((i * r + off, w) for i in range(d["n"]) for off, w in elem.leaves)
-        return Node("dense", name, elem.dtype, (d["n"], *elem.shape), leaves)
+        return _arrayed(elem, d["n"], elem.leaf_count, name)
     if k == "struct":
         fields = tuple((fname, node_of(ft)) for fname, ft in d["fields"])
         return Node("struct", d["name"], fields=fields)
     if k == "void":
         return Node("void", "void")
     return Node("other", d.get("name", "?"))
+
+
+def _dense_nodes(node: Node) -> list[Node]:
+    """The leaf types of a struct (itself for any other node)."""
+    if node.kind == "struct":
+        return [x for _, f in node.fields for x in _dense_nodes(f)]
+    return [node]
 
 
 def _ir_scalar(t) -> str | None:

@@ -39,6 +39,7 @@ from diffc.runtime.kernels import (
 from diffc.runtime import layouts, module_cache, record_calls, torch_records
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
+from diffc.runtime.staging import Staging, stage, upload
 from diffc.runtime.sanitize import apply_nan_check, check_initialized, enabled_by_default, primal_functions
 from diffc.runtime.status import run_growing_tape, status_for
 from diffc.runtime.tensor import Tensor
@@ -164,6 +165,7 @@ class Function:
         self._layouts: dict[KernelSpec, list[tuple]] = {}  # kernels.kernel_layout, per spec
         self._plans: dict[str, LaunchPlan | None] = {}  # mode -> the last call's launch, to replay
         self._status: dict[KernelSpec, object] = {}  # spec -> its StatusBuffers (None: no checks)
+        self.staging = Staging()  # kept device copies of arrays of calls read back at once (staging.py)
         self.last_event = None
 
     @property
@@ -193,6 +195,8 @@ class Function:
         if holds_torch(args, kwargs, _result):
             return torch_bridge.call(self, args, kwargs, _result)
         values = self._bind(args, kwargs)
+        if type(_result) is str and _result == "numpy":  # read back at once: arrays staged (staging.py)
+            return self._call_host(values)[0]
         out = _result if isinstance(_result, Tensor) else None
         return self._run("call", values, _result, out, len(args))
 
@@ -296,7 +300,9 @@ class Function:
                 raise CallError(f"error: {self.name}() is missing argument '{self.params[i]}'", self.params[i])
         return values
 
-    def _classify(self, values: list):
+    def _classify(self, values: list, events: list | None = None):
+        """(index, Tensor) of the tensor arguments and {index: numpy scalar} of the others. Arrays
+        are copied to the device: without waiting when `events` is a list (staging.py)."""
         tensors: list[tuple[int, Tensor]] = []
         scalars: dict[int, object] = {}
         for i, v in enumerate(values):
@@ -323,7 +329,7 @@ class Function:
                 if want.kind in "iu" and v.dtype.kind == "f":
                     raise CallError(f"error: {self.name}(): argument '{name}' is a {v.dtype} array, parameter is "
                                     f"{want.name}", name)
-                v = Tensor.from_numpy(v.astype(want, copy=False))
+                v = Tensor.from_numpy(v.astype(want, copy=False)) if events is None else upload(v, want, events)
             if isinstance(v, Tensor):
                 if v.dtype != want:
                     raise CallError(
@@ -374,6 +380,29 @@ class Function:
 
     # -- running ------------------------------------------------------------------------
 
+    def _call_host(self, host: list) -> tuple[np.ndarray, dict[int, tuple]]:
+        """The call's result read back, at bound arguments whose arrays are host data (numpy, or
+        torch tensors as numpy), and the device copies of those arrays (staging.stage; a torch
+        backward reads them instead of copying again). The copies go into the tensors the last
+        call used, so that a repeated call replays its launch."""
+        events: list = []
+        staged = stage(self.dtypes, self.staging, host, events)
+        values = [staged[i][0] if i in staged else v for i, v in enumerate(host)] if staged else host
+        out = self._run_bound("call", values, "tensor")
+        return out.to_numpy(), staged  # (the blocking read: the copies are done, `events` may go)
+
+    def _run_bound(self, mode: str, values: list, result):
+        """`mode`'s launch at bound `values` (all positional) with `result` ("tensor", or the
+        result Tensor of a bwds): a replay of the last launch where this is the same call (the
+        kept tensors of staging.py make it so), else `_run`. Returns the output Tensor."""
+        plan = self._plans.get(mode)
+        if plan is not None:
+            done = plan.replay(values, _NO_KWARGS, result, _settings())
+            if done is not MISS:
+                out, self.last_event = done
+                return out
+        return self._run(mode, values, result, result if isinstance(result, Tensor) else None, len(values))
+
     def _run(self, mode: str, values: list, result, out: Tensor | None, npos: int = 0):
         self._plans[mode] = None  # made again by a launch that completes
         if self._n_results != 1 or self.result_dtype is None:
@@ -389,7 +418,9 @@ class Function:
             )
         if not (out is not None or (isinstance(result, str) and result in ("tensor", "numpy"))):
             raise CallError(f"error: {self.name}(): '_result' must be \"tensor\", \"numpy\" or a Tensor, got {result!r}", "_result")
-        tensors, scalars = self._classify(values)
+        # a result read back before returning waits for the arrays' copies too (staging.py)
+        events = [] if type(result) is str and result == "numpy" else None
+        tensors, scalars = self._classify(values, events)
         shape = self._out_shape(tensors, out)
         if out is None:
             out = Tensor(shape, self.result_dtype)
@@ -548,6 +579,7 @@ class Function:
 
 
 _MISSING = object()
+_NO_KWARGS: dict = {}
 # Work-groups per compute unit for the reduce form: enough to fill the device, few enough
 # that each work-item sums many elements.
 REDUCE_GROUPS_PER_UNIT = 8

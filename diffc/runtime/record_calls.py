@@ -9,7 +9,8 @@ parameters, or a vector or struct result (layouts.py says how each maps onto arr
 Rules (SlangPy's): a dense parameter's array ends in the type's shape (`(..., 3)` for float3,
 `(..., R, C)` for a matrix, `(..., N)` for float[N]); the leading dimensions of all arguments
 broadcast as numpy's do, and the result has the broadcast batch shape followed by the result
-type's shape. A struct takes a dict of its fields (or a numpy structured array). An `out`
+type's shape. A struct takes a dict of its fields (or a numpy structured array), an array of
+structs `S[N]` a dict of S's fields each with the element dimension N first. An `out`
 parameter may be omitted (the call makes its tensor) or given a Tensor or array to write; an
 `inout` one needs a Tensor or numpy array (of the full batch shape), which the call overwrites.
 A function with out/inout parameters returns a dict of them (and "_result"); else its result.
@@ -74,11 +75,10 @@ def _split(fn, node: Node, value, path: str, leaf: int, out: list[_Piece], write
         if extra:
             raise CallError(f"error: {where}: '{path}' is a struct {node.name}, which has no field '{extra[0]}' "
                             f"(fields: {', '.join(names)})", path)
-        for fname, fnode in node.fields:
+        for (fname, fnode), start in zip(node.fields, node.field_starts):
             if fname not in value:
                 raise CallError(f"error: {where}: '{path}' is missing field '{fname}' of struct {node.name}", path)
-            _split(fn, fnode, value[fname], f"{path}.{fname}", leaf, out, write)
-            leaf += fnode.leaf_count
+            _split(fn, fnode, value[fname], f"{path}.{fname}", leaf + start, out, write)
         return
     want = node.dtype
     if isinstance(value, _NUMBER) and not write:
@@ -338,7 +338,7 @@ def _outputs(fn, mode: str, layout: Layout, inputs: list[_Piece], targets: dict,
 def _spec(fn, mode: str, layout: Layout, inputs: list[_Piece], outputs: list, batch: tuple) -> RecordSpec:
     in_specs = []
     for q in inputs:
-        leaves = tuple((q.leaf + j, off, w) for j, (off, w) in enumerate(q.node.leaves))
+        leaves = tuple((q.leaf + d, off, w) for d, off, w in q.node.ir_leaves)
         if isinstance(q.value, _NUMBER):
             in_specs.append(PieceSpec("s", 1, leaves))
             continue
@@ -358,7 +358,7 @@ def _spec(fn, mode: str, layout: Layout, inputs: list[_Piece], outputs: list, ba
             if alias >= 0:  # an inout piece counts its leaves among the parameters: here, the results
                 p = next(p for p in layout.params if p.name == name)
                 first = p.res + (q.leaf - p.arg)
-            leaves = tuple((first + j, off, w) for j, (off, w) in enumerate(q.node.leaves))
+            leaves = tuple((first + d, off, w) for d, off, w in q.node.ir_leaves)
             out_specs.append(OutSpec(q.node.record, leaves, alias))
     return RecordSpec(fn.name, mode, tuple(in_specs), tuple(out_specs), len(batch))
 

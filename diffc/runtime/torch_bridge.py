@@ -6,11 +6,13 @@ parameter requires grad (and grad mode is on), the result comes from `_DiffcCall
 `loss.backward()` fills `.grad` of every such input (torch.optim and nn.Parameter work as with
 any torch op).
 
-Memory: a CPU tensor is read through a numpy view of its memory (no host copy) and uploaded to
-the device as a numpy array would be; results come back as numpy arrays wrapped by
-`torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host copy
-before the call, a host-to-device copy of the result): diffc runs on OpenCL and has no
-zero-copy path to CUDA memory yet.
+Memory: a CPU tensor is read through a numpy view of its memory (no host copy) and copied to
+the device as staging.py does for numpy arrays (without waiting, into device tensors the
+Function keeps, so a repeated call replays its launch); results come back as numpy arrays
+wrapped by `torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host
+copy before the call, a host-to-device copy of the result): diffc runs on OpenCL and has no
+zero-copy path to CUDA memory yet. The autograd graph keeps the forward's device copies for
+the backward (while no later call has refilled them).
 
 Gradients of broadcast inputs are summed over the broadcast dimensions: by diffc's reduce
 kernels for float32, and for other dtypes (whose atomics OpenCL lacks) by expanding the input
@@ -27,6 +29,7 @@ import sys
 import numpy as np
 
 from diffc.runtime.errors import CallError
+from diffc.runtime.staging import current, kept, upload
 from diffc.runtime.tensor import Tensor
 
 MISSING_TORCH = (
@@ -68,6 +71,10 @@ def holds_torch(args: tuple, kwargs: dict, result) -> bool:
 
 def _host(t) -> np.ndarray:
     """A torch tensor's data as a numpy array: a view of CPU memory, a copy of CUDA memory."""
+    try:  # the common case, a plain CPU tensor, in one call (numpy() refuses all others)
+        return t.detach().numpy() if t.requires_grad else t.numpy()
+    except (TypeError, RuntimeError):
+        pass
     t = t.detach()
     if t.device.type != "cpu":
         t = t.cpu()
@@ -80,8 +87,8 @@ def _to_torch(a: np.ndarray, like):
     """A numpy result as a torch tensor on the device of `like` (the call's first torch input)."""
     import torch
 
-    t = torch.from_numpy(np.ascontiguousarray(a))
-    return t if like is None or like.device.type == "cpu" else t.to(like.device)
+    t = torch.from_numpy(a if a.flags.c_contiguous else np.ascontiguousarray(a))
+    return t if like is None or like.is_cpu else t.to(like.device)
 
 
 def _first_torch(values: list, result):
@@ -100,37 +107,33 @@ def _numpy_values(values: list) -> list:
     return [_host(v) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def _out_shape(fn, host: list) -> tuple[int, ...]:
-    shapes = [np.shape(v) for v in host if isinstance(v, (np.ndarray, Tensor))]
-    try:
-        return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
-    except ValueError:
-        return ()  # the call itself reports the shapes that do not broadcast
-
-
 # -- m.f(...) -----------------------------------------------------------------------------------
 
 
 def call(fn, args: tuple, kwargs: dict, result):
     """`fn(*args, **kwargs, _result=result)` where some argument is a torch tensor (or
     `_result` is "torch" or a torch tensor to write into)."""
-    torch = require_torch(f"{fn.name}(_result='torch')")
+    # (this runs on every call of a tiny kernel: each step here is a measurable part of it)
+    torch = sys.modules.get("torch") or require_torch(f"{fn.name}(_result='torch')")
     values = fn._bind(args, kwargs)
-    into = result if isinstance(result, torch.Tensor) else None
+    T = torch.Tensor
+    into = result if isinstance(result, T) else None
     if not (into is not None or (type(result) is str and result in ("tensor", "torch", "numpy"))):
         raise CallError(f"error: {fn.name}(): '_result' must be \"tensor\", \"torch\", \"numpy\", a Tensor or a "
                         f"torch tensor, got {result!r}", "_result")
-    grad_inputs = [
-        i for i, v in enumerate(values)
-        if isinstance(v, torch.Tensor) and v.requires_grad and fn.diffable[i]
-    ]
-    if grad_inputs and torch.is_grad_enabled() and fn.differentiable:
-        idx = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor)]
-        y = _call_class().apply(fn, values, idx, *[values[i] for i in idx])
+    idx = [i for i, v in enumerate(values) if isinstance(v, T)]
+    grad = False
+    if fn.differentiable and torch.is_grad_enabled():
+        diffable = fn.diffable
+        for i in idx:
+            if diffable[i] and values[i].requires_grad:
+                grad = True
+                break
+    if grad:
+        y = _apply(torch, fn, values, idx, *[values[i] for i in idx])
     else:
-        like = _first_torch(values, into)
-        # the bound values go straight to the call (a second bind and torch scan cost ~10 us)
-        y = _to_torch(fn._run("call", _numpy_values(values), "numpy", None, len(values)), like)
+        like = values[idx[0]] if idx else into
+        y = _to_torch(fn._call_host(_numpy_values(values))[0], like)
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -150,8 +153,10 @@ def input_grads(keys, tensors, wants, grads: dict) -> list:
         if not w or g is None:
             out.append(None)
             continue
-        g = _to_torch(g, t).to(t.dtype)
-        if tuple(g.shape) != tuple(t.shape):
+        g = _to_torch(g, t)
+        if g.dtype != t.dtype:
+            g = g.to(t.dtype)
+        if g.shape != t.shape:
             g = g.sum_to_size(t.shape) if t.dim() else g.sum()
         out.append(g)
     return out
@@ -162,37 +167,43 @@ def _autograd_function():
     from torch.autograd.function import once_differentiable
 
     class _DiffcCall(torch.autograd.Function):
-        """y = f(inputs) by diffc's call kernel; dL/dinputs by its bwds kernel."""
+        """y = f(inputs) by diffc's call kernel; dL/dinputs by its bwds kernel. The device copies
+        of the (small, kept: staging.kept) inputs the forward made stay with the graph for the
+        backward to read: torch's check of the saved tensors (ctx.saved_tensors) refuses a
+        backward after an input changed in place, so they hold the inputs' values as the
+        backward would read them, unless a later call refilled them (staging.current)."""
 
         @staticmethod
         def forward(ctx, fn, values, idx, *tensors):
-            like = tensors[0]
             host = list(values)
             for i, t in zip(idx, tensors):
                 host[i] = _host(t)
-            out = fn._run("call", host, "numpy", None, len(host))  # bound already: no second bind
-            ctx.fn, ctx.values, ctx.idx = fn, values, idx
+            out, staged = fn._call_host(host)
+            ctx.state = (fn, host, idx, kept(staged) if staged else staged)
             ctx.save_for_backward(*tensors)
-            return _to_torch(out, like)
+            return _to_torch(out, tensors[0])
 
         @staticmethod
-        @once_differentiable
         def backward(ctx, grad_out):
-            fn, idx = ctx.fn, ctx.idx
-            tensors = ctx.saved_tensors
+            if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
+                return once_backward(ctx, grad_out)
+            fn, host, idx, staged = ctx.state
+            tensors = ctx.saved_tensors  # (raises if an input changed in place since the forward)
             wants = ctx.needs_input_grad[3:]
-            host = list(ctx.values)
-            for i, t in zip(idx, tensors):
-                host[i] = _host(t)
+            diffable = fn.diffable
+            want = [i for i, w in zip(idx, wants) if w and diffable[i]]
             gy = _host(grad_out)
-            shape = tuple(gy.shape)
-            grads = backward_grads(fn, host, [i for i, w in zip(idx, wants) if w and fn.diffable[i]], gy, shape)
+            grads = backward_grads(fn, host, want, gy, gy.shape, current(staged))
             return (None, None, None, *input_grads(idx, tensors, wants, grads))
 
+    # torch's once_differentiable costs ~8 us on every backward; it matters only under
+    # create_graph, the one case where grad mode is on in a backward, so only that case takes it
+    once_backward = once_differentiable(_DiffcCall.backward)
     return _DiffcCall
 
 
 _CALL_CLASS = None
+_APPLY = None
 
 
 def _call_class():
@@ -204,25 +215,53 @@ def _call_class():
     return _CALL_CLASS
 
 
-def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple) -> dict[int, np.ndarray]:
+def _apply(torch, *args):
+    """`_DiffcCall.apply(*args)`. Function.apply's Python part (~4 us a call) serves only
+    setup_context and functorch transforms; _DiffcCall has no setup_context (functorch refuses
+    it either way), so outside functorch its C++ apply is called directly."""
+    global _APPLY
+    if _APPLY is None:
+        cls = _call_class()
+        base = getattr(torch._C, "_FunctionBase", None)
+        active = getattr(torch._C, "_are_functorch_transforms_active", None)
+        if base is None or not hasattr(base, "apply") or active is None:  # (another torch: its own way)
+            _APPLY = cls.apply
+        else:
+            direct = super(torch.autograd.Function, cls).apply
+            _APPLY = lambda *a: cls.apply(*a) if active() else direct(*a)  # noqa: E731
+    return _APPLY(*args)
+
+
+def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple,
+                   staged: dict[int, Tensor] | None = None) -> dict[int, np.ndarray]:
     """Runs `fn.bwds` with output gradient `gy` (of the output's `shape`) and returns, for each
     argument index in `want`, its gradient: of the argument's own shape where diffc reduced a
-    broadcast, else of the output's shape (the caller sums it down)."""
+    broadcast, else of the output's shape (the caller sums it down). `staged`: device copies of
+    arguments the forward made (staging.py), read instead of copying the host arrays again;
+    with them and the Function's kept result, a repeated backward replays its launch."""
     values = list(host)
+    events: list = []
+    staged = staged or {}
+    for i, t in staged.items():
+        if i not in want:
+            t.grad = None  # (no gradient for it)
+        values[i] = t
     grads: dict[int, Tensor] = {}
     for i in want:
-        a = np.asarray(values[i])
         param = fn.dtypes[i]
-        if a.shape != shape and param != np.float32:
-            # no float64 atomics for diffc's broadcast reduction: expand, sum afterwards
-            a = np.broadcast_to(a, shape)
-        t = Tensor.from_numpy(np.ascontiguousarray(a, dtype=param)).with_grads(zero=True)
+        t = staged.get(i)
+        if t is None or (t.shape != shape and param != np.float32):
+            a = np.asarray(host[i])
+            if a.shape != shape and param != np.float32:
+                # no float64 atomics for diffc's broadcast reduction: expand, sum afterwards
+                a = np.broadcast_to(a, shape)
+            t = upload(a, param, events)
+        t.with_grads(zero=True)  # (a kept tensor keeps its gradient's buffer: the launch can replay)
         values[i] = t
         grads[i] = t
-    res = Tensor(shape, fn.result_dtype)
-    res.grad = Tensor.from_numpy(np.ascontiguousarray(gy, dtype=fn.result_dtype))
-    fn.bwds(*values, _result=res)
-    return {i: t.grad.to_numpy() for i, t in grads.items()}
+    res = fn.staging.result(shape, fn.result_dtype, gy, events)
+    fn._run_bound("bwds", values, res)  # (bound, and checked by the caller)
+    return {i: t.grad.to_numpy() for i, t in grads.items()}  # (the first read waits for `events`)
 
 
 # -- m.f.bwds(...) and m.f.fwds(...) -----------------------------------------------------------
