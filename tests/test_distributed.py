@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import diffc
 from diffc.distributed import shard, sum_in_rank_order
 
 MLP = Path(__file__).resolve().parent.parent / "examples" / "mlp"
@@ -136,6 +137,28 @@ def test_host_group_is_a_gloo_group_made_once_per_process_group(tmp_path, monkey
         made = host_group()
         assert made is not None and real(made) == "gloo" and dist.get_world_size(made) == 1
         assert host_group() is made
+    finally:
+        dist.destroy_process_group()
+
+
+def test_auto_transport_takes_the_host_for_small_gradients_only(tmp_path, monkeypatch):
+    """transport="auto" (the default): the host for at most 64 KiB of gradients (as float32),
+    the group's device above that; NCCL is pretended, as above."""
+    _torch_distributed()
+    import torch.distributed as dist
+
+    from diffc.distributed import HOST_TRANSPORT_BYTES, DataParallel
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        real = dist.get_backend
+        monkeypatch.setattr(dist, "get_backend", lambda group=None: "nccl" if group is None else real(group))
+        monkeypatch.setattr("torch.cuda.current_device", lambda: 0)
+        small = [diffc.Tensor.zeros(148, np.float16), diffc.Tensor.zeros(HOST_TRANSPORT_BYTES // 4 - 148, np.float32)]
+        assert DataParallel(small).transport == "host"
+        large = [*small, diffc.Tensor.zeros(1, np.float16)]
+        assert DataParallel(large).transport == "device"
+        assert DataParallel(small, transport="device").transport == "device"
     finally:
         dist.destroy_process_group()
 

@@ -20,7 +20,7 @@ learnGradient over its shard of it, the gradients are summed over the processes 
 torch.distributed, and every process runs adjustParameters on the sums:
 
     torchrun --standalone --nproc-per-node=2 examples/mlp/train.py --distributed [--deterministic --ordered]
-                                                                     [--transport device|host]
+                                                                     [--transport auto|device|host]
 
 --deterministic accumulates each shard's gradients in a fixed order (dispatch(deterministic=True));
 --ordered adds the ranks' sums in rank order; with both, the parameters after N steps are bit for
@@ -123,7 +123,7 @@ def optimizer_step(m, params: diffc.Tensor, grads: diffc.Tensor, optimizer: str,
 def train(steps: int = 1000, batch: int = 64, every: int = 100, seed: int = 0, log=print, *,
           optimizer: str = "sgd", adam: Adam = Adam(), progress: bool = False, on_step=None,
           shards: int = 1, distributed: bool = False, ordered: bool = False, deterministic: bool = False,
-          transport: str = "device"):
+          transport: str = "auto"):
     """Runs `steps` training steps. Returns the parameters (float16 numpy array) and the largest
     loss over a fixed evaluation set before training and at every `every` steps. optimizer:
     "sgd" or "adam" (settings `adam`); progress: a progress bar on stderr; on_step(step, xy,
@@ -189,8 +189,8 @@ def main() -> None:
     ap.add_argument("--distributed", action="store_true", help="data-parallel over torch.distributed (under torchrun)")
     ap.add_argument("--deterministic", action="store_true", help="fixed-order gradient accumulation")
     ap.add_argument("--ordered", action="store_true", help="add the ranks' gradients in rank order")
-    ap.add_argument("--transport", choices=["device", "host"], default="device",
-                    help="where the ranks' gradients are summed: the process group's device, or the host over gloo")
+    ap.add_argument("--transport", choices=["auto", "device", "host"], default="auto",
+                    help="where the ranks' gradients are summed: the process group's device, or the host over gloo (auto: the host for up to 64 KiB)")
     ap.add_argument("--shards", type=int, default=1, help="one process computing the batch in this many shards")
     ap.add_argument("--save", help="write the final parameters here (.npy, float16)")
     a = ap.parse_args()
