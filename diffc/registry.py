@@ -42,6 +42,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "nan-check": _lazy("diffc.passes.nan_check", "NanCheckPass"),
     "reduce-atomics": _lazy("diffc.passes.reduce_atomics", "ReduceAtomicsPass"),
     "accumulate-gradients": _lazy("diffc.passes.accumulate_gradients", "AccumulateGradientsPass"),
+    "merge-calls": _lazy("diffc.passes.merge_calls", "MergeCallsPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

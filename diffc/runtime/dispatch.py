@@ -71,6 +71,7 @@ class KernelParam:
 # Whether entry points' work-group-uniform atomic adds are summed per work-group before the
 # atomic (the reduce-atomics pass); DIFFC_REDUCE_ATOMICS=0 keeps one atomic per work-item.
 REDUCE_ATOMICS = os.environ.get("DIFFC_REDUCE_ATOMICS", "1") != "0"
+MERGE_CALLS = os.environ.get("DIFFC_MERGE_CALLS", "1") != "0"  # passes/merge_calls.py
 
 
 @dataclass
@@ -114,7 +115,7 @@ def _build_or_load(module: Module) -> EntryProgram:
     from diffc.runtime import accumulate, bounds
 
     options = options_for_device(device().cl_device)
-    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, accumulate.settings(), module.check,
+    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, MERGE_CALLS, accumulate.settings(), module.check,
                                                           bounds.ENABLED, bounds.PROVE), options)
     kept = module_cache.load_entry_program(name)
     if kept is not None:
@@ -165,6 +166,10 @@ def _build(module: Module) -> EntryProgram:
 
         if accumulate.ENABLED:
             accumulate.apply_pass(ctx, low, device().cl_device)
+        if MERGE_CALLS:  # a backward pass's recomputed primal calls, computed once
+            from diffc.passes.merge_calls import MergeCallsPass
+
+            MergeCallsPass().apply(ctx, low)
         if REDUCE_ATOMICS:
             from diffc.passes.reduce_atomics import ReduceAtomicsPass
 
