@@ -377,7 +377,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
             raise CallError(f"error: {where}: unknown argument '{path}'{why}{more}", path)
     args: list = []
     sizes: dict[str, int] = {}  # buffer parameter -> its tensor's elements
-    bound: dict[str, tuple] = {}  # buffer parameter -> (its Tensor, the argument's path)
+    bound: dict[str, tuple] = {}  # buffer parameter -> (its Tensor, the argument's path, its offset)
     for p in kernel.params:
         if p.kind == "offset":
             continue  # set with its pointer
@@ -398,7 +398,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
         if p.kind in ("pointer", "buffer"):
             tensor, offset = _pointer(where, p, value)
             sizes[p.name] = tensor.size
-            bound[p.name] = (tensor, path)
+            bound[p.name] = (tensor, path, offset)
             args.append(tensor.buffer)
             if p.kind == "pointer":
                 args.append(index_dtype.type(offset))

@@ -75,7 +75,7 @@ class UninitStatus:
         self.host = np.zeros(max(1, 3 * len(sites)), np.int32)
         self.buffer = cl.Buffer(device().context, cl.mem_flags.READ_WRITE, self.host.nbytes)
         self.dummy = cl.Buffer(device().context, cl.mem_flags.READ_WRITE, 4)
-        self.tracked: list[tuple[str, object]] = []  # (argument path, Tensor) by track number - 1
+        self.tracked: list[tuple[str, object, int]] = []  # (argument path, Tensor, offset) by track number - 1
 
     # the module cache keeps the sites; loading makes new device buffers
     def __getstate__(self):
@@ -94,17 +94,17 @@ class UninitStatus:
         self.host[:] = 0
         cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
 
-    def argument(self, name: str, bound: dict[str, tuple[object, str]]):
+    def argument(self, name: str, bound: dict[str, tuple[object, str, int]]):
         """The value of shadow or track parameter `name`; `bound`: buffer parameter -> (its
-        Tensor, the argument's path as written)."""
+        Tensor, the argument's path as written, the pointer's offset into the tensor)."""
         prefix = WRITTEN_PREFIX if name.startswith(WRITTEN_PREFIX) else TRACK_PREFIX
-        tensor, path = bound.get(name[len(prefix):], (None, ""))
+        tensor, path, offset = bound.get(name[len(prefix):], (None, "", 0))
         unwritten = tensor is not None and getattr(tensor, "uninitialized", False)
         if prefix == WRITTEN_PREFIX:
             return _shadow_of(tensor) if unwritten else self.dummy
         if not unwritten:
             return np.int32(0)
-        self.tracked.append((path, tensor))
+        self.tracked.append((path, tensor, offset))
         return np.int32(len(self.tracked))
 
     def finish(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
@@ -115,7 +115,7 @@ class UninitStatus:
         from diffc.runtime.device import device
 
         queue = device().queue
-        for _, tensor in self.tracked:
+        for _, tensor, _ in self.tracked:
             shadow = _shadows.get(tensor)
             if shadow is None or not tensor.uninitialized:
                 continue
@@ -132,10 +132,11 @@ class UninitStatus:
         k = int(hits[0])
         site = self.sites[k]
         index, number = int(self.host[3 * k + 1]), int(self.host[3 * k + 2])
-        path = tracked[number - 1][0] if 0 < number <= len(tracked) else site.buffer
+        path, _, offset = tracked[number - 1] if 0 < number <= len(tracked) else (site.buffer, None, 0)
+        element = f"element {index - offset} of '{path}'" + (f" (element {index} of its tensor)" if offset else "")
         inside = f" (through '{site.buffer}' in function '{site.function}')" if site.function != kernel else ""
         verb = "reads" if site.what == "load" else "adds into (reads)"
-        message = (f"{what}: kernel '{kernel}' {verb} element {index} of '{path}'{inside}, which was never written "
+        message = (f"{what}: kernel '{kernel}' {verb} {element}{inside}, which was never written "
                    "(Tensor.empty or with_grads(zero=False), and nothing wrote that element since): write it "
                    "first, or start from Tensor.zeros")
         loc = _location(site.where)
