@@ -140,3 +140,11 @@ def test_atomic_adds_into_an_empty_buffer_are_reported(deterministic):
     sums = diffc.Tensor.zeros(2)
     m.learn.dispatch(thread_count=100, sums=sums, values=values, count=100, deterministic=deterministic)
     np.testing.assert_array_equal(sums.to_numpy(), [0.0, 100.0])
+
+
+def test_the_element_is_named_relative_to_the_pointer_given(checked):
+    base = diffc.Tensor.empty(40)
+    checked.writeThenRead.dispatch(thread_count=4, dst=base, n=4)  # elements 0 .. 3 written
+    out = diffc.Tensor.zeros(8)
+    with pytest.raises(UninitializedReadError, match=r"element 7 of 'src' \(element 9 of its tensor\)"):
+        checked.twice.dispatch(thread_count=8, src=base.at(2), dst=out, n=8)  # reads 2 .. 9
