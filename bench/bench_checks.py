@@ -31,9 +31,9 @@ no checks 0.087; checks, blocking read 0.161 (1.86); lazy read 0.157 (1.81); laz
 (the default) 0.129 (1.49); reduce-atomics only: none 0.170, checks 0.211 (1.24). Copy kernel:
 checks cost nothing measurable. That run predates proofs for the accumulated kernels and for
 accesses inside callees (passes/bounds_proofs.py): learnGradient__accum's checks then stayed in
-its grid-stride loop. Now the default launches learnGradient__accum__inbounds, whose only checks
-left are its three stores of per-group partial sums after the loop (goal <= 3%; to be measured
-on the GPU: `python bench/bench_checks.py`).
+its grid-stride loop. Now the default launches learnGradient__accum__inbounds, which has no bounds
+check left (the finish kernel's variant keeps one, in its one work-group); goal <= 3%, to be
+measured on the GPU: `python bench/bench_checks.py`.
 """
 
 from __future__ import annotations

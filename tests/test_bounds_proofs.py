@@ -67,6 +67,8 @@ def test_the_accumulated_kernel_has_proofs_for_its_loop_and_its_callees(learn):
     assert ("values", "values_off", "diffc_groups", "count", 1, 0) in rows
     assert ("weights", "weights_off", "", "", 0, 11) in rows
     assert ("halfSum", "halfSum_off", "", "", 0, 1) in rows
+    # deterministic mode's per-group partial sums: group id x slots + local id, under local id < slots
+    assert any(p.buffer == "diffc_partials" and p.group == acc.group and p.scale == acc.slots for p in acc.proofs)
     assert acc.inbounds and acc.inbounds != acc.c_name
 
 
