@@ -34,6 +34,12 @@ accesses inside callees (passes/bounds_proofs.py): learnGradient__accum's checks
 its grid-stride loop. Now the default launches learnGradient__accum__inbounds, which has no bounds
 check left (the finish kernel's variant keeps one, in its one work-group); goal <= 3%, to be
 measured on the GPU: `python bench/bench_checks.py`.
+PoCL 3.1 on this machine's 2 shared AMD EPYC cores (2026-11-24, `--log2 10 --poly-log2 14
+--runs 2`: small and few runs, read the ratios only), min device ms of the MLP step, ratio to no
+checks: no checks 4.90; checks without proofs (blocking / lazy read) 5.45 / 5.48 (1.11 / 1.12);
+lazy read + proofs (default: learnGradient__accum__inbounds, ..._finish__inbounds,
+adjustParameters__inbounds ran) 4.85 (0.99); reduce-atomics only: 4.84, checks 5.41 (1.12),
+proofs 4.86 (1.00). Polynomial bwd entry point: 0.017 / 0.018 / 0.017 ms (polyBwd__inbounds ran).
 """
 
 from __future__ import annotations
