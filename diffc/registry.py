@@ -40,6 +40,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "lower-entry-points": _lazy("diffc.passes.lower_entry_points", "LowerEntryPointsPass"),
     "bounds-check": _lazy("diffc.passes.bounds_check", "BoundsCheckPass"),
     "nan-check": _lazy("diffc.passes.nan_check", "NanCheckPass"),
+    "uninit-check": _lazy("diffc.passes.uninit_check", "UninitCheckPass"),
     "reduce-atomics": _lazy("diffc.passes.reduce_atomics", "ReduceAtomicsPass"),
     "accumulate-gradients": _lazy("diffc.passes.accumulate_gradients", "AccumulateGradientsPass"),
     "merge-calls": _lazy("diffc.passes.merge_calls", "MergeCallsPass"),

@@ -393,6 +393,7 @@ class _Accumulator:
         self.targets = [
             (type(a), getattr(a, "kind", None), a.value.type, a.memref, list(a.indices)) for a in slots
         ]
+        self.target_locations = [a.location for a in slots]  # (the sanitizer's reports name the Slang add)
         # atomics -> private sums (maxima, ...)
         for k, a in enumerate(slots):
             v: SSAValue = a.value
@@ -547,10 +548,9 @@ class _Accumulator:
             trunc = arith.TruncFOp(value, value_type)
             block.add_op(trunc)
             value = trunc.result
-        if cls is kernel.AtomicAddOp:
-            block.add_op(kernel.AtomicAddOp(value, m, idx))
-        else:
-            block.add_op(kernel.AtomicRMWOp(kind.data, value, m, idx))
+        add = kernel.AtomicAddOp(value, m, idx) if cls is kernel.AtomicAddOp else kernel.AtomicRMWOp(kind.data, value, m, idx)
+        add.location = self.target_locations[k]
+        block.add_op(add)
 
     def _finish_kernel(self, adds: list[Operation]) -> func.FuncOp:
         """@K__accum_finish, one work-group of F work-items per slot (S groups): in group k,

@@ -172,7 +172,7 @@ def _guard(access: Operation, length: SSAValue, status: SSAValue, site: int) -> 
     access.detach()
     then_block.add_op(access)
     then_block.add_op(scf.YieldOp(*(access.results if used else ())))
-    _record(else_block, idx, length, status, site)
+    record_site(else_block, idx, length, status, site)
     zeros = [_zero_of(t, else_block) for t in results]
     else_block.add_op(scf.YieldOp(*zeros))
     guard = scf.IfOp(ok, results, [then_block], [else_block])
@@ -200,7 +200,9 @@ def _zero_of(t, block: Block) -> SSAValue:
     return b.results[0]
 
 
-def _record(block: Block, idx: SSAValue, length: SSAValue, status: SSAValue, site: int) -> None:
+def record_site(block: Block, idx: SSAValue, length: SSAValue, status: SSAValue, site: int) -> None:
+    """Appends to `block` the recording of site `site`: [3k] = 1 (2 for a negative index), [3k+1] =
+    the index, [3k+2] = `length` (index values, clamped to int range), with atomic maxes."""
     def const(v: int, t=IndexType()) -> SSAValue:
         c = arith.ConstantOp(IntegerAttr(v, t))
         block.add_op(c)

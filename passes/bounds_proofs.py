@@ -3,11 +3,13 @@ own or inside the functions it calls, can run unguarded when the launch's argume
 largest index below the buffer's length.
 
 An index is read as a linear form: nonnegative multiples of terms plus a constant range
-[lo, hi] (`Form`). Terms are scalar parameters of the function it is in, a global id, or the
-counter of a grid-stride loop (lower bound and step built from work-item ids and constants,
-upper bound c x a scalar parameter: accumulate-gradients' loop over the entry point's virtual
-work-items). Counters of loops with constant bounds, and constants, add to [lo, hi]; so sums and
-constant multiples of all these, through integer casts, are understood, and nothing else.
+[lo, hi] (`Form`). Terms are scalar parameters of the function it is in, a global id, a group id
+(below the number of groups), or the counter of a grid-stride loop (lower bound and step built
+from work-item ids and constants, upper bound c x a scalar parameter: accumulate-gradients'
+loop over the entry point's virtual work-items). Counters of loops with constant bounds, local
+ids (below the kernel's reqd_work_group_size) and constants add to [lo, hi], and a part `x` of
+an index under an enclosing `if (x < C)` has C - 1 as its largest value; so sums and constant
+multiples of all these, through integer casts, are understood, and nothing else.
 
 Callees are summarized, not inlined: a function's accesses to its pointer parameters (and its
 callees', transitively) are forms over its own parameters; a call substitutes the forms of its
@@ -87,20 +89,34 @@ def _nonneg_ids(v: SSAValue) -> bool:
 
 
 class Forms:
-    """The forms of one function's values (memoized)."""
+    """The forms of one function's values (memoized where no cap applies)."""
 
     def __init__(self, fn: func.FuncOp):
         self.fn = fn
         self.memo: dict[SSAValue, Form | None] = {}
+        from diffc.passes.reduce_atomics import _work_group_size
 
-    def of(self, v: SSAValue) -> Form | None:
+        self.group = _work_group_size(fn)  # reqd_work_group_size, or None
+
+    def of(self, v: SSAValue, caps: dict | None = None) -> Form | None:
+        """`caps`: value -> the largest it can be where it is used (from enclosing ifs)."""
         v = _uncast(v)
+        if caps:
+            f = self._of(v, caps)
+            cap = caps.get(v)
+            if f is not None and cap is not None and not f.terms and f.lo <= cap < f.hi:
+                f = Form({}, f.lo, cap)
+            return f
         if v not in self.memo:
             self.memo[v] = None  # (a cycle through loop-carried values: not a form)
-            self.memo[v] = self._of(v)
+            self.memo[v] = self._of(v, None)
         return self.memo[v]
 
-    def _of(self, v: SSAValue) -> Form | None:
+    def at(self, op: Operation, v: SSAValue) -> Form | None:
+        """The form of `v` used by `op`, with what the ifs around `op` say about its parts."""
+        return self.of(v, caps_at(op))
+
+    def _of(self, v: SSAValue, caps: dict | None) -> Form | None:
         owner = v.owner
         if isinstance(owner, Block):
             parent = owner.parent_op()
@@ -111,6 +127,10 @@ class Forms:
             return None
         if isinstance(owner, kernel.GlobalIdOp):
             return Form({("gid", owner.dim.value.data): 1})
+        if isinstance(owner, kernel.LocalIdOp) and self.group is not None:
+            return Form({}, 0, self.group[owner.dim.value.data] - 1)
+        if isinstance(owner, kernel.GroupIdOp) and self.group is not None:
+            return Form({("grp", owner.dim.value.data, self.group[owner.dim.value.data]): 1})
         c = _constant(v)
         if c is not None:
             return Form({}, c, c) if c >= 0 else None
@@ -118,11 +138,11 @@ class Forms:
             for x, k in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
                 c = _constant(_uncast(k))
                 if c is not None and c >= 0:
-                    inner = self.of(x)
+                    inner = self.of(x, caps)
                     return None if inner is None else inner.scaled(c)
             return None
         if isinstance(owner, arith.AddiOp):
-            a, b = self.of(owner.lhs), self.of(owner.rhs)
+            a, b = self.of(owner.lhs, caps), self.of(owner.rhs, caps)
             return None if a is None or b is None else a.plus(b)
         return None
 
@@ -143,6 +163,22 @@ class Forms:
         if limit(loop, self.fn) is not None:
             return Form({("iv", loop): 1})
         return None
+
+
+def caps_at(op: Operation) -> dict:
+    """value -> C - 1 for each `if (value <u C)` / `<s` (C a constant) whose then-branch holds `op`."""
+    caps: dict = {}
+    child, parent = op, op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        if isinstance(parent, scf.IfOp) and child.parent_region() is parent.true_region:
+            cmp = parent.cond.owner
+            if isinstance(cmp, arith.CmpiOp) and arith.CMPI_COMPARISON_OPERATIONS[cmp.predicate.value.data] in ("ult", "slt"):
+                c = _constant(_uncast(cmp.rhs))
+                if c is not None and c >= 1:
+                    v = _uncast(cmp.lhs)
+                    caps[v] = min(c - 1, caps.get(v, c - 1))
+        child, parent = parent, parent.parent_op()
+    return caps
 
 
 def limit(loop: scf.ForOp, fn: func.FuncOp) -> tuple[BlockArgument, int] | None:
@@ -198,7 +234,7 @@ class Summaries:
         for op in fn.walk():
             if isinstance(op, access) and op.memref in params and _host_buffer(op.memref.type):
                 (idx,) = op.indices
-                out.append(((op,), params[op.memref], forms.of(idx)))
+                out.append(((op,), params[op.memref], forms.at(op, idx)))
             elif isinstance(op, func.CallOp):
                 callee = self.funcs.get(op.callee.root_reference.data)
                 if callee is None or not callee.body.blocks:
@@ -220,11 +256,11 @@ def _substitute(f: Form | None, call: func.CallOp, forms: Forms) -> Form | None:
     out = Form({}, f.lo, f.hi)
     for key, c in f.terms.items():
         if isinstance(key, BlockArgument):
-            arg = forms.of(call.arguments[key.index])
+            arg = forms.at(call, call.arguments[key.index])
             if arg is None:
                 return None
             out = out.plus(arg.scaled(c))
-        elif key[0] == "gid":
+        elif key[0] in ("gid", "grp"):
             out = out.plus(Form({key: c}))
         else:
             return None  # a grid-stride loop of the callee's: its bound is not the kernel's
@@ -321,12 +357,15 @@ def _proof(f: Form | None, buffer: str, names: dict, fn: func.FuncOp) -> tuple |
 
 
 def _dim(thread, fn: func.FuncOp, names: dict) -> str:
-    """The proof's dimension column: d of a global id, or "<parameter>*<c>" for a grid-stride
-    loop's counter (below c x the parameter)."""
+    """The proof's dimension column: d of a global id, "g<d>/<R>" of a group id (below the
+    global size along d / R), or "<parameter>*<c>" for a grid-stride loop's counter (below c x
+    the parameter)."""
     if thread is None:
         return "0"
     if thread[0] == "gid":
         return str(thread[1])
+    if thread[0] == "grp":  # a group id: below global size d / the group's size
+        return f"g{thread[1]}/{thread[2]}"
     param, c = limit(thread[1], fn)
     return f"{names[param]}*{c}"
 

@@ -67,6 +67,8 @@ def test_the_accumulated_kernel_has_proofs_for_its_loop_and_its_callees(learn):
     assert ("values", "values_off", "diffc_groups", "count", 1, 0) in rows
     assert ("weights", "weights_off", "", "", 0, 11) in rows
     assert ("halfSum", "halfSum_off", "", "", 0, 1) in rows
+    # deterministic mode's per-group partial sums: group id x slots + local id, under local id < slots
+    assert any(p.buffer == "diffc_partials" and p.group == acc.group and p.scale == acc.slots for p in acc.proofs)
     assert acc.inbounds and acc.inbounds != acc.c_name
 
 
@@ -115,3 +117,36 @@ def test_a_count_past_the_buffer_runs_the_checked_kernel_and_is_reported(learn):
                              halfSum=half_sum.at(1), count=64)
         diffc.synchronize()
     assert _launched(learn)[0] == acc.c_name
+
+
+def test_the_mlp_step_runs_unchecked_variants_and_a_short_parameter_tensor_is_caught():
+    """examples/mlp: learnGradient's accumulated kernels (the layers read their weights through
+    pointers in constant loops) and adjustParameters are proven at launch; a parameter tensor one
+    half short leaves the last bias read unproven, so the checked kernels run and report it."""
+    from pathlib import Path
+
+    m = diffc.load_module(Path(__file__).resolve().parents[1] / "examples" / "mlp" / "mlp.slang")
+    prog = entry_program(m)
+    acc = prog.accumulated["learnGradient"]
+    n_params = 4 * 16 + 16 + 16 * 4 + 4
+
+    def step(params: diffc.Tensor) -> list[str]:
+        grads = diffc.Tensor.zeros(params.size, np.float16)
+        at = {"layer1": (0, 64), "layer2": (80, 144)}
+        network = {k: {"weights": params.at(w), "weightsGrad": grads.at(w), "biases": params.at(b),
+                       "biasesGrad": grads.at(b)} for k, (w, b) in at.items()}
+        xy = np.random.default_rng(0).uniform(-1, 1, (300, 2)).astype(np.float32).ravel()
+        m.learnGradient.dispatch(thread_count=300, network=network, lossBuffer=diffc.Tensor.zeros(1, np.uint32),
+                                 inputs=diffc.Tensor.from_numpy(xy), count=300)
+        m.adjustParameters.dispatch(thread_count=params.size, params=params, gradients=grads, count=params.size)
+        diffc.synchronize()
+        return [k.function_name for e in ("learnGradient", "adjustParameters") for k, _, _ in prog.plans[e][0].launches]
+
+    p = diffc.Tensor.from_numpy(np.random.default_rng(1).uniform(-0.5, 0.5, n_params).astype(np.float16))
+    assert step(p) == [acc.inbounds, acc.finish_inbounds, prog.kernels["adjustParameters"].inbounds]
+    short = diffc.Tensor.from_numpy(np.zeros(n_params - 1, np.float16))  # layer2's biases[3] is past the end
+    with pytest.raises(BoundsError) as e:
+        step(short)
+    assert e.value.index == n_params - 1 and e.value.length == n_params - 1
+    assert "mlp.slang:" in str(e.value) and "error[E0011]" in str(e.value)
+    assert prog.plans["learnGradient"][0].launches[0][0].function_name == acc.c_name

@@ -167,7 +167,9 @@ def launches(prog, acc: AccumulatedKernel, args: list, names: list[str], global_
     virtual = global_size[0] // acc.entry_group
     groups = max(1, min(-(-global_size[0] // acc.group), dev.cl_device.max_compute_units * _groups_per_unit(dev)))
     det = DETERMINISTIC if deterministic is None else bool(deterministic)
-    need = groups * acc.slots * 4 if det else 4
+    # (in both modes: the kernel's stores of partial sums are then proven in bounds at launch,
+    # though only deterministic mode runs them)
+    need = groups * acc.slots * 4
     if acc.partials is None or acc.partials_size < need:
         acc.partials = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE, max(need, 4))
         acc.partials_size = max(need, 4)

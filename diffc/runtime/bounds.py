@@ -69,6 +69,7 @@ class Proof:
     extra: int = 0
     limit: str = ""  # the parameter bounding a grid-stride loop's counter, or ""
     limit_factor: int = 1
+    group: int = 0  # > 0: the thread is a group id along dim, below the global size / group
 
 
 def bounds_proofs(module) -> list[Proof]:
@@ -82,8 +83,15 @@ def bounds_proofs(module) -> list[Proof]:
         if isinstance(r, StringAttr):
             kernel, variant, buffer, offset, dim, count, scale, extra = r.data.split("|")
             limit, _, factor = dim.partition("*")  # "<parameter>*<c>": a grid-stride loop's counter
-            shape = (0, limit, int(factor)) if factor else (int(dim), "", 1)
-            out.append(Proof(kernel, variant, buffer, offset, shape[0], count, int(scale), int(extra), *shape[1:]))
+            group = 0
+            if factor:
+                d = 0
+            elif dim.startswith("g"):  # "g<d>/<R>": a group id
+                d, group = (int(x) for x in dim[1:].split("/"))
+                limit, factor = "", "1"
+            else:
+                d, limit, factor = int(dim), "", "1"
+            out.append(Proof(kernel, variant, buffer, offset, d, count, int(scale), int(extra), limit, int(factor), group))
     return out
 
 
@@ -98,6 +106,8 @@ def proven(proofs, value, global_size) -> bool:
             n = p.limit_factor * int(value(p.limit))
         else:
             n = int(global_size[p.dim]) if p.dim < len(global_size) else 1
+            if p.group:
+                n = -(-n // p.group)  # the number of groups
         count = int(value(p.count)) if p.count else -1
         if count >= 0:  # work-items at or past count skip them (a negative one: no such promise)
             n = min(n, count)

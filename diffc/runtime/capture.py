@@ -34,6 +34,9 @@ class Step:
         self.closed = False
 
     def record(self, plan, kwargs: dict) -> None:
+        if plan.kernel.uninit is not None:  # its shadows are bound per dispatch
+            raise RuntimeError(f"diffc.capture: {plan.fn.name}.dispatch runs under the sanitizer (check=True), "
+                               "whose uninitialized-read shadows are bound per dispatch: it cannot be captured")
         self.plans.append(plan)
         _tensors(kwargs, self.kept)
 

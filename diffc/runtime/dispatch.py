@@ -85,6 +85,7 @@ class EntryKernel:
     bounds: object = None  # its BoundsBuffer (runtime/bounds.py), or None
     proofs: tuple = ()  # bounds.Proof of its thread-indexed accesses (bounds-check)
     inbounds: str | None = None  # the C name of the variant launched when they all hold
+    uninit: object = None  # its UninitStatus (runtime/uninit.py; the sanitizer mode), or None
 
 
 @dataclass
@@ -175,6 +176,10 @@ def _build(module: Module) -> EntryProgram:
 
             ReduceAtomicsPass().apply(ctx, low)
         apply_bounds_check(low, ctx)  # no access outside a buffer (runtime/bounds.py)
+        if module.check:  # reads of elements nobody wrote (runtime/uninit.py)
+            from diffc.runtime.uninit import apply_uninit_check
+
+            apply_uninit_check(low, ctx)
         low.verify()
     except (DiagnosticException, PassFailedException, VerifyException) as e:
         raise located_failure(e, module, "lowering the compute entry points failed: ") from None
@@ -187,6 +192,9 @@ def _build(module: Module) -> EntryProgram:
     slots = {s.name: s for s in status_slots(low)}
     sites = bounds_sites(low)
     proofs = bounds_proofs(low)
+    from diffc.runtime.uninit import STATUS_NAME as UNINIT, UninitStatus, uninit_sites
+
+    unread = uninit_sites(low)
     for f in low.ops:
         if isinstance(f, func.FuncOp) and f.sym_name.data in entries:
             name = f.sym_name.data
@@ -197,6 +205,8 @@ def _build(module: Module) -> EntryProgram:
                 StatusBuffers(mine) if mine else None,
                 BoundsBuffer(sites) if any(p.name == STATUS_NAME for p in params) else None,
             )
+            if any(p.name == UNINIT for p in params):
+                kernels[name].uninit = UninitStatus(unread)
             own = tuple(p for p in proofs if p.kernel == name)
             if own:
                 kernels[name].proofs, kernels[name].inbounds = own, emitter.names[own[0].variant]
@@ -344,7 +354,15 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     status = {s.name: b for s, b in zip(kernel.status.slots, kernel.status.buffers)} if kernel.status else {}
     if kernel.bounds is not None:
         status[STATUS_NAME] = kernel.bounds.buffer
-    by_name = {p.name: p for p in kernel.params if p.name not in status and not p.name.startswith(LEN_PREFIX)}
+    uninit = kernel.uninit
+    if uninit is not None:
+        from diffc.runtime.uninit import STATUS_NAME as UNINIT, TRACK_PREFIX, WRITTEN_PREFIX
+
+        status[UNINIT] = uninit.buffer
+        uninit.start()
+    shadow_prefixes = (WRITTEN_PREFIX, TRACK_PREFIX) if uninit is not None else ()
+    by_name = {p.name: p for p in kernel.params if p.name not in status and not p.name.startswith(LEN_PREFIX)
+               and not (shadow_prefixes and p.name.startswith(shadow_prefixes))}
     for key, value in kwargs.items():
         if key in kernel.thread_ids:
             raise CallError(f"error: {where}: '{key}' is the thread id ({kernel.thread_ids[key]}); dispatch supplies it", key)
@@ -364,6 +382,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
             raise CallError(f"error: {where}: unknown argument '{path}'{why}{more}", path)
     args: list = []
     sizes: dict[str, int] = {}  # buffer parameter -> its tensor's elements
+    bound: dict[str, tuple] = {}  # buffer parameter -> (its Tensor, the argument's path, its offset)
     for p in kernel.params:
         if p.kind == "offset":
             continue  # set with its pointer
@@ -373,6 +392,9 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
         if p.name.startswith(LEN_PREFIX) and p.name[len(LEN_PREFIX):] in sizes:  # bounds-check's lengths
             args.append(index_dtype.type(sizes[p.name[len(LEN_PREFIX):]]))
             continue
+        if shadow_prefixes and p.name.startswith(shadow_prefixes):  # uninit-check's shadows and track numbers
+            args.append(uninit.argument(p.name, bound))
+            continue
         if p.name not in leaves:
             root = next((s for s in structs if p.name.startswith(s + "_")), None)
             what = f"field '{p.name[len(root) + 1:]}' of '{root}' (parameter {p.name})" if root else f"argument '{p.name}'"
@@ -381,6 +403,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
         if p.kind in ("pointer", "buffer"):
             tensor, offset = _pointer(where, p, value)
             sizes[p.name] = tensor.size
+            bound[p.name] = (tensor, path, offset)
             args.append(tensor.buffer)
             if p.kind == "pointer":
                 args.append(index_dtype.type(offset))
@@ -465,10 +488,12 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
         runs, combine, keep = [(k, global_size, local)], None, []
     plan = dispatch_plan.make(fn, kernel, thread_count, kwargs, deterministic, deferred, runs, dev.queue, combine,
                               [*keep, *args])
-    if plan.snap is not None:
+    if plan.snap is not None and kernel.uninit is None:  # (the sanitizer binds each dispatch's shadows)
         plans.insert(0, plan)
         del plans[4:]  # a few: a training loop alternates a handful of calls
     event = plan.run()
+    if kernel.uninit is not None:
+        kernel.uninit.finish(fn.name, where, fn.module.sources)
     for step in capture.RECORDING:
         step.record(plan, kwargs)
     return event

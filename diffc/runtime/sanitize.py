@@ -7,7 +7,8 @@ The mode also reports a call over tensors that reads a gradient nobody initializ
 adds into each input's `.grad` and reads `_result.grad`, `.fwds` reads each input's `.grad` as
 its tangent; a gradient made by `with_grads(zero=False)` or `Tensor.empty` and not written since
 holds whatever the allocator left there (UninitializedReadError, E0013). Dispatches of entry
-points are not checked: a kernel's buffer may as well be an output.
+points are checked by the kernels themselves, element by element (passes/uninit_check.py,
+runtime/uninit.py).
 
 Derivative code is what the differentiation pipeline generated (every function that exists
 after it and did not before) and the custom derivatives (the functions a primal names with

@@ -1,7 +1,8 @@
 // bounds-check's launch-time proofs through calls and over a grid-stride loop: a callee's access
 // through a pointer parameter is a form over the callee's parameters, which each call fills in;
 // a grid-stride loop's counter (start and step from work-item ids, bound c x a parameter) is a
-// thread index whose range the parameter gives at launch. The variant calls clones of the
+// thread index whose range the parameter gives at launch; a group id one below the number of
+// groups, a local id below the group's size, capped by an enclosing `if (x < C)`. The variant calls clones of the
 // callees where every proven path's access is unguarded; an access some path cannot prove (an
 // index from a parameter) stays guarded in the clone too.
 // RUN: diffc-opt %s -p lower-entry-points,bounds-check | filecheck %s
@@ -44,10 +45,22 @@ func.func @stride(%w: memref<?xf32>, %w_off: index, %out: memref<?xf32>, %out_of
     %o = arith.addi %out_off, %v : index
     memref.store %s, %out[%o] : memref<?xf32>
   }
+  // a group's row of 40: group id x 40 + (local id + 10), where local id + 10 < 40
+  %lid = kernel.local_id 0
+  %grp = kernel.group_id 0
+  %c40 = arith.constant 40 : index
+  %c10 = arith.constant 10 : index
+  %row = arith.muli %grp, %c40 : index
+  %col = arith.addi %lid, %c10 : index
+  %inside = arith.cmpi ult, %col, %c40 : index
+  scf.if %inside {
+    %p = arith.addi %row, %col : index
+    memref.store %s, %out[%p] : memref<?xf32>
+  }
   func.return
 }
 
-// CHECK: diffc.bounds_proofs = ["stride|stride__inbounds|out|out_off|groups*256||1|0", "stride|stride__inbounds|w|w_off|0||0|11"]
+// CHECK: diffc.bounds_proofs = ["stride|stride__inbounds|out||g0/64||40|39", "stride|stride__inbounds|out|out_off|groups*256||1|0", "stride|stride__inbounds|w|w_off|0||0|11"]
 // CHECK-LABEL: func.func @row(
 // CHECK: arith.cmpi ult, %c, %diffc_len_w
 // CHECK-LABEL: func.func @row__inbounds(
@@ -64,5 +77,7 @@ func.func @stride(%w: memref<?xf32>, %w_off: index, %out: memref<?xf32>, %out_of
 // CHECK-LABEL: func.func @stride__inbounds(
 // CHECK: func.call @row__inbounds(
 // CHECK: func.call @at__inbounds(
-// CHECK-NOT: arith.cmpi ult
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %diffc_len
 // CHECK: memref.store %{{.*}}, %out[%o]
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %diffc_len
+// CHECK: memref.store %{{.*}}, %out[%p]
