@@ -19,13 +19,11 @@ from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from diffc.ad.interface import DerivativeRule, register
-from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, adjoint_type, free_varied, i64, trip_count
+from diffc.ad.interface import register
+from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, LoopRule, adjoint_type, free_varied, i64, trip_count
 
 
-class ForRule(DerivativeRule):
-    jvp_when_inactive = True
-
+class ForRule(LoopRule):
     def activity(self, act, op: scf.ForOp) -> None:
         body = op.body.block
         for init, arg in zip(op.iter_args, body.args[1:]):
