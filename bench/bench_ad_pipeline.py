@@ -29,7 +29,15 @@ from xdsl.transforms import get_all_passes
 from diffc import interp
 from diffc.registry import PASSES
 
-AD_PASSES = "diff-fwd,diff-rev,diff-checkpoint,diff-lower"
+CLEANUP = ("canonicalize", "cse")  # generic passes after the differentiation: not measured
+
+
+def ad_passes() -> str:
+    """The differentiation passes of the pipeline (diffc.pipeline.AD_PIPELINE, where it is
+    defined, without the cleanup passes)."""
+    from diffc.pipeline import AD_PIPELINE
+
+    return ",".join(p for p in AD_PIPELINE if p not in CLEANUP)
 
 
 def generate(n_ops: int, seed: int = 0) -> str:
@@ -116,10 +124,10 @@ def generate(n_ops: int, seed: int = 0) -> str:
     ), count
 
 
-def run_once(text: str) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process) of the AD passes over a fresh parse."""
+def run_once(text: str, spec: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of the passes `spec` over a fresh parse."""
     module = interp.parse_module(text)
-    passes = PassPipeline.parse_spec({**get_all_passes(), **PASSES}, AD_PASSES)
+    passes = PassPipeline.parse_spec({**get_all_passes(), **PASSES}, spec)
     ctx = interp.make_context()
     gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
@@ -131,17 +139,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ops", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--passes", help="the passes to time (default: the differentiation passes of diffc.pipeline; "
+                    "give them by name to measure a commit from before diffc/pipeline.py)")
     args = ap.parse_args()
+    spec = args.passes or ad_passes()
     text, count = generate(args.ops)
-    times = [run_once(text) for _ in range(args.runs)]
+    times = [run_once(text, spec) for _ in range(args.runs)]
     tracemalloc.start()
-    run_once(text)
+    run_once(text, spec)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"ops in @f: {count}")
     wall = min(t for t, _ in times)
     cpu = min(c for _, c in times)
-    print(f"{AD_PASSES} (bwd_diff and fwd_diff of @f): best of {args.runs}: {cpu:.2f} s CPU "
+    print(f"{spec} (bwd_diff and fwd_diff of @f): best of {args.runs}: {cpu:.2f} s CPU "
           f"({wall:.2f} s wall), peak {peak / 2**20:.1f} MiB (tracemalloc, one run)")
 
 
