@@ -185,14 +185,20 @@ def _int_mark(op: Operation, key: str) -> int | None:
     return a.value.data if isinstance(a, IntegerAttr) else None
 
 
+def tape_bound(op: Operation) -> int | None:
+    """How many iterations reverse mode tapes for loop `op`: an scf.for's constant trip count,
+    else the loop's diff.max_iters; None when neither is known (the loop cannot be reversed:
+    the front end reports that at the Slang loop, frontend/derivative_checks.py)."""
+    n = trip_count(op) if isinstance(op, scf.ForOp) else None
+    return n if n is not None else diff.max_iters(op)
+
+
 class LoopNest:
     """The tape and the loop nest, for the reverse driver (FuncReverser, which provides `name`,
     `gen`, `loop_ids`, `tapes`, `tape()`, `indices()`, `accumulate()`) and the loop rules."""
 
     def loop_bound(self, op: Operation) -> int:
-        n = trip_count(op) if isinstance(op, scf.ForOp) else None
-        if n is None:
-            n = diff.max_iters(op)
+        n = tape_bound(op)
         if n is None:
             what = "scf.for without constant bounds" if isinstance(op, scf.ForOp) else "scf.while"
             raise fail(
@@ -208,11 +214,17 @@ class LoopNest:
             self.loop_ids[op] = self.gen.fresh_id()
         return self.loop_ids[op]
 
-    def iter_number(self, em: Emitter, iv: SSAValue, lb: SSAValue, st: SSAValue, loop: int) -> SSAValue:
+    def iter_number(self, em: Emitter, iv: SSAValue, lb: SSAValue, st: SSAValue, loop: int,
+                    slots: int | None = None) -> SSAValue:
+        """The tape slot of an scf.for's iteration at `iv`: its iteration number, and with
+        `slots` (a bound from diff.max_iters, not the constant trip count) at most the last of
+        them, so that a run past the bound never writes past the tape (see ForRule.vjp_op)."""
         k_op = arith.DivSIOp(em.v(arith.SubiOp(iv, lb)), st)
         em(k_op)
         if not isinstance(iv.type, IndexType):
             k_op = em(arith.IndexCastOp(k_op.results[0], IndexType()))
+        if slots is not None:
+            k_op = em(arith.MinUIOp(k_op.results[0], em.index(slots - 1)))
         k_op.attributes[ITER] = i64(loop)
         return k_op.results[0]
 

@@ -191,7 +191,7 @@ def grow_max_iters(module, slot: StatusSlot, count: int) -> bool:
 
     grown = False
     for op in module.walk():
-        if isinstance(op, scf.WhileOp) and where(op) == slot.where and slot.where:
+        if isinstance(op, scf.WhileOp | scf.ForOp) and where(op) == slot.where and slot.where:
             n = diff.max_iters(op) or slot.max_iters
             op.attributes[diff.MAX_ITERS] = IntegerAttr(max(count, 2 * n), i64)
             grown = True
