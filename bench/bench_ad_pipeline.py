@@ -13,6 +13,22 @@ Measured on the shared 2-core CPU machine (one run each, same load), 10,000 ops:
 differentiation core (commit b20859f) 19.40 s CPU, peak 152.4 MiB; after it 15.72 s CPU, peak
 152.4 MiB (diff-fwd now takes loop-carried tangents from the activity analysis instead of
 translating a loop body again until its tangents reach a fixed point).
+
+Again when issue 10 closed (2026-11-24, the same machine under a load of 3 to 4, runs of the two
+commits interleaved, best of 3 each; b20859f measured with `--passes
+diff-fwd,diff-rev,diff-checkpoint,diff-lower` on a copy of its tree):
+
+    b20859f (before the core)        12.37 / 12.41 s CPU   peak 152.4 MiB
+    0ae76a5 (start of this stop)     12.75 s CPU (1 run)   peak 162.3 MiB
+    8fc6fce (items 1-4 of the stop)  12.85 / 12.77 s CPU   peak 162.3 MiB
+    552d227                          13.01 s CPU (1 run)   peak 162.3 MiB
+
+The whole difference is output size: since b20859f the partials of arith.maximumf split a tie
+half and half as Slang does (a compare and a subtraction more per op; the generated function
+has 1,545 of them), so the differentiated IR holds 5.9% more ops (26,577 at b20859f, 28,137 at
+552d227, counted on a 3,000-op input: 780 more arith.cmpf and as many arith.subf), and time (+3.5%) and peak memory
+(+6.5%) grew with it: per op out, the pipeline is no slower. This stop's changes to the core
+moved neither (0ae76a5 and 552d227 agree).
 """
 
 from __future__ import annotations
