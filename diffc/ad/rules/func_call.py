@@ -67,7 +67,12 @@ class CallRule(DerivativeRule):
                         act.mark(r)
             return
         if not _is_diff_callee(callee, act.kind):
-            bad = [i for i, a in enumerate(op.arguments) if a in act.varied]
+            # a no_diff parameter takes a derivative-carrying value and drops its derivative
+            # (as forward mode's jvp_op does): only the others are refused
+            bad = [i for i, a in enumerate(op.arguments)
+                   if a in act.varied and (not isinstance(callee, func.FuncOp) or diff.arg_is_differentiable(callee, i))]
+            if not bad:
+                return
             act.refuse(
                 f"a derivative-carrying value (operand {bad[0]}) is passed to "
                 f"@{op.callee.root_reference.data}, which is not differentiable "
