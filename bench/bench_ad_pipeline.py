@@ -13,6 +13,22 @@ Measured on the shared 2-core CPU machine (one run each, same load), 10,000 ops:
 differentiation core (commit b20859f) 19.40 s CPU, peak 152.4 MiB; after it 15.72 s CPU, peak
 152.4 MiB (diff-fwd now takes loop-carried tangents from the activity analysis instead of
 translating a loop body again until its tangents reach a fixed point).
+
+Again when issue 10 closed (2026-11-24, the same machine under a load of 3 to 4, runs of the two
+commits interleaved, best of 3 each; b20859f measured with `--passes
+diff-fwd,diff-rev,diff-checkpoint,diff-lower` on a copy of its tree):
+
+    b20859f (before the core)        12.37 / 12.41 s CPU   peak 152.4 MiB
+    0ae76a5 (start of this stop)     12.75 s CPU (1 run)   peak 162.3 MiB
+    8fc6fce (items 1-4 of the stop)  12.85 / 12.77 s CPU   peak 162.3 MiB
+    552d227                          13.01 s CPU (1 run)   peak 162.3 MiB
+
+The whole difference is output size: since b20859f the partials of arith.maximumf split a tie
+half and half as Slang does (a compare and a subtraction more per op; the generated function
+has 1,545 of them), so the differentiated IR holds 5.9% more ops (26,577 at b20859f, 28,137 at
+552d227, counted on a 3,000-op input: 780 more arith.cmpf and as many arith.subf), and time (+3.5%) and peak memory
+(+6.5%) grew with it: per op out, the pipeline is no slower. This stop's changes to the core
+moved neither (0ae76a5 and 552d227 agree).
 """
 
 from __future__ import annotations
@@ -29,7 +45,15 @@ from xdsl.transforms import get_all_passes
 from diffc import interp
 from diffc.registry import PASSES
 
-AD_PASSES = "diff-fwd,diff-rev,diff-checkpoint,diff-lower"
+CLEANUP = ("canonicalize", "cse")  # generic passes after the differentiation: not measured
+
+
+def ad_passes() -> str:
+    """The differentiation passes of the pipeline (diffc.pipeline.AD_PIPELINE, where it is
+    defined, without the cleanup passes)."""
+    from diffc.pipeline import AD_PIPELINE
+
+    return ",".join(p for p in AD_PIPELINE if p not in CLEANUP)
 
 
 def generate(n_ops: int, seed: int = 0) -> str:
@@ -116,10 +140,10 @@ def generate(n_ops: int, seed: int = 0) -> str:
     ), count
 
 
-def run_once(text: str) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process) of the AD passes over a fresh parse."""
+def run_once(text: str, spec: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of the passes `spec` over a fresh parse."""
     module = interp.parse_module(text)
-    passes = PassPipeline.parse_spec({**get_all_passes(), **PASSES}, AD_PASSES)
+    passes = PassPipeline.parse_spec({**get_all_passes(), **PASSES}, spec)
     ctx = interp.make_context()
     gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
@@ -131,17 +155,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ops", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--passes", help="the passes to time (default: the differentiation passes of diffc.pipeline; "
+                    "give them by name to measure a commit from before diffc/pipeline.py)")
     args = ap.parse_args()
+    spec = args.passes or ad_passes()
     text, count = generate(args.ops)
-    times = [run_once(text) for _ in range(args.runs)]
+    times = [run_once(text, spec) for _ in range(args.runs)]
     tracemalloc.start()
-    run_once(text)
+    run_once(text, spec)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"ops in @f: {count}")
     wall = min(t for t, _ in times)
     cpu = min(c for _, c in times)
-    print(f"{AD_PASSES} (bwd_diff and fwd_diff of @f): best of {args.runs}: {cpu:.2f} s CPU "
+    print(f"{spec} (bwd_diff and fwd_diff of @f): best of {args.runs}: {cpu:.2f} s CPU "
           f"({wall:.2f} s wall), peak {peak / 2**20:.1f} MiB (tracemalloc, one run)")
 
 

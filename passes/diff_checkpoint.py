@@ -14,16 +14,20 @@ This pass decides, per forward op K, whether its recomputations stay or become l
 value stored right after the forward op (`memref.alloca` of `memref<N1 x ... x Nk x T>`, one
 dimension per enclosing loop, indexed by the iteration numbers; `memref<1 x T>` outside loops).
 
-Policy (Slang's default, steered by `diff.prefer`):
-  * constants and cheap arithmetic (arith/math, any op without regions that is not a call):
-    recompute, unless the function prefers "checkpoint";
-  * results of calls: store, unless the callee (first) or the function prefers "recompute";
-    a callee's "checkpoint" wins over the function's "recompute";
-  * results of loops (recomputed inside an outer loop's reverse body): store, unless the
-    function prefers "recompute"; `scf.if` results: recompute (their contents are decided
-    one by one), unless the function prefers "checkpoint".
+Policy (Slang's default, steered by `diff.prefer`): constants and values that cannot be stored
+are recomputed; for every other op its derivative rule decides (`DerivativeRule.checkpoint`,
+one place per op kind in diffc/ad):
+  * cheap arithmetic (the default, any op without a rule of its own): recompute, unless the
+    function prefers "checkpoint";
+  * results of calls (diffc/ad/rules/func_call.py): store, unless the callee (first) or the
+    function prefers "recompute"; a callee's "checkpoint" wins over the function's "recompute";
+  * results of loops (diffc/ad/tape.py LoopRule: scf.for, scf.while; recomputed inside an outer
+    loop's reverse body): store, unless the function prefers "recompute";
+  * results of branches (diffc/ad/branches.py BranchRule: scf.if, scf.index_switch): recompute
+    (their contents are decided one by one), unless the function prefers "checkpoint".
 A value can only be stored when its recomputation sits in the same loop nest as the forward op
-(otherwise it stays recomputed). Afterwards every mark of diff-rev is removed.
+(otherwise it stays recomputed); the nest and the tape slot come from the marks the loop rules
+left (diffc.ad.tape.marked_loops). Afterwards every mark of diff-rev is removed.
 
 `diff-checkpoint{report=true}` prints, per function, comment lines on stdout (valid MLIR
 comments, so the output still parses):
@@ -39,45 +43,27 @@ import sys
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from diffc.ad.interface import DerivativeRule
+from diffc.ad.registry import lookup
 from diffc.ad.reverse import symbols_of
-from diffc.ad.tape import byte_size, storable
+from diffc.ad.tape import byte_size, marked_loops, storable
 from diffc.diagnostics import pass_error
 from diffc.dialects import diff
 from diffc.dialects.diff import BWD_OF, ITER, LOOP, PRIMAL_ID, RECOMPUTE, TAPE, TRIP
 
 MARKS = (PRIMAL_ID, RECOMPUTE, LOOP, TRIP, ITER, TAPE, BWD_OF)
+_DEFAULT_RULE = DerivativeRule()  # (ops without a rule: cheap)
 
 
 def _int(op: Operation, key: str) -> int | None:
     a = op.attributes.get(key)
     return a.value.data if isinstance(a, IntegerAttr) else None
-
-
-def loop_chain(op: Operation) -> list[tuple[int, int, SSAValue]] | None:
-    """(loop id, bound, iteration number) of each marked loop around `op`, outermost first;
-    None when a marked loop has no iteration number in the block that holds `op`."""
-    chain = []
-    cur: Operation = op
-    while True:
-        block = cur.parent_block()
-        parent = cur.parent_op()
-        if parent is None or isinstance(parent, func.FuncOp) or block is None:
-            break
-        lid = _int(parent, LOOP)
-        if lid is not None:
-            k = next((o for o in block.ops if _int(o, ITER) == lid), None)
-            if k is None:
-                return None
-            chain.append((lid, _int(parent, TRIP) or 1, k.results[0]))
-        cur = parent
-    chain.reverse()
-    return chain
 
 
 @dataclass
@@ -97,31 +83,13 @@ class _Checkpointer:
         self.bytes = 0
 
     def decide(self, op: Operation) -> _Decision:
-        fprefer = self.prefer
         if isinstance(op, arith.ConstantOp):
             return _Decision(False, "constant")
         if not op.results or not all(storable(r.type) for r in op.results):
             return _Decision(False, "not storable")
-        if isinstance(op, func.CallOp):
-            name = op.callee.root_reference.data
-            callee = self.symbols.get(name)
-            cp = diff.prefer(callee) if callee is not None else None
-            if cp == "recompute":
-                return _Decision(False, f"callee @{name} prefers recompute")
-            if cp == "checkpoint":
-                return _Decision(True, f"callee @{name} prefers checkpoint")
-            if fprefer == "recompute":
-                return _Decision(False, f"call to @{name}: @{self.origin} prefers recompute")
-            return _Decision(True, f"result of a call to @{name} (expensive)")
-        if isinstance(op, scf.ForOp | scf.WhileOp):
-            if fprefer == "recompute":
-                return _Decision(False, f"loop results: @{self.origin} prefers recompute")
-            return _Decision(True, "results of a loop (loop-carried values)")
-        if fprefer == "checkpoint":
-            return _Decision(True, f"@{self.origin} prefers checkpoint")
-        if isinstance(op, scf.IfOp):
-            return _Decision(False, "branch results (contents decided one by one)")
-        return _Decision(False, "cheap arithmetic")
+        # what the op costs to run again is its rule's to say (calls and loops: stored)
+        rule = lookup(op) or _DEFAULT_RULE
+        return _Decision(*rule.checkpoint(op, self.prefer, self.origin, self.symbols))
 
     def run(self) -> None:
         fn = self.fn
@@ -154,9 +122,9 @@ class _Checkpointer:
             if not d.store:
                 self.lines.append(f"recompute {what}: {d.why}")
                 continue
-            f_chain = loop_chain(f_op)
+            f_chain = marked_loops(f_op)
             live = [r for r in recomputed[k] if not _inside(r, erased)]
-            chains = [loop_chain(r) for r in live]
+            chains = [marked_loops(r) for r in live]
             ids = None if f_chain is None else [c[0] for c in f_chain]
             if ids is None or any(c is None or [x[0] for x in c] != ids for c in chains):
                 self.lines.append(f"recompute {what}: {d.why}, but not in the same loop nest")

@@ -1,6 +1,6 @@
 """lower-entry-points: front-end compute entry points -> kernel form (dialects/kernel.py).
 
-Runs on plain IR (after the canonical pipeline `diff-fwd,...,diff-lower,canonicalize,cse`):
+Runs on plain IR (after the differentiation pipeline, `diffc.compiler.AD_PIPELINE`):
 
 * Every buffer (`memref.global`) a function reads or writes, itself or through its callees,
   becomes a trailing memref parameter of that function, named after the buffer, in the order the

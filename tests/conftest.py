@@ -32,7 +32,7 @@ def _no_pending_status_reads():
     yield
     from diffc.runtime import pending
 
-    pending._pending.clear()
+    pending.AT_SYNC.reads.items.clear()
 
 
 # ---- pipelines and the interpreter --------------------------------------------------------------

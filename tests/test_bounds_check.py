@@ -109,9 +109,9 @@ def test_many_clean_launches_do_not_pile_up():
     buf, src = _t(np.zeros(64)), _t(np.zeros(64))
     for _ in range(pending.MAX_PENDING + 40):
         m.computeMain.dispatch(thread_count=64, buf=buf, src=src, shift=0)
-    assert len(pending._pending) <= pending.MAX_PENDING + 1
+    assert len(pending.AT_SYNC.reads.items) <= pending.MAX_PENDING + 1
     diffc.synchronize()
-    assert not pending._pending
+    assert not pending.AT_SYNC.reads.items
 
 
 def test_disabled_by_environment_builds_no_checks():

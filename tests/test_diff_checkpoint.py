@@ -115,3 +115,71 @@ def test_without_report_nothing_is_printed():
     assert buf.getvalue() == ""
     for op in module.walk():
         assert not any(k in op.attributes for k in ("diff.primal_id", "diff.recompute", "diff.loop", "diff.tape"))
+
+
+# The results of a switch inside a loop, which the reverse sweep needs there (for %w's adjoint):
+# its rule (diffc/ad/branches.py BranchRule) recomputes them unless the function prefers
+# checkpoint, as for scf.if.
+SWITCH_RESULT_IN_LOOP = """
+func.func @f(%x: f32, %y: f32, %k: index) -> f32 attributes {diff.differentiable} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%acc = %x) -> (f32) {
+    %j = arith.addi %i, %k : index
+    %v = scf.index_switch %j -> f32
+    case 1 {
+      %s = math.sin %acc : f32
+      scf.yield %s : f32
+    }
+    default {
+      %c = arith.mulf %acc, %y : f32
+      scf.yield %c : f32
+    }
+    %w = arith.mulf %v, %acc : f32
+    scf.yield %w : f32
+  }
+  func.return %r : f32
+}
+"""
+
+
+@pytest.mark.parametrize("fn_prefer", [None, '"checkpoint"'])
+@pytest.mark.parametrize("k", [0, 1])
+def test_switch_results_follow_their_rule(fn_prefer, k):
+    src = with_prefer(SWITCH_RESULT_IN_LOOP, fn_prefer, None)
+    lines = report(src).splitlines()
+    if fn_prefer is None:
+        assert any("recompute scf.index_switch: branch results" in line for line in lines), lines
+    else:
+        assert any(line.startswith("// checkpoint @f_bwd: store scf.index_switch -> memref<3xf32>") for line in lines)
+    args = [0.7, 1.3, k]
+    got = gradient(src, args, [1.0])
+    want = finite_difference(SWITCH_RESULT_IN_LOOP, args, [1.0], [0, 1])
+    assert got == pytest.approx(want, rel=1e-5, abs=1e-7)
+
+
+def test_an_ops_rule_decides_store_or_recompute(monkeypatch):
+    # diff-checkpoint asks the op's rule (DerivativeRule.checkpoint): a rule that says "store"
+    # for math.exp (cheap by default) gets it stored, and the gradient stays right
+    import dataclasses
+
+    from xdsl.dialects import math
+
+    from diffc.ad.interface import RULES
+    from diffc.ad.registry import lookup
+
+    assert any("recompute math.exp: cheap arithmetic" in line for line in report(CALL_IN_NESTED_LOOPS).splitlines())
+    rule = lookup(math.ExpOp)
+
+    class Stored(type(rule)):  # the same partials, another choice
+        def checkpoint(self, op, prefer, origin, symbols):
+            return True, "its rule says so"
+
+    monkeypatch.setitem(RULES, math.ExpOp, Stored(**{f.name: getattr(rule, f.name) for f in dataclasses.fields(rule)}))
+    lines = report(CALL_IN_NESTED_LOOPS).splitlines()
+    assert any(line.startswith("// checkpoint @f_bwd: store math.exp -> memref<3x4xf32>") and "its rule says so" in line
+               for line in lines), lines
+    args = [0.7, 0.9]
+    got = gradient(CALL_IN_NESTED_LOOPS, args, [1.0])
+    assert got == pytest.approx(finite_difference(CALL_IN_NESTED_LOOPS, args, [1.0], [0, 1]), rel=1e-5, abs=1e-7)

@@ -147,3 +147,66 @@ def test_diffc_run_overrun_and_grow_tape(tmp_path):
     assert p.returncode == 0, p.stderr
     got = [float(v) for v in p.stdout.split()[2:]]
     assert got == pytest.approx([fd(x, 2.0)[0] for x in (30.0, 1.5, 0.5, 2.0)], rel=1e-4)
+
+
+# A counted loop whose count is known only at run time: [MaxIters] bounds its tape as it bounds a
+# while's. A run past it must not write past the tape: the same NaN gradient and the same error.
+COUNTED = """
+[Differentiable]
+float powsum(float x, int n) {
+    float a = x;
+    [MaxIters(4)]
+    for (int i = 0; i < n; i++) {
+        a = a * x + 0.5;
+    }
+    return a;
+}
+"""
+COUNTED_LINE = 5
+
+
+def powsum(x: float, n: int) -> float:
+    a = x
+    for _ in range(n):
+        a = a * x + 0.5
+    return a
+
+
+def _counted(m, xs, ns):
+    x = diffc.Tensor.from_numpy(np.array(xs, np.float32)).with_grads(zero=True)
+    n = diffc.Tensor.from_numpy(np.array(ns, np.int32))
+    r = diffc.Tensor.from_numpy(np.zeros(len(xs), np.float32)).with_grads()
+    r.grad.copy_from_numpy(np.ones(len(xs), np.float32))
+    return x, n, r
+
+
+def fd_counted(x: float, n: int, h: float = 1e-6) -> float:
+    return (powsum(x + h, n) - powsum(x - h, n)) / (2 * h)
+
+
+def test_counted_loop_overrun_is_nan_and_named_never_out_of_the_tape():
+    m = load_module_from_string(COUNTED, "counted.slang")
+    xs, ns = [0.7, 0.9, 0.8], [3, 4, 7]
+    x, n, r = _counted(m, xs, ns)
+    with pytest.raises(LoopOverrunError) as e:
+        m.powsum.bwds(x=x, n=n, _result=r)
+    assert e.value.count == 7 and e.value.max_iters == 4
+    assert f"counted.slang:{COUNTED_LINE}:" in str(e.value) and "ran 7 iterations" in str(e.value)
+    g = x.grad.to_numpy()
+    assert g[:2] == pytest.approx([fd_counted(a, k) for a, k in zip(xs[:2], ns[:2])], rel=1e-4)
+    assert np.isnan(g[2])
+    m.grow_tape = True  # and a larger tape gets every element right
+    x, n, r = _counted(m, xs, ns)
+    m.powsum.bwds(x=x, n=n, _result=r)
+    assert x.grad.to_numpy() == pytest.approx([fd_counted(a, k) for a, k in zip(xs, ns)], rel=1e-4)
+
+
+def test_counted_loop_overrun_in_the_interpreter_is_nan():
+    sys.path.insert(0, str(ROOT / "tests"))
+    from slang_harness import Compiled
+
+    c = Compiled(COUNTED, "powsum")
+    c.check_derivatives([0.7, 4])  # within the bound: finite differences, both modes
+    got = c.compare([0.7, 7])
+    assert got.prim[0] == pytest.approx(powsum(0.7, 7), rel=1e-6)  # the primal runs every iteration
+    assert np.isnan(got.jtu).all()  # the gradient of an overlong run: NaN, not a wrong number

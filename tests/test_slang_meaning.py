@@ -59,6 +59,18 @@ def test_no_diff_on_a_non_differentiable_user_function_makes_it_constant():
     assert t == pytest.approx(X0**2) and g == pytest.approx(X0**2)
 
 
+def test_a_no_diff_parameter_of_a_non_differentiable_function_drops_the_derivative():
+    # the checker accepts the call (the parameter is no_diff), and so do both modes: h(x) is held
+    # constant, so d/dx [h(x) x] = h(x) (before, reverse mode refused the call)
+    src = """
+    float h(no_diff float a) { return a * 3.0; }
+    [Differentiable] float f(float x) { float k = h(x); return k * x; }
+    """
+    t, g = _fwd_bwd(src, "f", X0)
+    want = (3.0 * X0 * (X0 + 1e-6) - 3.0 * X0 * (X0 - 1e-6)) / 2e-6  # x * c, c held at h(X0)
+    assert t == pytest.approx(want) and g == pytest.approx(want)
+
+
 @pytest.mark.parametrize("build", ["S s = { x, x * x };", "S s = S(x, x * x);", "S s; s.a = x; s.c = 2.25;"])
 def test_no_diff_field_of_a_local_struct_is_constant(build):
     src = f"""

@@ -10,6 +10,8 @@ Reverse: the forward sweep copies the op (regions translated, marked for diff-ch
 adjoint is an op of the same kind on the same selector: each region recomputes its branch,
 propagates the adjoints of the op's results into it and yields the adjoint contributions of the
 outside values the branch uses (zero for those it does not).
+Checkpointing: the op's results are recomputed (diff-checkpoint decides about the values inside
+its regions one by one), unless the function prefers checkpoint.
 """
 
 from __future__ import annotations
@@ -21,11 +23,24 @@ from xdsl.dialects import scf
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from diffc.ad.interface import DerivativeRule
 from diffc.ad.tape import Emitter, adjoint_type, free_varied
 from diffc.dialects.diff import differential_type
 
 # builds the op again from blocks, one per region that has one, with these result types
 Make = Callable[[list[Block], list[Attribute]], Operation]
+
+
+class BranchRule(DerivativeRule):
+    """The base of a branching op's rule: forward mode translates it even when no operand
+    carries a tangent (its regions may use outside values that do); diff-checkpoint's choice."""
+
+    jvp_when_inactive = True
+
+    def checkpoint(self, op: Operation, prefer: str | None, origin: str, symbols: dict) -> tuple[bool, str]:
+        if prefer == "checkpoint":
+            return True, f"@{origin} prefers checkpoint"
+        return False, "branch results (contents decided one by one)"
 
 
 def _bodies(regions: list[Region]) -> list[Block]:

@@ -18,7 +18,11 @@ diffc.ad.reverse.FuncReverser):
                                   iteration count);
   vjp_op(rev, op, adj, vmap, em, ctx)
                                   reverse mode: the adjoints of op's operands from those of its
-                                  results (`rev.accumulate`), built with emitter `em`.
+                                  results (`rev.accumulate`), built with emitter `em`;
+  checkpoint(op, prefer, origin, symbols) -> (store, why)
+                                  diff-checkpoint's choice for op's results where the reverse
+                                  sweep needs them inside a region: store them on the tape, or
+                                  recompute them there (the default: cheap, recomputed).
 
 Elementwise ops give partial derivatives instead (diffc.ad.partials.Rule, through
 `register_rule`): today's arith / math / vector rules are that implementation of the interface.
@@ -65,6 +69,14 @@ class DerivativeRule:
 
     def vjp_op(self, rev: Any, op: Operation, adj: dict, vmap: dict, em: Any, ctx: list) -> None:
         raise NotImplementedError(f"{op.name}: no reverse-mode derivative")
+
+    def checkpoint(self, op: Operation, prefer: str | None, origin: str, symbols: dict) -> tuple[bool, str]:
+        """Whether diff-checkpoint stores op's results (else the reverse sweep recomputes them),
+        and why. `prefer` is the diff.prefer of the differentiated function @origin; `symbols`
+        maps names to the module's functions. The default suits cheap arithmetic."""
+        if prefer == "checkpoint":
+            return True, f"@{origin} prefers checkpoint"
+        return False, "cheap arithmetic"
 
 
 # op type -> its rule. diffc.rules.RULES is this dict.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 
-from xdsl.dialects import arith, memref, scf
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FloatAttr,
@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from diffc.ad.interface import fail
+from diffc.ad.interface import DerivativeRule, fail
 from diffc.dialects import diff
 from diffc.dialects.diff import BWD_OF, ITER, LOOP, PRIMAL_ID, RECOMPUTE, TAPE, TRIP
 
@@ -143,14 +143,62 @@ def trip_count(op: scf.ForOp) -> int | None:
     return max(0, -(-(ub - lb) // st))
 
 
+class LoopRule(DerivativeRule):
+    """The base of a loop's rule (scf.for, scf.while): forward mode translates it even when no
+    operand carries a tangent (its body may use outside values that do), and diff-checkpoint
+    stores its results where the reverse sweep needs them inside an outer region (recomputing
+    them would run the whole loop again), unless the function prefers recompute."""
+
+    jvp_when_inactive = True
+
+    def checkpoint(self, op: Operation, prefer: str | None, origin: str, symbols: dict) -> tuple[bool, str]:
+        if prefer == "recompute":
+            return False, f"loop results: @{origin} prefers recompute"
+        return True, "results of a loop (loop-carried values)"
+
+
+def marked_loops(op: Operation) -> list[tuple[int, int, SSAValue]] | None:
+    """How diff-checkpoint finds the tape slot of `op`: (loop id, bound, iteration number) of
+    each loop clone around `op` that the loop rules marked (diff.loop, diff.trip, and the op
+    marked diff.iter in each of its blocks: iter_number, counter, reverse_loop), outermost first;
+    None when a marked loop has no iteration number in the block that holds `op`."""
+    chain = []
+    cur: Operation = op
+    while True:
+        block = cur.parent_block()
+        parent = cur.parent_op()
+        if parent is None or isinstance(parent, func.FuncOp) or block is None:
+            break
+        lid = _int_mark(parent, LOOP)
+        if lid is not None:
+            k = next((o for o in block.ops if _int_mark(o, ITER) == lid), None)
+            if k is None:
+                return None
+            chain.append((lid, _int_mark(parent, TRIP) or 1, k.results[0]))
+        cur = parent
+    chain.reverse()
+    return chain
+
+
+def _int_mark(op: Operation, key: str) -> int | None:
+    a = op.attributes.get(key)
+    return a.value.data if isinstance(a, IntegerAttr) else None
+
+
+def tape_bound(op: Operation) -> int | None:
+    """How many iterations reverse mode tapes for loop `op`: an scf.for's constant trip count,
+    else the loop's diff.max_iters; None when neither is known (the loop cannot be reversed:
+    the front end reports that at the Slang loop, frontend/derivative_checks.py)."""
+    n = trip_count(op) if isinstance(op, scf.ForOp) else None
+    return n if n is not None else diff.max_iters(op)
+
+
 class LoopNest:
     """The tape and the loop nest, for the reverse driver (FuncReverser, which provides `name`,
     `gen`, `loop_ids`, `tapes`, `tape()`, `indices()`, `accumulate()`) and the loop rules."""
 
     def loop_bound(self, op: Operation) -> int:
-        n = trip_count(op) if isinstance(op, scf.ForOp) else None
-        if n is None:
-            n = diff.max_iters(op)
+        n = tape_bound(op)
         if n is None:
             what = "scf.for without constant bounds" if isinstance(op, scf.ForOp) else "scf.while"
             raise fail(
@@ -166,11 +214,17 @@ class LoopNest:
             self.loop_ids[op] = self.gen.fresh_id()
         return self.loop_ids[op]
 
-    def iter_number(self, em: Emitter, iv: SSAValue, lb: SSAValue, st: SSAValue, loop: int) -> SSAValue:
+    def iter_number(self, em: Emitter, iv: SSAValue, lb: SSAValue, st: SSAValue, loop: int,
+                    slots: int | None = None) -> SSAValue:
+        """The tape slot of an scf.for's iteration at `iv`: its iteration number, and with
+        `slots` (a bound from diff.max_iters, not the constant trip count) at most the last of
+        them, so that a run past the bound never writes past the tape (see ForRule.vjp_op)."""
         k_op = arith.DivSIOp(em.v(arith.SubiOp(iv, lb)), st)
         em(k_op)
         if not isinstance(iv.type, IndexType):
             k_op = em(arith.IndexCastOp(k_op.results[0], IndexType()))
+        if slots is not None:
+            k_op = em(arith.MinUIOp(k_op.results[0], em.index(slots - 1)))
         k_op.attributes[ITER] = i64(loop)
         return k_op.results[0]
 

@@ -16,11 +16,13 @@ emitted, filled by Lowering.emit).
 
 from __future__ import annotations
 
-from xdsl.dialects import func, scf
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from diffc.ad.activity import Activity
+from diffc.ad.registry import lookup
+from diffc.ad.tape import LoopRule, tape_bound
 from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend.errors import NOT_DIFFERENTIABLE, UNBOUNDED_LOOP, FrontendError
@@ -65,9 +67,8 @@ def _reached(funcs: dict[str, func.FuncOp], roots: list[str], custom: str) -> li
 
 def _check_loops(f: func.FuncOp, spans: dict[Operation, A.Node]) -> None:
     for op in f.walk():
-        if isinstance(op, scf.WhileOp | scf.ForOp) and diff.MAX_ITERS not in op.attributes:
-            if isinstance(op, scf.ForOp) and all(_is_const(v) for v in (op.lb, op.ub, op.step)):
-                continue
+        # a loop (by its derivative rule) that reverse mode could not tape (diffc.ad.tape)
+        if isinstance(lookup(op), LoopRule) and tape_bound(op) is None:
             node = spans.get(op)
             if node is None:
                 continue
@@ -87,10 +88,6 @@ def _loop_keyword(node: A.Node) -> str:
     if isinstance(node, A.While):
         return "do-while" if node.do_while else "while"
     return "loop"
-
-
-def _is_const(v: SSAValue) -> bool:
-    return isinstance(v.owner, Operation) and v.owner.name == "arith.constant"
 
 
 class _LocatedActivity(Activity):

@@ -22,6 +22,7 @@ from diffc.frontend import types as T
 from diffc.frontend.api_signature import API_ATTR, describe
 from diffc.frontend.derivative_checks import check_module
 from diffc.frontend.ast import walk
+from diffc.frontend.bwd_params import PAIR, PAIR_INOUT, BwdParams, bwd_params, plain_params
 from diffc.frontend.checker import Checker
 from diffc.frontend.symbols import FuncInfo, Local, err, ptr_param
 from diffc.frontend.loop_bounds import counter_kind, for_shape, own_jumps, static_bound, trip_count
@@ -32,15 +33,6 @@ from diffc.frontend.lower_expr import ExprLowering
 from diffc.frontend.matrices import MatrixLowering
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 from diffc.frontend.source_map import SourceMap
-
-# the parameters of a custom backward derivative (Lowering.bwd_roles)
-PLAIN, PAIR, PAIR_INOUT, COTANGENT, DOUT = "plain", "pair", "pair-inout", "cotangent", "dout"
-
-
-def cotangent_order(roles: list[str]) -> list[int]:
-    """The parameters that carry the primal's output cotangents, in the IR's order: the result's
-    (dOut) first, then the out/inout parameters' in parameter order."""
-    return [i for i, r in enumerate(roles) if r == DOUT] + [i for i, r in enumerate(roles) if r in (COTANGENT, PAIR_INOUT)]
 
 
 @dataclass
@@ -74,6 +66,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         self.counter = 0
         self.ptr_shadows: dict[int, list[SSAValue]] = {}  # IDifferentiablePtrType parameter -> its Differential
         self.lowering: tuple[FuncInfo, bool] | None = None  # the function being lowered, and whether as its twin
+        self.bwd_params: dict[str, BwdParams] = {}  # function name -> its parameters' roles (params_of)
 
     def emit(self, op: Operation) -> Operation:
         if self.at:
@@ -143,19 +136,16 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 attrs.append(a)
 
         if f.bwd_of:  # Slang's `inout DifferentialPair<T>` becomes primal in, gradient out
-            roles = self.bwd_roles(f)
-            for p, role in zip(f.params, roles):
-                if role in (PAIR, PAIR_INOUT):
+            params = self.params_of(f)
+            for i, cotangent in params.order:
+                p, role = f.params[i], params.roles[i]
+                if cotangent and role == PAIR_INOUT:  # the cotangent coming in
+                    add(arg_types, arg_attrs, T.differential(p.ty.elem), False)  # type: ignore[attr-defined]
+                elif not cotangent and role in (PAIR, PAIR_INOUT):
                     add(arg_types, arg_attrs, p.ty.elem, p.no_diff)  # type: ignore[attr-defined]
                     add(res_types, res_attrs, T.differential(p.ty.elem), False)  # type: ignore[attr-defined]
-                elif role == PLAIN:
-                    add(arg_types, arg_attrs, p.ty, p.no_diff)
-            for i in cotangent_order(roles):
-                p = f.params[i]
-                if roles[i] != PAIR_INOUT:
-                    add(arg_types, arg_attrs, p.ty, p.no_diff)
                 else:
-                    add(arg_types, arg_attrs, T.differential(p.ty.elem), False)  # type: ignore[attr-defined]
+                    add(arg_types, arg_attrs, p.ty, p.no_diff)
         else:
             add(res_types, res_attrs, f.ret, f.ret_no_diff)
             for p in f.params:
@@ -204,27 +194,14 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 op.attributes["diffc.shader"] = StringAttr("compute")
         return op
 
-    def bwd_roles(self, f: FuncInfo) -> list[str]:
-        """How each parameter of f, a custom backward derivative, maps onto the IR signature of
-        its primal's bwd_diff (primal inputs, then the cotangents of the primal's outputs):
-        an `inout DifferentialPair<T>` is a primal input with a gradient out, and also takes the
-        incoming cotangent where the primal's parameter is itself inout; the `T.Differential` of a
-        primal `out` parameter and the trailing dOut are cotangents."""
-        primal = self.funcs.get(f.bwd_of)  # type: ignore[arg-type]
-        dout = primal is not None and not isinstance(primal.ret, T.Void)
-        aligned = primal is not None and len(f.params) == len(primal.params) + dout
-        roles = []
-        for i, p in enumerate(f.params):
-            pp = primal.params[i] if aligned and i < len(primal.params) else None  # type: ignore[union-attr]
-            if isinstance(p.ty, T.Pair) and p.direction == "inout":
-                roles.append(PAIR_INOUT if pp is not None and pp.direction == "inout" else PAIR)
-            elif aligned and pp is None:
-                roles.append(DOUT)
-            elif pp is not None and pp.direction == "out":
-                roles.append(COTANGENT)
-            else:
-                roles.append(PLAIN)
-        return roles
+    def params_of(self, f: FuncInfo) -> BwdParams:
+        """How f's parameters map onto its IR arguments (frontend/bwd_params.py), derived once
+        per function: its declaration and its body's bindings read the same object."""
+        found = self.bwd_params.get(f.name)
+        if found is None:
+            found = bwd_params(f, self.funcs.get(f.bwd_of)) if f.bwd_of else plain_params(f)
+            self.bwd_params[f.name] = found
+        return found
 
     @staticmethod
     def keep_entry_param_names(op: func.FuncOp, names: list[str]) -> None:
@@ -250,11 +227,11 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         args = list(self.block.args)
         pair_params = []
         names: list[str] = []
-        roles = self.bwd_roles(f) if f.bwd_of else [PLAIN] * len(f.params)
+        params = self.params_of(f)
+        roles = params.roles
         incoming = {}  # the cotangents that inout pairs start from
-        # in the order of the IR's arguments: primal inputs, then cotangents (see bwd_roles)
-        stages = [(i, False) for i, r in enumerate(roles) if r not in (COTANGENT, DOUT)]
-        for i, cotangent in stages + [(i, True) for i in cotangent_order(roles)]:
+        # in the order of the IR's arguments: primal inputs, then cotangents
+        for i, cotangent in params.order:
             p, loc = f.params[i], f.locals[i]
             if cotangent and roles[i] == PAIR_INOUT:
                 m = T.leaf_count(T.differential(p.ty.elem))  # type: ignore[attr-defined]

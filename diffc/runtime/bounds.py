@@ -137,6 +137,8 @@ class BoundsBuffer:
         self.sites = sites
         self.host = np.zeros(max(1, 3 * len(sites)), np.int32)
         self.buffer = cl.Buffer(device().context, cl.mem_flags.READ_WRITE, self.host.nbytes)
+        self.zeroed = False  # no flag set since the last reset (deferred checks zero only then)
+        self.deferred = None  # the pending.Reader of deferred checks (runtime/dispatch_plan.py)
 
     # the module cache keeps the sites; loading makes a new device buffer
     def __getstate__(self):
@@ -163,21 +165,16 @@ class BoundsBuffer:
         cl.enqueue_copy(device().queue, self.host, self.buffer, is_blocking=True)
         self._raise_from(self.host, kernel, what, sources)
 
-    def raise_recorded(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
-        """Raises the BoundsError of the first site `host` (read back already) flags."""
-        self._raise_from(self.host, kernel, what, sources)
-
-    def check_later(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:
-        """Enqueues a read of the status into fresh host memory; the error, if any, is raised at
-        the next synchronizing point (runtime/pending.py)."""
+    def read_later(self, kernel: str, what: str, sources: dict[str, str] | None = None):
+        """Enqueues a read of the status into fresh host memory, without waiting: (its event,
+        what raises the error it finds), for a pending.Reader."""
         import pyopencl as cl
 
-        from diffc.runtime import pending
         from diffc.runtime.device import device
 
         host = np.empty_like(self.host)
         event = cl.enqueue_copy(device().queue, host, self.buffer, is_blocking=False)
-        pending.defer(event, lambda: self._raise_from(host, kernel, what, sources))
+        return event, lambda: self._raise_from(host, kernel, what, sources)
 
     def _raise_from(self, host: np.ndarray, kernel: str, what: str, sources: dict[str, str] | None) -> None:
         hits = np.flatnonzero(host[0 : 3 * len(self.sites) : 3])  # (a loop over the sites cost 1.5 ms)

@@ -11,12 +11,12 @@ anything else takes the full path (which checks everything) and makes the next p
 snapshot holds tensors through weak references (a plan keeps no tensor alive; a dead one is a
 miss) and the device buffers the kernels were given.
 
-Checks: by default a launch's bounds and status flags are read back without waiting and raised at
-the next synchronizing point (runtime/pending.py: reading a tensor, diffc.synchronize()).
-Deferred checks (`dispatch(..., deferred_checks=True)` or DIFFC_DEFERRED_CHECKS=1) go further for
-training loops: the bounds status is read back only every few launches, and what a launch
-recorded is raised by a later dispatch of the same entry point (or `check_pending(module)`).
-Flags stay set until they are raised, so none is lost.
+Checks (both through runtime/pending.py's one reader): by default a launch's bounds and status
+flags are read back without waiting and raised at the next synchronizing point (reading a
+tensor, diffc.synchronize()). Deferred checks (`dispatch(..., deferred_checks=True)` or
+DIFFC_DEFERRED_CHECKS=1) go further for training loops: the bounds status is read back only
+every READ_EVERY launches, and what a launch recorded is raised by a later dispatch of the same
+entry point (or `check_pending(module)`). Flags stay set until they are raised, so none is lost.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import os
 import weakref
 from collections.abc import Mapping
 
+from diffc.runtime import pending
 from diffc.runtime.tensor import Tensor, TensorPointer
 
 DEFERRED_CHECKS = os.environ.get("DIFFC_DEFERRED_CHECKS", "0") == "1"
@@ -125,9 +126,10 @@ class DispatchPlan:
         if bounds is not None:
             check(bounds, fn.name, where, fn.module.sources, self.deferred)
         if kernel.status is not None:  # a loop past its [MaxIters] in a backward pass, a NaN (sanitizer)
-            from diffc.runtime import pending
-
-            (kernel.status.check_later if pending.LAZY else kernel.status.check)(where, fn.module.sources, fn.name)
+            if pending.LAZY:
+                pending.AT_SYNC.launched(kernel.status, where, fn.module.sources, fn.name)
+            else:
+                kernel.status.check(where, fn.module.sources, fn.name)
         return event
 
 
@@ -152,25 +154,10 @@ def make(fn, kernel, thread_count, kwargs: dict, deterministic, deferred: bool, 
 
 
 def prepare(bounds, deferred: bool) -> None:
-    """Before a launch: zero the status buffer (deferred: only where flags were raised, or it
-    was never zeroed, since a pending read may still be reading it)."""
-    if not deferred:
+    """Before a launch: zero the status buffer (deferred: only once its flags were raised, so
+    that a read covers every launch since the one before)."""
+    if not deferred or not bounds.zeroed:
         bounds.reset()
-    elif not getattr(bounds, "zeroed", False):
-        _zero(bounds)
-
-
-def _zero(bounds) -> None:
-    import numpy as np
-    import pyopencl as cl
-
-    from diffc.runtime.device import device
-
-    zeros = getattr(bounds, "zeros", None)
-    if zeros is None:
-        zeros = bounds.zeros = np.zeros_like(bounds.host)
-    cl.enqueue_copy(device().queue, bounds.buffer, zeros, is_blocking=False)
-    bounds.zeroed = True
 
 
 # A deferred check reads the status back after at most this many launches (each read is an
@@ -179,31 +166,20 @@ READ_EVERY = 8
 
 
 def check(bounds, kernel: str, what: str, sources, deferred: bool) -> None:
-    """After a launch: raise what it recorded (now), or what an earlier launch recorded as far
-    as the device got, and every READ_EVERY launches start reading the status (deferred)."""
-    if not deferred:  # at the next synchronizing point (runtime/pending.py), or now
-        from diffc.runtime import pending
-
-        (bounds.check_later if pending.LAZY else bounds.check)(kernel, what, sources)
+    """After a launch: its status read at the next synchronizing point (or now, without lazy
+    reads); deferred: raise what an earlier read found as far as the device got, and read
+    every READ_EVERY launches (runtime/pending.py)."""
+    if not deferred:
+        if pending.LAZY:
+            pending.AT_SYNC.launched(bounds, kernel, what, sources)
+        else:
+            bounds.check(kernel, what, sources)
         return
-    import pyopencl as cl
-
-    from diffc.runtime.device import device
-
-    bounds.unread = getattr(bounds, "unread", 0) + 1  # launches since the last read was enqueued
-    bounds.pending_of = (kernel, what, sources)
-    pending = getattr(bounds, "pending", None)
-    if pending is not None:
-        if pending.command_execution_status != cl.command_execution_status.COMPLETE:
-            return  # still running: the flags stay set for a later read
-        bounds.pending = None
-        _raise_recorded(bounds, kernel, what, sources)
-    if bounds.unread < READ_EVERY:
-        return
-    if not hasattr(bounds, "deferred_host"):
-        bounds.deferred_host = bounds.host.copy()
-    bounds.pending = cl.enqueue_copy(device().queue, bounds.deferred_host, bounds.buffer, is_blocking=False)
-    bounds.unread = 0
+    reader = bounds.deferred
+    if reader is None:
+        reader = bounds.deferred = pending.Reader(READ_EVERY)
+    reader.poll()
+    reader.launched(bounds, kernel, what, sources)
 
 
 def check_pending(module) -> None:
@@ -211,35 +187,5 @@ def check_pending(module) -> None:
     covered yet) and raises what they found (end of a training loop)."""
     program = module._entry_program  # (dispatch.entry_program's; None: nothing was dispatched)
     for kernel in program.kernels.values() if program is not None else ():
-        if kernel.bounds is not None:
-            check_now(kernel.bounds)
-
-
-def check_now(bounds) -> None:
-    """Waits for a deferred read, reads what launched since, and raises what they found."""
-    import pyopencl as cl
-
-    from diffc.runtime.device import device
-
-    pending = getattr(bounds, "pending", None)
-    if pending is not None:
-        pending.wait()
-        bounds.pending = None
-        _raise_recorded(bounds, *bounds.pending_of)
-    if getattr(bounds, "unread", 0):
-        if not hasattr(bounds, "deferred_host"):
-            bounds.deferred_host = bounds.host.copy()
-        cl.enqueue_copy(device().queue, bounds.deferred_host, bounds.buffer, is_blocking=True)
-        bounds.unread = 0
-        _raise_recorded(bounds, *bounds.pending_of)
-
-
-def _raise_recorded(bounds, kernel, what, sources) -> None:
-    import numpy as np
-
-    if not np.any(bounds.deferred_host[0::3]):
-        return
-    _zero(bounds)  # raised once (with the launches enqueued since, which the flags may hold too)
-    bounds.unread = 0
-    bounds.host[:] = bounds.deferred_host
-    bounds.raise_recorded(kernel, what, sources)
+        if kernel.bounds is not None and kernel.bounds.deferred is not None:
+            kernel.bounds.deferred.settle()

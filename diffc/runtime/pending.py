@@ -1,12 +1,25 @@
-"""Status reads that do not stall the host after every launch.
+"""Status reads that do not stall the host after every launch: the one reader of every checked
+launch's status (bounds, loop overrun, the sanitizer) that is not read at once.
 
-A dispatch with checks (bounds, loop overrun, the sanitizer) enqueues a non-blocking read of its
-status buffers right behind the kernel, into host memory of its own, and leaves it here. The
-reads are looked at, and the first error raised, at the next synchronizing point: any read of a
-Tensor's values on the host (`to_numpy`, and the torch bridge, which reads through it) and
-`diffc.synchronize()`. So no value a checked launch wrote reaches the host before its error
-does. A repr shows that an error is pending instead of the values, and leaves it pending.
-Launches queue in order, so a read is complete once a later read is.
+A `Reader` counts the launches of one kind and, every `every` launches, enqueues a non-blocking
+copy of a status source's device buffers into fresh host memory, right behind the kernel:
+`source.read_later(*context)` returns the copy's OpenCL event and the check that raises what
+the copy holds. Its `Reads` keep those copies in launch order. They are looked at without
+waiting (`poll`: the completed ones, oldest first) or by waiting for all (`settle`); the first
+error is raised and every other read forgotten (a later read of the same flags would raise the
+same violation again). Launches queue in order, so a read is complete once a later one is.
+
+Two readers use it:
+  * AT_SYNC (every launch, the default): a dispatch's reads are settled at the next
+    synchronizing point, any read of a Tensor's values on the host (`to_numpy`, and the torch
+    bridge, which reads through it) and `diffc.synchronize()`. So no value a checked launch wrote
+    reaches the host before its error does. Each launch zeroes its status first, so each read
+    holds its own launch's flags. A repr shows that an error is pending instead of the values,
+    and leaves it pending. Past MAX_PENDING reads, those completed and clean are dropped.
+  * deferred checks (runtime/dispatch_plan.py): each entry point's bounds status is read every
+    dispatch_plan.READ_EVERY launches into a Reader of its own, polled at its next dispatch and
+    settled by `check_pending`; its flags are zeroed only once raised, so a read covers every
+    launch since the one before.
 
 DIFFC_LAZY_CHECKS=0 reads after every launch instead (the error comes from the dispatch call).
 """
@@ -17,54 +30,118 @@ import os
 from collections.abc import Callable
 
 LAZY = os.environ.get("DIFFC_LAZY_CHECKS", "1") != "0"
-
-# (the read's OpenCL event, what raises the launch's error from the host copy, if any)
-_pending: list[tuple[object, Callable[[], None]]] = []
-MAX_PENDING = 256  # past this, reads that have completed and found nothing are dropped
+MAX_PENDING = 256  # past this, AT_SYNC's reads that have completed and found nothing are dropped
 
 
-def defer(event, check: Callable[[], None]) -> None:
-    """Leaves a launch's status read (`event`) and its `check` for the next synchronizing point."""
-    _pending.append((event, check))
-    if len(_pending) > MAX_PENDING:
-        _drop_completed_clean()
+class Reads:
+    """Status reads in launch order: (the copy's OpenCL event, what raises its error, if any)."""
+
+    def __init__(self, limit: int = 0):
+        self.items: list[tuple[object, Callable[[], None]]] = []
+        self.limit = limit  # 0: no limit
+
+    def add(self, event, check: Callable[[], None]) -> None:
+        self.items.append((event, check))
+        if self.limit and len(self.items) > self.limit:
+            self._drop_completed_clean()
+
+    def poll(self) -> None:
+        """Looks at the reads that have completed, oldest first, without waiting: raises the first
+        error (forgetting every read) or forgets them clean."""
+        while self.items and _complete(self.items[0][0]):
+            _, check = self.items.pop(0)
+            try:
+                check()
+            except Exception:
+                self.items.clear()
+                raise
+
+    def settle(self) -> None:
+        """Waits for every read, then raises the error of the first that found one (all are
+        forgotten either way)."""
+        if not self.items:
+            return
+        todo = list(self.items)
+        self.items.clear()
+        for event, _ in todo:
+            event.wait()
+        for _, check in todo:
+            check()
+
+    def first_error(self) -> Exception | None:
+        """The error settle() would raise, left pending."""
+        for event, _ in self.items:
+            event.wait()
+        for _, check in self.items:
+            try:
+                check()
+            except Exception as e:
+                return e
+        return None
+
+    def _drop_completed_clean(self) -> None:
+        """Forgets the oldest reads that have completed and report nothing (no waiting)."""
+        while self.items and _complete(self.items[0][0]):
+            try:
+                self.items[0][1]()
+            except Exception:
+                return  # an error: kept for the next look
+            self.items.pop(0)
+
+
+def _complete(event) -> bool:
+    import pyopencl as cl
+
+    return event.command_execution_status == cl.command_execution_status.COMPLETE
+
+
+class Reader:
+    """Reads a status source back every `every` launches, without waiting, into `reads`."""
+
+    __slots__ = ("every", "reads", "unread", "last")
+
+    def __init__(self, every: int, reads: Reads | None = None):
+        self.every = every
+        self.reads = reads if reads is not None else Reads()
+        self.unread = 0  # launches since the last read was enqueued
+        self.last: tuple | None = None  # (source, context) of the latest launch
+
+    def launched(self, source, *context) -> None:
+        """After a launch whose status `source` holds (`context`: what its error names)."""
+        self.unread += 1
+        self.last = (source, context)
+        if self.unread >= self.every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Enqueues a read of what the launches since the last read recorded."""
+        if self.unread and self.last is not None:
+            source, context = self.last
+            self.reads.add(*source.read_later(*context))
+        self.unread = 0
+
+    def poll(self) -> None:
+        """Raises what a completed read found (no waiting)."""
+        try:
+            self.reads.poll()
+        except Exception:
+            self.unread = 0  # raised once: the launches since are covered by the same flags
+            raise
+
+    def settle(self) -> None:
+        """Reads what no read covered yet, waits for every read and raises what they found."""
+        self.flush()
+        self.reads.settle()
+
+
+AT_SYNC = Reader(1, Reads(limit=MAX_PENDING))
 
 
 def settle() -> None:
-    """Waits for every pending status read, then raises the error of the first launch that
-    recorded one (all are forgotten either way)."""
-    if not _pending:
-        return
-    todo = list(_pending)
-    _pending.clear()
-    for event, _ in todo:
-        event.wait()
-    for _, check in todo:
-        check()
+    """A synchronizing point: waits for AT_SYNC's reads and raises the first launch's error."""
+    AT_SYNC.reads.settle()
 
 
 def first_error() -> Exception | None:
     """The error settle() would raise, left pending (a repr shows it instead of the values)."""
-    for event, _ in _pending:
-        event.wait()
-    for _, check in _pending:
-        try:
-            check()
-        except Exception as e:
-            return e
-    return None
-
-
-def _drop_completed_clean() -> None:
-    """Forgets the oldest reads that have completed and report nothing (no waiting)."""
-    import pyopencl as cl
-
-    while _pending:
-        event, check = _pending[0]
-        if event.command_execution_status != cl.command_execution_status.COMPLETE:
-            return
-        try:
-            check()
-        except Exception:
-            return  # an error: kept for the next synchronizing point
-        _pending.pop(0)
+    return AT_SYNC.reads.first_error()

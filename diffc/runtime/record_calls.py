@@ -35,7 +35,7 @@ from diffc.runtime.device import device
 from diffc.runtime.errors import CallError
 from diffc.runtime.layouts import Layout, Node
 from diffc.runtime.kernels import broadcast_strides, lower_kernel_module
-from diffc.runtime.record_kernels import OutSpec, PieceSpec, RecordSpec, build_record_kernel
+from diffc.runtime.record_kernels import OutSpec, PieceSpec, RecordSpec, build_record_kernel, record_layout
 from diffc.runtime.sanitize import check_initialized
 from diffc.runtime.tensor import Tensor
 
@@ -156,6 +156,7 @@ class _Plan:
     held: tuple  # the arguments, so the ids in `key` stay theirs
     kernel: object
     status: object
+    layout: tuple  # record_layout(spec): the kernel's parameters
     spec: RecordSpec
     inputs: list
     batch: tuple
@@ -206,7 +207,7 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
                    for name, _, ps in plan.outputs]
         outputs = [(name, _rebuild(ps), ps) for name, _, ps in outputs]
         if math.prod(plan.batch):
-            _launch(fn, plan.kernel, plan.status, plan.spec, plan.inputs, [q for _, _, ps in outputs for q in ps],
+            _launch(fn, plan.kernel, plan.status, plan.layout, plan.spec, plan.inputs, [q for _, _, ps in outputs for q in ps],
                     plan.batch, math.prod(plan.batch))
         return _result_of(fn.layout, mode, result, outputs)
     fn._record_plans.pop(mode, None)
@@ -240,7 +241,7 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
 
     spec = _spec(fn, mode, layout, inputs, outputs, batch)
     out_pieces = [q for _, _, ps in outputs for q in ps]
-    kernel, status = _kernel(fn, spec, [q.path.replace(".", "_") for q in [*inputs, *out_pieces]])
+    kernel, status, params = _kernel(fn, spec, [q.path.replace(".", "_") for q in [*inputs, *out_pieces]])
     size = math.prod(batch)
     if mode != "call":
         read = [(q.path, q.value.grad) for q in inputs if isinstance(q.value, Tensor)]
@@ -252,7 +253,7 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
             if g is not None:
                 g.uninitialized = False
     if size:
-        _launch(fn, kernel, status, spec, inputs, out_pieces, batch, size)
+        _launch(fn, kernel, status, params, spec, inputs, out_pieces, batch, size)
 
     for q in [*inputs, *(q for ps in targets.values() for q in ps)]:
         if q.source is not None:  # an inout or out numpy array gets its new value
@@ -262,7 +263,7 @@ def run(fn, mode: str, args: tuple, kwargs: dict, result):
     given = [*inputs, *(t for ts in targets.values() for t in ts)]
     made = {id(q) for _, _, ps in outputs for q in ps if not any(q is r for r in given)}
     if key is not None and _plan_key(mode, args, kwargs, result) == key:
-        fn._record_plans[mode] = _Plan(key, (args, kwargs, result), kernel, status, spec, inputs, tuple(batch),
+        fn._record_plans[mode] = _Plan(key, (args, kwargs, result), kernel, status, params, spec, inputs, tuple(batch),
                                        outputs, made)
     return _result_of(layout, mode, result, outputs)
 
@@ -392,7 +393,8 @@ def _returned(tree, want_numpy: bool, mode: str):
 
 
 def _kernel(fn, spec: RecordSpec, names: list[str]):
-    """The built kernel for `spec` (once per Function) and its loop-overrun status buffers."""
+    """The built kernel for `spec` (once per Function), its loop-overrun status buffers and its
+    parameters (record_layout(spec), the layout it was built from)."""
     found = fn._record_kernels.get(spec)
     if found is not None:
         return found
@@ -409,10 +411,11 @@ def _kernel(fn, spec: RecordSpec, names: list[str]):
     cached = module_cache.kernel_key(fn.module.cache_key, spec, options)
     source = module_cache.load_kernel_source(cached)
     status = None
+    layout = record_layout(spec)
     if source is None:
         module = fn.module.ir.clone()
         f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == fn.name)
-        build_record_kernel(module, f, spec, names)
+        build_record_kernel(module, f, spec, layout, names)
         try:
             lower_kernel_module(module, spec)
         except PassFailedException as e:
@@ -423,33 +426,40 @@ def _kernel(fn, spec: RecordSpec, names: list[str]):
             module_cache.store_kernel_source(cached, source)
     fn.sources[spec] = source
     program = build_program(source, tuple(build_options(options)))
-    found = fn._record_kernels[spec] = (cl.Kernel(program, spec.kernel_name), status)
+    found = fn._record_kernels[spec] = (cl.Kernel(program, spec.kernel_name), status, layout)
     return found
 
 
-def _launch(fn, kernel, status, spec: RecordSpec, inputs: list[_Piece], outputs: list[_Piece], batch, size: int):
+def _launch(fn, kernel, status, layout: tuple, spec: RecordSpec, inputs: list[_Piece], outputs: list[_Piece], batch,
+            size: int):
+    """Sets the kernel's arguments in the order of `layout` (record_layout(spec), which the kernel
+    was built from) and enqueues it over `size` elements."""
     import pyopencl as cl
 
     args: list = []
-    for q, s in zip(inputs, spec.inputs):
-        if s.kind == "s":
-            v = q.value
-            args.append(np.float32(v) if q.node.dtype == np.float16 else q.node.dtype.type(v))
-            continue
-        args.append(q.value.buffer)
-        if s.grad:
-            args.append(q.value.grad.buffer)
-    for q, o in zip(outputs, spec.outputs):
-        if o.alias < 0:
-            args.append(q.value.buffer)
-            if spec.mode != "call":
-                args.append(q.value.grad.buffer)
-    args.append(np.int64(size))
-    if any(s.kind == "b" for s in spec.inputs):
-        args.extend(np.int64(d) for d in batch)
-        for q, s in zip(inputs, spec.inputs):
-            if s.kind == "b":
-                args.extend(np.int64(st) for st in broadcast_strides(q.batch, batch))
+    strides: dict[int, list[int]] = {}
+    for key in layout:  # the kernel's parameters, as the builder laid them out
+        kind = key[0]
+        if kind == "buf":
+            args.append(inputs[key[1]].value.buffer)
+        elif kind == "grad":
+            args.append(inputs[key[1]].value.grad.buffer)
+        elif kind == "val":
+            q = inputs[key[1]]
+            args.append(np.float32(q.value) if q.node.dtype == np.float16 else q.node.dtype.type(q.value))
+        elif kind == "out":
+            args.append(outputs[key[1]].value.buffer)
+        elif kind == "out_grad":
+            args.append(outputs[key[1]].value.grad.buffer)
+        elif kind == "n":
+            args.append(np.int64(size))
+        elif kind == "shape":
+            args.append(np.int64(batch[key[1]]))
+        else:  # ("stride", k, d)
+            k = key[1]
+            if k not in strides:
+                strides[k] = broadcast_strides(inputs[k].batch, batch)
+            args.append(np.int64(strides[k][key[2]]))
     if status is not None:
         args.extend(status.buffers)
         status.reset()

@@ -4,15 +4,9 @@ matrices, arrays, structs, out/inout parameters, half (record_calls.py runs them
 A call's arguments arrive as *pieces*: one array per dense argument or struct field (layouts.py).
 Each batch element of a piece is a record of `record` scalars; each IR leaf it feeds is `width`
 consecutive scalars at `offset` in the record (a vector leaf is loaded scalar by scalar and
-assembled). One work-item computes one batch element `e`. Kernel parameters, in this order:
-
-    for each input piece: its value (kind "s", a scalar leaf given as a number), or its buffer
-        and, when `grad`, its grad/tangent buffer (kinds "f": of the output's batch shape, "b":
-        broadcast, element from strides)
-    for each output piece not sharing an inout input's buffers: its buffer, and for fwds/bwds its
-        tangent / output-derivative buffer
-    n: index (batch elements), then for a broadcast call the batch shape and each "b" piece's
-        strides (`rank` values each), as in kernels.py
+assembled). One work-item computes one batch element `e`. The kernel's parameters are
+`record_layout(spec)`: the one object the builder lays them out by and the launch
+(record_calls._launch) sets them by.
 
 bwds adds each element's gradient to "f" pieces, atomically to "b" pieces, and replaces the grad
 of an inout piece (its grad holds the output derivative before the call, the input's after).
@@ -109,53 +103,75 @@ class _Records(_Emitter):
         return self.zero(t)
 
 
-def build_record_kernel(module: ModuleOp, f: func.FuncOp, spec: RecordSpec, names: list[str]) -> func.FuncOp:
-    """Adds the kernel for `spec` to `module` (which holds `f`); `names` name the pieces
-    (input pieces, then outputs) in the OpenCL C."""
+def record_layout(spec: RecordSpec) -> tuple[tuple, ...]:
+    """The record kernel's parameters, in order, as keys: for each input piece k its number
+    ("val", k) (kind "s"), or its buffer ("buf", k) and, with `grad`, its grad / tangent buffer
+    ("grad", k); for each output piece k that writes buffers of its own (not an inout input's)
+    ("out", k), and for fwds / bwds its tangent / output-derivative buffer ("out_grad", k); the
+    element count ("n",); with broadcast ("b") pieces the batch extent ("shape", d) and each such
+    piece's stride ("stride", k, d) for d < rank. A launch appends the status buffers of kernels
+    with loop-overrun or sanitizer status after them."""
+    keys: list[tuple] = []
+    for k, p in enumerate(spec.inputs):
+        if p.kind == "s":
+            keys.append(("val", k))
+            continue
+        keys.append(("buf", k))
+        if p.grad:
+            keys.append(("grad", k))
+    for k, o in enumerate(spec.outputs):
+        if o.alias < 0:
+            keys.append(("out", k))
+            if spec.mode != "call":
+                keys.append(("out_grad", k))
+    keys.append(("n",))
+    bcast = [k for k, p in enumerate(spec.inputs) if p.kind == "b"]
+    if bcast:
+        keys += [("shape", d) for d in range(spec.rank)]
+        keys += [("stride", k, d) for k in bcast for d in range(spec.rank)]
+    return tuple(keys)
+
+
+def build_record_kernel(module: ModuleOp, f: func.FuncOp, spec: RecordSpec, layout: tuple[tuple, ...],
+                        names: list[str]) -> func.FuncOp:
+    """Adds the kernel for `spec` to `module` (which holds `f`), its parameters in the order of
+    `layout` (record_layout(spec), which the launch reads too); `names` name the pieces (input
+    pieces, then outputs) in the OpenCL C."""
     ptypes = list(f.function_type.inputs.data)
     rtypes = list(f.function_type.outputs.data)
     arg_diff = [diff.arg_is_differentiable(f, i) for i in range(len(ptypes))]
     res_diff = [diff.result_is_differentiable(f, j) for j in range(len(rtypes))]
-    derivs = spec.mode != "call"
+    n_in = len(spec.inputs)
 
-    params: list[Attribute] = []
-    slots: dict[tuple, int] = {}
-    hints: list[str] = []
+    def param(key: tuple) -> tuple[Attribute, str]:
+        """The IR type and the OpenCL C name of the parameter `key` (see record_layout)."""
+        kind = key[0]
+        if kind in ("val", "buf", "grad"):
+            k = key[1]
+            t = ptypes[spec.inputs[k].leaves[0][0]]
+            if kind == "val":
+                return t, names[k]
+            return MemRefType(_elem(t), [-1]), names[k] + ("_grad" if kind == "grad" else "")
+        if kind in ("out", "out_grad"):
+            k = key[1]
+            t = _elem(rtypes[spec.outputs[k].leaves[0][0]])
+            return MemRefType(t, [-1]), names[n_in + k] + ("_grad" if kind == "out_grad" else "")
+        if kind == "shape":
+            return INDEX, f"shape{key[1]}"
+        if kind == "stride":
+            return INDEX, f"{names[key[1]]}_stride{key[2]}"
+        return INDEX, "n"
 
-    def param(key: tuple, t: Attribute, hint: str) -> None:
-        slots[key] = len(params)
-        params.append(t)
-        hints.append(hint)
-
-    for k, p in enumerate(spec.inputs):
-        t = ptypes[p.leaves[0][0]]
-        if p.kind == "s":
-            param(("val", k), t, names[k])
-            continue
-        param(("buf", k), MemRefType(_elem(t), [-1]), names[k])
-        if p.grad:
-            param(("grad", k), MemRefType(_elem(t), [-1]), f"{names[k]}_grad")
-    for k, o in enumerate(spec.outputs):
-        if o.alias < 0:
-            t = _elem(rtypes[o.leaves[0][0]])
-            param(("out", k), MemRefType(t, [-1]), names[len(spec.inputs) + k])
-            if derivs:
-                param(("out_grad", k), MemRefType(t, [-1]), f"{names[len(spec.inputs) + k]}_grad")
-    param(("n",), INDEX, "n")
+    typed = [param(key) for key in layout]
+    params = [t for t, _ in typed]
     bcast = [k for k, p in enumerate(spec.inputs) if p.kind == "b"]
-    if bcast:
-        for d in range(spec.rank):
-            param(("shape", d), INDEX, f"shape{d}")
-        for k in bcast:
-            for d in range(spec.rank):
-                param(("stride", k, d), INDEX, f"{names[k]}_stride{d}")
 
     block = Block(arg_types=params)
     kernel = func.FuncOp(spec.kernel_name, FunctionType.from_lists(params, []), Region(block))
     mark_kernel(kernel)
-    for a, h in zip(block.args, hints):
-        a.name_hint = h
-    arg = {key: block.args[k] for key, k in slots.items()}
+    for a, (_, hint) in zip(block.args, typed):
+        a.name_hint = hint
+    arg = dict(zip(layout, block.args))
 
     def out_bufs(k: int, o: OutSpec) -> tuple[SSAValue, SSAValue | None]:
         if o.alias >= 0:

@@ -160,22 +160,17 @@ class StatusBuffers:
         if self.buffers:
             self._raise_from(self.read(), what, sources, kernel)
 
-    def check_later(self, what: str, sources: dict[str, str] | None = None, kernel: str = "") -> None:
-        """Enqueues the reads into fresh host memory; the error, if any, is raised at the next
-        synchronizing point (runtime/pending.py)."""
+    def read_later(self, what: str, sources: dict[str, str] | None = None, kernel: str = ""):
+        """Enqueues the reads into fresh host memory, without waiting: (the last read's event,
+        what raises the error they find), for a pending.Reader."""
         import pyopencl as cl
 
-        from diffc.runtime import pending
         from diffc.runtime.device import device
 
-        if not self.buffers:
-            return
         out = np.zeros(len(self.buffers), np.int32)
         q = device().queue
-        event = None
-        for i, b in enumerate(self.buffers):
-            event = cl.enqueue_copy(q, out[i : i + 1], b, is_blocking=False)
-        pending.defer(event, lambda: self._raise_from([int(v) for v in out], what, sources, kernel))
+        events = [cl.enqueue_copy(q, out[i : i + 1], b, is_blocking=False) for i, b in enumerate(self.buffers)]
+        return events[-1], lambda: self._raise_from([int(v) for v in out], what, sources, kernel)
 
     def _raise_from(self, values: list[int], what: str, sources: dict[str, str] | None, kernel: str) -> None:
         for slot, value in zip(self.slots, values):
@@ -196,7 +191,7 @@ def grow_max_iters(module, slot: StatusSlot, count: int) -> bool:
 
     grown = False
     for op in module.walk():
-        if isinstance(op, scf.WhileOp) and where(op) == slot.where and slot.where:
+        if isinstance(op, scf.WhileOp | scf.ForOp) and where(op) == slot.where and slot.where:
             n = diff.max_iters(op) or slot.max_iters
             op.attributes[diff.MAX_ITERS] = IntegerAttr(max(count, 2 * n), i64)
             grown = True

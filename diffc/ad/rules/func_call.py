@@ -10,6 +10,7 @@ pairs for the differentiable parameters and results.
 Reverse: the forward sweep calls g itself; the adjoint calls `@g_bwd` (or g's
 diff.bwd_derivative) with the primal arguments and the adjoints of g's differentiable results,
 and accumulates the gradients it returns.
+Checkpointing: the call's results are stored (see CallRule.checkpoint for diff.prefer).
 """
 
 from __future__ import annotations
@@ -66,7 +67,12 @@ class CallRule(DerivativeRule):
                         act.mark(r)
             return
         if not _is_diff_callee(callee, act.kind):
-            bad = [i for i, a in enumerate(op.arguments) if a in act.varied]
+            # a no_diff parameter takes a derivative-carrying value and drops its derivative
+            # (as forward mode's jvp_op does): only the others are refused
+            bad = [i for i, a in enumerate(op.arguments)
+                   if a in act.varied and (not isinstance(callee, func.FuncOp) or diff.arg_is_differentiable(callee, i))]
+            if not bad:
+                return
             act.refuse(
                 f"a derivative-carrying value (operand {bad[0]}) is passed to "
                 f"@{op.callee.root_reference.data}, which is not differentiable "
@@ -141,6 +147,20 @@ class CallRule(DerivativeRule):
         for i, a in enumerate(op.arguments):
             if diff.arg_is_differentiable(callee, i):
                 rev.accumulate(adj, a, next(grads), em)
+
+    def checkpoint(self, op: func.CallOp, prefer: str | None, origin: str, symbols: dict) -> tuple[bool, str]:
+        # a call is expensive to run again: stored, unless the callee (first) or the function
+        # prefers recompute; a callee's "checkpoint" wins over the function's "recompute"
+        name = op.callee.root_reference.data
+        callee = symbols.get(name)
+        own = diff.prefer(callee) if callee is not None else None
+        if own == "recompute":
+            return False, f"callee @{name} prefers recompute"
+        if own == "checkpoint":
+            return True, f"callee @{name} prefers checkpoint"
+        if prefer == "recompute":
+            return False, f"call to @{name}: @{origin} prefers recompute"
+        return True, f"result of a call to @{name} (expensive)"
 
 
 register(func.CallOp, CallRule())

@@ -8,7 +8,8 @@ Reverse: the forward sweep's copy stores the carried values per iteration on the
 (`memref<N1 x ... x Nk x T>`, N: the constant trip count or diff.max_iters); the adjoint is an
 scf.for over the iterations backwards that reloads the carried values, recomputes the body and
 propagates the adjoints (carried in its iter_args), with the adjoints of the outside values the
-body uses carried too.
+body uses carried too. A loop bounded by diff.max_iters that runs longer is treated as an
+overlong scf.while is: its slots are clamped, its gradients NaN, and the host told.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from diffc.ad.interface import DerivativeRule, register
-from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, adjoint_type, free_varied, i64, trip_count
+from diffc.ad.interface import register
+from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, LoopRule, adjoint_type, free_varied, i64, nan_if, trip_count
+from diffc.passes.status_report import report_overrun
 
 
-class ForRule(DerivativeRule):
-    jvp_when_inactive = True
-
+class ForRule(LoopRule):
     def activity(self, act, op: scf.ForOp) -> None:
         body = op.body.block
         for init, arg in zip(op.iter_args, body.args[1:]):
@@ -74,7 +74,7 @@ class ForRule(DerivativeRule):
         for a, b in zip(body.args, blk.args):
             b.name_hint = a.name_hint
         e2 = Emitter(blk)
-        k = rev.iter_number(e2, blk.args[0], lb, st, lid)
+        k = rev.iter_number(e2, blk.args[0], lb, st, lid, None if trip_count(op) is not None else n)
         ctx2 = ctx + [(k, n)]
         if mode == "fwd":
             rev.store_carried(op, blk.args[1:], e2, ctx2)
@@ -102,6 +102,7 @@ class ForRule(DerivativeRule):
             return
         lb, ub, st = vmap[op.lb], vmap[op.ub], vmap[op.step]
         tc = trip_count(op)
+        overran = None
         if tc is not None:
             count = em.index(tc)
         else:
@@ -110,6 +111,12 @@ class ForRule(DerivativeRule):
             lbi, ubi, sti = idx(lb), idx(ub), idx(st)
             span = em.v(arith.SubiOp(em.v(arith.AddiOp(em.v(arith.SubiOp(ubi, lbi)), sti)), em.index(1)))
             count = em.v(arith.DivSIOp(span, sti))
+            # More iterations than diff.max_iters: the tape kept n slots (the forward sweep wrote
+            # the later iterations into the last). As for scf.while: reverse the taped ones, make
+            # every gradient out of the loop NaN, and tell the host (passes/status_report.py).
+            overran = em.v(arith.CmpiOp(count, em.index(n), "sgt"))
+            report_overrun(op, count, overran, n, em.block)
+            count = em.v(arith.MinSIOp(count, em.index(n)))
         inits = [adj[op.results[j]] if op.results[j] in adj else em.zero(adjoint_type(carried[j].type)) for j in J]
         inits += [em.zero(adjoint_type(v.type)) for v in free]
         blk, k, e2 = rev.reverse_loop(count, lid, inits, em)
@@ -127,6 +134,10 @@ class ForRule(DerivativeRule):
         rev.close_reverse_loop(
             blk, e2, em, (count, lid, n, inits), [carried[j] for j in J], [op.iter_args[j] for j in J], free, adj, adj2
         )
+        if overran is not None:
+            for v in dict.fromkeys([*[op.iter_args[j] for j in J], *free]):
+                if v in adj:
+                    adj[v] = nan_if(overran, adj[v], em)
 
 
 register(scf.ForOp, ForRule())

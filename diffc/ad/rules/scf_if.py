@@ -6,7 +6,7 @@ from __future__ import annotations
 from xdsl.dialects import scf
 
 from diffc.ad import branches
-from diffc.ad.interface import DerivativeRule, register
+from diffc.ad.interface import register
 
 
 def _make(cond):
@@ -14,9 +14,7 @@ def _make(cond):
     return lambda blocks, types: scf.IfOp(cond, types, [blocks[0]], [blocks[1]] if len(blocks) > 1 else None)
 
 
-class IfRule(DerivativeRule):
-    jvp_when_inactive = True
-
+class IfRule(branches.BranchRule):
     def activity(self, act, op: scf.IfOp) -> None:
         branches.activity(act, op, list(op.regions))
 

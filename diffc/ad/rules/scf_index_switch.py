@@ -11,7 +11,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Region
 
 from diffc.ad import branches
-from diffc.ad.interface import DerivativeRule, register
+from diffc.ad.interface import register
 
 
 def _regions(op: scf.IndexSwitchOp) -> list[Region]:
@@ -23,9 +23,7 @@ def _make(op: scf.IndexSwitchOp, arg):
     return lambda blocks, types: scf.IndexSwitchOp(arg, op.cases, Region(blocks[0]), [Region(b) for b in blocks[1:]], types)
 
 
-class IndexSwitchRule(DerivativeRule):
-    jvp_when_inactive = True
-
+class IndexSwitchRule(branches.BranchRule):
     def activity(self, act, op: scf.IndexSwitchOp) -> None:
         branches.activity(act, op, _regions(op))
 

@@ -20,15 +20,13 @@ from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from diffc.ad.interface import DerivativeRule, register
-from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, adjoint_type, free_varied, i64, nan_if
+from diffc.ad.interface import register
+from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, LoopRule, adjoint_type, free_varied, i64, nan_if
 from diffc.dialects.diff import differential_type
 from diffc.passes.status_report import report_overrun
 
 
-class WhileRule(DerivativeRule):
-    jvp_when_inactive = True
-
+class WhileRule(LoopRule):
     def activity(self, act, op: scf.WhileOp) -> None:
         before, after = op.before_region.block, op.after_region.block
         for init, arg in zip(op.arguments, before.args):
