@@ -26,9 +26,28 @@ bound kernels; bounds checks deferred), the same step with deterministic=False (
 group and parameter), the step built with reduce-atomics alone (DIFFC_ACCUMULATE=0), and
 learnGradient with racy plain adds (*, unless --no-racy).
 
-Measured 2026-11-24, one run of `--log2 10 14 18 20 22 --runs 10 --no-racy` on an NVIDIA H100
-80GB HBM3 (NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics; torch 2.11.0+cu130, float16 on
-CUDA); min ms:
+Measured 2026-11-24 (later the same day), one run of `--log2 10 14 18 20 22 --runs 20 --no-racy`
+on an NVIDIA H100 80GB HBM3 (NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics; torch
+2.11.0+cu130, float16 on CUDA); min ms; ratios are step throughput over torch.compile's:
+    batch   learnGradient (default)   atomics per group   reduce-atomics only   diffc / torch.compile (dispatched, captured step)
+    2^10    0.028                     0.074               0.090                 13.7   17.7
+    2^14    0.031                     0.305               0.171                 11.1   15.0
+    2^18    0.029                     1.445               1.242                 18.3   12.5
+    2^20    0.057                     1.383               3.601                 13.2   13.0
+    2^22    0.170                     1.213               7.817                  7.22   9.85
+  At 2^22: diffc step 0.290 ms dispatched, 0.213 captured (diffc.capture), device time of both
+  kernels 0.174, torch.compile 2.093, torch eager 2.542. What changed since the run below: the
+  accumulated kernels got launch-time bounds proofs (passes/bounds_proofs.py): with its checks
+  inside the grid-stride loop, ptxas gave @learnGradient__accum 255 registers and spills, and
+  the kernel took 1.35 ms at 2^20; DIFFC_BOUNDS_CHECK=0 measured 0.117 ms (the note below, that
+  checks cost nothing there, was wrong). The finish kernel runs one group per slot (its one
+  work-item issuing 148 adds in turn took 0.06-0.1 ms). merge-calls computes each layer once a
+  sample (NVIDIA's compiler had already merged them: the same device time; PoCL's had not). The
+  host time of a step is now most of it below 2^22: a captured step enqueues in 0.05-0.1 ms
+  (three enqueues), a dispatched one in 0.07-0.17 (host timings on this machine vary run to run).
+
+Earlier the same day, one run of `--log2 10 14 18 20 22 --runs 10 --no-racy` on the same H100;
+min ms:
     batch   diffc step   learnGradient (default)   atomics per group   reduce-atomics only   host enqueue   torch.compile step   diffc / torch.compile
     2^10    0.203        0.118                     0.146               0.161                 0.121          0.884                4.35
     2^14    0.253        0.158                     0.336               0.217                 0.142          1.283                5.07
