@@ -15,8 +15,9 @@ values. In each kernel (`kernel.entry`) this pass:
   store into a private array passed to the call); xDSL's CSE runs between rounds so that the
   operands inlined copies compute (`x * x`) become the same values.
 
-Read-only: no store, atomic or barrier in the function except stores into its own private
-arrays (`memref.alloca`), and only read-only callees. (The MLP's accumulated learnGradient
+Read-only: every op of the function is free of effects, a read, or a store into one of its own
+private arrays (`memref.alloca`), and every callee is read-only (a printf, an atomic or a
+barrier is not). (The MLP's accumulated learnGradient
 evaluated each layer five times a sample; merged, once.)
 """
 
@@ -25,16 +26,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, memref
+from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import is_side_effect_free
 from xdsl.transforms.common_subexpression_elimination import cse
 
 from diffc.dialects import kernel
 
 _WRITES = (memref.StoreOp, kernel.AtomicAddOp, kernel.AtomicRMWOp, kernel.VStoreOp, kernel.BarrierOp)
+_READS = (memref.LoadOp, kernel.VLoadOp)
+# control flow: its effects are its regions' ops', which are judged one by one
+_CONTROL = (scf.ForOp, scf.IfOp, scf.WhileOp, scf.IndexSwitchOp, scf.YieldOp, scf.ConditionOp)
 ALL = None  # "may write any memory"
 
 
@@ -74,12 +79,7 @@ def _read_only(funcs: dict[str, func.FuncOp]) -> set[str]:
     for name, f in funcs.items():
         if not f.body.blocks:
             continue
-        ok = True
-        for op in f.walk():
-            if isinstance(op, _WRITES) and not (isinstance(op, memref.StoreOp) and _private(op.memref)):
-                ok = False
-                break
-        if ok:
+        if all(_reads_only(op) for op in f.walk() if op is not f):
             candidates.add(name)
     changed = True
     while changed:
@@ -89,6 +89,15 @@ def _read_only(funcs: dict[str, func.FuncOp]) -> set[str]:
                 candidates.discard(name)
                 changed = True
     return candidates
+
+
+def _reads_only(op: Operation) -> bool:
+    """Whether `op` (its regions are walked apart) has no effect but reads, or writes only a
+    private array (calls are judged at the fixed point). A printf is an effect: two calls that
+    print must stay two."""
+    if isinstance(op, (func.CallOp, func.ReturnOp, memref.AllocaOp, *_READS, *_CONTROL)) or is_side_effect_free(op):
+        return True
+    return isinstance(op, memref.StoreOp) and _private(op.memref)
 
 
 def _inline_wrappers(fn: func.FuncOp, funcs: dict[str, func.FuncOp], readonly: set[str], limit: int) -> int:

@@ -23,6 +23,18 @@ func.func @writes(%w: memref<?xf32>, %x: f32) -> f32 {
   func.return %x : f32
 }
 
+// prints: an effect, so each call stays
+func.func @say(%x: f32) -> f32 {
+  printf.print_format "x = {}", %x : f32
+  func.return %x : f32
+}
+
+func.func @talk(%x: f32) attributes {kernel.entry} {
+  %a = func.call @say(%x) : (f32) -> f32
+  %b = func.call @say(%x) : (f32) -> f32
+  func.return
+}
+
 func.func @k(%w: memref<?xf32>, %out: memref<?xf32>, %x: f32) attributes {kernel.entry} {
   %c0 = arith.constant 0 : index
   %sq = arith.mulf %x, %x : f32
@@ -40,6 +52,10 @@ func.func @k(%w: memref<?xf32>, %out: memref<?xf32>, %x: f32) attributes {kernel
   memref.store %s4, %out[%c0] : memref<?xf32>
   func.return
 }
+
+// CHECK-LABEL: func.func @talk(
+// CHECK-NEXT: func.call @say(%x)
+// CHECK-NEXT: func.call @say(%x)
 
 // CHECK-LABEL: func.func @k(
 // CHECK: %[[SQ:.+]] = arith.mulf %x, %x : f32
