@@ -36,7 +36,6 @@ from xdsl.transforms.common_subexpression_elimination import cse
 
 from diffc.dialects import kernel
 
-_WRITES = (memref.StoreOp, kernel.AtomicAddOp, kernel.AtomicRMWOp, kernel.VStoreOp, kernel.BarrierOp)
 _READS = (memref.LoadOp, kernel.VLoadOp)
 # control flow: its effects are its regions' ops', which are judged one by one
 _CONTROL = (scf.ForOp, scf.IfOp, scf.WhileOp, scf.IndexSwitchOp, scf.YieldOp, scf.ConditionOp)
@@ -137,11 +136,10 @@ def _written(op: Operation, readonly: set[str]) -> set[SSAValue] | None:
             if _callee(o) not in readonly:
                 return ALL
             continue
-        if isinstance(o, _WRITES):
-            if isinstance(o, memref.StoreOp) and _private(o.memref):
-                out.add(o.memref)
-            else:
-                return ALL
+        if isinstance(o, memref.StoreOp) and _private(o.memref):
+            out.add(o.memref)
+        elif not _reads_only(o):  # a store elsewhere, an atomic, a barrier, any unknown effect
+            return ALL
     return out
 
 
