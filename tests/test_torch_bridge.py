@@ -151,6 +151,34 @@ def test_result_forms(m):
     np.testing.assert_array_equal(got, [9.0, 23.0])
 
 
+def test_a_tensor_passed_again_is_read_anew(m):
+    """A call reuses the numpy view it made of the last call's tensor (torch_bridge._view): the
+    values must still be the tensor's own after in-place changes of its data, its strides and
+    its dtype (the same memory each time)."""
+
+    def poly(x):
+        return 2.0 * x * x + 8.0 * x - 1.0
+
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    for step in range(3):
+        y = m.polynomial(a=2.0, b=8.0, c=-1.0, x=x)
+        torch.testing.assert_close(y, poly(x.detach()))
+        y.sum().backward()
+        torch.testing.assert_close(x.grad, 4 * x.detach() + 8)
+        x.grad = None
+        with torch.no_grad():
+            x.mul_(-0.5)  # new values, same memory
+    with torch.no_grad():
+        x.t_()  # same memory and shape, other strides
+    assert not x.is_contiguous()
+    torch.testing.assert_close(m.polynomial(a=2.0, b=8.0, c=-1.0, x=x), poly(x.detach()))
+    plain = torch.tensor([1.0, 2.0])
+    m.polynomial(a=2.0, b=8.0, c=-1.0, x=plain)
+    plain.data = plain.data.view(torch.int32)  # same memory and shape, another dtype
+    want = poly(plain.to(torch.float32))
+    torch.testing.assert_close(m.polynomial(a=2.0, b=8.0, c=-1.0, x=plain), want)
+
+
 def test_cpu_tensors_are_read_without_a_copy():
     t = torch.arange(6.0).reshape(2, 3)
     assert np.shares_memory(_host(t), t.numpy())
