@@ -76,6 +76,69 @@ def measure(rows: dict, calls: int, rounds: int = 20) -> dict[str, tuple[float, 
     return {name: (statistics.median(wall[name]) * 1e6, statistics.median(cpu[name]) * 1e6) for name in rows}
 
 
+def host_only(f, xn, xt, xg, calls: int) -> dict[str, tuple[float, float]]:
+    """The same numpy and torch calls with the device's part (Function._call_host: copies in,
+    launch, blocking read) replaced by a stub that returns a result at once: the wrapper's host
+    Python alone. On a machine whose OpenCL device is its own busy CPU, the rows above include
+    waits for PoCL's threads whose length depends on what ran between calls; these do not."""
+    from unittest import mock
+
+    from diffc.runtime.module import Function
+
+    result = np.zeros(xn.shape, np.float32)
+    _, staged = f._call_host([2.0, 8.0, -1.0, xn])  # (the backward's device copies, as a real call keeps)
+    stub = lambda self, host: (result.copy(), staged)  # noqa: E731
+    rows = {
+        "numpy": lambda: f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy"),
+        "torch, no grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xt),
+        "torch, requires_grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xg),
+    }
+    with mock.patch.object(Function, "_call_host", stub):
+        return measure(rows, calls * 4)
+
+
+def cuda_rows(f, xn, g, calls: int) -> dict | None:
+    """With torch CUDA tensors: the same calls, and each phase of the round trip through the host
+    that torch_bridge makes for them (diffc runs on OpenCL, not on CUDA memory) timed alone:
+    the CUDA->host copy of the input, the diffc call on host data (the numpy row), the
+    host->CUDA copy of the result. Every row waits for CUDA (torch.cuda.synchronize)."""
+    if not torch.cuda.is_available():
+        return None
+    sync = torch.cuda.synchronize
+    xc = torch.from_numpy(xn).cuda()
+    xcg = xc.clone().requires_grad_()
+    gc = g.cuda()
+    out = f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy")
+
+    def d2h():
+        xc.cpu().numpy()  # (a copy to pageable memory: returns once it is done)
+
+    def h2d():
+        torch.from_numpy(out).to(xc.device)
+        sync()
+
+    def cuda_nograd():
+        f(a=2.0, b=8.0, c=-1.0, x=xc)
+        sync()
+
+    def cuda_grad():
+        f(a=2.0, b=8.0, c=-1.0, x=xcg)
+        sync()
+
+    def cuda_fwd_bwd():
+        xcg.grad = None
+        f(a=2.0, b=8.0, c=-1.0, x=xcg).backward(gc)
+        sync()
+
+    return {
+        "CUDA->host copy (x.cpu())": d2h,
+        "host->CUDA copy (result)": h2d,
+        "torch CUDA, no grad": cuda_nograd,
+        "torch CUDA, requires_grad": cuda_grad,
+        "torch CUDA fwd+bwd (autograd)": cuda_fwd_bwd,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=16, help="elements per tensor")
@@ -126,6 +189,8 @@ def main() -> None:
         "raw fwd+bwd (numpy, Tensors)": raw_fwd_bwd,
         "torch fwd+bwd (autograd)": torch_fwd_bwd,
     }
+    cuda = cuda_rows(f, xn, g, args.calls)
+    rows.update(cuda or {})
     times = measure(rows, args.calls)
     print(f"device: {diffc.device().name}; {args.n} float32 elements; {args.calls} calls of each row, "
           "interleaved in 20 rounds, median round")
@@ -133,12 +198,29 @@ def main() -> None:
     for name, (us, cpu) in times.items():
         print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
 
-    def over(a: str, b: str) -> str:
-        return f"{times[a][0] - times[b][0]:7.1f} us wall, {times[a][1] - times[b][1]:7.1f} us thread CPU"
+    def over(a: str, b: str, t=times) -> str:
+        return f"{t[a][0] - t[b][0]:7.1f} us wall, {t[a][1] - t[b][1]:7.1f} us thread CPU"
 
     print(f"torch wrapper overhead, no grad:      {over('torch, no grad', 'numpy')} over numpy")
     print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy")
     print(f"torch wrapper overhead, fwd+bwd:      {over('torch fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
+    if cuda is None:
+        print(f"CUDA rows skipped: torch.cuda.is_available() is False (torch {torch.__version__})")
+    else:
+        trip = times["CUDA->host copy (x.cpu())"][0] + times["host->CUDA copy (result)"][0]
+        print(f"CUDA tensors ({torch.cuda.get_device_name()}), through the host: round trip = CUDA->host "
+              f"{times['CUDA->host copy (x.cpu())'][0]:.1f} us + diffc call (numpy row) {times['numpy'][0]:.1f} us + "
+              f"host->CUDA {times['host->CUDA copy (result)'][0]:.1f} us (wall)")
+        for row in ("torch CUDA, no grad", "torch CUDA, requires_grad"):
+            print(f"  {row}: {over(row, 'numpy')} over numpy; {times[row][0] - times['numpy'][0] - trip:7.1f} us "
+                  "wall beyond the two copies")
+        print(f"  torch CUDA fwd+bwd: {over('torch CUDA fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
+    host = host_only(f, xn, xt, xg, args.calls)
+    print("host Python only (the device's part stubbed out: host_only()):")
+    for name, (us, cpu) in host.items():
+        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+    print(f"  torch wrapper, no grad:      {over('torch, no grad', 'numpy', host)} over numpy")
+    print(f"  torch wrapper, autograd fwd: {over('torch, requires_grad', 'numpy', host)} over numpy")
 
 
 if __name__ == "__main__":
