@@ -78,11 +78,15 @@ def _host(t) -> np.ndarray:
     except (TypeError, RuntimeError):
         pass
     t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.is_conj() or t.is_neg():
-        t = t.resolve_conj().resolve_neg()
-    return t.numpy()
+    try:
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if t.is_conj() or t.is_neg():
+            t = t.resolve_conj().resolve_neg()
+        return t.numpy()
+    except (TypeError, RuntimeError, NotImplementedError) as e:  # (meta tensors, bfloat16, ...)
+        raise CallError(f"error: a torch tensor of dtype {t.dtype} on device '{t.device}' cannot be read as host "
+                        f"data (torch: {e})") from None
 
 
 def _to_torch(a: np.ndarray, like):
