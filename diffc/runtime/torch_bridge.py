@@ -132,15 +132,17 @@ def call(fn, args: tuple, kwargs: dict, result):
     else:
         raise CallError(f"error: {fn.name}(): '_result' must be \"tensor\", \"torch\", \"numpy\", a Tensor or a "
                         f"torch tensor, got {result!r}", "_result")
-    idx = [i for i, v in enumerate(values) if isinstance(v, T)]
-    tensors = [values[i] for i in idx]
+    idx, tensors = [], []
     host = values  # (a list of our own: each torch tensor in it becomes a numpy array)
-    views = fn.torch_views
+    views, diffable = fn.torch_views, fn.diffable
     grad = False
-    for i, t in zip(idx, tensors):
-        host[i] = _view(views, i, t)
-        if t.requires_grad and fn.diffable[i]:
-            grad = True
+    for i, t in enumerate(values):
+        if isinstance(t, T):
+            idx.append(i)
+            tensors.append(t)
+            host[i] = _view(views, i, t)
+            if t.requires_grad and diffable[i]:
+                grad = True
     if grad and fn.differentiable and torch.is_grad_enabled():
         if _DIRECT_APPLY is None:
             _make_apply(torch)
