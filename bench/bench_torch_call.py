@@ -10,22 +10,37 @@ time and this thread's CPU time), every call waiting for its result:
   torch, grad        with x.requires_grad: through the torch.autograd.Function
   torch fwd+bwd      y = m.polynomial(...); y.backward(g): the call kernel, then the bwds kernel
   raw fwd+bwd        the same two launches done by hand with diffc Tensors and numpy
-The wrapper's overhead is each torch row minus the numpy row it wraps. On a CUDA device, torch
-tensors go through the host; this benchmark runs on CPU tensors only.
+The wrapper's overhead is each torch row minus the numpy row it wraps.
+
+With CUDA (torch.cuda.is_available()), rows for torch CUDA tensors too: the bridge takes them
+through the host, and the round trip's phases are timed alone: "CUDA->host copy" (x.cpu()),
+the diffc call on host data (the numpy row: copies to diffc's OpenCL device, launch, read back),
+"host->CUDA copy" (the result's .to(device)); then each CUDA row's overhead over numpy and
+what is left of it beyond the two copies. Without CUDA these rows are skipped, with a line
+saying so.
+
+"host Python only": numpy, torch no grad and torch requires_grad again with the device's part
+(Function._call_host) stubbed out, so that only the wrapper's host Python is timed. On this
+CPU-only machine the rows above count time spent waiting for PoCL's worker threads in the
+thread's CPU time, and how much depends on what ran between calls (an empty autograd Function
+of ~9 us run before each numpy call made the pair ~18 us dearer than the two alone), so these
+rows are the ones to compare for the wrapper's own cost.
 
     python bench/bench_torch_call.py [--n 16] [--calls 2000]
 
-On the GPU host (pip install -e ".[torch]"; diffc on the GPU's OpenCL device):
+On the GPU host (pip install -e ".[torch]" with a CUDA build of torch; diffc on the GPU's
+OpenCL device), the CUDA rows included:
     DIFFC_DEVICE=gpu python bench/bench_torch_call.py --calls 4000
 
 Measured 2026-11-24 on the H100 80GB HBM3's host, before staging (one row after another, median
 of 2000 calls, wall): diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (+14.4 over
 numpy), torch with requires_grad 168.5 us (+71.7), torch fwd+bwd 402.8 us against 270.7 us by
-hand.
+hand. After staging (median of 20 interleaved rounds): diffc Tensor 30.2 us, numpy 74.4, torch
+no grad 89.1 (+14.7), torch requires_grad 109.3 (+34.9), raw fwd+bwd 307.2 against torch
+fwd+bwd 309.2 (+2.0); CUDA rows not yet measured.
 
 Measured 2026-11-24 on this CPU-only machine (PoCL pthread device, AMD EPYC, 2 cores shared with
-other processes under a load of 4-5, so the wall times are mostly waits for PoCL's threads on busy
-cores; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
+other processes; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
 (runtime/staging.py: arrays copied without waiting into kept device tensors, launches replayed,
 the backward reading the forward's copies; C++ autograd apply; once_differentiable only under
 create_graph):
@@ -35,8 +50,18 @@ create_graph):
   torch, requires_grad          165-218 us ->  99-113 us  (+60-66 -> +46 over numpy; goal < 30)
   raw fwd+bwd                   278-399 us -> 228-268 us
   torch fwd+bwd (autograd)      482-610 us -> 257-260 us  (+204-211 -> -8..+28 over raw)
-Of the +46, torch's autograd Function (apply, graph node, from_numpy, teardown) is ~20 us with an
-empty forward here, its engine ~35 us per backward.
+Then (same machine, the two versions run one after the other, thread CPU time) before -> after
+the call path's cuts (keyword arguments bound in one step, the numpy view of a small tensor
+passed again reused, host arguments made once outside the autograd Function, one pass over
+the arguments, no new dict for the kept device copies):
+  numpy                          51.1 us ->  50.2 us
+  torch, no grad                 70.3 us ->  62.5 us  (+19.3 -> +12.2 over numpy)
+  torch, requires_grad           94.3 us ->  83.7 us  (+43.2 -> +33.4 over numpy)
+  raw fwd+bwd / torch fwd+bwd   218.4 / 244.7 us -> 214.9 / 235.2 us (+26.2 -> +20.4 over raw)
+  host Python only: numpy 4.6 -> 4.1 us, torch no grad 13.4 -> 8.8 us (+8.7 -> +4.7), torch
+  requires_grad 25.0 -> 17.2 us (+20.3 -> +13.1 over numpy). Of the requires_grad path's
+  remaining ~13 us, torch's autograd Function (C++ apply, graph node, ctx, save_for_backward,
+  from_numpy, teardown) is ~8 (measured alone with an empty forward).
 """
 
 from __future__ import annotations
