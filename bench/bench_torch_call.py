@@ -10,22 +10,37 @@ time and this thread's CPU time), every call waiting for its result:
   torch, grad        with x.requires_grad: through the torch.autograd.Function
   torch fwd+bwd      y = m.polynomial(...); y.backward(g): the call kernel, then the bwds kernel
   raw fwd+bwd        the same two launches done by hand with diffc Tensors and numpy
-The wrapper's overhead is each torch row minus the numpy row it wraps. On a CUDA device, torch
-tensors go through the host; this benchmark runs on CPU tensors only.
+The wrapper's overhead is each torch row minus the numpy row it wraps.
+
+With CUDA (torch.cuda.is_available()), rows for torch CUDA tensors too: the bridge takes them
+through the host, and the round trip's phases are timed alone: "CUDA->host copy" (x.cpu()),
+the diffc call on host data (the numpy row: copies to diffc's OpenCL device, launch, read back),
+"host->CUDA copy" (the result's .to(device)); then each CUDA row's overhead over numpy and
+what is left of it beyond the two copies. Without CUDA these rows are skipped, with a line
+saying so.
+
+"host Python only": numpy, torch no grad and torch requires_grad again with the device's part
+(Function._call_host) stubbed out, so that only the wrapper's host Python is timed. On this
+CPU-only machine the rows above count time spent waiting for PoCL's worker threads in the
+thread's CPU time, and how much depends on what ran between calls (an empty autograd Function
+of ~9 us run before each numpy call made the pair ~18 us dearer than the two alone), so these
+rows are the ones to compare for the wrapper's own cost.
 
     python bench/bench_torch_call.py [--n 16] [--calls 2000]
 
-On the GPU host (pip install -e ".[torch]"; diffc on the GPU's OpenCL device):
+On the GPU host (pip install -e ".[torch]" with a CUDA build of torch; diffc on the GPU's
+OpenCL device), the CUDA rows included:
     DIFFC_DEVICE=gpu python bench/bench_torch_call.py --calls 4000
 
 Measured 2026-11-24 on the H100 80GB HBM3's host, before staging (one row after another, median
 of 2000 calls, wall): diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (+14.4 over
 numpy), torch with requires_grad 168.5 us (+71.7), torch fwd+bwd 402.8 us against 270.7 us by
-hand.
+hand. After staging (median of 20 interleaved rounds): diffc Tensor 30.2 us, numpy 74.4, torch
+no grad 89.1 (+14.7), torch requires_grad 109.3 (+34.9), raw fwd+bwd 307.2 against torch
+fwd+bwd 309.2 (+2.0); CUDA rows not yet measured.
 
 Measured 2026-11-24 on this CPU-only machine (PoCL pthread device, AMD EPYC, 2 cores shared with
-other processes under a load of 4-5, so the wall times are mostly waits for PoCL's threads on busy
-cores; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
+other processes; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
 (runtime/staging.py: arrays copied without waiting into kept device tensors, launches replayed,
 the backward reading the forward's copies; C++ autograd apply; once_differentiable only under
 create_graph):
@@ -35,8 +50,18 @@ create_graph):
   torch, requires_grad          165-218 us ->  99-113 us  (+60-66 -> +46 over numpy; goal < 30)
   raw fwd+bwd                   278-399 us -> 228-268 us
   torch fwd+bwd (autograd)      482-610 us -> 257-260 us  (+204-211 -> -8..+28 over raw)
-Of the +46, torch's autograd Function (apply, graph node, from_numpy, teardown) is ~20 us with an
-empty forward here, its engine ~35 us per backward.
+Then (same machine, the two versions run one after the other, thread CPU time) before -> after
+the call path's cuts (keyword arguments bound in one step, the numpy view of a small tensor
+passed again reused, host arguments made once outside the autograd Function, one pass over
+the arguments, no new dict for the kept device copies):
+  numpy                          51.1 us ->  50.2 us
+  torch, no grad                 70.3 us ->  62.5 us  (+19.3 -> +12.2 over numpy)
+  torch, requires_grad           94.3 us ->  83.7 us  (+43.2 -> +33.4 over numpy)
+  raw fwd+bwd / torch fwd+bwd   218.4 / 244.7 us -> 214.9 / 235.2 us (+26.2 -> +20.4 over raw)
+  host Python only: numpy 4.6 -> 4.1 us, torch no grad 13.4 -> 8.8 us (+8.7 -> +4.7), torch
+  requires_grad 25.0 -> 17.2 us (+20.3 -> +13.1 over numpy). Of the requires_grad path's
+  remaining ~13 us, torch's autograd Function (C++ apply, graph node, ctx, save_for_backward,
+  from_numpy, teardown) is ~8 (measured alone with an empty forward).
 """
 
 from __future__ import annotations
@@ -74,6 +99,69 @@ def measure(rows: dict, calls: int, rounds: int = 20) -> dict[str, tuple[float, 
             wall[name].append((time.perf_counter() - t0) / per)
             cpu[name].append((time.thread_time() - c0) / per)
     return {name: (statistics.median(wall[name]) * 1e6, statistics.median(cpu[name]) * 1e6) for name in rows}
+
+
+def host_only(f, xn, xt, xg, calls: int) -> dict[str, tuple[float, float]]:
+    """The same numpy and torch calls with the device's part (Function._call_host: copies in,
+    launch, blocking read) replaced by a stub that returns a result at once: the wrapper's host
+    Python alone. On a machine whose OpenCL device is its own busy CPU, the rows above include
+    waits for PoCL's threads whose length depends on what ran between calls; these do not."""
+    from unittest import mock
+
+    from diffc.runtime.module import Function
+
+    result = np.zeros(xn.shape, np.float32)
+    _, staged = f._call_host([2.0, 8.0, -1.0, xn])  # (the backward's device copies, as a real call keeps)
+    stub = lambda self, host: (result.copy(), staged)  # noqa: E731
+    rows = {
+        "numpy": lambda: f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy"),
+        "torch, no grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xt),
+        "torch, requires_grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xg),
+    }
+    with mock.patch.object(Function, "_call_host", stub):
+        return measure(rows, calls * 4)
+
+
+def cuda_rows(f, xn, g, calls: int) -> dict | None:
+    """With torch CUDA tensors: the same calls, and each phase of the round trip through the host
+    that torch_bridge makes for them (diffc runs on OpenCL, not on CUDA memory) timed alone:
+    the CUDA->host copy of the input, the diffc call on host data (the numpy row), the
+    host->CUDA copy of the result. Every row waits for CUDA (torch.cuda.synchronize)."""
+    if not torch.cuda.is_available():
+        return None
+    sync = torch.cuda.synchronize
+    xc = torch.from_numpy(xn).cuda()
+    xcg = xc.clone().requires_grad_()
+    gc = g.cuda()
+    out = f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy")
+
+    def d2h():
+        xc.cpu().numpy()  # (a copy to pageable memory: returns once it is done)
+
+    def h2d():
+        torch.from_numpy(out).to(xc.device)
+        sync()
+
+    def cuda_nograd():
+        f(a=2.0, b=8.0, c=-1.0, x=xc)
+        sync()
+
+    def cuda_grad():
+        f(a=2.0, b=8.0, c=-1.0, x=xcg)
+        sync()
+
+    def cuda_fwd_bwd():
+        xcg.grad = None
+        f(a=2.0, b=8.0, c=-1.0, x=xcg).backward(gc)
+        sync()
+
+    return {
+        "CUDA->host copy (x.cpu())": d2h,
+        "host->CUDA copy (result)": h2d,
+        "torch CUDA, no grad": cuda_nograd,
+        "torch CUDA, requires_grad": cuda_grad,
+        "torch CUDA fwd+bwd (autograd)": cuda_fwd_bwd,
+    }
 
 
 def main() -> None:
@@ -126,6 +214,8 @@ def main() -> None:
         "raw fwd+bwd (numpy, Tensors)": raw_fwd_bwd,
         "torch fwd+bwd (autograd)": torch_fwd_bwd,
     }
+    cuda = cuda_rows(f, xn, g, args.calls)
+    rows.update(cuda or {})
     times = measure(rows, args.calls)
     print(f"device: {diffc.device().name}; {args.n} float32 elements; {args.calls} calls of each row, "
           "interleaved in 20 rounds, median round")
@@ -133,12 +223,29 @@ def main() -> None:
     for name, (us, cpu) in times.items():
         print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
 
-    def over(a: str, b: str) -> str:
-        return f"{times[a][0] - times[b][0]:7.1f} us wall, {times[a][1] - times[b][1]:7.1f} us thread CPU"
+    def over(a: str, b: str, t=times) -> str:
+        return f"{t[a][0] - t[b][0]:7.1f} us wall, {t[a][1] - t[b][1]:7.1f} us thread CPU"
 
     print(f"torch wrapper overhead, no grad:      {over('torch, no grad', 'numpy')} over numpy")
     print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy")
     print(f"torch wrapper overhead, fwd+bwd:      {over('torch fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
+    if cuda is None:
+        print(f"CUDA rows skipped: torch.cuda.is_available() is False (torch {torch.__version__})")
+    else:
+        trip = times["CUDA->host copy (x.cpu())"][0] + times["host->CUDA copy (result)"][0]
+        print(f"CUDA tensors ({torch.cuda.get_device_name()}), through the host: round trip = CUDA->host "
+              f"{times['CUDA->host copy (x.cpu())'][0]:.1f} us + diffc call (numpy row) {times['numpy'][0]:.1f} us + "
+              f"host->CUDA {times['host->CUDA copy (result)'][0]:.1f} us (wall)")
+        for row in ("torch CUDA, no grad", "torch CUDA, requires_grad"):
+            print(f"  {row}: {over(row, 'numpy')} over numpy; {times[row][0] - times['numpy'][0] - trip:7.1f} us "
+                  "wall beyond the two copies")
+        print(f"  torch CUDA fwd+bwd: {over('torch CUDA fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
+    host = host_only(f, xn, xt, xg, args.calls)
+    print("host Python only (the device's part stubbed out: host_only()):")
+    for name, (us, cpu) in host.items():
+        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+    print(f"  torch wrapper, no grad:      {over('torch, no grad', 'numpy', host)} over numpy")
+    print(f"  torch wrapper, autograd fwd: {over('torch, requires_grad', 'numpy', host)} over numpy")
 
 
 if __name__ == "__main__":

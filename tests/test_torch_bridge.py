@@ -151,6 +151,34 @@ def test_result_forms(m):
     np.testing.assert_array_equal(got, [9.0, 23.0])
 
 
+def test_a_tensor_passed_again_is_read_anew(m):
+    """A call reuses the numpy view it made of the last call's tensor (torch_bridge._view): the
+    values must still be the tensor's own after in-place changes of its data, its strides and
+    its dtype (the same memory each time)."""
+
+    def poly(x):
+        return 2.0 * x * x + 8.0 * x - 1.0
+
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    for step in range(3):
+        y = m.polynomial(a=2.0, b=8.0, c=-1.0, x=x)
+        torch.testing.assert_close(y, poly(x.detach()))
+        y.sum().backward()
+        torch.testing.assert_close(x.grad, 4 * x.detach() + 8)
+        x.grad = None
+        with torch.no_grad():
+            x.mul_(-0.5)  # new values, same memory
+    with torch.no_grad():
+        x.t_()  # same memory and shape, other strides
+    assert not x.is_contiguous()
+    torch.testing.assert_close(m.polynomial(a=2.0, b=8.0, c=-1.0, x=x), poly(x.detach()))
+    plain = torch.tensor([1.0, 2.0])
+    m.polynomial(a=2.0, b=8.0, c=-1.0, x=plain)
+    plain.data = plain.data.view(torch.int32)  # same memory and shape, another dtype
+    want = poly(plain.to(torch.float32))
+    torch.testing.assert_close(m.polynomial(a=2.0, b=8.0, c=-1.0, x=plain), want)
+
+
 def test_cpu_tensors_are_read_without_a_copy():
     t = torch.arange(6.0).reshape(2, 3)
     assert np.shares_memory(_host(t), t.numpy())
@@ -200,10 +228,41 @@ def test_nn_parameters_train_with_torch_optim(m):
     assert got == pytest.approx([2.0, -3.0, 0.5], abs=0.05)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_cuda_tensors_go_through_the_host(m):
-    x = torch.tensor([1.0, 2.0], device="cuda", requires_grad=True)
-    y = m.polynomial(a=2.0, b=8.0, c=-1.0, x=x)
-    assert y.device == x.device
-    y.sum().backward()
-    torch.testing.assert_close(x.grad, 4 * x.detach() + 8)
+def test_tensors_the_host_cannot_read_are_call_errors(m):
+    """A tensor whose data cannot come to the host (a meta tensor has none; numpy has no
+    bfloat16) is refused with a message naming its device and dtype, not a torch traceback."""
+    with pytest.raises(CallError, match=r"torch\.float32 on device 'meta' cannot be read"):
+        m.polynomial(a=2.0, b=8.0, c=-1.0, x=torch.ones(3, device="meta"))
+    with pytest.raises(CallError, match=r"torch\.bfloat16 on device 'cpu' cannot be read"):
+        m.polynomial(a=2.0, b=8.0, c=-1.0, x=torch.ones(3, dtype=torch.bfloat16, requires_grad=True))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device (torch.cuda.is_available() is False)")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+def test_cuda_tensors_go_through_the_host(m, dtype):
+    """CUDA tensors round-trip through the host: results on the inputs' CUDA device in their
+    dtype, gradients in the CUDA tensors' .grad (a broadcast one summed), matching torch's
+    autograd of the same function on CUDA."""
+    fn = m.wave if dtype == torch.float32 else m.wave64
+    gen = torch.Generator().manual_seed(5)
+    a = torch.randn((), dtype=dtype, generator=gen).cuda().requires_grad_()
+    x = torch.randn(4, 6, dtype=dtype, generator=gen).cuda().requires_grad_()
+    y = torch.randn(4, 6, dtype=dtype, generator=gen).cuda()  # takes no gradient
+    w = torch.randn(4, 6, dtype=dtype, generator=gen).cuda()
+    out = fn(a=a, x=x, y=y)
+    assert out.device == x.device and out.dtype == dtype and out.requires_grad
+    (out * w).sum().backward()
+    ref_a, ref_x = a.detach().clone().requires_grad_(), x.detach().clone().requires_grad_()
+    ref = wave_torch(ref_a, ref_x, y)
+    (ref * w).sum().backward()
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(out.detach(), ref.detach(), **tol)
+    for got, want in ((a.grad, ref_a.grad), (x.grad, ref_x.grad)):
+        assert got.device == x.device and got.dtype == dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, **tol)
+    assert y.grad is None
+    with torch.no_grad():
+        plain = fn(a=a, x=x, y=y)
+    assert plain.device == x.device and plain.grad_fn is None
+    torch.testing.assert_close(plain, ref.detach(), **tol)
+    np.testing.assert_allclose(fn(a=a, x=x, y=y, _result="numpy"), ref.detach().cpu().numpy(), **tol)

@@ -146,6 +146,7 @@ class Function:
         self.name = sig.name
         self.params = list(sig.params)
         self._index = {p: i for i, p in enumerate(self.params)}
+        self._named_after = [tuple(self.params[k:]) for k in range(len(self.params) + 1)]  # (_bind)
         self.dtypes = list(sig.dtypes)
         self.result_dtype = sig.result_dtype
         self._n_results = len(sig.result_types)
@@ -166,6 +167,7 @@ class Function:
         self._plans: dict[str, LaunchPlan | None] = {}  # mode -> the last call's launch, to replay
         self._status: dict[KernelSpec, object] = {}  # spec -> its StatusBuffers (None: no checks)
         self.staging = Staging()  # kept device copies of arrays of calls read back at once (staging.py)
+        self.torch_views: dict = {}  # numpy views of the last call's small torch tensors (torch_bridge.py)
         self.last_event = None
 
     @property
@@ -276,6 +278,14 @@ class Function:
             )
 
     def _bind(self, args: tuple, kwargs: dict) -> list:
+        # the common case in one step: every parameter after the positional ones given by name
+        # (a tiny call's overhead is mostly steps like these); anything else is checked below
+        npos = len(args)
+        if npos + len(kwargs) == len(self.params) and not self.is_entry:
+            try:
+                return [*args, *map(kwargs.__getitem__, self._named_after[npos])]
+            except KeyError:
+                pass
         if self.is_entry:
             raise CallError(
                 f"error: {self.name}(): @{self.name} is a compute entry point: run it with "

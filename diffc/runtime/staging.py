@@ -119,7 +119,10 @@ def kept(staged: dict[int, tuple]) -> dict[int, tuple]:
     """The kept ones among staged tensors: what an autograd graph holds for its backward (a large
     array's copy is made again by the backward, so that graphs do not hold device memory the
     size of their inputs; its copying time is the data's, not overhead)."""
-    return {i: e for i, e in staged.items() if e[1] is not None}
+    for e in staged.values():
+        if e[1] is None:
+            return {i: e for i, e in staged.items() if e[1] is not None}
+    return staged  # (all kept, the common case: no new dict)
 
 
 def current(staged: dict[int, tuple]) -> dict[int, Tensor]:

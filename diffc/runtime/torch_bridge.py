@@ -6,7 +6,8 @@ parameter requires grad (and grad mode is on), the result comes from `_DiffcCall
 `loss.backward()` fills `.grad` of every such input (torch.optim and nn.Parameter work as with
 any torch op).
 
-Memory: a CPU tensor is read through a numpy view of its memory (no host copy) and copied to
+Memory: a CPU tensor is read through a numpy view of its memory (no host copy; the view of a
+small tensor passed again, a parameter say, is reused: `_view`) and copied to
 the device as staging.py does for numpy arrays (without waiting, into device tensors the
 Function keeps, so a repeated call replays its launch); results come back as numpy arrays
 wrapped by `torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host
@@ -25,11 +26,12 @@ torch tensor or asks for `_result="torch"`.
 from __future__ import annotations
 
 import sys
+import weakref
 
 import numpy as np
 
 from diffc.runtime.errors import CallError
-from diffc.runtime.staging import current, kept, upload
+from diffc.runtime.staging import KEEP_BYTES, current, kept, upload
 from diffc.runtime.tensor import Tensor
 
 MISSING_TORCH = (
@@ -76,11 +78,15 @@ def _host(t) -> np.ndarray:
     except (TypeError, RuntimeError):
         pass
     t = t.detach()
-    if t.device.type != "cpu":
-        t = t.cpu()
-    if t.is_conj() or t.is_neg():
-        t = t.resolve_conj().resolve_neg()
-    return t.numpy()
+    try:
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if t.is_conj() or t.is_neg():
+            t = t.resolve_conj().resolve_neg()
+        return t.numpy()
+    except (TypeError, RuntimeError, NotImplementedError) as e:  # (meta tensors, bfloat16, ...)
+        raise CallError(f"error: a torch tensor of dtype {t.dtype} on device '{t.device}' cannot be read as host "
+                        f"data (torch: {e})") from None
 
 
 def _to_torch(a: np.ndarray, like):
@@ -109,6 +115,8 @@ def _numpy_values(values: list) -> list:
 
 # -- m.f(...) -----------------------------------------------------------------------------------
 
+_RESULTS = ("tensor", "torch", "numpy")
+
 
 def call(fn, args: tuple, kwargs: dict, result):
     """`fn(*args, **kwargs, _result=result)` where some argument is a torch tensor (or
@@ -117,23 +125,33 @@ def call(fn, args: tuple, kwargs: dict, result):
     torch = sys.modules.get("torch") or require_torch(f"{fn.name}(_result='torch')")
     values = fn._bind(args, kwargs)
     T = torch.Tensor
-    into = result if isinstance(result, T) else None
-    if not (into is not None or (type(result) is str and result in ("tensor", "torch", "numpy"))):
+    if type(result) is str and result in _RESULTS:
+        into = None
+    elif isinstance(result, T):
+        into = result
+    else:
         raise CallError(f"error: {fn.name}(): '_result' must be \"tensor\", \"torch\", \"numpy\", a Tensor or a "
                         f"torch tensor, got {result!r}", "_result")
-    idx = [i for i, v in enumerate(values) if isinstance(v, T)]
+    idx, tensors = [], []
+    host = values  # (a list of our own: each torch tensor in it becomes a numpy array)
+    views, diffable = fn.torch_views, fn.diffable
     grad = False
-    if fn.differentiable and torch.is_grad_enabled():
-        diffable = fn.diffable
-        for i in idx:
-            if diffable[i] and values[i].requires_grad:
+    for i, t in enumerate(values):
+        if isinstance(t, T):
+            idx.append(i)
+            tensors.append(t)
+            host[i] = _view(views, i, t)
+            if t.requires_grad and diffable[i]:
                 grad = True
-                break
-    if grad:
-        y = _apply(torch, fn, values, idx, *[values[i] for i in idx])
+    if grad and fn.differentiable and torch.is_grad_enabled():
+        if _DIRECT_APPLY is None:
+            _make_apply(torch)
+        # Function.apply's Python part (~4 us a call) serves only setup_context and functorch
+        # transforms; _DiffcCall has neither, so outside functorch its C++ apply is called
+        y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(fn, host, idx, *tensors)
     else:
-        like = values[idx[0]] if idx else into
-        y = _to_torch(fn._call_host(_numpy_values(values))[0], like)
+        like = tensors[0] if tensors else into
+        y = _to_torch(fn._call_host(host)[0], like)
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -141,6 +159,28 @@ def call(fn, args: tuple, kwargs: dict, result):
     if type(result) is str and result == "numpy":
         return y.detach().cpu().numpy()
     return y
+
+
+def _view(views: dict, i: int, t) -> np.ndarray:
+    """`_host(t)` for argument `i`, reusing the numpy view the last call made of the same small CPU
+    tensor (a parameter passed on every step, say): a view follows in-place changes of the data,
+    so it stays right while the tensor's memory, shape, strides and dtype are those it was made
+    for. (Making one costs ~2 us, checking one ~1.)"""
+    e = views.get(i)
+    if e is not None:
+        ref, ptr, shape, strides, dtype, a = e
+        if ref() is t and t.data_ptr() == ptr and t.shape == shape and t.stride() == strides and t.dtype is dtype:
+            return a
+    try:  # a plain CPU tensor: a view of its memory (numpy() refuses all others)
+        a = t.detach().numpy() if t.requires_grad else t.numpy()
+    except (TypeError, RuntimeError):
+        views.pop(i, None)
+        return _host(t)
+    if a.nbytes <= KEEP_BYTES:  # (the view keeps the tensor's memory alive: only small ones)
+        views[i] = (weakref.ref(t), t.data_ptr(), t.shape, t.stride(), t.dtype, a)
+    else:
+        views.pop(i, None)
+    return a
 
 
 def input_grads(keys, tensors, wants, grads: dict) -> list:
@@ -174,14 +214,13 @@ def _autograd_function():
         backward would read them, unless a later call refilled them (staging.current)."""
 
         @staticmethod
-        def forward(ctx, fn, values, idx, *tensors):
-            host = list(values)
-            for i, t in zip(idx, tensors):
-                host[i] = _host(t)
+        def forward(ctx, fn, host, idx, *tensors):
+            # (`host`: the arguments with each torch tensor's data as a numpy array, call() made it)
             out, staged = fn._call_host(host)
             ctx.state = (fn, host, idx, kept(staged) if staged else staged)
             ctx.save_for_backward(*tensors)
-            return _to_torch(out, tensors[0])
+            like = tensors[0]
+            return torch.from_numpy(out) if like.is_cpu else torch.from_numpy(out).to(like.device)
 
         @staticmethod
         def backward(ctx, grad_out):
@@ -202,34 +241,21 @@ def _autograd_function():
     return _DiffcCall
 
 
-_CALL_CLASS = None
-_APPLY = None
+_DiffcCall = None  # the torch.autograd.Function class, made on first use (so that importing
+_DIRECT_APPLY = None  # this module does not import torch), and its C++ apply
+_functorch_active = None
 
 
-def _call_class():
-    """The `torch.autograd.Function` class (made on first use, so importing this module does
-    not import torch)."""
-    global _CALL_CLASS
-    if _CALL_CLASS is None:
-        _CALL_CLASS = _autograd_function()
-    return _CALL_CLASS
-
-
-def _apply(torch, *args):
-    """`_DiffcCall.apply(*args)`. Function.apply's Python part (~4 us a call) serves only
-    setup_context and functorch transforms; _DiffcCall has no setup_context (functorch refuses
-    it either way), so outside functorch its C++ apply is called directly."""
-    global _APPLY
-    if _APPLY is None:
-        cls = _call_class()
-        base = getattr(torch._C, "_FunctionBase", None)
-        active = getattr(torch._C, "_are_functorch_transforms_active", None)
-        if base is None or not hasattr(base, "apply") or active is None:  # (another torch: its own way)
-            _APPLY = cls.apply
-        else:
-            direct = super(torch.autograd.Function, cls).apply
-            _APPLY = lambda *a: cls.apply(*a) if active() else direct(*a)  # noqa: E731
-    return _APPLY(*args)
+def _make_apply(torch) -> None:
+    global _DiffcCall, _DIRECT_APPLY, _functorch_active
+    cls = _autograd_function()
+    base = getattr(torch._C, "_FunctionBase", None)
+    active = getattr(torch._C, "_are_functorch_transforms_active", None)
+    if base is None or not hasattr(base, "apply") or active is None:  # (another torch: its own way)
+        direct, active = cls.apply, bool
+    else:
+        direct = super(torch.autograd.Function, cls).apply
+    _DiffcCall, _DIRECT_APPLY, _functorch_active = cls, direct, active
 
 
 def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple,
