@@ -37,7 +37,16 @@ of 2000 calls, wall): diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 u
 numpy), torch with requires_grad 168.5 us (+71.7), torch fwd+bwd 402.8 us against 270.7 us by
 hand. After staging (median of 20 interleaved rounds): diffc Tensor 30.2 us, numpy 74.4, torch
 no grad 89.1 (+14.7), torch requires_grad 109.3 (+34.9), raw fwd+bwd 307.2 against torch
-fwd+bwd 309.2 (+2.0); CUDA rows not yet measured.
+fwd+bwd 309.2 (+2.0). After the call path's cuts (below), the same host, one run: diffc Tensor
+38.4 us, numpy 88.7, torch no grad 102.5 (+13.8 over numpy), torch requires_grad 124.5 (+35.7),
+raw fwd+bwd 360.7 against torch fwd+bwd 365.6 (+4.9); host Python alone (device part stubbed):
+numpy 4.6, no grad 10.0 (+5.4), requires_grad 19.2 (+14.6). The host was slower in this run
+(every row, the raw ones too); the requires_grad row's remaining ~20 us beyond its Python is
+the device side of a grad-mode call (its own device copies kept for the backward). CUDA tensors
+(torch 2.11.0+cu130 on the H100): CUDA->host copy 20.0 us, host->CUDA copy of the result 30.3,
+a no-grad call 526.4 us (437.7 over the numpy call; 387.4 beyond the two copies: each call's
+host copy is a new array, so the call binds and uploads it as new instead of replaying),
+requires_grad 581.4, fwd+bwd 1753 us wall. The CUDA test passes there (float32, float64).
 
 Measured 2026-11-24 on this CPU-only machine (PoCL pthread device, AMD EPYC, 2 cores shared with
 other processes; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
