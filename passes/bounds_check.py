@@ -55,7 +55,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
-from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants
+from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants, host_buffer
 from diffc.passes.status_report import where
 
 SITES = "diffc.bounds_sites"
@@ -67,18 +67,14 @@ I32_MAX = 2**31 - 1
 _ACCESS = (memref.LoadOp, memref.StoreOp, kernel.AtomicAddOp, kernel.AtomicRMWOp)
 
 
-def _host_buffer(t) -> bool:
-    return isinstance(t, MemRefType) and kernel.memory_space(t) is None and any(d < 0 for d in t.get_shape())
-
-
-def _hint(name: str) -> str | None:
+def hint_for(name: str) -> str | None:
     """The name as an SSA name hint, where one can hold it (not with a `_<digits>` ending)."""
     import re
 
     return None if re.search(r"_\d+$", name) else name
 
 
-def _param_name(fn: func.FuncOp, i: int) -> str:
+def param_name(fn: func.FuncOp, i: int) -> str:
     from diffc.passes.lower_entry_points import param_names
 
     return param_names(fn)[i]
@@ -92,11 +88,11 @@ class BoundsCheckPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # the variants that launches proven in bounds run (before any parameter is added)
-        variants = add_variants(op, _param_name) if self.prove else Variants()
+        variants = add_variants(op, param_name) if self.prove else Variants()
         if variants.proofs:
             op.attributes[PROOFS] = ArrayAttr([StringAttr(p) for p in variants.proofs])
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
-        guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if _host_buffer(t)]
+        guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if host_buffer(t)]
                    for f in funcs}
         guarded = {n: idx for n, idx in guarded.items() if idx}
         lengths: dict[SSAValue, SSAValue] = {}
@@ -105,12 +101,12 @@ class BoundsCheckPass(ModulePass):
             name = f.sym_name.data
             if name not in guarded:
                 continue
-            names = [_param_name(f, i) for i in range(len(f.function_type.inputs.data))]
+            names = [param_name(f, i) for i in range(len(f.function_type.inputs.data))]
             block = f.body.block
             new_attrs = []
             for i in guarded[name]:
                 arg = block.insert_arg(IndexType(), len(block.args))
-                arg.name_hint = _hint(LEN_PREFIX + names[i])
+                arg.name_hint = hint_for(LEN_PREFIX + names[i])
                 lengths[block.args[i]] = arg
                 new_attrs.append(DictionaryAttr({NAME: StringAttr(LEN_PREFIX + names[i])}))
             st = block.insert_arg(MemRefType(i32, [DYNAMIC_INDEX]), len(block.args))
@@ -140,7 +136,7 @@ class BoundsCheckPass(ModulePass):
         for f in funcs:
             if f.sym_name.data not in status:
                 continue
-            names = {f.body.block.args[i]: _param_name(f, i) for i in guarded[f.sym_name.data]}
+            names = {f.body.block.args[i]: param_name(f, i) for i in guarded[f.sym_name.data]}
             skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
             shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
             for access in [o for o in f.walk() if isinstance(o, _ACCESS)]:

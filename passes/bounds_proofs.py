@@ -199,7 +199,7 @@ def thread_key(v: SSAValue, forms: Forms):
     return key if c == 1 and isinstance(key, tuple) else None
 
 
-def _host_buffer(t) -> bool:
+def host_buffer(t) -> bool:
     from xdsl.dialects.builtin import MemRefType
 
     return isinstance(t, MemRefType) and kernel.memory_space(t) is None and any(d < 0 for d in t.get_shape())
@@ -232,7 +232,7 @@ class Summaries:
         out: list[Entry] = []
         access = _accesses()
         for op in fn.walk():
-            if isinstance(op, access) and op.memref in params and _host_buffer(op.memref.type):
+            if isinstance(op, access) and op.memref in params and host_buffer(op.memref.type):
                 (idx,) = op.indices
                 out.append(((op,), params[op.memref], forms.at(op, idx)))
             elif isinstance(op, func.CallOp):
@@ -421,7 +421,7 @@ def add_variants(module: ModuleOp, param_name) -> Variants:
             g = funcs.get(name)
             if g is None or not g.body.blocks or name in reached:
                 continue
-            if any(_host_buffer(t) for t in g.function_type.inputs.data) and not kernel.is_kernel(g):
+            if any(host_buffer(t) for t in g.function_type.inputs.data) and not kernel.is_kernel(g):
                 reached.append(name)
                 todo.append(g)
     clones: dict[str, func.FuncOp] = {}

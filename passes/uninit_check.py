@@ -46,7 +46,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
-from diffc.passes.bounds_check import NAME, _hint, _host_buffer, _param_name, record_site
+from diffc.passes.bounds_check import NAME, hint_for, host_buffer, param_name, record_site
 from diffc.passes.status_report import where
 
 SITES = "diffc.uninit_sites"
@@ -57,8 +57,8 @@ _ACCESS = (memref.LoadOp, memref.StoreOp, kernel.AtomicAddOp, kernel.AtomicRMWOp
 
 
 def _tracked(f: func.FuncOp) -> list[int]:
-    names = [_param_name(f, i) for i in range(len(f.function_type.inputs.data))]
-    return [i for i, t in enumerate(f.function_type.inputs.data) if _host_buffer(t) and not names[i].startswith("diffc_")]
+    names = [param_name(f, i) for i in range(len(f.function_type.inputs.data))]
+    return [i for i, t in enumerate(f.function_type.inputs.data) if host_buffer(t) and not names[i].startswith("diffc_")]
 
 
 @dataclass(frozen=True)
@@ -77,10 +77,10 @@ class UninitCheckPass(ModulePass):
             block = f.body.block
             new_attrs = []
             for i in tracked[f.sym_name.data]:
-                name = _param_name(f, i)
+                name = param_name(f, i)
                 w = block.insert_arg(MemRefType(i32, [DYNAMIC_INDEX]), len(block.args))
                 t = block.insert_arg(i32, len(block.args))
-                w.name_hint, t.name_hint = _hint(WRITTEN_PREFIX + name), _hint(TRACK_PREFIX + name)
+                w.name_hint, t.name_hint = hint_for(WRITTEN_PREFIX + name), hint_for(TRACK_PREFIX + name)
                 shadows[block.args[i]] = (w, t)
                 new_attrs += [DictionaryAttr({NAME: StringAttr(WRITTEN_PREFIX + name)}),
                               DictionaryAttr({NAME: StringAttr(TRACK_PREFIX + name)})]
@@ -111,7 +111,7 @@ class UninitCheckPass(ModulePass):
         for f in funcs:
             if f.sym_name.data not in status:
                 continue
-            names = {f.body.block.args[i]: _param_name(f, i) for i in tracked[f.sym_name.data]}
+            names = {f.body.block.args[i]: param_name(f, i) for i in tracked[f.sym_name.data]}
             shown = _shown(f)
             for access in [o for o in f.walk() if isinstance(o, _ACCESS) and o.memref in shadows]:
                 w, t = shadows[access.memref]
