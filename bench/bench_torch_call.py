@@ -47,6 +47,11 @@ the device side of a grad-mode call (its own device copies kept for the backward
 a no-grad call 526.4 us (437.7 over the numpy call; 387.4 beyond the two copies: each call's
 host copy is a new array, so the call binds and uploads it as new instead of replaying),
 requires_grad 581.4, fwd+bwd 1753 us wall. The CUDA test passes there (float32, float64).
+Next run, a CUDA tensor sent straight to its host copy (no refused numpy(), a torch exception):
+numpy 78.4, torch no grad +10.6, requires_grad +32.1 (host Python alone +14.8), fwd+bwd -17.3
+over raw (noise); CUDA: copies 18.2 + 28.3 us, no grad 416.7 us (291.9 beyond the copies; this
+thread's CPU time equals the wall time, so the host is busy, not idle, for it: the blocking
+reads spin), requires_grad 444.2, fwd+bwd 1254.5.
 
 Measured 2026-11-24 on this CPU-only machine (PoCL pthread device, AMD EPYC, 2 cores shared with
 other processes; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
