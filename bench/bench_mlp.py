@@ -65,6 +65,12 @@ min ms:
   ~0.1 ms, 34 us was diffc's Python per step (back to back: 89.8 us a step against 55.4 us for
   the bare enqueues of the same three kernels), before deferred reads went to every 8 launches.
 
+  PoCL, later the same day on quiet cores (load ~1.5), after merge-calls, the CPU loop unrolling
+  and the proofs, `--log2 14 18 --runs 3 --no-racy --no-reduce-atomics`: diffc step 5.47 / 83.0
+  ms, torch.compile 3.23 / 51.9, eager 1.59 / 28.4 (2^14 / 2^18): diffc / torch.compile 0.59 /
+  0.63. With DIFFC_ACCUM_WORK_GROUP=1 (scratch runs of learnGradient alone): 1.09 / 17.2 ms,
+  which would be 2.7x / 3.0x torch.compile's step.
+
   PoCL on this machine's 2 cores (AMD EPYC), `--log2 10 14 18 --runs 3 --no-racy`, while four
   other engineers' test suites shared the cores (load average 5-8: the same 2^14 learnGradient
   took 50 ms on quieter cores; read only ratios within a batch); torch 2.13.0+cpu, float32:
