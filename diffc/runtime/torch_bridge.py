@@ -194,16 +194,31 @@ def input_grads(keys, tensors, wants, grads: dict) -> list:
     out = []
     for k, t, w in zip(keys, tensors, wants):
         g = grads.get(k)
-        if not w or g is None:
-            out.append(None)
-            continue
-        g = _to_torch(g, t)
-        if g.dtype != t.dtype:
-            g = g.to(t.dtype)
-        if g.shape != t.shape:
-            g = g.sum_to_size(t.shape) if t.dim() else g.sum()
-        out.append(g)
+        out.append(input_grad(g, t) if w and g is not None else None)
     return out
+
+
+def input_grad(g: np.ndarray, t):
+    """Gradient `g` (diffc's, of the call's shape) as a torch gradient of input `t`: its device
+    and dtype, summed down to its shape where the call broadcast it."""
+    g = _to_torch(g, t)
+    if g.dtype != t.dtype:
+        g = g.to(t.dtype)
+    if g.shape != t.shape:
+        g = g.sum_to_size(t.shape) if t.dim() else g.sum()
+    return g
+
+
+def add_to_grad(t, g: np.ndarray) -> None:
+    """`.bwds` with torch tensors: input `t`'s `.grad` gains gradient `g` (set where it had none)."""
+    import torch
+
+    g = input_grad(g, t)
+    with torch.no_grad():
+        if t.grad is None:
+            t.grad = g.clone()
+        else:
+            t.grad += g
 
 
 def _autograd_function():
@@ -314,15 +329,7 @@ def bwds(fn, args: tuple, kwargs: dict, result) -> None:
     # diffc Tensors among the arguments keep their own .grad handling
     grads = backward_grads(fn, host, want, gy, tuple(gy.shape))
     for i, g in grads.items():
-        t = values[i]
-        g = _to_torch(g, t).to(t.dtype)
-        if tuple(g.shape) != tuple(t.shape):
-            g = g.sum_to_size(t.shape) if t.dim() else g.sum()
-        with torch.no_grad():
-            if t.grad is None:
-                t.grad = g.clone()
-            else:
-                t.grad += g
+        add_to_grad(values[i], g)
     return None
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from diffc.runtime import record_calls
 from diffc.runtime.errors import CallError
 from diffc.runtime.tensor import Tensor
-from diffc.runtime.torch_bridge import _host, _to_torch, input_grads, require_torch
+from diffc.runtime.torch_bridge import _host, _to_torch, add_to_grad, input_grads, require_torch
 
 
 def _paths(tree, path: str, out: list) -> None:
@@ -63,7 +63,7 @@ def call(fn, mode: str, args: tuple, kwargs: dict, result):
     if mode == "fwds":
         return _fwds(fn, values, torch)
     if mode == "bwds":
-        return _bwds(fn, values, result, torch)
+        return _bwds(fn, values, result)
     if not (isinstance(result, str) and result in ("tensor", "torch", "numpy")):
         raise CallError(f"error: {fn.name}(): with torch tensors, '_result' is \"torch\" (the default) or \"numpy\", "
                         f"got {result!r}", "_result")
@@ -216,7 +216,7 @@ def _fwds(fn, values: dict, torch):
     return _map(out, back)
 
 
-def _bwds(fn, values: dict, result, torch):
+def _bwds(fn, values: dict, result):
     """`_result` (torch tensors, a dict for a struct) holds the output derivatives in `.grad`;
     each torch input that requires grad gets its gradient added to `.grad`."""
     leaves: list = []
@@ -237,16 +237,8 @@ def _bwds(fn, values: dict, result, torch):
     got = backward_grads(fn, host, shape, douts, want)
     for p, t in leaves:
         g = got.get(p)
-        if g is None:
-            continue
-        g = _to_torch(g, t).to(t.dtype)
-        if tuple(g.shape) != tuple(t.shape):
-            g = g.sum_to_size(t.shape) if t.dim() else g.sum()
-        with torch.no_grad():
-            if t.grad is None:
-                t.grad = g.clone()
-            else:
-                t.grad += g
+        if g is not None:
+            add_to_grad(t, g)
     return None
 
 
