@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i32,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -72,6 +72,23 @@ def hint_for(name: str) -> str | None:
     import re
 
     return None if re.search(r"_\d+$", name) else name
+
+
+def append_params(f: func.FuncOp, params: list[tuple[Attribute, str]]) -> list[SSAValue]:
+    """Adds parameters (type, name) after `f`'s last one: block arguments with the names as
+    hints where they fit, the function type, and each name in its argument attributes (which
+    the kernel ABI reads)."""
+    block = f.body.block
+    n_old = len(f.function_type.inputs.data)
+    added = []
+    for t, name in params:
+        arg = block.insert_arg(t, len(block.args))
+        arg.name_hint = hint_for(name)
+        added.append(arg)
+    old = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
+    f.arg_attrs = ArrayAttr([*old, *(DictionaryAttr({NAME: StringAttr(name)}) for _, name in params)])
+    f.function_type = FunctionType.from_lists([a.type for a in block.args], f.function_type.outputs.data)
+    return added
 
 
 def param_name(fn: func.FuncOp, i: int) -> str:
@@ -101,22 +118,11 @@ class BoundsCheckPass(ModulePass):
             name = f.sym_name.data
             if name not in guarded:
                 continue
-            names = [param_name(f, i) for i in range(len(f.function_type.inputs.data))]
-            block = f.body.block
-            new_attrs = []
-            for i in guarded[name]:
-                arg = block.insert_arg(IndexType(), len(block.args))
-                arg.name_hint = hint_for(LEN_PREFIX + names[i])
-                lengths[block.args[i]] = arg
-                new_attrs.append(DictionaryAttr({NAME: StringAttr(LEN_PREFIX + names[i])}))
-            st = block.insert_arg(MemRefType(i32, [DYNAMIC_INDEX]), len(block.args))
-            st.name_hint = STATUS_NAME
-            status[name] = st
-            new_attrs.append(DictionaryAttr({NAME: StringAttr(STATUS_NAME)}))
-            n_old = len(f.function_type.inputs.data)
-            old = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
-            f.arg_attrs = ArrayAttr([*old, *new_attrs])
-            f.function_type = FunctionType.from_lists([a.type for a in block.args], f.function_type.outputs.data)
+            added = append_params(f, [*((IndexType(), LEN_PREFIX + param_name(f, i)) for i in guarded[name]),
+                                      (MemRefType(i32, [DYNAMIC_INDEX]), STATUS_NAME)])
+            for i, arg in zip(guarded[name], added):
+                lengths[f.body.block.args[i]] = arg
+            status[name] = added[-1]
         # calls pass the lengths of their memref arguments and the caller's status buffer
         for f in funcs:
             for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:

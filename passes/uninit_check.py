@@ -32,8 +32,6 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    DictionaryAttr,
-    FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -46,7 +44,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
-from diffc.passes.bounds_check import NAME, hint_for, host_buffer, param_name, record_site
+from diffc.passes.bounds_check import append_params, host_buffer, param_name, record_site
 from diffc.passes.status_report import where
 
 SITES = "diffc.uninit_sites"
@@ -74,24 +72,15 @@ class UninitCheckPass(ModulePass):
         for f in funcs:
             if f.sym_name.data not in tracked:
                 continue
-            block = f.body.block
-            new_attrs = []
-            for i in tracked[f.sym_name.data]:
+            mine = tracked[f.sym_name.data]
+            params = []
+            for i in mine:
                 name = param_name(f, i)
-                w = block.insert_arg(MemRefType(i32, [DYNAMIC_INDEX]), len(block.args))
-                t = block.insert_arg(i32, len(block.args))
-                w.name_hint, t.name_hint = hint_for(WRITTEN_PREFIX + name), hint_for(TRACK_PREFIX + name)
-                shadows[block.args[i]] = (w, t)
-                new_attrs += [DictionaryAttr({NAME: StringAttr(WRITTEN_PREFIX + name)}),
-                              DictionaryAttr({NAME: StringAttr(TRACK_PREFIX + name)})]
-            st = block.insert_arg(MemRefType(i32, [DYNAMIC_INDEX]), len(block.args))
-            st.name_hint = STATUS_NAME
-            status[f.sym_name.data] = st
-            new_attrs.append(DictionaryAttr({NAME: StringAttr(STATUS_NAME)}))
-            n_old = len(f.function_type.inputs.data)
-            old = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
-            f.arg_attrs = ArrayAttr([*old, *new_attrs])
-            f.function_type = FunctionType.from_lists([a.type for a in block.args], f.function_type.outputs.data)
+                params += [(MemRefType(i32, [DYNAMIC_INDEX]), WRITTEN_PREFIX + name), (i32, TRACK_PREFIX + name)]
+            added = append_params(f, [*params, (MemRefType(i32, [DYNAMIC_INDEX]), STATUS_NAME)])
+            for k, i in enumerate(mine):
+                shadows[f.body.block.args[i]] = (added[2 * k], added[2 * k + 1])
+            status[f.sym_name.data] = added[-1]
         for f in funcs:
             for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
                 callee = call.callee.root_reference.data
