@@ -145,31 +145,37 @@ void twice(uint3 tid: SV_DispatchThreadID, float* src, float* dst, uint n) {
 """
 
 
-def copy_rows(n: int) -> list[Row]:
+def entry_rows(source: str, filename: str, entry: str, what: str, args: dict, n: int) -> list[Row]:
+    """Device time of one dispatch of `entry` (of `source`) over n threads, built without checks,
+    with checks but no proofs, and as by default (checks and proofs)."""
     from diffc.runtime import bounds
     from diffc.runtime.dispatch import entry_program
     from diffc.runtime.module import load_module_from_string
 
-    src = diffc.Tensor.from_numpy(np.arange(n, dtype=np.float32))
-    dst = diffc.Tensor.zeros(n, np.float32)
     rows = []
     for name, checked, proofs in (("no checks", False, False), ("checks, no proofs", True, False),
                                   ("checks + proofs (default)", True, True)):
         saved = bounds.ENABLED, bounds.PROVE
         bounds.ENABLED, bounds.PROVE = checked, proofs
         try:
-            m = load_module_from_string(COPY, "copy.slang")
+            m = load_module_from_string(source, filename)
             entry_program(m)
         finally:
             bounds.ENABLED, bounds.PROVE = saved
 
         def device(m=m):
-            ev = m.twice.dispatch(thread_count=n, src=src, dst=dst, n=n)
+            ev = getattr(m, entry).dispatch(thread_count=n, **args)
             diffc.synchronize()
             return (ev.profile.end - ev.profile.start) * 1e-9
 
-        rows.append(Row(f"copy kernel, device: {name}", device, lambda m=m: launched(m, "twice")))
+        rows.append(Row(f"{what}, device: {name}", device, lambda m=m: launched(m, entry)))
     return rows
+
+
+def copy_rows(n: int) -> list[Row]:
+    src = diffc.Tensor.from_numpy(np.arange(n, dtype=np.float32))
+    dst = diffc.Tensor.zeros(n, np.float32)
+    return entry_rows(COPY, "copy.slang", "twice", "copy kernel", {"src": src, "dst": dst, "n": n}, n)
 
 
 POLY = """
@@ -190,31 +196,10 @@ void polyBwd(uint3 tid: SV_DispatchThreadID, float* xs, float* dxs, uint n) {
 
 
 def poly_entry_rows(n: int) -> list[Row]:
-    from diffc.runtime import bounds
-    from diffc.runtime.dispatch import entry_program
-    from diffc.runtime.module import load_module_from_string
-
     rng = np.random.default_rng(0)
     xs = diffc.Tensor.from_numpy(rng.uniform(-1, 1, n).astype(np.float32))
     dxs = diffc.Tensor.zeros(n, np.float32)
-    rows = []
-    for name, checked, proofs in (("no checks", False, False), ("checks, no proofs", True, False),
-                                  ("checks + proofs (default)", True, True)):
-        saved = bounds.ENABLED, bounds.PROVE
-        bounds.ENABLED, bounds.PROVE = checked, proofs
-        try:
-            m = load_module_from_string(POLY, "poly_entry.slang")
-            entry_program(m)
-        finally:
-            bounds.ENABLED, bounds.PROVE = saved
-
-        def device(m=m):
-            ev = m.polyBwd.dispatch(thread_count=n, xs=xs, dxs=dxs, n=n)
-            diffc.synchronize()
-            return (ev.profile.end - ev.profile.start) * 1e-9
-
-        rows.append(Row(f"polynomial bwd entry point, device: {name}", device, lambda m=m: launched(m, "polyBwd")))
-    return rows
+    return entry_rows(POLY, "poly_entry.slang", "polyBwd", "polynomial bwd entry point", {"xs": xs, "dxs": dxs, "n": n}, n)
 
 
 def poly_rows(n: int) -> list[Row]:
