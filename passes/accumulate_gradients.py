@@ -153,6 +153,9 @@ class _Accumulator:
         sizes = _work_group_size(self.fn)
         if sizes is None or sizes[1] != 1 or sizes[2] != 1 or sizes[0] <= 1:
             raise _Refused("needs a 1-D kernel.reqd_work_group_size of more than one work-item")
+        F = self.opts.finish_group
+        if F < 1 or F & (F - 1):  # the finish kernel's tree halves it
+            raise _Refused(f"finish_group {F} is not a power of two")
         self.L = sizes[0]
         self.R = self.opts.work_group or self.L
         if len(self.fn.body.blocks) != 1:
@@ -560,8 +563,6 @@ class _Accumulator:
         whose work-item 0 issued the S adds one after another, took 0.06-0.1 ms on an H100:
         most of a step at 2^20.)"""
         S, F = len(adds), self.opts.finish_group
-        if F & (F - 1):
-            raise _Refused(f"finish_group {F} is not a power of two")
         fin = self.fn.clone()
         fin.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum_finish")
         old = fin.body.blocks[0]
