@@ -1,0 +1,132 @@
+"""What it costs to alternate diffc's OpenCL work with torch's CUDA work on one GPU: the part of
+a module call with torch CUDA tensors that is neither the diffc call nor the two copies.
+
+diffc runs on the GPU through NVIDIA's OpenCL, which has its own context on the device; torch
+uses a CUDA context. A call with CUDA tensors copies the inputs to the host (torch), calls diffc
+(OpenCL), and copies the result back (torch). Each row below is one operation or a pair of them
+repeated back to back, every operation waited for; a pair that costs more than its two parts
+alone pays for the GPU going from one context to the other.
+
+Rows: "ocl" an OpenCL launch of m.polynomial on a diffc Tensor (waited for); "cuda kernel" a
+torch kernel (x.add_(0)); "d2h" / "h2d" a 64-byte copy between a CUDA tensor and pinned or
+pageable host memory; "alloc" torch.empty on CUDA; then "ocl + X" for each X, and two CUDA-only
+pairs to compare.
+
+    DIFFC_DEVICE=gpu python bench/bench_cuda_interop.py [--rounds 15] [--reps 100]
+
+Without CUDA, or with diffc on a device other than a GPU, it says so and exits.
+
+Measured 2026-11-24 on an NVIDIA H100 80GB HBM3 (NVIDIA OpenCL 3.0, driver 580.159.04; torch
+2.11.0+cu130), median us of 15 rounds of 100 (beyond its parts: the pair less its two rows):
+    ocl 33.7, cuda kernel 22.6, d2h pageable 14.6, d2h pinned 12.3, h2d pageable 21.9,
+    h2d pinned 17.8, alloc 5.3
+    ocl + cuda kernel 335.3 (+278.9), ocl + d2h pageable 50.1 (+1.8), ocl + d2h pinned 46.1
+    (+0.1), ocl + h2d pageable 337.4 (+281.8), ocl + h2d pinned 324.7 (+273.2), ocl + alloc
+    39.5 (+0.5); cuda kernel + d2h pinned 36.9 (+1.9), h2d pageable + d2h pinned 33.9 (-0.4)
+So a CUDA kernel or a host->device copy after an OpenCL launch (or an OpenCL launch after
+either) costs about 280 us more than the two alone; device->host copies and allocations do
+not; CUDA-only pairs cost their parts. That switch is what a call with CUDA tensors spends
+beyond its copies (bench_torch_call.py: a no-grad call of 417 us, ~290 beyond the diffc call
+and the two copies): the result's copy back to CUDA, and whatever CUDA work the caller does
+between calls. It is not the bridge's Python and no host-side staging removes it; a zero-copy
+path (OpenCL and CUDA sharing memory) would still alternate the two contexts' work. A training
+loop avoids it by keeping its data in diffc Tensors (README; docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import diffc
+
+HERE = Path(__file__).resolve().parent
+
+
+def rows(torch, m):
+    x = np.linspace(0, 1, 16, dtype=np.float32)
+    xd = diffc.Tensor.from_numpy(x)
+    queue = diffc.device().queue
+    xc = torch.from_numpy(x).cuda()
+    pinned = torch.empty(16, dtype=torch.float32, pin_memory=True)
+    pageable = torch.empty(16, dtype=torch.float32)
+    sync = torch.cuda.synchronize
+
+    def ocl():
+        m.polynomial(a=2.0, b=8.0, c=-1.0, x=xd)
+        queue.finish()
+
+    def cuda_kernel():
+        xc.add_(0.0)
+        sync()
+
+    def d2h_pageable():
+        pageable.copy_(xc)
+
+    def d2h_pinned():
+        pinned.copy_(xc)
+
+    def h2d_pageable():
+        xc.copy_(pageable)
+        sync()
+
+    def h2d_pinned():
+        xc.copy_(pinned, non_blocking=True)
+        sync()
+
+    def alloc():
+        torch.empty(16, device="cuda")
+
+    singles = {"ocl": ocl, "cuda kernel": cuda_kernel, "d2h pageable": d2h_pageable, "d2h pinned": d2h_pinned,
+               "h2d pageable": h2d_pageable, "h2d pinned": h2d_pinned, "alloc": alloc}
+    out = {name: (f,) for name, f in singles.items()}
+    out.update({f"ocl + {name}": (ocl, f) for name, f in singles.items() if f is not ocl})
+    out["cuda kernel + d2h pinned"] = (cuda_kernel, d2h_pinned)
+    out["h2d pageable + d2h pinned"] = (h2d_pageable, d2h_pinned)
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--reps", type=int, default=100, help="repetitions of a row per round")
+    args = ap.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed: nothing to compare (pip install -e '.[torch]')")
+        return
+    if not torch.cuda.is_available() or diffc.device().kind != "gpu":
+        print(f"needs CUDA and diffc on a GPU (CUDA: {torch.cuda.is_available()}, diffc: {diffc.device()!r}): skipped")
+        return
+    print(f"diffc: {diffc.device()!r}; torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    table = rows(torch, diffc.load_module(HERE.parent / "examples" / "poly.slang"))
+    times: dict[str, list[float]] = {name: [] for name in table}
+    for fs in table.values():  # warm-up: builds, allocations, first launches
+        for _ in range(30):
+            for f in fs:
+                f()
+    for _ in range(args.rounds):  # rows interleaved, so that drift hits them alike
+        for name, fs in table.items():
+            t0 = time.perf_counter()
+            for _ in range(args.reps):
+                for f in fs:
+                    f()
+            times[name].append((time.perf_counter() - t0) / args.reps)
+    med = {name: statistics.median(v) * 1e6 for name, v in times.items()}
+    print(f"{'row':28s} {'median us':>10s} {'min us':>8s} {'beyond its parts':>17s}")
+    for name, v in times.items():
+        parts = name.split(" + ")
+        extra = med[name] - sum(med[p] for p in parts) if len(parts) == 2 else None
+        extra_s = f"{extra:17.1f}" if extra is not None else ""
+        print(f"{name:28s} {med[name]:10.1f} {min(v) * 1e6:8.1f} {extra_s}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
