@@ -274,3 +274,90 @@ def test_a_generic_function_named_with_type_and_int_arguments_and_unused(tmp_pat
     unused(keep);
     outputBuffer[0] = fwd_diff(scaled<float, 3>)(diffPair(2.0, 1.0)).d;"""
     assert _run(tmp_path, capsys, body, globals_, n=1) == [12.0]  # d(3 x^2)/dx at 2
+
+
+STRUCT_STATICS = """
+static const uint N = 4;
+static const uint M = 6;
+struct S {
+    static const uint K = N;
+    static const uint H = N / 4;
+    float sum(float code[K]) { float s = 0; for (uint i = 0; i < K; i++) s += code[i]; return s; }
+};
+"""
+
+
+def test_struct_static_consts_size_arrays_and_bound_loops(tmp_path, capsys):
+    # `S.K * S.H + M` = 10 elements; inside S, `K` names S's own static
+    body = """
+    float a[S.K * S.H + M];
+    for (int i = 0; i < S.K * S.H + M; i++) a[i] = i;
+    float c[S.K] = { 1.0, 2.0, 3.0, 4.0 };
+    S s;
+    outputBuffer[0] = a[9];
+    outputBuffer[1] = s.sum(c);"""
+    assert _run(tmp_path, capsys, body, STRUCT_STATICS, n=2) == [9.0, 10.0]
+
+
+def test_a_loop_bounded_by_struct_static_consts_is_differentiated_in_both_modes():
+    # bwd_diff needs the trip count (its tape): `S.K + M` is 10, fixed by the text
+    src = STRUCT_STATICS + """
+[Differentiable] float f(float x) { float s = 0; for (int i = 0; i < S.K + M; i++) s += sin(x * i); return s; }"""
+    c = Compiled(src, "f")
+    (r,) = c.primal([0.3])
+    np.testing.assert_allclose(r, sum(np.sin(0.3 * i) for i in range(10)), rtol=1e-12)
+    c.check_derivatives([0.3])
+
+
+def test_static_consts_defined_through_each_other_are_refused_where_written(tmp_path, capsys):
+    globals_ = "static const int A = B;\nstatic const int B = A;"
+    path = tmp_path / "k.slang"
+    path.write_text(globals_ + "\n[numthreads(1, 1, 1)] void computeMain() { float x[A]; }\n")
+    assert cli.main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "k.slang:1:22: error[E0002]: undefined name 'B'" in err  # (no endless evaluation)
+
+
+def test_a_void_function_returns_a_void_call(tmp_path, capsys):
+    globals_ = """
+void put(inout float a, float v) { a = v; }
+void putTwice(inout float a, float v) { if (v > 1.0) return put(a, 2.0 * v); return put(a, v); }"""
+    body = "float a = 0.0, b = 0.0; putTwice(a, 3.0); putTwice(b, 0.5); outputBuffer[0] = a; outputBuffer[1] = b;"
+    assert _run(tmp_path, capsys, body, globals_, n=2) == [6.0, 0.5]
+
+
+def test_a_group_barrier_orders_the_groups_global_memory(tmp_path, capsys):
+    src = """
+//TEST_INPUT:ubuffer(data=[0 0 0 0], stride=4):name=scratch
+RWStructuredBuffer<float> scratch;
+//TEST_INPUT:ubuffer(data=[0 0 0 0 0 0 0 0], stride=4):out,name=outputBuffer
+RWStructuredBuffer<float> outputBuffer;
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID) {
+    scratch[tid.x] = 10.0 * (tid.x + 1);
+    AllMemoryBarrierWithGroupSync();
+    outputBuffer[tid.x] = scratch[(tid.x + 1) % 4];   // a neighbour's write, after the barrier
+    GroupMemoryBarrierWithGroupSync();
+    DeviceMemoryBarrierWithGroupSync();
+    outputBuffer[4 + tid.x] = tid.x;
+}
+"""
+    path = tmp_path / "k.slang"
+    path.write_text(src)
+    assert cli.main(["run", str(path)]) == 0, capsys.readouterr().err
+    assert [float(v) for v in capsys.readouterr().out.split()[2:]] == [20.0, 30.0, 40.0, 10.0, 0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_global_of_a_struct_without_fields_calls_its_methods(tmp_path, capsys):
+    globals_ = STRUCT_STATICS + "static S gS;"
+    body = "float c[4] = { 1.0, 2.0, 3.0, 5.0 }; outputBuffer[0] = gS.sum(c);"
+    assert _run(tmp_path, capsys, body, globals_, n=1) == [11.0]
+
+
+def test_a_static_global_with_state_is_refused_where_declared(tmp_path, capsys):
+    path = tmp_path / "k.slang"
+    path.write_text("static float counter;\n[numthreads(1, 1, 1)] void computeMain() { counter += 1.0; }\n")
+    assert cli.main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "k.slang:1:1: error[E0008]: global 'counter' of type float is not supported" in err
+    assert "Traceback" not in err

@@ -132,6 +132,10 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return _dynamic_object(c, e, callee)
         if name in HLSL_INTERLOCKED:
             return _interlocked(c, e, name)
+        if name in GROUP_BARRIERS:
+            _count(e, name, 0)
+            e.kind, e.target = "barrier", GROUP_BARRIERS[name]
+            return T.VOID
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
         if name in coopvec.REFUSED_FUNCTIONS:
@@ -383,6 +387,10 @@ def _interlocked_add(c: Checker, e: A.Call, name: str) -> T.Type:
     e.kind = "interlocked_add"
     return T.VOID
 
+
+# HLSL's work-group barriers -> whether the fence also covers global memory (device memory)
+GROUP_BARRIERS = {"GroupMemoryBarrierWithGroupSync": False, "AllMemoryBarrierWithGroupSync": True,
+                  "DeviceMemoryBarrierWithGroupSync": True}
 
 # HLSL's atomics on an element of an int/uint buffer -> (signed, unsigned) atomic_rmw kinds
 HLSL_INTERLOCKED = {"InterlockedAdd": (1, 1), "InterlockedMax": (4, 5), "InterlockedMin": (7, 8)}

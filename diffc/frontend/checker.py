@@ -47,6 +47,7 @@ class Checker:
         self.struct_templates: dict[str, A.Struct] = {}
         self.func_templates: dict[str, A.Func] = {}
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
+        self._evaluating: set[str] = set()  # the static consts static_const_int is evaluating
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
         self.pending: list[FuncInfo] = []  # functions whose bodies are still to check
         self.warnings: list[tuple[tuple[int, int], str]] = []  # (span, message), in source order
@@ -79,7 +80,7 @@ class Checker:
             ty = self._resolve_base(t)
         for n in reversed(t.dims):
             if isinstance(n, A.Expr):
-                v = const_int(n)
+                v = const_int(n, self.static_const_int)
                 if v is None or v < 0:
                     raise err(UNDEFINED, "array size is not a non-negative compile-time int", n)
                 n = v
@@ -90,12 +91,29 @@ class Checker:
         return ty
 
     def static_const_int(self, name: str) -> int | None:
-        """The value of a `static const` int global written as a literal (an array size)."""
-        loc = self.scopes[0].get(name) if isinstance(name, str) else None
-        v = loc.value if loc is not None else None
-        if isinstance(v, A.Num) and not v.is_float and T.is_int_scalar(loc.ty):
-            return int(v.value)
-        return None
+        """The value of a `static const` int (an array size): `S.N` of struct S, or N of the
+        struct being checked (innermost first) or of the globals, whose initializer is an int
+        expression of literals and other such constants."""
+        if not isinstance(name, str) or name in self._evaluating:
+            return None  # (a constant defined through itself has no value)
+        struct, _, member = name.rpartition(".")
+        owner = self.structs.get(struct) if struct else next(
+            (o for scope in reversed(self.alias_scopes)  # (a struct's scope maps `This` to it)
+             if isinstance(o := scope.get("This"), T.Struct) and member in o.statics), None)
+        if struct and not isinstance(owner, T.Struct):
+            return None
+        loc = owner.statics.get(member) if owner is not None else self.scopes[0].get(member)
+        if loc is None or not T.is_int_scalar(loc.ty) or not isinstance(loc.value, A.Expr):
+            return None
+        self._evaluating.add(name)
+        if owner is not None:
+            self.alias_scopes.append(owner.aliases)  # its initializer sees the struct's other statics
+        try:
+            return const_int(loc.value, self.static_const_int)
+        finally:
+            self._evaluating.discard(name)
+            if owner is not None:
+                self.alias_scopes.pop()
 
     def member_type(self, base: T.Type, m: str, t: A.TypeRef) -> T.Type:
         """`X.Differential`, or `X.A` for a typealias (an associated type) of struct X."""
@@ -781,8 +799,11 @@ class Checker:
                     raise err(TYPE_MISMATCH, f"'{self.func.name}' must return a value of type {want}", s)
             else:
                 if want == T.VOID:
-                    raise err(TYPE_MISMATCH, f"'{self.func.name}' returns void but a value is returned", s.value)
-                self.expect_type(s.value, want)
+                    if self.expr(s.value) != T.VOID:
+                        raise err(TYPE_MISMATCH, f"'{self.func.name}' returns void but a value is returned", s.value)
+                    _return_void_call(s)
+                else:
+                    self.expect_type(s.value, want)
         elif isinstance(s, A.Switch):
             t = self.expr(s.value)
             if not T.is_int_scalar(t):
@@ -1187,6 +1208,16 @@ def _as_this_member(e: A.Name) -> None:
     name, span = e.id, e.span
     e.__class__ = A.Member  # type: ignore[assignment]
     e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
+
+
+def _return_void_call(s: A.Return) -> None:
+    """`return g(...);` where g returns void (as Slang and C++ allow in a void function) becomes
+    `{ g(...); return; }`, in place (the parent keeps its reference to this node)."""
+    value = s.value
+    assert value is not None
+    s.__class__ = A.Block  # type: ignore[assignment]
+    s.stmts = [A.ExprStmt(value, span=value.span), A.Return(None, span=s.span)]  # type: ignore[attr-defined]
+    del s.value
 
 
 def _const_int(e: A.Expr, known: dict[str, int]) -> int:

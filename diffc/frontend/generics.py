@@ -77,23 +77,34 @@ def _subst_in(node, env: dict[str, Value]) -> None:
             _subst_in(v, env)
 
 
-def const_int(e) -> int | None:
-    """The value of an array size like `D - 1` once D is an int literal, or None."""
+def const_int(e, names=None) -> int | None:
+    """The value of an array size like `D - 1` once D is an int literal, or None. `names`, where
+    given, gives the value of a name (a `static const` int) or None."""
     if isinstance(e, int):
         return e
     if isinstance(e, A.Num) and not e.is_float:
         return int(e.value)
+    if isinstance(e, A.Name) and names is not None:
+        return names(e.id)
+    if isinstance(e, A.Member) and isinstance(e.base, A.Name | A.TypeExpr) and names is not None:
+        base = e.base.id if isinstance(e.base, A.Name) else getattr(e.base.type, "name", None)
+        return names(f"{base}.{e.name}") if isinstance(base, str) else None  # a struct's `S.N`
     if isinstance(e, A.Unary) and e.op in ("-", "+"):
-        v = const_int(e.operand)
+        v = const_int(e.operand, names)
         return None if v is None else (-v if e.op == "-" else v)
     if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/", "%", "<<", ">>"):
-        a, b = const_int(e.lhs), const_int(e.rhs)
-        if a is None or b is None or (e.op in ("/", "%") and b == 0):
-            return None
-        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: int(a / b),
-               "%": lambda: a - int(a / b) * b, "<<": lambda: a << b, ">>": lambda: a >> b}
-        return ops[e.op]()
+        return fold_int(e.op, const_int(e.lhs, names), const_int(e.rhs, names))
     return None
+
+
+def fold_int(op: str, a: int | None, b: int | None) -> int | None:
+    """`a op b` for +, -, *, / and % (truncating, as in C), << and >>; None where an operand is
+    None or the op divides by zero."""
+    if a is None or b is None or (op in ("/", "%") and b == 0):
+        return None
+    ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: int(a / b),
+           "%": lambda: a - int(a / b) * b, "<<": lambda: a << b, ">>": lambda: a >> b}
+    return ops[op]() if op in ops else None
 
 
 def infer(ref: A.TypeRef, got: T.Type, params: list[str], env: dict[str, Value]) -> None:

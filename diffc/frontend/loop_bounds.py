@@ -6,6 +6,7 @@ from __future__ import annotations
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.ast import walk
+from diffc.frontend.generics import fold_int
 from diffc.frontend.parser import SCALAR_ALIASES
 
 _COMPARE = {
@@ -26,7 +27,7 @@ def trip_count(s: A.For) -> int | None:
     if not (isinstance(cond, A.Binary) and cond.op in _COMPARE and isinstance(cond.lhs, A.Name)
             and cond.lhs.id == v):
         return None
-    start, bound, delta = _int_constant(init.init), _int_constant(cond.rhs), _step_of(s.step, v)
+    start, bound, delta = int_constant(init.init), int_constant(cond.rhs), _step_of(s.step, v)
     if start is None or bound is None or not delta or _assigns_outside_step(s, v):
         return None
     if not _COMPARE[cond.op](start, bound):
@@ -59,22 +60,27 @@ def counter_kind(init) -> str | None:
     return kind if kind in T.INT_KINDS else None
 
 
-def _int_constant(e: A.Expr | None) -> int | None:
+def int_constant(e: A.Expr | None) -> int | None:
+    """The value of an int expression of literals, `static const` ints (global or a struct's),
+    integer casts of those, and + - * / % << >>; else None."""
     if isinstance(e, A.Num) and not e.is_float:
         return int(e.value)
     if isinstance(e, A.Unary) and e.op == "-":
-        x = _int_constant(e.operand)
+        x = int_constant(e.operand)
         return None if x is None else -x
-    sym = getattr(e, "sym", None) if isinstance(e, A.Name) else None
+    if isinstance(e, A.Binary):
+        return fold_int(e.op, int_constant(e.lhs), int_constant(e.rhs))
+    # a `static const int N = 3;` (the checker bound the name), or a struct's `S.N`
+    sym = getattr(e, "sym", None) if isinstance(e, A.Name) else getattr(e, "static", None)
     if sym is not None and getattr(sym, "value", None) is not None and T.is_int_scalar(sym.ty):
-        return _int_constant(sym.value)  # a `static const int N = 3;` (the checker bound the name)
+        return int_constant(sym.value)
     # `uint8_t(250)`, `(int16_t)3`: a constant converted to an integer type keeps its low bits
     type_name, arg = None, None
     if isinstance(e, A.Cast):
         type_name, arg = e.type.name, e.operand
     elif isinstance(e, A.Call) and isinstance(e.callee, A.TypeExpr) and len(e.args) == 1:
         type_name, arg = getattr(e.callee.type, "name", None), e.args[0]
-    x = _int_constant(arg) if type_name in T.INT_KINDS else None
+    x = int_constant(arg) if type_name in T.INT_KINDS else None
     if x is None:
         return None
     bits, signed = T.INT_KINDS[type_name]
@@ -91,11 +97,11 @@ def _step_of(step: A.Expr | None, v: str) -> int | None:
         return 1 if step.op == "++" else -1
     if isinstance(step, A.Assign) and is_v(step.target):
         if step.op in ("+=", "-="):
-            c = _int_constant(step.value)
+            c = int_constant(step.value)
             return None if c is None else (c if step.op == "+=" else -c)
         val = step.value
         if step.op == "=" and isinstance(val, A.Binary) and val.op in ("+", "-") and is_v(val.lhs):
-            c = _int_constant(val.rhs)
+            c = int_constant(val.rhs)
             return None if c is None else (c if val.op == "+" else -c)
     return None
 

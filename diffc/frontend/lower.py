@@ -25,7 +25,7 @@ from diffc.frontend.ast import walk
 from diffc.frontend.bwd_params import PAIR, PAIR_INOUT, BwdParams, bwd_params, plain_params
 from diffc.frontend.checker import Checker
 from diffc.frontend.symbols import FuncInfo, Local, err, ptr_param
-from diffc.frontend.loop_bounds import counter_kind, for_shape, own_jumps, static_bound, trip_count
+from diffc.frontend.loop_bounds import counter_kind, for_shape, int_constant, own_jumps, static_bound, trip_count
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lower_builtins import BuiltinLowering
 from diffc.frontend.lower_calls import CallLowering
@@ -61,6 +61,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         self.func_ops: dict[str, func.FuncOp] = {}
         self.extra_funcs: list[func.FuncOp] = []
         self.bindings: dict[object, Binding] = {}
+        self.stateless_globals: dict[int, T.Type] = {}  # globals of field-less structs, by id of symbol
         self.loops: list[LoopCtx] = []
         self.use_ret_flag = False
         self.counter = 0
@@ -96,9 +97,15 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             if isinstance(d, A.Global):
                 if self.c.scopes[0][d.name].value is not None:
                     continue  # a `static const`: its value is lowered where it is used
-                t = self.c.scopes[0][d.name].ty
+                sym = self.c.scopes[0][d.name]
+                t = sym.ty
+                if not isinstance(t, T.Buffer) and T.leaf_count(t) == 0 and d.init is None:
+                    self.stateless_globals[id(sym)] = t  # a struct with no fields: nothing to keep
+                    continue
                 if not isinstance(t, T.Buffer):
-                    raise err(UNSUPPORTED, "only RWStructuredBuffer globals are supported", d)
+                    raise err(UNSUPPORTED, f"global '{d.name}' of type {t} is not supported (per-thread 'static' "
+                              "state; globals may be RWStructuredBuffers, 'static const' values, or structs without "
+                              "fields)", d)
                 g = memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public"))
                 if t.atomic:
                     g.attributes["diffc.atomic"] = UnitAttr()
@@ -221,7 +228,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
     def define_func(self, f: FuncInfo, twin: bool = False) -> None:
         op = self.func_ops[ptr_twin_name(f.name) if twin else f.name]
         self.block = op.body.blocks[0]
-        self.bindings = {}
+        self.bindings = {k: Binding(t, []) for k, t in self.stateless_globals.items()}
         self.ptr_shadows = {}
         self.lowering = (f, twin)
         args = list(self.block.args)
@@ -493,6 +500,13 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         if step is not None:
             self.expr(step)
 
+    def bound_value(self, e: A.Expr, it: T.Scalar) -> list[SSAValue]:
+        """A for loop's bound as one constant where the text fixes it (`N + M` of static consts),
+        so that the loop's trip count is plain in the IR (the tape of a backward pass needs it)."""
+        v = int_constant(e)
+        lo, hi = T.int_range(it)
+        return self.const(v, it) if v is not None and lo <= v <= hi else self.lower_as(e, it)
+
     def for_loop(self, s: A.For) -> None:
         shape = for_shape(s)
         exits = any(isinstance(n, A.Return) for n in walk(s.body)) or any(
@@ -505,8 +519,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             return
         var, lb_e, ub_e, step, inclusive = shape
         it = T.Scalar(counter_kind(s.init))  # type: ignore[arg-type]
-        (lb,) = self.lower_as(lb_e, it)
-        (ub,) = self.lower_as(ub_e, it)
+        (lb,), (ub,) = (self.bound_value(e, it) for e in (lb_e, ub_e))
         if inclusive:
             ub = self.v(arith.AddiOp(ub, self.const(1, it)[0]))
         (st,) = self.const(step, it)

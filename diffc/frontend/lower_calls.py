@@ -7,7 +7,7 @@ from xdsl.dialects import arith, func, memref, vector
 from xdsl.dialects.builtin import FunctionType, IntegerAttr, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 
-from diffc.dialects import diff
+from diffc.dialects import diff, kernel
 from diffc.frontend import ast as A
 from diffc.frontend import coopvec
 from diffc.frontend import types as T
@@ -36,6 +36,9 @@ class CallLowering:
             d = self.lower_as(e.args[1], T.differential(elem)) if len(e.args) > 1 else None
             return self.make_pairs(p, d, elem)
         if k == "unused":
+            return []
+        if k == "barrier":
+            self.emit(kernel.BarrierOp(global_fence=e.target))
             return []
         if k == "interlocked":
             kind, t = e.target

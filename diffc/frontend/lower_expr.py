@@ -277,9 +277,8 @@ class ExprLowering:
         assert isinstance(sym, Local)
         if sym.value is not None:  # a `static const`
             return self.lower_as(sym.value, sym.ty)
-        if sym.is_global:
+        if sym.is_global and isinstance(sym.ty, T.Buffer):
             t = sym.ty
-            assert isinstance(t, T.Buffer)
             return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(t)[0]))]
         return list(self.binding(sym).values)  # type: ignore[attr-defined]
 
