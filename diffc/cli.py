@@ -207,7 +207,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if argv[:1] == ["suite"]:
         from diffc import conformance
 
-        return conformance.main(argv[1:], run=lambda path: main(["run", path]))
+        return conformance.main(argv[1:], run=lambda args: main(["run", *args]))
     if argv[:1] == ["check"]:
         from diffc import gradcheck_cli
 

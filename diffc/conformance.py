@@ -36,6 +36,12 @@ class Case:
     path: Path
     kind: str  # "compute" | "interpret"
     checks: list[tuple[str, str]]  # (directive, pattern): CHECK, CHECK-NEXT, CHECK-NOT
+    groups: str | None = None  # the test line's `-compute-dispatch X,Y,Z` (work-groups), if any
+
+    @property
+    def run_args(self) -> list[str]:
+        """The arguments of `diffc run` for this file."""
+        return (["--groups", self.groups] if self.groups else []) + [str(self.path)]
 
 
 def _prefix(options: str | None) -> str:
@@ -58,12 +64,15 @@ def case_of(path: Path) -> Case | None:
     if not m:
         return None
     kind = "interpret" if m.group(1) == "INTERPRET" else "compute"
+    line = text[m.start():].split("\n", 1)[0]
+    d = re.search(r"-compute-dispatch\s+(\d+)\s*,\s*(\d+)\s*,\s*(\d+)", line)
+    groups = ",".join(d.groups()) if d else None
     expected = Path(str(path) + ".expected.txt")
     if "filecheck" not in (m.group(2) or "") and expected.is_file():  # else the file's CHECK lines
         lines = [ln.strip() for ln in expected.read_text().splitlines() if ln.strip()]
-        return Case(path, kind, [("CHECK-NEXT" if k else "CHECK", ln) for k, ln in enumerate(lines)])
+        return Case(path, kind, [("CHECK-NEXT" if k else "CHECK", ln) for k, ln in enumerate(lines)], groups)
     checks = _check_lines(text, _prefix(m.group(2)))
-    return Case(path, kind, checks) if checks else None
+    return Case(path, kind, checks, groups) if checks else None
 
 
 def discover(root: Path) -> list[Case]:
@@ -83,8 +92,11 @@ def _close(a: float, b: float) -> bool:
 
 def line_matches(pattern: str, line: str) -> bool:
     """A numeric pattern matches a line holding that number (within tolerance); any other
-    pattern is a substring, as in FileCheck."""
+    pattern is a substring, as in FileCheck, where `{{re}}` parts are regular expressions."""
     p, s = pattern.strip(), line.strip()
+    if "{{" in p:
+        parts = re.split(r"\{\{(.*?)\}\}", p)  # literal, regex, literal, ...
+        return re.search("".join(x if k % 2 else re.escape(x) for k, x in enumerate(parts)), line) is not None
     if _NUMBER.match(p):
         if not _NUMBER.match(s):
             return False
@@ -123,7 +135,7 @@ def compare(checks: list[tuple[str, str]], output: str) -> str | None:
 
 # --- the worker: one file at a time, its output captured at the file-descriptor level --------
 
-def _run_one(path: str, run: Callable[[str], int]) -> dict:
+def _run_one(args: list[str], run: Callable[[list[str]], int]) -> dict:
     with tempfile.TemporaryFile(mode="w+b") as out, tempfile.TemporaryFile(mode="w+b") as err:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -132,7 +144,7 @@ def _run_one(path: str, run: Callable[[str], int]) -> dict:
         os.dup2(err.fileno(), 2)
         try:
             try:
-                rc = run(path)
+                rc = run(args)
             except SystemExit as e:
                 rc = e.code if isinstance(e.code, int) else 1
             except BaseException as e:  # a traceback is a failure of its own kind
@@ -155,13 +167,13 @@ def _run_one(path: str, run: Callable[[str], int]) -> dict:
         return {"rc": rc, "stdout": out.read().decode(errors="replace"), "stderr": err.read().decode(errors="replace")}
 
 
-def worker(run: Callable[[str], int]) -> None:
-    """Answers each path read from stdin with `run(path)`'s exit code and output, as JSON."""
+def worker(run: Callable[[list[str]], int]) -> None:
+    """Answers each JSON list of `diffc run` arguments read from stdin with `run(args)`'s exit
+    code and output, as JSON."""
     reply = os.fdopen(os.dup(1), "w")
     for line in sys.stdin:
-        path = line.strip()
-        if path:
-            reply.write(json.dumps(_run_one(path, run)) + "\n")
+        if line.strip():
+            reply.write(json.dumps(_run_one(json.loads(line), run)) + "\n")
             reply.flush()
 
 
@@ -172,11 +184,11 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )
 
-    def run(self, path: str, timeout: float) -> dict:
+    def run(self, args: list[str], timeout: float) -> dict:
         import selectors
 
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(path + "\n")
+        self.proc.stdin.write(json.dumps(args) + "\n")
         self.proc.stdin.flush()
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
@@ -235,7 +247,7 @@ def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None, on_re
                     case = todo.pop(0)
                 if not w.alive():
                     w = _Worker()
-                raw = w.run(str(case.path), timeout)
+                raw = w.run(case.run_args, timeout)
                 res = judge(case, raw)
                 with lock:
                     results[case.path] = res
@@ -256,8 +268,8 @@ def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None, on_re
     return results
 
 
-def main(argv: list[str], run: Callable[[str], int]) -> int:
-    """`diffc suite ...`; `run(path)` is `diffc run PATH` (the worker's job: the command line
+def main(argv: list[str], run: Callable[[list[str]], int]) -> int:
+    """`diffc suite ...`; `run(args)` is `diffc run ARGS...` (the worker's job: the command line
     passes it in, so this module does not import the command line back)."""
     import argparse
 

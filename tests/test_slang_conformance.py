@@ -30,6 +30,14 @@ DELIBERATE = {
     },
 }
 
+# Files whose expected values rest on a race between work-groups: they must run, their numbers
+# are not compared (docs/frontend.md, "Conformance").
+RACY = {
+    # group 0's work-items read, after a group barrier, sums that the other groups may still be
+    # adding (a group barrier does not wait for other groups); on a GPU they have usually finished
+    "autodiff/was/warped-sampling-1d.slang",
+}
+
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason=f"Slang's test suites are not at {ROOT}")
 
 
@@ -60,7 +68,7 @@ def test_other_files_fail_with_a_located_error(results):
     listed = set(_expected_passing())
     bad = []
     for name, (reason, result) in sorted(results.items()):
-        if reason is None or name in listed or name in DELIBERATE:
+        if reason is None or name in listed or name in DELIBERATE or name in RACY:
             continue
         first = next((ln for ln in result["stderr"].splitlines() if "error" in ln), "")
         if result["rc"] != 1 or not LOCATED.match(first) or "Traceback" in result["stderr"]:
@@ -81,3 +89,11 @@ def test_deliberate_differences_are_exactly_the_documented_ones(results, name):
         patched[k] = f"{slangs:f}"
     case = conformance.case_of(ROOT / name)
     assert conformance.compare(case.checks, "\n".join(result["stdout"].splitlines()[:1] + patched)) is None
+
+
+@pytest.mark.parametrize("name", sorted(RACY))
+def test_racy_files_run_to_the_end(results, name):
+    reason, result = results[name]
+    assert result["rc"] == 0, result["stderr"]
+    values = result["stdout"].splitlines()[1:]
+    assert values and all(conformance.line_matches(v, v) for v in values)  # numbers, printed
