@@ -361,3 +361,21 @@ def test_a_static_global_with_state_is_refused_where_declared(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "k.slang:1:1: error[E0008]: global 'counter' of type float is not supported" in err
     assert "Traceback" not in err
+
+
+def test_ptr_of_t_is_a_pointer_to_device_memory():
+    from diffc.frontend import compile_slang
+
+    src = "[Differentiable] float f(float x, no_diff {P} p) {{ return x * (p[0] + p[2]); }}"
+    plain = str(compile_slang(src.format(P="float*"), "p.slang"))
+    assert str(compile_slang(src.format(P="Ptr<float>"), "p.slang")) == plain
+    assert str(compile_slang(src.format(P="Ptr<float, Access::ReadWrite, AddressSpace::Device>"), "p.slang")) == plain
+
+
+def test_a_ptr_into_group_shared_memory_is_refused_where_written():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    with pytest.raises(DiffcError) as e:
+        compile_slang("float f(Ptr<float, Access::Read, AddressSpace::GroupShared> p) { return p[0]; }", "p.slang")
+    assert "p.slang:1:34: error[E0008]: a pointer into address space 'GroupShared' is not supported" in str(e.value)

@@ -74,6 +74,8 @@ class Checker:
 
     # ---- types ----
     def resolve(self, t: A.TypeRef) -> T.Type:
+        if t.name == "Ptr" and t.args and isinstance(t.args[0], A.TypeRef) and t.fixed is None:
+            t = self._ptr_generic(t)
         if t.pointer:
             ty = self._pointer(t)
         else:
@@ -133,6 +135,15 @@ class Checker:
         if not isinstance(arg, A.TypeRef):
             raise err(UNDEFINED, f"'{arg}' is not a type (in the arguments of {t.name})", t)
         return self.resolve(arg)
+
+    def _ptr_generic(self, t: A.TypeRef) -> A.TypeRef:
+        """`Ptr<T>` (and `Ptr<T, Access::A, AddressSpace::Device>`) is `T*`: device memory."""
+        space = next((a for a in t.args[1:] if isinstance(a, A.TypeRef) and "AddressSpace" in a.name), None)
+        if space is not None and not space.name.endswith(("Device", "Global")):
+            raise err(UNSUPPORTED, f"a pointer into address space '{space.name.rsplit('.', 1)[-1]}' is not "
+                      "supported (only device memory)", space)
+        elem = t.args[0]
+        return A.TypeRef(elem.name, elem.args, t.dims, elem.pointer + 1 + t.pointer, span=t.span)
 
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:

@@ -17,7 +17,7 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
 # Fixed-width spellings of the scalars (Slang's stdint-style names).
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
-GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector",
+GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector", "Ptr",
                  "CoopVec",
                  "matrix", "Array"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
@@ -27,7 +27,7 @@ PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
 MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"Texture1D", "Texture2D",
-                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional", "Ptr",
+                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional",
                      "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
                      "ParameterBlock"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
@@ -761,6 +761,11 @@ class Parser:
             if self.tok.kind == "int":
                 args.append(self.tok.value)
                 self.i += 1
+            elif (self.tok.text in ("Access", "AddressSpace") and self.peek().text in (".", "::")
+                  and self.peek(2).kind == "ident"):  # `Ptr<T, Access::Read, AddressSpace::Device>`
+                kind, case = self.tok, self.peek(2)
+                self.i += 3
+                args.append(A.TypeRef(f"{kind.text}.{case.text}", span=(kind.start, case.end)))
             elif self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
                 args.append(self.tok.text)
                 self.i += 1
