@@ -379,3 +379,12 @@ def test_a_ptr_into_group_shared_memory_is_refused_where_written():
     with pytest.raises(DiffcError) as e:
         compile_slang("float f(Ptr<float, Access::Read, AddressSpace::GroupShared> p) { return p[0]; }", "p.slang")
     assert "p.slang:1:34: error[E0008]: a pointer into address space 'GroupShared' is not supported" in str(e.value)
+
+
+def test_nullptr_is_refused_where_written():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    with pytest.raises(DiffcError) as e:
+        compile_slang("float f(Ptr<float> p) { return p != nullptr ? p[0] : 1.0; }", "p.slang")
+    assert "p.slang:1:37: error[E0008]: 'nullptr' is not supported" in str(e.value)

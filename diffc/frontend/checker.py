@@ -971,6 +971,8 @@ class Checker:
             if e.id in BUILTINS:
                 raise err(UNSUPPORTED, f"intrinsic '{e.id}' used as a value is not supported: call it, or give it "
                           "to fwd_diff / bwd_diff", e)
+            if e.id == "nullptr":  # (a pointer is a buffer and an offset: there is no null one)
+                raise err(UNSUPPORTED, "'nullptr' is not supported", e)
             raise err(UNDEFINED, f"undefined name '{e.id}'", e)
         if isinstance(e, A.Unary) and e.op == "*":
             t = self.expr(e.operand)
