@@ -101,7 +101,8 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
         m = _OLD.match(body)
         if m:
             data, count, stride = _options(m.group("opts"), where, line)
-            flags = [f.strip() for f in (m.group("flags") or "").split(",") if f.strip()]
+            # (`name X` reads as `name=X`, as Slang's runner reads it)
+            flags = [re.sub(r"^name\s+(?=\w)", "name=", f.strip()) for f in (m.group("flags") or "").split(",") if f.strip()]
             name = next((f.split("=", 1)[1].strip() for f in flags if f.startswith("name=")), None)
             if not name:
                 raise _error(where, line, "TEST_INPUT: the ubuffer has no name=NAME to bind it to a buffer")

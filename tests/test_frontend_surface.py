@@ -388,3 +388,36 @@ def test_nullptr_is_refused_where_written():
     with pytest.raises(DiffcError) as e:
         compile_slang("float f(Ptr<float> p) { return p != nullptr ? p[0] : 1.0; }", "p.slang")
     assert "p.slang:1:37: error[E0008]: 'nullptr' is not supported" in str(e.value)
+
+
+def test_a_uniform_pointer_global_reads_its_buffer_through_a_cast_pointer(tmp_path, capsys):
+    src = """
+//TEST_INPUT: set ptr = ubuffer(data=[1.0 2.0 3.0 5.0], stride=4)
+uniform float* ptr;
+//TEST_INPUT:ubuffer(data=[0 0 0], stride=4):out, name outputBuffer
+RWStructuredBuffer<float> outputBuffer;
+[Differentiable] float f(float x, no_diff float4* v) { return x * x * (v->y + v->w); }
+[numthreads(1, 1, 1)]
+void computeMain() {
+    float4* v = (float4*)ptr;   // the same floats, four at a time
+    var dp = diffPair(3.0);
+    bwd_diff(f)(dp, v, 1.0);
+    outputBuffer[0] = f(3.0, v);
+    outputBuffer[1] = dp.d;
+    outputBuffer[2] = ptr[2];
+}
+"""
+    path = tmp_path / "k.slang"
+    path.write_text(src)
+    assert cli.main(["run", str(path)]) == 0, capsys.readouterr().err
+    # x^2 (2 + 5) = 63; d/dx = 2 x 7 = 42
+    assert [float(v) for v in capsys.readouterr().out.split()[2:]] == [63.0, 42.0, 3.0]
+
+
+def test_a_pointer_cast_between_scalar_types_is_refused():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    with pytest.raises(DiffcError) as e:
+        compile_slang("float f(float* p) { int* q = (int*)p; return q[0]; }", "p.slang")
+    assert "p.slang:1:30: error[E0003]: cannot cast float* to int*" in str(e.value)

@@ -1031,7 +1031,7 @@ class Checker:
             return self.index(e)
         if isinstance(e, A.Cast):
             src, dst = self.expr(e.operand), self.resolve(e.type)
-            if not (T.convertible(src, dst) or src == dst):
+            if not (T.convertible(src, dst) or src == dst or _same_memory_pointers(src, dst)):
                 raise err(TYPE_MISMATCH, f"cannot cast {src} to {dst}", e)
             return dst
         if isinstance(e, A.Call):
@@ -1221,6 +1221,16 @@ def _as_this_member(e: A.Name) -> None:
     name, span = e.id, e.span
     e.__class__ = A.Member  # type: ignore[assignment]
     e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
+
+
+def _same_memory_pointers(src: T.Type, dst: T.Type) -> bool:
+    """Whether `(dst)src` reinterprets a pointer as another over the same scalars (`(float4*)p` of
+    a `float*`): both are a buffer of that scalar and an offset counted in it, so nothing changes."""
+    if not (isinstance(src, T.Pointer) and isinstance(dst, T.Pointer)):
+        return False
+    if src.atomic or dst.atomic or src.by_value or dst.by_value:
+        return False
+    return T.pointee_scalar(src.elem) == T.pointee_scalar(dst.elem) is not None
 
 
 def _return_void_call(s: A.Return) -> None:

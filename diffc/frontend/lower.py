@@ -41,6 +41,11 @@ class Binding:
     values: list[SSAValue]
 
 
+def global_pointer(t: T.Type) -> bool:
+    """Whether a global of type t is a pointer the host binds to a whole buffer (`uniform float* p`)."""
+    return isinstance(t, T.Pointer) and not t.by_value and not t.atomic
+
+
 @dataclass
 class LoopCtx:
     brk: str | None
@@ -102,6 +107,9 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 if not isinstance(t, T.Buffer) and T.leaf_count(t) == 0 and d.init is None:
                     self.stateless_globals[id(sym)] = t  # a struct with no fields: nothing to keep
                     continue
+                if global_pointer(t) and "static" not in d.mods and d.init is None:
+                    ops.append(memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public")))
+                    continue  # `uniform float* p;`: a buffer bound by name, read from its start
                 if not isinstance(t, T.Buffer):
                     raise err(UNSUPPORTED, f"global '{d.name}' of type {t} is not supported (per-thread 'static' "
                               "state; globals may be RWStructuredBuffers, 'static const' values, or structs without "

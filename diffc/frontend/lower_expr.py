@@ -280,6 +280,8 @@ class ExprLowering:
         if sym.is_global and isinstance(sym.ty, T.Buffer):
             t = sym.ty
             return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(t)[0]))]
+        if sym.is_global and isinstance(sym.ty, T.Pointer):  # (lower.global_pointer): offset 0
+            return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(sym.ty)[0])), self.index_const(0)]
         return list(self.binding(sym).values)  # type: ignore[attr-defined]
 
     def arith(self, op: str, a: list[SSAValue], b: list[SSAValue], t: T.Type) -> list[SSAValue]:
