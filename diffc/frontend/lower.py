@@ -111,8 +111,9 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     ops.append(memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public")))
                     continue  # `uniform float* p;`: a buffer bound by name, read from its start
                 if not isinstance(t, T.Buffer):
-                    raise err(UNSUPPORTED, f"global '{d.name}' of type {t} is not supported (per-thread 'static' "
-                              "state; globals may be RWStructuredBuffers, 'static const' values, or structs without "
+                    what = "per-thread 'static' state" if "static" in d.mods else "a uniform value"
+                    raise err(UNSUPPORTED, f"global '{d.name}' of type {t} is not supported ({what}; globals may be "
+                              "RWStructuredBuffers, 'uniform' pointers, 'static const' values, or structs without "
                               "fields)", d)
                 g = memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public"))
                 if t.atomic:
