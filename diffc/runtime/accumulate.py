@@ -12,11 +12,7 @@ launched, partials).
     DIFFC_DETERMINISTIC=0    one atomic per group and slot instead of the (default) deterministic
                              partial sums and finish kernel (or dispatch(deterministic=False))
     DIFFC_ACCUM_GROUPS=N     work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
-    DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default 64; on PoCL R=1 ran the
-                             MLP's learnGradient 4.8x faster, 17 against 83 ms at 2^18 on 2
-                             cores: no barrier, so the private sums stay in registers; not yet
-                             the CPU default, as its longer per-work-item float sums move the
-                             tests' empirical rounding tolerances)
+    DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default: work_group(device))
     DIFFC_ACCUM_LOCAL_BYTES=B local memory for the transposed reduction (default: the device's less 4 KiB)
     DIFFC_ACCUM_LOCAL_SUMS=1 accumulate in local memory rather than private (the pass's local_sums)
 """
@@ -67,21 +63,43 @@ def local_bytes(cl_device) -> int:
 
 
 def settings() -> tuple:
-    """What the built kernels depend on besides the device (part of the module cache's key)."""
-    return (ENABLED, WORK_GROUP, LOCAL_BYTES, LOCAL_SUMS)
+    """What the built kernels depend on (part of the module cache's key): the chosen group size
+    depends on the device, so it is named here too."""
+    from diffc.runtime.device import device
+
+    return (ENABLED, work_group(device().cl_device), LOCAL_BYTES, LOCAL_SUMS)
 
 
-# Work-items per group of the accumulated kernel: few, so that the transposed reduction of all
-# of a group's slots fits in local memory at once (one barrier) and registers allow several
-# groups per compute unit.
-WORK_GROUP = int(os.environ.get("DIFFC_ACCUM_WORK_GROUP", "64"))
+# DIFFC_ACCUM_WORK_GROUP, or 0: work_group(device) chooses.
+WORK_GROUP = int(os.environ.get("DIFFC_ACCUM_WORK_GROUP", "0"))
+GPU_WORK_GROUP = 64
+CPU_WORK_GROUP = 1
+
+
+def work_group(cl_device) -> int:
+    """Work-items per group of the accumulated kernel on this device.
+
+    GPUs: 64, few enough that the transposed reduction of all of a group's slots fits in local
+    memory at once (one barrier) and registers allow several groups per compute unit.
+    CPUs: 1. PoCL runs a group's work-items in a loop on one core; with a barrier in the
+    kernel it splits that loop at the barrier and keeps every work-item's private sums in
+    memory across it (for the MLP, 148 sums per work-item, stored and reloaded each sample).
+    A group of one has no barrier, so the sums stay in registers: learnGradient of the MLP ran
+    4.8x faster (17 against 83 ms at 2^18 on 2 cores). Each work-item then adds more samples
+    in turn (a longer float sum per slot), which the tests' rounding bounds account for.
+    """
+    if WORK_GROUP:
+        return min(WORK_GROUP, cl_device.max_work_group_size)
+    from diffc.backend.opencl.options import is_cpu
+
+    return CPU_WORK_GROUP if is_cpu(cl_device) else min(GPU_WORK_GROUP, cl_device.max_work_group_size)
 LOCAL_SUMS = os.environ.get("DIFFC_ACCUM_LOCAL_SUMS", "0") == "1"  # the pass's local_sums
 
 
 def apply_pass(ctx, low, cl_device) -> None:
     from diffc.passes.accumulate_gradients import AccumulateGradientsPass
 
-    AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=min(WORK_GROUP, cl_device.max_work_group_size),
+    AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=work_group(cl_device),
                             finish_group=_power_of_two_at_most(min(256, cl_device.max_work_group_size)),
                             local_sums=LOCAL_SUMS).apply(ctx, low)
 
@@ -135,6 +153,15 @@ def _groups_per_unit(dev) -> int:
     return 4 if dev.kind == "cpu" else 8
 
 
+def launched_groups(acc: AccumulatedKernel, work_items: int) -> int:
+    """How many groups of @K__accum a dispatch of `work_items` of @K launches: enough for the
+    device's compute units (_groups_per_unit each), never more than the work-items need."""
+    from diffc.runtime.device import device
+
+    dev = device()
+    return max(1, min(-(-work_items // acc.group), dev.cl_device.max_compute_units * _groups_per_unit(dev)))
+
+
 class Events:
     """The two launches of deterministic mode as one event: wait() waits for both, profile
     spans the first's start to the last's end."""
@@ -169,7 +196,7 @@ def launches(prog, acc: AccumulatedKernel, args: list, names: list[str], global_
 
     dev = device()
     virtual = global_size[0] // acc.entry_group
-    groups = max(1, min(-(-global_size[0] // acc.group), dev.cl_device.max_compute_units * _groups_per_unit(dev)))
+    groups = launched_groups(acc, global_size[0])
     det = DETERMINISTIC if deterministic is None else bool(deterministic)
     # (in both modes: the kernel's stores of partial sums are then proven in bounds at launch,
     # though only deterministic mode runs them)
