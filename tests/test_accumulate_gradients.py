@@ -14,7 +14,7 @@ from diffc.runtime import accumulate
 from diffc.runtime.device import device
 from diffc.runtime.dispatch import entry_program
 from diffc.runtime.module import load_module_from_string
-from rounding import U16, assert_sum_within, gamma, sum_bound
+from rounding import accumulated_half_adds, assert_sum_within, half_accumulation_error
 
 # Four float sums (three in a loop of constant bound, one in a branch only some work-items take)
 # and a half sum in a callee through a pointer, behind `if (tid >= count) return;`.
@@ -61,21 +61,12 @@ def assert_float_sums_within_rounding(sums: np.ndarray, v: np.ndarray, copies: i
 
 
 def half_sum_bound(h: np.ndarray, half_adds: int) -> float:
-    """LEARN's half sum of h (the values rounded to half, exact in float32): a float32 sum of
-    the samples in any order, then `half_adds` adds of float32 totals into the half buffer, each
-    rounding twice (the total to half, then old + total to half), by 2^-11 of at most the
-    running magnitude, which never exceeds sum |h| plus the float32 sum's bound."""
-    f32 = sum_bound(h)
-    return f32 + gamma(2 * half_adds, U16) * (float(np.abs(h).sum()) + f32)
+    """LEARN's half sum of h (the values rounded to half, exact in float32)."""
+    return float(half_accumulation_error(h, half_adds))
 
 
 def half_adds(m, n: int, deterministic: bool) -> int:
-    """How many adds into the half buffer a dispatch of n samples makes: the finish kernel's one
-    per slot in deterministic mode, else one per launched group of the accumulated kernel."""
-    if deterministic:
-        return 1
-    acc = entry_program(m).accumulated["learn"]
-    return accumulate.launched_groups(acc, -(-n // acc.entry_group) * acc.entry_group)
+    return accumulated_half_adds(m, "learn", n, deterministic)
 
 
 def run(m, values: np.ndarray, **kw) -> tuple[np.ndarray, np.ndarray]:

@@ -18,11 +18,12 @@ import pytest
 
 import diffc
 from diffc.distributed import shard, sum_in_rank_order
-from rounding import U16, gamma
+from rounding import U16, accumulated_half_adds, gamma, half_accumulation_error
 
 MLP = Path(__file__).resolve().parent.parent / "examples" / "mlp"
 sys.path.insert(0, str(MLP))
-from train import layout, max_loss, network_of, next_batch, start, train  # noqa: E402
+from mlp_rounding import kernel_sample_gradients  # noqa: E402
+from train import next_batch, start, train  # noqa: E402
 
 sys.path.remove(str(MLP))
 
@@ -163,66 +164,32 @@ def test_auto_transport_takes_the_host_for_small_gradients_only(tmp_path, monkey
         dist.destroy_process_group()
 
 
-def _per_sample_gradients(seed: int, batch: int) -> np.ndarray:
-    """The half-precision gradient diffc computes for each sample of the first batch of a run
-    (one dispatch per sample: a single value added into a zeroed half buffer is stored exactly),
-    from the run's initial parameters; and the module."""
-    p0, _, rng = start(seed)
-    xy = next_batch(rng, batch)
-    m = diffc.load_module(MLP / "mlp.slang")
-    params, grads = diffc.Tensor.from_numpy(p0), diffc.Tensor.zeros(layout()[1], np.float16)
-    network = network_of(params, grads)
-    rows = []
-    for i in range(batch):
-        grads.fill(0)
-        max_loss(m, network, xy[i:i + 1])
-        rows.append(grads.to_numpy().astype(np.float64))
-    return np.array(rows), m
-
-
 def _half_adds(m, n: int, deterministic: bool) -> int:
-    """How many adds into the half gradient buffer one learnGradient dispatch of n samples
-    makes per parameter: the finish kernel's one (deterministic), else one per launched group of
-    the accumulated kernel (runtime/accumulate.py)."""
-    from diffc.runtime.accumulate import launched_groups
-    from diffc.runtime.dispatch import entry_program
-
-    acc = entry_program(m).accumulated.get("learnGradient")
-    if acc is None:
+    try:
+        return accumulated_half_adds(m, "learnGradient", n, deterministic)
+    except LookupError:
         pytest.skip("accumulate-gradients is off here: the bound counts its adds")
-    if deterministic:
-        return 1
-    return launched_groups(acc, -(-n // acc.entry_group) * acc.entry_group)
-
-
-def _accumulation_error(magnitudes: np.ndarray, adds: int) -> np.ndarray:
-    """Per parameter, the largest |stored half gradient - exact sum of the samples' half
-    gradients|: a float32 sum in any order (gamma_{n-1} of the magnitudes' sum, u = 2^-24), then
-    `adds` adds of float32 totals into the zeroed half buffer, each rounding twice (the total to
-    half, old + total to half) by 2^-11 of at most the running magnitude."""
-    total = magnitudes.sum(axis=0)
-    f32 = gamma(max(len(magnitudes) - 1, 0)) * total
-    return f32 + gamma(2 * adds, U16) * (total + f32)
 
 
 def _one_step_bound(seed: int, batch: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray]:
     """(bound, movement): per parameter, how far one SGD step of two shards added on the host
     and one step over the whole batch, from the same parameters, may be apart; and the step's
     own size. Both runs add the same per-sample half gradients (computed identically), so only
-    the accumulations differ: the whole batch's (_accumulation_error), each shard's, plus the
-    ranks' float32 sum and its rounding to half (two roundings at most 2^-11 each). The
+    the accumulations differ: the whole batch's (rounding.half_accumulation_error), each
+    shard's, plus the ranks' float32 sum and its rounding to half (two roundings at most 2^-11 each). The
     update p - g * lr in half (lr = 0.01h) rounds the product (2^-11 of lr |g|) and the result
     (half an ulp each side)."""
-    signed, m = _per_sample_gradients(seed, batch)
+    p0, _, rng = start(seed)
+    signed = kernel_sample_gradients(p0, next_batch(rng, batch))
+    m = diffc.load_module(MLP / "mlp.slang")
     g = np.abs(signed)
     halves = [g[shard(batch, k, 2)] for k in range(2)]
-    whole = _accumulation_error(g, _half_adds(m, batch, deterministic))
-    parts = sum(_accumulation_error(h, _half_adds(m, len(h), deterministic)) for h in halves)
+    whole = half_accumulation_error(g, _half_adds(m, batch, deterministic))
+    parts = sum(half_accumulation_error(h, _half_adds(m, len(h), deterministic)) for h in halves)
     total = g.sum(axis=0)
     ranks = parts + gamma(2, U16) * (total + parts)
     lr = float(np.float16(0.01))
-    p0 = start(seed)[0].astype(np.float64)
-    largest = np.abs(p0) + lr * (total + whole + ranks) * (1 + U16)
+    largest = np.abs(p0.astype(np.float64)) + lr * (total + whole + ranks) * (1 + U16)
     ulp = np.spacing(largest.astype(np.float16)).astype(np.float64)
     bound = lr * (whole + ranks) + U16 * lr * 2 * (total + whole + ranks) + ulp
     return bound, lr * np.abs(signed.sum(axis=0))
