@@ -65,6 +65,22 @@ min ms:
   ~0.1 ms, 34 us was diffc's Python per step (back to back: 89.8 us a step against 55.4 us for
   the bare enqueues of the same three kernels), before deferred reads went to every 8 launches.
 
+  PoCL after the accumulated kernel's group became one work-item on CPU devices
+  (accumulate.work_group: no barrier, so PoCL keeps the 148 private sums in registers), torch
+  2.13.0+cpu float32 on the same 2 cores (AMD EPYC, shared with other engineers' tests; load
+  average beside each run; read the ratios within a run), `--log2 14 18 --runs 3 --no-racy
+  --no-reduce-atomics`, min ms:
+    load      batch   diffc step   learnGradient (determ.)   atomics per group   torch eager   torch.compile   diffc / torch.compile
+    0.8-1.6   2^14    1.864        1.523                     1.697               1.620         11.339          6.08
+              2^18    34.675       34.607                    34.685              45.996        59.448          1.71
+  (the captured step: 1.262 / 34.665 ms, 8.99 / 1.71x torch.compile.) Under heavier load torch
+  suffers more than diffc (its two threads wait on each other): at load 3.3-3.7, `--runs 5`,
+  diffc's step took 2.369 / 50.840 ms and torch.compile's 235.7 / 222.6. The step's device time
+  is learnGradient's (its finish kernel included; adjustParameters adds at most ~0.1 ms at
+  2^14), so the finish and optimizer kernels' shapes were left as they are; deterministic
+  mode costs the same as atomics per group (1.02-1.09x in bench_accumulate_sweep.py). Before
+  (R = 64 on the CPU): diffc / torch.compile 0.59 / 0.63 on quiet cores (below).
+
   PoCL, later the same day on quiet cores (load ~1.5), after merge-calls, the CPU loop unrolling
   and the proofs, `--log2 14 18 --runs 3 --no-racy --no-reduce-atomics`: diffc step 5.47 / 83.0
   ms, torch.compile 3.23 / 51.9, eager 1.59 / 28.4 (2^14 / 2^18): diffc / torch.compile 0.59 /

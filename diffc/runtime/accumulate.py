@@ -84,9 +84,14 @@ def work_group(cl_device) -> int:
     CPUs: 1. PoCL runs a group's work-items in a loop on one core; with a barrier in the
     kernel it splits that loop at the barrier and keeps every work-item's private sums in
     memory across it (for the MLP, 148 sums per work-item, stored and reloaded each sample).
-    A group of one has no barrier, so the sums stay in registers: learnGradient of the MLP ran
-    4.8x faster (17 against 83 ms at 2^18 on 2 cores). Each work-item then adds more samples
-    in turn (a longer float sum per slot), which the tests' rounding bounds account for.
+    A group of one has no barrier to split at, so the sums stay in registers. Measured with
+    bench/bench_accumulate_sweep.py (`--log2 14 18 --work-group 1 4 16 64 --groups 1 2 4 8`,
+    PoCL on this machine's 2 shared cores, load average 3.5 rising to 6.9), the MLP's
+    deterministic learnGradient at 4 groups per compute unit: R = 1: 1.21 / 35.1 ms at 2^14 /
+    2^18; R = 4: 4.5 / 211; R = 16: 14.6 / 282; R = 64: 19.3 / 321 (16x / 9x slower than R = 1).
+    Each work-item then adds more samples in turn (a longer float sum per slot), and the
+    non-deterministic mode adds one total per launched group into a half buffer: the tests'
+    rounding bounds count both (tests/rounding.py), whatever R is.
     """
     if WORK_GROUP:
         return min(WORK_GROUP, cl_device.max_work_group_size)
