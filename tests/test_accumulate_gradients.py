@@ -87,6 +87,24 @@ def test_the_pass_rewrites_the_entry_point(learn):
     assert "learn__accum(" in prog.source and "learn__accum_finish(" in prog.source
 
 
+def test_group_size_is_chosen_by_device_type(monkeypatch):
+    """One work-item per group on CPUs, 64 (or the device's most) on GPUs; DIFFC_ACCUM_WORK_GROUP
+    (WORK_GROUP) overrides both."""
+    import pyopencl as cl
+
+    class Device:
+        def __init__(self, kind, most):
+            self.type, self.max_work_group_size = kind, most
+
+    monkeypatch.setattr(accumulate, "WORK_GROUP", 0)
+    assert accumulate.work_group(Device(cl.device_type.CPU, 4096)) == 1
+    assert accumulate.work_group(Device(cl.device_type.GPU, 1024)) == 64
+    assert accumulate.work_group(Device(cl.device_type.GPU, 32)) == 32
+    monkeypatch.setattr(accumulate, "WORK_GROUP", 8)
+    assert accumulate.work_group(Device(cl.device_type.CPU, 4096)) == 8
+    assert accumulate.work_group(Device(cl.device_type.GPU, 4)) == 4
+
+
 @pytest.mark.parametrize("count", [1, 63, 64, 65, 1000, 20000])
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_sums_match_float64(learn, count, deterministic):
