@@ -88,8 +88,9 @@ def test_the_pass_rewrites_the_entry_point(learn):
 
 
 def test_group_size_is_chosen_by_device_type(monkeypatch):
-    """One work-item per group on CPUs, 64 (or the device's most) on GPUs; DIFFC_ACCUM_WORK_GROUP
-    (WORK_GROUP) overrides both."""
+    """One work-item per group on CPUs, 64 (or the device's most) on GPUs, for the accumulated
+    kernel and (1 / 256) its finish kernel; DIFFC_ACCUM_WORK_GROUP and DIFFC_ACCUM_FINISH_GROUP
+    override them."""
     import pyopencl as cl
 
     class Device:
@@ -97,12 +98,15 @@ def test_group_size_is_chosen_by_device_type(monkeypatch):
             self.type, self.max_work_group_size = kind, most
 
     monkeypatch.setattr(accumulate, "WORK_GROUP", 0)
-    assert accumulate.work_group(Device(cl.device_type.CPU, 4096)) == 1
-    assert accumulate.work_group(Device(cl.device_type.GPU, 1024)) == 64
-    assert accumulate.work_group(Device(cl.device_type.GPU, 32)) == 32
+    monkeypatch.setattr(accumulate, "FINISH_GROUP", 0)
+    cpu, gpu, small_gpu = Device(cl.device_type.CPU, 4096), Device(cl.device_type.GPU, 1024), Device(cl.device_type.GPU, 48)
+    assert [accumulate.work_group(d) for d in (cpu, gpu, small_gpu)] == [1, 64, 48]
+    # the finish kernel's groups: a power of two, one work-item on CPUs
+    assert [accumulate.finish_group(d) for d in (cpu, gpu, small_gpu)] == [1, 256, 32]
     monkeypatch.setattr(accumulate, "WORK_GROUP", 8)
-    assert accumulate.work_group(Device(cl.device_type.CPU, 4096)) == 8
-    assert accumulate.work_group(Device(cl.device_type.GPU, 4)) == 4
+    monkeypatch.setattr(accumulate, "FINISH_GROUP", 16)
+    assert [accumulate.work_group(d) for d in (cpu, gpu, Device(cl.device_type.GPU, 4))] == [8, 8, 4]
+    assert [accumulate.finish_group(d) for d in (cpu, gpu, Device(cl.device_type.GPU, 4))] == [16, 16, 4]
 
 
 @pytest.mark.parametrize("count", [1, 63, 64, 65, 1000, 20000])

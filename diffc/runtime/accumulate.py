@@ -13,6 +13,7 @@ launched, partials).
                              partial sums and finish kernel (or dispatch(deterministic=False))
     DIFFC_ACCUM_GROUPS=N     work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
     DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default: work_group(device))
+    DIFFC_ACCUM_FINISH_GROUP=F work-items per group of @K__accum_finish (default: finish_group(device))
     DIFFC_ACCUM_LOCAL_BYTES=B local memory for the transposed reduction (default: the device's less 4 KiB)
     DIFFC_ACCUM_LOCAL_SUMS=1 accumulate in local memory rather than private (the pass's local_sums)
 """
@@ -67,7 +68,7 @@ def settings() -> tuple:
     depends on the device, so it is named here too."""
     from diffc.runtime.device import device
 
-    return (ENABLED, work_group(device().cl_device), LOCAL_BYTES, LOCAL_SUMS)
+    return (ENABLED, work_group(device().cl_device), finish_group(device().cl_device), LOCAL_BYTES, LOCAL_SUMS)
 
 
 # DIFFC_ACCUM_WORK_GROUP, or 0: work_group(device) chooses.
@@ -105,8 +106,29 @@ def apply_pass(ctx, low, cl_device) -> None:
     from diffc.passes.accumulate_gradients import AccumulateGradientsPass
 
     AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=work_group(cl_device),
-                            finish_group=_power_of_two_at_most(min(256, cl_device.max_work_group_size)),
+                            finish_group=finish_group(cl_device),
                             local_sums=LOCAL_SUMS).apply(ctx, low)
+
+
+# DIFFC_ACCUM_FINISH_GROUP, or 0: finish_group(device) chooses.
+FINISH_GROUP = int(os.environ.get("DIFFC_ACCUM_FINISH_GROUP", "0"))
+GPU_FINISH_GROUP = 256
+CPU_FINISH_GROUP = 1
+
+
+def finish_group(cl_device) -> int:
+    """Work-items of each of the finish kernel's groups (one group per slot; a power of two).
+
+    GPUs: 256, each work-item adding every 256th group's partial sums, then a tree. CPUs: 1,
+    the one work-item adding the slot's partial sums in group order: there are few groups
+    (compute units x 4), and PoCL runs a group of 256 work-items with a barrier per tree
+    level. Measured on PoCL (2 cores, load ~3), the MLP's finish kernel took 0.15 ms with 256
+    work-items, 0.03-0.04 with 16, 0.009 with 1, at 2^14 and 2^18 (learnGradient: 1.1 / 34 ms).
+    """
+    from diffc.backend.opencl.options import is_cpu
+
+    n = FINISH_GROUP or (CPU_FINISH_GROUP if is_cpu(cl_device) else GPU_FINISH_GROUP)
+    return _power_of_two_at_most(min(n, cl_device.max_work_group_size))
 
 
 def _power_of_two_at_most(n: int) -> int:
