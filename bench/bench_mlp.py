@@ -78,7 +78,7 @@ min ms:
     1.9-2.3   2^14    2.356        2.302                     1.126               1.884          7.483          3.18
               2^18    31.061       29.455                    29.268              400.374        218.910         7.05
   (the captured step: 1.262 / 34.665 ms, 8.99 / 1.71x torch.compile in the first run.) Under
-  load torch suffers more than diffc (its two threads wait on each other; at load 3.3-3.7
+  load torch's step slows far more than diffc's (cause not measured; at load 3.3-3.7
   diffc's step took 2.369 / 50.840 ms and torch.compile's 235.7 / 222.6), so the ratios above
   flatter diffc (torch alone in its own process, right after the third run, load ~2.5: eager
   1.745 / 94.5 ms, compiled 3.511 / 137.3: the load, not PoCL's threads, slows it); against
