@@ -65,6 +65,34 @@ min ms:
   ~0.1 ms, 34 us was diffc's Python per step (back to back: 89.8 us a step against 55.4 us for
   the bare enqueues of the same three kernels), before deferred reads went to every 8 launches.
 
+  PoCL after the accumulated kernel's group became one work-item on CPU devices
+  (accumulate.work_group: no barrier, so PoCL keeps the 148 private sums in registers), torch
+  2.13.0+cpu float32 on the same 2 cores (AMD EPYC, shared with other engineers' tests; load
+  average beside each run; read the ratios within a run), `--log2 14 18 --runs 3 --no-racy
+  --no-reduce-atomics` (runs 2-4 with --runs 5), min ms:
+    load      batch   diffc step   learnGradient (determ.)   atomics per group   torch eager   torch.compile   diffc / torch.compile
+    0.8-1.6   2^14    1.864        1.523                     1.697               1.620         11.339          6.08
+              2^18    34.675       34.607                    34.685              45.996        59.448          1.71
+    4.0-4.6   2^14    1.860        1.501                     2.155               2.367          8.373          4.5
+              2^18    26.706       31.859                    31.518              136.789        207.876         7.78
+    1.9-2.3   2^14    2.356        2.302                     1.126               1.884          7.483          3.18
+              2^18    31.061       29.455                    29.268              400.374        218.910         7.05
+    3.9-4.3   2^14    2.237        2.170                     2.176               2.467          12.244         5.47
+    (F = 1)   2^18    46.320       44.109                    44.449              578.652        308.137        6.65
+  (the captured step: 1.262 / 34.665 ms, 8.99 / 1.71x torch.compile in the first run.) Under
+  load torch's step slows far more than diffc's (cause not measured; at load 3.3-3.7
+  diffc's step took 2.369 / 50.840 ms and torch.compile's 235.7 / 222.6), so the ratios above
+  flatter diffc (torch alone in its own process, right after the third run, load ~2.5: eager
+  1.745 / 94.5 ms, compiled 3.511 / 137.3: the load, not PoCL's threads, slows it); against
+  torch.compile's quiet-core times below (3.23 / 51.9 ms), diffc's step measured here under
+  load is still 1.4-1.7x / 1.1-1.9x faster. The step's device time is learnGradient's
+  (adjustParameters adds at most ~0.1 ms at 2^14). Its finish kernel took 0.15 ms with 256
+  work-items per group (the first three runs) and takes 0.009 ms with one (accumulate.finish_group,
+  the CPU default since; the fourth run): deterministic mode then costs what atomics per group
+  cost (1.00 / 0.99x in the fourth run; 1.01-1.19x in bench_accumulate_sweep.py even with 256;
+  single runs' 2^14 rows above vary 2x with the other processes on the cores). Before
+  (R = 64 on the CPU): diffc / torch.compile 0.59 / 0.63 on quiet cores (below).
+
   PoCL, later the same day on quiet cores (load ~1.5), after merge-calls, the CPU loop unrolling
   and the proofs, `--log2 14 18 --runs 3 --no-racy --no-reduce-atomics`: diffc step 5.47 / 83.0
   ms, torch.compile 3.23 / 51.9, eager 1.59 / 28.4 (2^14 / 2^18): diffc / torch.compile 0.59 /

@@ -12,11 +12,8 @@ launched, partials).
     DIFFC_DETERMINISTIC=0    one atomic per group and slot instead of the (default) deterministic
                              partial sums and finish kernel (or dispatch(deterministic=False))
     DIFFC_ACCUM_GROUPS=N     work-groups per compute unit (default 4 on a CPU, 8 on a GPU)
-    DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default 64; on PoCL R=1 ran the
-                             MLP's learnGradient 4.8x faster, 17 against 83 ms at 2^18 on 2
-                             cores: no barrier, so the private sums stay in registers; not yet
-                             the CPU default, as its longer per-work-item float sums move the
-                             tests' empirical rounding tolerances)
+    DIFFC_ACCUM_WORK_GROUP=R work-items per group of @K__accum (default: work_group(device))
+    DIFFC_ACCUM_FINISH_GROUP=F work-items per group of @K__accum_finish (default: finish_group(device))
     DIFFC_ACCUM_LOCAL_BYTES=B local memory for the transposed reduction (default: the device's less 4 KiB)
     DIFFC_ACCUM_LOCAL_SUMS=1 accumulate in local memory rather than private (the pass's local_sums)
 """
@@ -67,23 +64,71 @@ def local_bytes(cl_device) -> int:
 
 
 def settings() -> tuple:
-    """What the built kernels depend on besides the device (part of the module cache's key)."""
-    return (ENABLED, WORK_GROUP, LOCAL_BYTES, LOCAL_SUMS)
+    """What the built kernels depend on (part of the module cache's key): the chosen group size
+    depends on the device, so it is named here too."""
+    from diffc.runtime.device import device
+
+    return (ENABLED, work_group(device().cl_device), finish_group(device().cl_device), LOCAL_BYTES, LOCAL_SUMS)
 
 
-# Work-items per group of the accumulated kernel: few, so that the transposed reduction of all
-# of a group's slots fits in local memory at once (one barrier) and registers allow several
-# groups per compute unit.
-WORK_GROUP = int(os.environ.get("DIFFC_ACCUM_WORK_GROUP", "64"))
+# DIFFC_ACCUM_WORK_GROUP, or 0: work_group(device) chooses.
+WORK_GROUP = int(os.environ.get("DIFFC_ACCUM_WORK_GROUP", "0"))
+GPU_WORK_GROUP = 64
+CPU_WORK_GROUP = 1
+
+
+def work_group(cl_device) -> int:
+    """Work-items per group of the accumulated kernel on this device.
+
+    GPUs: 64, few enough that the transposed reduction of all of a group's slots fits in local
+    memory at once (one barrier) and registers allow several groups per compute unit.
+    CPUs: 1. PoCL runs a group's work-items in a loop on one core; with a barrier in the
+    kernel it splits that loop at the barrier and keeps every work-item's private sums in
+    memory across it (for the MLP, 148 sums per work-item, stored and reloaded each sample).
+    A group of one has no barrier to split at, so the sums stay in registers. Measured with
+    bench/bench_accumulate_sweep.py (`--log2 14 18 --work-group 1 4 16 64 --groups 1 2 4 8`,
+    PoCL on this machine's 2 shared cores, load average 3.5 rising to 6.9), the MLP's
+    deterministic learnGradient at 4 groups per compute unit: R = 1: 1.21 / 35.1 ms at 2^14 /
+    2^18; R = 4: 4.5 / 211; R = 16: 14.6 / 282; R = 64: 19.3 / 321 (16x / 9x slower than R = 1).
+    Each work-item then adds more samples in turn (a longer float sum per slot), and the
+    non-deterministic mode adds one total per launched group into a half buffer: the tests'
+    rounding bounds count both (tests/rounding.py), whatever R is.
+    """
+    if WORK_GROUP:
+        return min(WORK_GROUP, cl_device.max_work_group_size)
+    from diffc.backend.opencl.options import is_cpu
+
+    return CPU_WORK_GROUP if is_cpu(cl_device) else min(GPU_WORK_GROUP, cl_device.max_work_group_size)
 LOCAL_SUMS = os.environ.get("DIFFC_ACCUM_LOCAL_SUMS", "0") == "1"  # the pass's local_sums
 
 
 def apply_pass(ctx, low, cl_device) -> None:
     from diffc.passes.accumulate_gradients import AccumulateGradientsPass
 
-    AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=min(WORK_GROUP, cl_device.max_work_group_size),
-                            finish_group=_power_of_two_at_most(min(256, cl_device.max_work_group_size)),
+    AccumulateGradientsPass(local_bytes=local_bytes(cl_device), work_group=work_group(cl_device),
+                            finish_group=finish_group(cl_device),
                             local_sums=LOCAL_SUMS).apply(ctx, low)
+
+
+# DIFFC_ACCUM_FINISH_GROUP, or 0: finish_group(device) chooses.
+FINISH_GROUP = int(os.environ.get("DIFFC_ACCUM_FINISH_GROUP", "0"))
+GPU_FINISH_GROUP = 256
+CPU_FINISH_GROUP = 1
+
+
+def finish_group(cl_device) -> int:
+    """Work-items of each of the finish kernel's groups (one group per slot; a power of two).
+
+    GPUs: 256, each work-item adding every 256th group's partial sums, then a tree. CPUs: 1,
+    the one work-item adding the slot's partial sums in group order: there are few groups
+    (compute units x 4), and PoCL runs a group of 256 work-items with a barrier per tree
+    level. Measured on PoCL (2 cores, load ~3), the MLP's finish kernel took 0.15 ms with 256
+    work-items, 0.03-0.04 with 16, 0.009 with 1, at 2^14 and 2^18 (learnGradient: 1.1 / 34 ms).
+    """
+    from diffc.backend.opencl.options import is_cpu
+
+    n = FINISH_GROUP or (CPU_FINISH_GROUP if is_cpu(cl_device) else GPU_FINISH_GROUP)
+    return _power_of_two_at_most(min(n, cl_device.max_work_group_size))
 
 
 def _power_of_two_at_most(n: int) -> int:
@@ -135,6 +180,15 @@ def _groups_per_unit(dev) -> int:
     return 4 if dev.kind == "cpu" else 8
 
 
+def launched_groups(acc: AccumulatedKernel, work_items: int) -> int:
+    """How many groups of @K__accum a dispatch of `work_items` of @K launches: enough for the
+    device's compute units (_groups_per_unit each), never more than the work-items need."""
+    from diffc.runtime.device import device
+
+    dev = device()
+    return max(1, min(-(-work_items // acc.group), dev.cl_device.max_compute_units * _groups_per_unit(dev)))
+
+
 class Events:
     """The two launches of deterministic mode as one event: wait() waits for both, profile
     spans the first's start to the last's end."""
@@ -169,7 +223,7 @@ def launches(prog, acc: AccumulatedKernel, args: list, names: list[str], global_
 
     dev = device()
     virtual = global_size[0] // acc.entry_group
-    groups = max(1, min(-(-global_size[0] // acc.group), dev.cl_device.max_compute_units * _groups_per_unit(dev)))
+    groups = launched_groups(acc, global_size[0])
     det = DETERMINISTIC if deterministic is None else bool(deterministic)
     # (in both modes: the kernel's stores of partial sums are then proven in bounds at launch,
     # though only deterministic mode runs them)

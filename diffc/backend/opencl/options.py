@@ -94,11 +94,11 @@ CPU_UNROLL = 32
 
 
 def options_for_device(device: Any, index_type: str = "long") -> EmitOptions:
-    unroll = CPU_UNROLL if _is_cpu(device) else 0
+    unroll = CPU_UNROLL if is_cpu(device) else 0
     return EmitOptions(atomics=atomics_for_device(device), index_type=index_type, unroll=unroll)
 
 
-def _is_cpu(device: Any) -> bool:
+def is_cpu(device: Any) -> bool:
     try:
         import pyopencl as cl
 
