@@ -450,6 +450,30 @@ def python_timed(step, sync):
     return measure
 
 
+def python_only_timed(step, sync):
+    """diffc's own host Python in enqueueing one step: the same as python_timed with the kernel
+    launches themselves stubbed out (pyopencl.enqueue_nd_range_kernel returns a ready event), so
+    what is left is the argument checks, plan replays, bounds and status bookkeeping."""
+    import pyopencl as cl
+
+    ready = cl.enqueue_marker(diffc.device().queue)
+
+    def measure() -> float:
+        step.reset()
+        sync()
+        real, cl.enqueue_nd_range_kernel = cl.enqueue_nd_range_kernel, lambda *a, **k: ready
+        try:
+            t0 = time.perf_counter()
+            step.run()
+            t = time.perf_counter() - t0
+        finally:
+            cl.enqueue_nd_range_kernel = real
+        sync()
+        return t
+
+    return measure
+
+
 def device_timed(step, which: slice):
     """The profiled device time of the step's kernels `which` (of learnGradient, adjustParameters)."""
 
@@ -484,6 +508,8 @@ def diffc_rows(m, p0: np.ndarray, xy: np.ndarray, m_reduce=None, racy: bool = Tr
         Row("  host: enqueueing the step (no wait)", n, python_timed(step, sync)),
         Row("diffc captured step (diffc.capture, replayed)", n, host_timed(captured, sync)),
         Row("  host: enqueueing the captured step (no wait)", n, python_timed(captured, sync)),
+        Row("  host: Python of the step (launches stubbed)", n, python_only_timed(step, sync)),
+        Row("  host: Python of the captured step (stubbed)", n, python_only_timed(captured, sync)),
         Row("diffc step, atomics per group (determ.=False)", n, host_timed(det, sync)),
         Row("  device time: learnGradient, atomics per group", n, device_timed(det, slice(0, 1))),
     ]
