@@ -116,7 +116,12 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 self.define_func(f, twin=True)
                 ops.append(self.func_ops[ptr_twin_name(f.name)])
         module = ModuleOp(ops + self.extra_funcs)
-        check_module(module, self.spans, self.lost_derivatives)
+        # functions whose derivatives come from their bodies: their calls of non-differentiable
+        # functions are checked on the IR (the twin is the one differentiated, ptr_types.py)
+        differentiated = {ptr_twin_name(f.name) if has_ptr_twin(f) else f.name: f.name for f in infos
+                          if f.body_differentiated and not (f.bwd_of or f.fwd_of)}
+        check_module(module, self.spans, self.lost_derivatives, differentiated,
+                     {key: fi.name for key, fi in self.c.funcs.items()})
         return module
 
     def declare_func(self, f: FuncInfo, twin: bool = False) -> func.FuncOp:
