@@ -119,6 +119,11 @@ def abi_problem(fn: FuncOp) -> str | None:
             got = d.data.get(ABI)
             if got is not None and not isinstance(got, AbiRoleAttr):
                 return f"parameter {i}: {ABI} must be a #diff.abi<...> role, got {got}"
+            if got is not None:
+                try:
+                    got.verify()  # (parsing does not always verify attributes)
+                except VerifyException as e:
+                    return f"parameter {i}: {e}"
     # (a kernel written by hand for the backend alone, which no host binds, may have no roles)
     complete = kernel and any(r is not None for r in roles)
     for i, (t, r) in enumerate(zip(types, roles)):

@@ -164,10 +164,10 @@ def test_passes_record_the_roles_of_what_they_add():
 def test_malformed_roles_are_refused():
     bad_role = IR.replace('#diff.abi<pointer of "dst">', '#diff.abi<pointr of "dst">')
     with pytest.raises(Exception, match="role must be one of pointer, offset, buffer, value"):
-        parse_ir(bad_role, "k.mlir")
+        parse_source(bad_role, "k.mlir")
     no_pointer = IR.replace('#diff.abi<offset of "dst">', "#diff.abi<offset>")
     with pytest.raises(Exception, match="needs the pointer it belongs to"):
-        parse_ir(no_pointer, "k.mlir")
+        parse_source(no_pointer, "k.mlir")
     other_pair = IR.replace('#diff.abi<offset of "dst">', '#diff.abi<offset of "src">')
     with pytest.raises(DiffcError, match='k.mlir:2:1: .*@fill: kernel ABI: parameter 3 .* is pointer "dst", but its offset does not follow it'):
         parse_source(other_pair, "k.mlir")  # verified, located at the function
