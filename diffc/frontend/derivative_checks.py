@@ -21,7 +21,7 @@ emitted, filled by Lowering.emit).
 
 from __future__ import annotations
 
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
@@ -30,6 +30,7 @@ from diffc.ad.registry import lookup
 from diffc.ad.tape import LoopRule, tape_bound
 from diffc.dialects import diff
 from diffc.frontend import ast as A
+from diffc.frontend import types as T
 from diffc.frontend.errors import NOT_DIFFERENTIABLE, UNBOUNDED_LOOP, FrontendError
 
 
@@ -42,7 +43,7 @@ def check_module(module: ModuleOp, spans: dict[Operation, A.Node],
     for name, caller in (differentiated or {}).items():
         if name in funcs and diff.DIFFERENTIABLE in funcs[name].attributes:
             for kind in (diff.FWD_DERIVATIVE, diff.BWD_DERIVATIVE):
-                _CallActivity(funcs, spans, funcs[name], kind, caller, slang_names or {})
+                _BodyActivity(funcs, spans, funcs[name], kind, caller, slang_names or {})
     fwd_roots, bwd_roots = [], []
     for op in module.walk():
         if isinstance(op, diff.FwdDiffOp | diff.BwdDiffOp):
@@ -105,7 +106,7 @@ def _loop_keyword(node: A.Node) -> str:
 class _LocatedActivity(Activity):
     """The differentiation passes' activity analysis (diffc.ad.activity) on one function, which
     reports where it refuses a derivative-carrying value at the Slang expression that made the op.
-    Calls are _CallActivity's to report; an op made by no expression keeps the pass's error."""
+    Calls are _BodyActivity's to report; an op made by no expression keeps the pass's error."""
 
     def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp, kind: str):
         self.spans = spans
@@ -123,7 +124,7 @@ class _LocatedActivity(Activity):
     def refuse(self, message: str, op: Operation) -> None:
         node = self.spans.get(op)
         if node is None or isinstance(op, func.CallOp):
-            return  # (calls: _CallActivity, which covers every differentiated function)
+            return  # (calls: _BodyActivity, which covers every differentiated function)
         raise FrontendError(
             NOT_DIFFERENTIABLE,
             f"{_describe(node, op)} receives a derivative-carrying value in '{self.name}', which is differentiated, "
@@ -133,27 +134,56 @@ class _LocatedActivity(Activity):
         )
 
 
-class _CallActivity(Activity):
-    """The activity analysis on one differentiated function, reporting (E0006) a call of a
-    non-differentiable function that gets a derivative-carrying value (the call rule's refusal,
-    diffc.ad.rules.func_call) at the Slang call; everything else is left to the other checks."""
+class _BodyActivity(_LocatedActivity):
+    """The same analysis over a function whose body is differentiated, reporting (E0006) what no
+    derivative can pass in either mode: a call of a non-differentiable function that gets a
+    derivative-carrying value (the call rule's refusal, diffc.ad.rules.func_call), and such a
+    value written through a raw pointer (the memory rule's, diffc.ad.rules.effects), at the Slang
+    call or write target. Everything else is left to the other checks and the passes."""
 
     def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp, kind: str,
                  caller: str, slang_names: dict[str, str]):
-        self.spans, self.caller, self.slang_names = spans, caller, slang_names
-        super().__init__(f, funcs, kind=kind, strict=False)  # (refuse below reports calls only)
-
-    def op(self, op: Operation) -> None:
-        if isinstance(op, diff.FwdDiffOp | diff.BwdDiffOp):
-            if any(o in self.varied for o in op.operands):
-                for r in op.results:
-                    self.mark(r)
-            return
-        super().op(op)
+        self.caller, self.slang_names = caller, slang_names
+        super().__init__(funcs, spans, f, kind)
 
     def refuse(self, message: str, op: Operation) -> None:
         if isinstance(op, func.CallOp):
             _refuse_call(op, self.spans, self.caller, self.slang_names)
+        elif isinstance(op, memref.StoreOp | memref.AtomicRMWOp):
+            _refuse_pointer_write(self.spans.get(op), self.caller)
+
+
+def _refuse_pointer_write(node: A.Node | None, caller: str) -> None:
+    """Raw pointers are not differentiable (Slang's rule): the derivative of a value written
+    through one would be dropped. (A write to a global buffer is the reached functions' check.)"""
+    if isinstance(node, A.Assign):
+        targets = [node.target]
+    elif isinstance(node, A.Call) and node.kind == "call" and isinstance(getattr(node, "target", None), tuple):
+        targets = [a for a, p in zip(node.args, node.target[2]) if p.direction != "in"]  # out arguments
+    else:
+        return
+    for target in targets:
+        ptr = _through_pointer(target)
+        if ptr is not None:
+            what = f"'{ptr.id}'" if isinstance(ptr, A.Name) else f"a {ptr.ty}"
+            raise FrontendError(
+                NOT_DIFFERENTIABLE,
+                f"raw pointers are not differentiable: writing a derivative-carrying value through {what} "
+                f"in differentiable '{caller}' would drop its derivative; detach() the value, or hold the "
+                "pointer in an IDifferentiablePtrType struct and write the gradient in a custom backward derivative",
+                target.span[0],
+                target.span[1],
+            )
+
+
+def _through_pointer(e: A.Node) -> A.Expr | None:
+    """The pointer expression a write to lvalue e goes through, or None."""
+    while isinstance(e, A.Member | A.Index) or (isinstance(e, A.Unary) and e.op == "*"):
+        inner = e.operand if isinstance(e, A.Unary) else e.base
+        if isinstance(inner.ty, T.Pointer):
+            return inner
+        e = inner
+    return None
 
 
 def _refuse_call(op: func.CallOp, spans: dict[Operation, A.Node], caller: str, slang_names: dict[str, str]) -> None:
