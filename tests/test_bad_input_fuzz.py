@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import diffc.cli
+from diffc.pipeline import AD_PIPELINE_SPEC
 from diffc.diagnostics import DiffcError
 from diffc.tools import diffc_opt
 
@@ -144,7 +145,7 @@ def test_diffc_compile_mutated_slang(tmp_path, capsys, text, emit):
 
 
 @given(text=mutated(MLIR), pipeline=st.sampled_from([
-    [], ["-p", "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"],
+    [], ["-p", AD_PIPELINE_SPEC],
     ["--pass-pipeline", "builtin.module(diff-fwd,diff-rev,diff-checkpoint{report=true},diff-lower)"],
     ["-p", "lower-entry-points"], ["-t", "opencl"],
 ]))
