@@ -50,7 +50,6 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    DictionaryAttr,
     Float16Type,
     Float32Type,
     FloatAttr,

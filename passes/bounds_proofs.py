@@ -13,7 +13,7 @@ multiples of all these, through integer casts, are understood, and nothing else.
 
 Callees are summarized, not inlined: a function's accesses to its pointer parameters (and its
 callees', transitively) are forms over its own parameters; a call substitutes the forms of its
-arguments. At the kernel, a form whose only parameter is the buffer's own offset (`<buf>_off`)
+arguments. At the kernel, a form whose only parameter is the buffer's own offset (its pointer's `diff.abi` offset)
 and that has at most one thread term is a proof: offset + scale x (thread < n) + hi < length,
 with n the global size (or c x the loop's parameter), or min(n, count) where the access (or the
 call reaching it) only runs under `if (thread < count)`.

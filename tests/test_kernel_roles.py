@@ -171,4 +171,6 @@ def test_malformed_roles_are_refused():
     other_pair = IR.replace('#diff.abi<offset of "dst">', '#diff.abi<offset of "src">')
     with pytest.raises(DiffcError, match='k.mlir:2:1: .*@fill: kernel ABI: parameter 3 .* is pointer "dst", but its offset does not follow it'):
         parse_source(other_pair, "k.mlir")  # verified, located at the function
-    assert AbiRoleAttr("value") == AbiRoleAttr("value") and ABI == "diff.abi"
+    # the printed form is the one parsed above, under the argument attribute diff.abi
+    assert str(AbiRoleAttr("offset", "p")) == '#diff.abi<offset of "p">' and str(AbiRoleAttr("value")) == "#diff.abi<value>"
+    assert ABI == "diff.abi"
