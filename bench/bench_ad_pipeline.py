@@ -29,6 +29,12 @@ has 1,545 of them), so the differentiated IR holds 5.9% more ops (26,577 at b208
 552d227, counted on a 3,000-op input: 780 more arith.cmpf and as many arith.subf), and time (+3.5%) and peak memory
 (+6.5%) grew with it: per op out, the pipeline is no slower. This stop's changes to the core
 moved neither (0ae76a5 and 552d227 agree).
+
+At the end of the stop that made the kernel ABI roles IR data and moved the front end's last
+AST activity rules onto diffc.ad.activity (branch s4-abi, 2026-11-24, same machine, load 3.3 to
+4.2, best of 3; none of it touches the differentiation passes):
+
+    s4-abi (final commit)            12.50 s CPU (13.87 s wall)   peak 162.3 MiB
 """
 
 from __future__ import annotations

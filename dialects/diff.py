@@ -10,6 +10,7 @@ Function-level facts are plain attributes, read through the helpers at the botto
   diff.differentiable (unit, on func.func), diff.no_diff (unit, in arg/result attributes),
   diff.fwd_derivative = @g, diff.bwd_derivative = @h, diff.prefer = "recompute" | "checkpoint",
   diff.max_iters = N : i64 (on scf.for / scf.while).
+  diff.abi = #diff.abi<...> (in arg attributes): a kernel parameter's role (dialects/abi.py).
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure, SymbolTable, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
+
+from diffc.dialects.abi import AbiRoleAttr, verify_roles
 
 # Attribute names of the function-level facts.
 DIFFERENTIABLE = "diff.differentiable"
@@ -672,7 +675,7 @@ Diff = Dialect(
         PtrGradientOp,
         AccumulateOp,
     ],
-    [PairType, PtrPairType],
+    [PairType, PtrPairType, AbiRoleAttr],
 )
 
 
@@ -838,6 +841,7 @@ def verify_op_facts(op: Operation) -> None:
         return
     func = op
     name = func.sym_name.data
+    verify_roles(func)  # the kernel ABI roles (dialects/abi.py)
     for key in (DIFFERENTIABLE,):
         attr = func.attributes.get(key)
         if attr is not None and not isinstance(attr, UnitAttr):

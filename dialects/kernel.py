@@ -71,7 +71,9 @@ from xdsl.printer import Printer
 from xdsl.traits import MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
-ENTRY = "kernel.entry"
+from diffc.dialects.abi import KERNEL_ENTRY, fill_roles
+
+ENTRY = KERNEL_ENTRY  # (dialects/abi.py checks kernels' parameter roles by it)
 REQD_WORK_GROUP_SIZE = "kernel.reqd_work_group_size"
 LOCAL_MEMORY_SPACE = 3
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
@@ -82,10 +84,12 @@ def is_kernel(func: FuncOp) -> bool:
 
 
 def mark_kernel(func: FuncOp, reqd_work_group_size: Sequence[int] | None = None) -> FuncOp:
-    """Marks `func` as a kernel entry point (what the runtime calls)."""
+    """Marks `func` as a kernel entry point (what the runtime calls); each parameter that has no
+    kernel ABI role yet gets its plain one (dialects/abi.py: a memref is a buffer, else a value)."""
     from xdsl.dialects.builtin import ArrayAttr, i64
 
     func.attributes[ENTRY] = UnitAttr()
+    fill_roles(func)
     if reqd_work_group_size is not None:
         func.attributes[REQD_WORK_GROUP_SIZE] = ArrayAttr(
             [IntegerAttr(int(n), i64) for n in reqd_work_group_size]

@@ -50,7 +50,6 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    DictionaryAttr,
     Float16Type,
     Float32Type,
     FloatAttr,
@@ -69,6 +68,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from diffc.dialects import kernel
+from diffc.dialects.abi import added_attrs
 from diffc.passes.reduce_atomics import _KernelReducer, _work_group_size
 
 ACCUMULATED = "diffc.accumulated"
@@ -310,8 +310,8 @@ class _Accumulator:
         block = fn.body.blocks[0]
         arg = block.insert_arg(t, len(block.args))
         arg.name_hint = name
-        if fn.arg_attrs is not None:
-            fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, DictionaryAttr({})])
+        if fn.arg_attrs is not None:  # (a kernel's: its ABI role, dialects/abi.py)
+            fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, added_attrs(fn, t)])
         fn.update_function_type()
         return arg
 

@@ -55,6 +55,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
+from diffc.dialects.abi import added_attrs
 from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants, host_buffer
 from diffc.passes.status_report import where
 
@@ -76,8 +77,8 @@ def hint_for(name: str) -> str | None:
 
 def append_params(f: func.FuncOp, params: list[tuple[Attribute, str]]) -> list[SSAValue]:
     """Adds parameters (type, name) after `f`'s last one: block arguments with the names as
-    hints where they fit, the function type, and each name in its argument attributes (which
-    the kernel ABI reads)."""
+    hints where they fit, the function type, and each name (and, on a kernel, its role: a
+    buffer or a value) in its argument attributes, which the kernel ABI reads."""
     block = f.body.block
     n_old = len(f.function_type.inputs.data)
     added = []
@@ -86,7 +87,7 @@ def append_params(f: func.FuncOp, params: list[tuple[Attribute, str]]) -> list[S
         arg.name_hint = hint_for(name)
         added.append(arg)
     old = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
-    f.arg_attrs = ArrayAttr([*old, *(DictionaryAttr({NAME: StringAttr(name)}) for _, name in params)])
+    f.arg_attrs = ArrayAttr([*old, *(added_attrs(f, t, {NAME: StringAttr(name)}) for t, name in params)])
     f.function_type = FunctionType.from_lists([a.type for a in block.args], f.function_type.outputs.data)
     return added
 

@@ -13,7 +13,7 @@ multiples of all these, through integer casts, are understood, and nothing else.
 
 Callees are summarized, not inlined: a function's accesses to its pointer parameters (and its
 callees', transitively) are forms over its own parameters; a call substitutes the forms of its
-arguments. At the kernel, a form whose only parameter is the buffer's own offset (`<buf>_off`)
+arguments. At the kernel, a form whose only parameter is the buffer's own offset (its pointer's `diff.abi` offset)
 and that has at most one thread term is a proof: offset + scale x (thread < n) + hi < length,
 with n the global size (or c x the loop's parameter), or min(n, count) where the access (or the
 call reaching it) only runs under `if (thread < count)`.
@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp,
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from diffc.dialects import kernel
+from diffc.dialects.abi import role_of
 
 INBOUNDS_SUFFIX = "__inbounds"
 _CASTS = (arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp)
@@ -338,17 +339,18 @@ def guard_count(op: Operation, key, names: dict, forms: Forms) -> str | None:
     return None
 
 
-def _proof(f: Form | None, buffer: str, names: dict, fn: func.FuncOp) -> tuple | None:
+def _proof(f: Form | None, own_offset: BlockArgument | None, names: dict) -> tuple | None:
     """(offset parameter or "", thread key or None, scale, extra) when form `f` of an access to
-    `buffer` can be proven at launch."""
+    a buffer can be proven at launch; `own_offset`: the offset parameter of the buffer's pointer
+    (its kernel ABI role says which), the one parameter the index may add."""
     if f is None:
         return None
     offset, thread, scale = "", None, 0
     for key, c in f.terms.items():
         if isinstance(key, BlockArgument):
-            if names.get(key) != buffer + "_off" or c != 1:
+            if key is not own_offset or c != 1:
                 return None
-            offset = buffer + "_off"
+            offset = names[key]
         elif thread is None:
             thread, scale = key, c
         else:
@@ -377,6 +379,12 @@ class Variants:
     names: set[str] = field(default_factory=set)  # the variants' and clones' names
 
 
+def _own_offset(k: func.FuncOp, j: int) -> BlockArgument | None:
+    """The offset parameter that goes with memref parameter j of kernel k, if j is a pointer."""
+    role = role_of(k, j)
+    return k.body.block.args[j + 1] if role is not None and role.role.data == "pointer" else None
+
+
 def add_variants(module: ModuleOp, param_name) -> Variants:
     """Adds the __inbounds variants of the module's kernels and the clones of their callees;
     `param_name(fn, i)` names parameter i."""
@@ -392,7 +400,7 @@ def add_variants(module: ModuleOp, param_name) -> Variants:
         good, bad = [], []
         for path, j, f in summaries.of(k):
             buffer = names[k.body.block.args[j]] if j is not None else None
-            p = _proof(f, buffer, names, k) if buffer is not None else None
+            p = _proof(f, _own_offset(k, j), names) if j is not None else None
             if p is None:
                 bad.append(path)
                 continue

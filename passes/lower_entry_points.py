@@ -20,6 +20,9 @@ A kernel's parameters, in order: the entry point's own parameters without the th
 (a Slang pointer is a `memref<?xE>` and an `index` offset; scalars and vectors by value; each
 keeps its name hint, which the runtime binds arguments by), then the buffers it uses in the
 order they are declared. A parameter named like one of those buffers is an error.
+Each kernel parameter's role in the ABI is its `diff.abi` argument attribute (dialects/abi.py):
+the front end gives a pointer's two parameters theirs; this pass gives every other one its plain
+role (a memref is a buffer, anything else a value); `kernel_params` reads them.
 A parameter's name is its `diffc.name` argument attribute where it has one, else its name
 hint: xDSL drops a `_<digits>` suffix from name hints (`bias_0` -> `bias`), so a front end
 names such parameters (array leaves) with the attribute; buffer parameters get it here.
@@ -62,6 +65,7 @@ from xdsl.utils.exceptions import PassFailedException
 from diffc.passes.status_report import stash_slots
 
 from diffc.diagnostics import pass_error
+from diffc.dialects.abi import abi_problem, role_of
 from diffc.dialects import kernel
 
 SHADER = "diffc.shader"
@@ -107,14 +111,11 @@ def param_names(fn: func.FuncOp) -> list[str]:
     return names
 
 
-OFFSET_SUFFIX = "_off"  # a pointer `X` is a memref parameter X and its index offset X_off
-
-
 @dataclass(frozen=True)
 class KernelParam:
-    """One parameter of a lowered kernel, as the runtime binds it: its role is "pointer" (a
-    memref followed by its offset), "offset" (that index), "buffer" (a memref alone: a global
-    buffer, or a pointer-free memref) or "value" (a scalar or vector passed by value)."""
+    """One parameter of a lowered kernel, as the runtime binds it: its role (dialects/abi.py) is
+    "pointer" (a memref followed by its offset), "offset" (that index), "buffer" (a memref alone:
+    a global buffer, or a pointer-free memref) or "value" (a scalar or vector passed by value)."""
 
     name: str
     type: Attribute
@@ -122,28 +123,21 @@ class KernelParam:
 
 
 def kernel_params(fn: func.FuncOp) -> list[KernelParam]:
-    """The kernel ABI of `fn` (a lowered entry point), parameter by parameter: the one place
-    that decides which parameters form a pointer (dispatch and `diffc run` read it here)."""
-    args = fn.body.blocks[0].args
+    """The kernel ABI of `fn` (a lowered entry point), parameter by parameter, as its `diff.abi`
+    argument attributes record it (dispatch and `diffc run` read it here). Roles that do not fit
+    the parameters (a pass dropped or moved one) are an error, never a guess."""
+    problem = abi_problem(fn)
+    if problem is not None:
+        raise PassFailedException(f"@{fn.sym_name.data}: kernel ABI: {problem}")
     names = param_names(fn)
     params = []
-    for i, a in enumerate(args):
-        t = a.type
-        offset_next = (
-            i + 1 < len(args) and isinstance(args[i + 1].type, IndexType) and names[i + 1] == names[i] + OFFSET_SUFFIX
-        )
-        offset_of = (
-            i > 0 and isinstance(t, IndexType) and isinstance(args[i - 1].type, MemRefType)
-            and names[i] == names[i - 1] + OFFSET_SUFFIX
-        )
-        if isinstance(t, MemRefType):
-            role = "pointer" if offset_next else "buffer"
-        else:
-            role = "offset" if offset_of else "value"
-        params.append(KernelParam(names[i], t, role))
+    for i, t in enumerate(fn.function_type.inputs.data):
+        role = role_of(fn, i)
+        if role is None:  # (abi_problem: a kernel has all its roles or none)
+            raise PassFailedException(f"@{fn.sym_name.data}: kernel ABI: the kernel records no parameter roles "
+                                      "(lower-entry-points gives them; a kernel written by hand needs diff.abi)")
+        params.append(KernelParam(names[i], t, role.role.data))
     return params
-
-
 def is_compute_entry(fn: func.FuncOp) -> bool:
     shader = fn.attributes.get(SHADER)
     return isinstance(shader, StringAttr) and shader.data == "compute"
@@ -334,7 +328,7 @@ def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
     fn.function_type = FunctionType.from_lists([inputs[i] for i in keep], [])
     if fn.arg_attrs is not None:
         fn.arg_attrs = ArrayAttr([attrs[i] for i in keep]) if keep else None
-    kernel.mark_kernel(fn, numthreads(fn))
+    kernel.mark_kernel(fn, numthreads(fn))  # (and the plain ABI roles: buffers for the globals)
 
 
 def _query(ip: InsertPoint, query: type, dim: int, t) -> SSAValue:

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import diffc.cli
+from diffc.pipeline import AD_PIPELINE_SPEC
 from diffc.diagnostics import DiffcError
 from diffc.tools import diffc_opt
 
@@ -144,7 +145,7 @@ def test_diffc_compile_mutated_slang(tmp_path, capsys, text, emit):
 
 
 @given(text=mutated(MLIR), pipeline=st.sampled_from([
-    [], ["-p", "diff-fwd,diff-rev,diff-checkpoint,diff-lower,canonicalize,cse"],
+    [], ["-p", AD_PIPELINE_SPEC],
     ["--pass-pipeline", "builtin.module(diff-fwd,diff-rev,diff-checkpoint{report=true},diff-lower)"],
     ["-p", "lower-entry-points"], ["-t", "opencl"],
 ]))
@@ -265,7 +266,7 @@ func.func @count(%n: i32, %x: f32) -> f32 {
   %r = arith.mulf %f, %x : f32
   func.return %r : f32
 }
-func.func @scale(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32>, %src_off: index, %factor: f32, %v: vector<2xf32>, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
+func.func @scale(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}, %factor: f32, %v: vector<2xf32>, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
   %past = arith.cmpi uge, %tid, %count : i32
   scf.if %past {
   } else {
@@ -356,7 +357,7 @@ def test_tensor_api_wrong_arguments_raise_diffc_errors(shape, dtype, method, val
 # element in bounds holds its right value and memory outside the buffers is untouched.
 
 UNGUARDED_IR = """
-func.func @twice(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32>, %src_off: index, %dst: memref<?xf32>, %dst_off: index) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
+func.func @twice(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}, %dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
   %i = arith.index_cast %tid : i32 to index
   %a = arith.addi %src_off, %i : index
   %v = memref.load %src[%a] : memref<?xf32>
@@ -366,7 +367,7 @@ func.func @twice(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memre
   memref.store %r, %dst[%b] : memref<?xf32>
   func.return
 }
-func.func @odd(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32>, %dst_off: index, %n: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
+func.func @odd(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}, %n: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 4, 1, 1>} {
   %ok = arith.cmpi slt, %tid, %n : i32
   scf.if %ok {
     %two = arith.constant 2 : i32

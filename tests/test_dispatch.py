@@ -11,7 +11,7 @@ from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.runtime.module import load_module_from_string
 
 SCALE = """
-func.func @scale(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32>, %src_off: index, %dst: memref<?xf32>, %dst_off: index, %factor: f32, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 32, 1, 1>} {
+func.func @scale(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}, %dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}, %factor: f32, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 32, 1, 1>} {
   %past = arith.cmpi uge, %tid, %count : i32
   scf.if %past {
   } else {
@@ -24,7 +24,7 @@ func.func @scale(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memre
   }
   func.return
 }
-func.func @vectors(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32>, %dst_off: index, %v: vector<2xf32>, %w: vector<3xi32>, %flag: i1) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 1, 1, 1>} {
+func.func @vectors(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}, %v: vector<2xf32>, %w: vector<3xi32>, %flag: i1) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 1, 1, 1>} {
   %v0 = vector.extract %v[0] : f32 from vector<2xf32>
   %v1 = vector.extract %v[1] : f32 from vector<2xf32>
   %w2 = vector.extract %w[2] : i32 from vector<3xi32>
@@ -54,11 +54,11 @@ func.func @helper(%x: f32) -> f32 {
 # max-ed into an Atomic<uint>, and `if (tid >= count) return;`.
 LEARN = """
 func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"},
-                 %network_layer1_weights: memref<?xf16>, %network_layer1_weights_off: index,
-                 %network_layer1_grads: memref<?xf16>, %network_layer1_grads_off: index,
+                 %network_layer1_weights: memref<?xf16> {diff.abi = #diff.abi<pointer of "network_layer1_weights">}, %network_layer1_weights_off: index {diff.abi = #diff.abi<offset of "network_layer1_weights">},
+                 %network_layer1_grads: memref<?xf16> {diff.abi = #diff.abi<pointer of "network_layer1_grads">}, %network_layer1_grads_off: index {diff.abi = #diff.abi<offset of "network_layer1_grads">},
                  %network_scale: f32,
-                 %lossBuffer: memref<?xi32>, %lossBuffer_off: index,
-                 %inputs: memref<?xf32>, %inputs_off: index, %count: i32)
+                 %lossBuffer: memref<?xi32> {diff.abi = #diff.abi<pointer of "lossBuffer">}, %lossBuffer_off: index {diff.abi = #diff.abi<offset of "lossBuffer">},
+                 %inputs: memref<?xf32> {diff.abi = #diff.abi<pointer of "inputs">}, %inputs_off: index {diff.abi = #diff.abi<offset of "inputs">}, %count: i32)
     attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
   %past = arith.cmpi uge, %tid, %count : i32
   scf.if %past {
@@ -88,7 +88,7 @@ func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"},
 # A uint3 thread id over a 2-d dispatch, a global buffer, and f32 <-> i32 bitcasts.
 GRID = """
 "memref.global"() <{sym_name = "rows", type = memref<?xi32>, initial_value, sym_visibility = "public"}> : () -> ()
-func.func @grid(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}, %out: memref<?xi32>, %out_off: index, %width: i32, %height: i32, %x0: f32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 8, 4, 1>} {
+func.func @grid(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}, %out: memref<?xi32> {diff.abi = #diff.abi<pointer of "out">}, %out_off: index {diff.abi = #diff.abi<offset of "out">}, %width: i32, %height: i32, %x0: f32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 8, 4, 1>} {
   %x = vector.extract %tid[0] : i32 from vector<3xi32>
   %y = vector.extract %tid[1] : i32 from vector<3xi32>
   %in_x = arith.cmpi ult, %x, %width : i32
@@ -144,7 +144,7 @@ func.func @loss(%w: memref<?xf16>, %w_off: index, %g: memref<?xf16>, %g_off: ind
   %l = arith.mulf %d, %d : f32
   func.return %l : f32
 }
-func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %w: memref<?xf16>, %w_off: index, %g: memref<?xf16>, %g_off: index, %inputs: memref<?xf32>, %inputs_off: index, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %w: memref<?xf16> {diff.abi = #diff.abi<pointer of "w">}, %w_off: index {diff.abi = #diff.abi<offset of "w">}, %g: memref<?xf16> {diff.abi = #diff.abi<pointer of "g">}, %g_off: index {diff.abi = #diff.abi<offset of "g">}, %inputs: memref<?xf32> {diff.abi = #diff.abi<pointer of "inputs">}, %inputs_off: index {diff.abi = #diff.abi<offset of "inputs">}, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
   %past = arith.cmpi uge, %tid, %count : i32
   scf.if %past {
   } else {
@@ -156,7 +156,7 @@ func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %w: memref<
   }
   func.return
 }
-func.func @adjust(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %params: memref<?xf16>, %params_off: index, %grads: memref<?xf16>, %grads_off: index, %rate: f32, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+func.func @adjust(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %params: memref<?xf16> {diff.abi = #diff.abi<pointer of "params">}, %params_off: index {diff.abi = #diff.abi<offset of "params">}, %grads: memref<?xf16> {diff.abi = #diff.abi<pointer of "grads">}, %grads_off: index {diff.abi = #diff.abi<offset of "grads">}, %rate: f32, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
   %past = arith.cmpi uge, %tid, %count : i32
   scf.if %past {
   } else {
@@ -183,8 +183,8 @@ ARRAYS = """
 "memref.global"() <{sym_name = "hist_2", type = memref<?xf32>, initial_value, sym_visibility = "public"}> : () -> ()
 func.func @affine(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"},
                   %net_bias_0: f32 {diffc.name = "net_bias_0"}, %net_bias_1: f32 {diffc.name = "net_bias_1"},
-                  %net_out_0: memref<?xf32> {diffc.name = "net_out_0"}, %net_out_0_off: index,
-                  %net_out_1: memref<?xf32> {diffc.name = "net_out_1"}, %net_out_1_off: index)
+                  %net_out_0: memref<?xf32> {diffc.name = "net_out_0", diff.abi = #diff.abi<pointer of "net_out_0">}, %net_out_0_off: index {diff.abi = #diff.abi<offset of "net_out_0">},
+                  %net_out_1: memref<?xf32> {diffc.name = "net_out_1", diff.abi = #diff.abi<pointer of "net_out_1">}, %net_out_1_off: index {diff.abi = #diff.abi<offset of "net_out_1">})
     attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 1, 1, 1>} {
   memref.store %net_bias_0, %net_out_0[%net_out_0_off] : memref<?xf32>
   memref.store %net_bias_1, %net_out_1[%net_out_1_off] : memref<?xf32>

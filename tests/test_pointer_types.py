@@ -271,6 +271,41 @@ float grad(float* p, float x)
     assert mem.data == [3.0, 0.75, 0.0, 0.0]
 
 
+def test_pointer_writes_are_judged_by_data_flow():
+    # y carries a derivative until it is overwritten with a constant: what reaches p[0] carries
+    # none (the one activity analysis is flow-sensitive). f(x) = sin(x) x; finite differences
+    # decide, in both modes, through the primal that runs with the same pointer.
+    src = """
+[Differentiable]
+float f(float* p, float x)
+{
+    float y = sin(x);
+    float r = y * x;
+    y = 2.0;
+    p[0] = y;
+    return r;
+}
+float grad(float* p, float x)
+{
+    var px = diffPair(x);
+    bwd_diff(f)(p, px, 1.0);
+    return px.d;
+}
+float tangent(float* p, float x) { return fwd_diff(f)(p, diffPair(x, 1.0)).d; }
+float value(float* p, float x) { return f(p, x); }
+"""
+    x = 0.8
+    mem = floats([0.0])
+    (dx,) = run(src, "grad", mem, 0, x)
+    (tx,) = run(src, "tangent", floats([0.0]), 0, x)
+    fd = central_difference(lambda v: run(src, "value", floats([0.0]), 0, v)[0], [x], 0)
+    assert dx == pytest.approx(fd, rel=1e-6) and tx == pytest.approx(fd, rel=1e-6)
+    assert mem.data == [2.0]
+    # the same write of a value that still carries x's derivative is refused
+    bad = src.replace("    y = 2.0;\n", "")
+    expect_error(bad, "E0006", 7, 5, "raw pointers are not differentiable")
+
+
 # ---- declarations and uses that are errors ----
 
 

@@ -192,16 +192,11 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                 raise err(TYPE_MISMATCH, f"{what} expects {p.ty} for parameter '{p.name}', got {got}", a)
     caller = c.func
     if (not f.mode and caller is not None and caller.body_differentiated and not fi.differentiable
-            and not e.no_diff and not (caller.bwd_of or caller.fwd_of)):
-        if not _can_carry_out(fi):
-            e.no_diff = True  # nothing it returns has a derivative: call it on detached values
-        for a, p in zip(e.args, params):
-            if e.no_diff:
-                break
-            if p.direction != "out" and T.is_differentiable(p.ty) and not p.no_diff and _active(a):
-                raise err(NOT_DIFFERENTIABLE,
-                          f"'{fi.name}' is not differentiable but gets a derivative-carrying value in "
-                          f"differentiable '{caller.name}': mark it [Differentiable] or call it with no_diff", e)
+            and not e.no_diff and not (caller.bwd_of or caller.fwd_of) and not _can_carry_out(fi)):
+        # nothing it returns has a derivative: call it on detached values. (A call that passes a
+        # derivative-carrying value to one that can return it is E0006, decided on the IR by the
+        # activity analysis: frontend/derivative_checks.py.)
+        e.no_diff = True
     e.kind = "call"
     e.target = (f.func, f.mode, params)
     return ret
@@ -482,14 +477,6 @@ def _can_carry_out(fi) -> bool:
     if T.is_differentiable(fi.ret) and not fi.ret_no_diff:
         return True
     return any(p.direction != "in" and T.is_differentiable(p.ty) and not p.no_diff for p in fi.params)
-
-
-def _active(a: A.Expr) -> bool:
-    if isinstance(a, A.Num | A.BoolLit):
-        return False
-    if isinstance(a, A.Call) and (a.kind == "detach" or a.no_diff):
-        return False
-    return True
 
 
 def _builtin_ref(c: Checker, a: A.Expr) -> T.Type:

@@ -280,10 +280,6 @@ class Checker(TypeResolution):
                 raise err(UNSUPPORTED, f"IDifferentiablePtrType parameter '{p.name}' of differentiable '{f.name}' "
                           "must be an input: derivatives go through its pointers", where)
         self.stmt(d.body)
-        if f.body_differentiated:
-            from diffc.frontend.ptr_types import check_raw_pointer_writes
-
-            check_raw_pointer_writes(f, d.body)
         self.scopes.pop()
         if f.owner is not None:
             self.alias_scopes.pop()

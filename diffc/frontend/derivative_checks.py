@@ -6,6 +6,11 @@ without a source position: run on the front end's module, before any pass.
   derivative rule (a store into a buffer, an atomic add): E0006 at the expression that made
   the op. Which values carry derivatives is the passes' own analysis (diffc.ad.activity), in
   the mode of the derivative that reaches the function.
+* Every function whose body is differentiated ([Differentiable], [ForwardDifferentiable],
+  [BackwardDifferentiable]: fwd_diff, bwd_diff or the runtime may differentiate it, so both modes
+  are checked) is scanned for calls of non-differentiable functions that get a derivative-carrying
+  value for a differentiable parameter: E0006 at the call. The same analysis decides: a value
+  that carries no derivative (a constant, a detached value, a no_diff parameter's) may pass.
 * Every function that bwd_diff reaches must have bounded loops: a `while` without
   [MaxIters(N)] (and a `for` without constant bounds) is E0007 at the loop, also in a
   [ForwardDifferentiable] function that a backward-differentiated one calls.
@@ -16,7 +21,7 @@ emitted, filled by Lowering.emit).
 
 from __future__ import annotations
 
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
@@ -25,12 +30,20 @@ from diffc.ad.registry import lookup
 from diffc.ad.tape import LoopRule, tape_bound
 from diffc.dialects import diff
 from diffc.frontend import ast as A
+from diffc.frontend import types as T
 from diffc.frontend.errors import NOT_DIFFERENTIABLE, UNBOUNDED_LOOP, FrontendError
 
 
 def check_module(module: ModuleOp, spans: dict[Operation, A.Node],
-                 lost: dict[Operation, A.Node] | None = None) -> None:
+                 lost: dict[Operation, A.Node] | None = None,
+                 differentiated: dict[str, str] | None = None, slang_names: dict[str, str] | None = None) -> None:
+    """`differentiated`: IR function -> the Slang name of each function whose body is
+    differentiated; `slang_names`: the checker's function keys (A.Call targets) -> Slang names."""
     funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    for name, caller in (differentiated or {}).items():
+        if name in funcs and diff.DIFFERENTIABLE in funcs[name].attributes:
+            for kind in (diff.FWD_DERIVATIVE, diff.BWD_DERIVATIVE):
+                _BodyActivity(funcs, spans, funcs[name], kind, caller, slang_names or {})
     fwd_roots, bwd_roots = [], []
     for op in module.walk():
         if isinstance(op, diff.FwdDiffOp | diff.BwdDiffOp):
@@ -93,7 +106,7 @@ def _loop_keyword(node: A.Node) -> str:
 class _LocatedActivity(Activity):
     """The differentiation passes' activity analysis (diffc.ad.activity) on one function, which
     reports where it refuses a derivative-carrying value at the Slang expression that made the op.
-    Calls are the checker's to report (E0006); an op made by no expression keeps the pass's error."""
+    Calls are _BodyActivity's to report; an op made by no expression keeps the pass's error."""
 
     def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp, kind: str):
         self.spans = spans
@@ -111,7 +124,7 @@ class _LocatedActivity(Activity):
     def refuse(self, message: str, op: Operation) -> None:
         node = self.spans.get(op)
         if node is None or isinstance(op, func.CallOp):
-            return
+            return  # (calls: _BodyActivity, which covers every differentiated function)
         raise FrontendError(
             NOT_DIFFERENTIABLE,
             f"{_describe(node, op)} receives a derivative-carrying value in '{self.name}', which is differentiated, "
@@ -119,6 +132,73 @@ class _LocatedActivity(Activity):
             node.span[0],
             node.span[1],
         )
+
+
+class _BodyActivity(_LocatedActivity):
+    """The same analysis over a function whose body is differentiated, reporting (E0006) what no
+    derivative can pass in either mode: a call of a non-differentiable function that gets a
+    derivative-carrying value (the call rule's refusal, diffc.ad.rules.func_call), and such a
+    value written through a raw pointer (the memory rule's, diffc.ad.rules.effects), at the Slang
+    call or write target. Everything else is left to the other checks and the passes."""
+
+    def __init__(self, funcs: dict[str, func.FuncOp], spans: dict[Operation, A.Node], f: func.FuncOp, kind: str,
+                 caller: str, slang_names: dict[str, str]):
+        self.caller, self.slang_names = caller, slang_names
+        super().__init__(funcs, spans, f, kind)
+
+    def refuse(self, message: str, op: Operation) -> None:
+        if isinstance(op, func.CallOp):
+            _refuse_call(op, self.spans, self.caller, self.slang_names)
+        elif isinstance(op, memref.StoreOp | memref.AtomicRMWOp):
+            _refuse_pointer_write(self.spans.get(op), self.caller)
+
+
+def _refuse_pointer_write(node: A.Node | None, caller: str) -> None:
+    """Raw pointers are not differentiable (Slang's rule): the derivative of a value written
+    through one would be dropped. (A write to a global buffer is the reached functions' check.)"""
+    if isinstance(node, A.Assign):
+        targets = [node.target]
+    elif isinstance(node, A.Call) and node.kind == "call" and isinstance(getattr(node, "target", None), tuple):
+        targets = [a for a, p in zip(node.args, node.target[2]) if p.direction != "in"]  # out arguments
+    else:
+        return
+    for target in targets:
+        ptr = _through_pointer(target)
+        if ptr is not None:
+            what = f"'{ptr.id}'" if isinstance(ptr, A.Name) else f"a {ptr.ty}"
+            raise FrontendError(
+                NOT_DIFFERENTIABLE,
+                f"raw pointers are not differentiable: writing a derivative-carrying value through {what} "
+                f"in differentiable '{caller}' would drop its derivative; detach() the value, or hold the "
+                "pointer in an IDifferentiablePtrType struct and write the gradient in a custom backward derivative",
+                target.span[0],
+                target.span[1],
+            )
+
+
+def _through_pointer(e: A.Node) -> A.Expr | None:
+    """The pointer expression a write to lvalue e goes through, or None."""
+    while isinstance(e, A.Member | A.Index) or (isinstance(e, A.Unary) and e.op == "*"):
+        inner = e.operand if isinstance(e, A.Unary) else e.base
+        if isinstance(inner.ty, T.Pointer):
+            return inner
+        e = inner
+    return None
+
+
+def _refuse_call(op: func.CallOp, spans: dict[Operation, A.Node], caller: str, slang_names: dict[str, str]) -> None:
+    node = spans.get(op)
+    target = getattr(node, "target", None)
+    if not isinstance(node, A.Call) or node.kind != "call" or not isinstance(target, tuple):
+        return  # not a Slang call of a function (a pass reports it, if it is differentiated)
+    callee = slang_names.get(target[0], target[0])
+    raise FrontendError(
+        NOT_DIFFERENTIABLE,
+        f"'{callee}' is not differentiable but gets a derivative-carrying value in differentiable '{caller}': "
+        "mark it [Differentiable] or call it with no_diff",
+        node.span[0],
+        node.span[1],
+    )
 
 
 def _check_lost(act: Activity, f: func.FuncOp, lost: dict[Operation, A.Node]) -> None:

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from diffc.dialects import diff
+from diffc.dialects.abi import ABI, AbiRoleAttr
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.api_signature import API_ATTR, describe
@@ -131,7 +132,12 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 self.define_func(f, twin=True)
                 ops.append(self.func_ops[ptr_twin_name(f.name)])
         module = ModuleOp(ops + self.extra_funcs)
-        check_module(module, self.spans, self.lost_derivatives)
+        # functions whose derivatives come from their bodies: their calls of non-differentiable
+        # functions are checked on the IR (the twin is the one differentiated, ptr_types.py)
+        differentiated = {ptr_twin_name(f.name) if has_ptr_twin(f) else f.name: f.name for f in infos
+                          if f.body_differentiated and not (f.bwd_of or f.fwd_of)}
+        check_module(module, self.spans, self.lost_derivatives, differentiated,
+                     {key: fi.name for key, fi in self.c.funcs.items()})
         return module
 
     def declare_func(self, f: FuncInfo, twin: bool = False) -> func.FuncOp:
@@ -220,17 +226,21 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         return found
 
     @staticmethod
-    def keep_entry_param_names(op: func.FuncOp, names: list[str]) -> None:
-        """xDSL drops a `_<digits>` tail from value names (`w_0` becomes `%w`), so an entry
-        point's parameter named so (array elements) also carries its name as `diffc.name`, which
-        kernels and dispatch read. `names`: the parameters' leaf names, in order."""
+    def record_entry_params(op: func.FuncOp, names: list[str], roles: list[tuple[str, str] | None]) -> None:
+        """What kernels and dispatch read of an entry point's parameters (`names`, `roles`: per
+        leaf, in order): each half of a pointer gets its kernel ABI role (dialects/abi.py) here,
+        where the pointer became two leaves; and xDSL drops a `_<digits>` tail from value names
+        (`w_0` becomes `%w`), so a parameter named so (array elements) also carries its name as
+        `diffc.name`."""
         args = op.body.blocks[0].args
         old = op.arg_attrs.data if op.arg_attrs else [DictionaryAttr({})] * len(args)
         attrs = []
-        for name, d in zip(names, old):
+        for name, role, d in zip(names, roles, old):
             entries = dict(d.data)
             if re.search(r"_\d+$", name):
                 entries["diffc.name"] = StringAttr(name)
+            if role is not None:
+                entries[ABI] = AbiRoleAttr(*role)
             attrs.append(DictionaryAttr(entries))
         op.arg_attrs = ArrayAttr(attrs)
 
@@ -243,6 +253,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         args = list(self.block.args)
         pair_params = []
         names: list[str] = []
+        abi_roles: list[tuple[str, str] | None] = []
         params = self.params_of(f)
         roles = params.roles
         incoming = {}  # the cotangents that inout pairs start from
@@ -272,6 +283,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             for arg, name in zip(args[:n], T.leaf_names(p.ty, p.name)):
                 arg.name_hint = name  # parameter names survive into the IR, the C and the Python API
                 names.append(name)
+            abi_roles += T.pointer_roles(p.ty, p.name)[:n]
             args = args[n:]
             if f.zero_derivative:  # [TreatAsDifferentiable]: nothing that flows in carries a derivative
                 vals = [self.v(diff.DetachOp(x)) if diff.is_differentiable_type(x.type) else x for x in vals]
@@ -280,7 +292,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
             b = self.binding(loc)
             b.values = self.make_pairs(b.values, incoming.get(id(loc)), b.ty.elem)
         if "diffc.shader" in op.attributes:
-            self.keep_entry_param_names(op, names)
+            self.record_entry_params(op, names, abi_roles)
         body = f.decl.body  # type: ignore[union-attr]
         stmts = body.stmts
         self.use_ret_flag = any(isinstance(n, A.Return) for n in walk(stmts[:-1])) or any(

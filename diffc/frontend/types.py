@@ -359,6 +359,25 @@ def leaf_names(t: Type, base: str) -> list[str]:
     return [base]
 
 
+def pointer_roles(t: Type, base: str) -> list[tuple[str, str] | None]:
+    """Per leaf of a value called `base` (as leaf_names walks it): ("pointer", p) for the memref of
+    a Slang pointer p, ("offset", p) for its index, None for any other leaf. The kernel ABI's
+    roles (dialects/abi.py) are recorded from this, where the pointer is split in two."""
+    if isinstance(t, Matrix):
+        return pointer_roles(t.as_rows(), base)
+    if isinstance(t, Array):
+        return [r for i in range(t.n) for r in pointer_roles(t.elem, f"{base}_{i}")]
+    if isinstance(t, Struct):
+        return [r for fname, ft, _ in t.fields for r in pointer_roles(ft, f"{base}_{fname}")]
+    if isinstance(t, Pair):
+        return pointer_roles(t.elem, base)
+    if isinstance(t, PtrPair):
+        return pointer_roles(t.elem, f"{base}_p") + pointer_roles(differential(t.elem), f"{base}_d")
+    if isinstance(t, Pointer):
+        return pointer_roles(t.elem, base) if t.by_value else [("pointer", base), ("offset", base)]
+    return [None] * leaf_count(t)
+
+
 def no_diff_leaves(t: Type) -> list[bool]:
     """Per leaf: whether it sits in a `no_diff` field of a differentiable struct (at any depth),
     so that the value stored there must drop its derivative."""

@@ -6,8 +6,9 @@
 
 Arguments bind by the entry point's parameter names (keywords only):
 
-* a pointer parameter (`T*`: a `memref<?xE>` parameter X followed by its `index` offset X_off)
-  takes a Tensor of E's dtype (pointing at element 0) or `tensor.at(offset)`;
+* a pointer parameter (`T*`: a `memref<?xE>` parameter X followed by its `index` offset, as
+  their `diff.abi` roles say, dialects/abi.py) takes a Tensor of E's dtype (pointing at element
+  0) or `tensor.at(offset)`;
 * a struct parameter (flattened by the front end into leaves `<param>_<field>_<subfield>...`)
   takes a nested dict of field name -> value, an array field (leaves `<field>_0`, ...) a list;
 * a scalar takes a Python number (f16 and f32 scalars travel as float32), a vector a sequence;

@@ -4,7 +4,7 @@
 // stay guarded in both.
 // RUN: diffc-opt %s -p lower-entry-points,bounds-check | filecheck %s
 
-func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32>, %dst_off: index, %src: memref<?xf32>, %src_off: index) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}, %dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
   %x = vector.extract %tid[0] : i32 from vector<3xi32>
   %i = arith.index_cast %x : i32 to index
   %a = arith.addi %dst_off, %i : index
@@ -22,7 +22,7 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}, %d
 }
 
 // `if (tid >= count) return;` as the front end gives it: the store is proven against min(size, n)
-func.func @guarded(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %out: memref<?xf32>, %out_off: index, %n: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+func.func @guarded(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %out: memref<?xf32> {diff.abi = #diff.abi<pointer of "out">}, %out_off: index {diff.abi = #diff.abi<offset of "out">}, %n: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
   %f = arith.constant false
   %t = arith.constant true
   %past = arith.cmpi uge, %tid, %n : i32
@@ -48,7 +48,7 @@ func.func @guarded(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %out: mem
 // CHECK: arith.cmpi ult, %sq, %diffc_len_src
 // CHECK: arith.cmpi ult, %j, %diffc_len_src
 // CHECK: arith.cmpi ult, %a, %diffc_len_dst
-// CHECK-LABEL: func.func @main__inbounds(%dst: memref<?xf32>, %dst_off: index, %src: memref<?xf32>, %src_off: index, %diffc_len_dst: index {diffc.name = "diffc_len_dst"}, %diffc_len_src: index {diffc.name = "diffc_len_src"}, %diffc_bounds: memref<?xi32> {diffc.name = "diffc_bounds"})
+// CHECK-LABEL: func.func @main__inbounds(%dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}, %diffc_len_dst: index {diffc.name = "diffc_len_dst", diff.abi = #diff.abi<value>}, %diffc_len_src: index {diffc.name = "diffc_len_src", diff.abi = #diff.abi<value>}, %diffc_bounds: memref<?xi32> {diffc.name = "diffc_bounds", diff.abi = #diff.abi<buffer>})
 // CHECK: arith.cmpi ult, %sq, %diffc_len_src
 // CHECK-NOT: arith.cmpi ult
 // CHECK: memref.load %src[%j]

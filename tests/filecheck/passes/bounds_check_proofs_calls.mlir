@@ -31,7 +31,7 @@ func.func @at(%w: memref<?xf32>, %w_off: index, %k: i32) -> f32 {
   func.return %v : f32
 }
 
-func.func @stride(%w: memref<?xf32>, %w_off: index, %out: memref<?xf32>, %out_off: index, %groups: i32, %k: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+func.func @stride(%w: memref<?xf32> {diff.abi = #diff.abi<pointer of "w">}, %w_off: index {diff.abi = #diff.abi<offset of "w">}, %out: memref<?xf32> {diff.abi = #diff.abi<pointer of "out">}, %out_off: index {diff.abi = #diff.abi<offset of "out">}, %groups: i32, %k: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
   %two = arith.constant 2 : i32
   %r = func.call @row(%w, %w_off, %two) : (memref<?xf32>, index, i32) -> f32
   %q = func.call @at(%w, %w_off, %k) : (memref<?xf32>, index, i32) -> f32

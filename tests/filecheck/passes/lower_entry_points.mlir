@@ -39,7 +39,7 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
 // CHECK-LABEL: func.func @step(%i: i32, %params: memref<?xf32>, %grads: memref<?xf32>) {
 // CHECK-NEXT:    %v = func.call @get(%i, %params) : (i32, memref<?xf32>) -> f32
 // CHECK-NEXT:    func.call @acc(%i, %v, %grads) : (i32, f32, memref<?xf32>) -> ()
-// CHECK-LABEL: func.func @main(%params: memref<?xf32>, %grads: memref<?xf32>)
+// CHECK-LABEL: func.func @main(%params: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %grads: memref<?xf32> {diff.abi = #diff.abi<buffer>})
 // CHECK-SAME:    kernel.entry, kernel.reqd_work_group_size = [64 : i64, 2 : i64, 1 : i64]
 // CHECK-DAG:     %[[X:.+]] = kernel.global_id 0
 // CHECK-DAG:     %[[Y:.+]] = kernel.global_id 1

@@ -11,7 +11,7 @@ func.func @accumulate(%grad: memref<?xf16>, %grad_off: index, %i: index, %d: f16
   %old = "memref.atomic_rmw"(%d, %grad, %j) <{kind = 0 : i64}> : (f16, memref<?xf16>, index) -> f16
   func.return
 }
-func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %net_w: memref<?xf16>, %net_w_off: index, %loss: memref<?xi32>, %loss_off: index, %scale: f32, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 256, 1, 1>} {
+func.func @learn(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %net_w: memref<?xf16> {diff.abi = #diff.abi<pointer of "net_w">}, %net_w_off: index {diff.abi = #diff.abi<offset of "net_w">}, %loss: memref<?xi32> {diff.abi = #diff.abi<pointer of "loss">}, %loss_off: index {diff.abi = #diff.abi<offset of "loss">}, %scale: f32, %count: i32) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 256, 1, 1>} {
   %done = arith.cmpi uge, %tid, %count : i32
   scf.if %done {
   } else {
@@ -40,14 +40,14 @@ func.func @count_rows(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %bins_
 
 // CHECK-LABEL: func.func @accumulate(%grad: memref<?xf16>, %grad_off: index, %i: index, %d: f16) {
 // CHECK:         %old = kernel.atomic_rmw addf %d, %grad[%j] : memref<?xf16>
-// CHECK-LABEL: func.func @learn(%net_w: memref<?xf16>, %net_w_off: index, %loss: memref<?xi32>, %loss_off: index, %scale: f32, %count: i32, %hits: memref<?xi32>)
+// CHECK-LABEL: func.func @learn(%net_w: memref<?xf16> {diff.abi = #diff.abi<pointer of "net_w">}, %net_w_off: index {diff.abi = #diff.abi<offset of "net_w">}, %loss: memref<?xi32> {diff.abi = #diff.abi<pointer of "loss">}, %loss_off: index {diff.abi = #diff.abi<offset of "loss">}, %scale: f32 {diff.abi = #diff.abi<value>}, %count: i32 {diff.abi = #diff.abi<value>}, %hits: memref<?xi32> {diff.abi = #diff.abi<buffer>})
 // CHECK-SAME:    kernel.entry, kernel.reqd_work_group_size = [256 : i64, 1 : i64, 1 : i64]
 // CHECK:         %m = kernel.atomic_rmw maxu %bits, %loss[%loss_off] : memref<?xi32>
 // CHECK-NEXT:    %s = kernel.atomic_rmw mins %bits, %loss[%loss_off] : memref<?xi32>
 // CHECK:         kernel.atomic_add %one, %hits[%c0] : memref<?xi32>
 // CHECK-NEXT:    %n1 = kernel.atomic_rmw addi %one, %hits[%i] : memref<?xi32>
 // CHECK-NOT:     memref.atomic_rmw
-// CHECK-LABEL: func.func @count_rows(%bins: f32 {diffc.name = "bins_0"}, %rows: memref<?xf32> {diffc.name = "rows_2"})
+// CHECK-LABEL: func.func @count_rows(%bins: f32 {diffc.name = "bins_0", diff.abi = #diff.abi<value>}, %rows: memref<?xf32> {diffc.name = "rows_2", diff.abi = #diff.abi<buffer>})
 
 // CL-LABEL: void accumulate(__global half* grad, long grad_off, long i, float d) {
 // CL:         diffc_atomic_fetch_add_half_global(grad + j, d);

@@ -11,7 +11,7 @@ func.func @get(%p: memref<?xf32>, %p_off: index, %i: i32) -> f32 {
   func.return %v : f32
 }
 
-func.func @main(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32>, %src_off: index, %dst: memref<?xf32>, %dst_off: index) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
+func.func @main(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}, %dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}) attributes {diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>} {
   %i = arith.index_cast %tid : i32 to index
   %a = arith.addi %dst_off, %i : index
   %one = arith.constant 1.0 : f32
@@ -36,7 +36,7 @@ func.func @main(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref
 // CHECK: kernel.atomic_rmw maxs %{{.*}}, %diffc_uninit[%{{.*}}]
 // CHECK: memref.load %p[%k]
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME: %diffc_written_src: memref<?xi32> {diffc.name = "diffc_written_src"}, %diffc_track_src: i32 {diffc.name = "diffc_track_src"}, %diffc_written_dst: memref<?xi32> {diffc.name = "diffc_written_dst"}, %diffc_track_dst: i32 {diffc.name = "diffc_track_dst"}, %diffc_uninit: memref<?xi32>
+// CHECK-SAME: %diffc_written_src: memref<?xi32> {diffc.name = "diffc_written_src", diff.abi = #diff.abi<buffer>}, %diffc_track_src: i32 {diffc.name = "diffc_track_src", diff.abi = #diff.abi<value>}, %diffc_written_dst: memref<?xi32> {diffc.name = "diffc_written_dst", diff.abi = #diff.abi<buffer>}, %diffc_track_dst: i32 {diffc.name = "diffc_track_dst", diff.abi = #diff.abi<value>}, %diffc_uninit: memref<?xi32>
 // the store sets the shadow after it
 // CHECK: memref.store %{{.*}}, %dst[%a]
 // CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
