@@ -117,7 +117,8 @@ def measure(rows: dict, calls: int, rounds: int = 20) -> dict[str, tuple[float, 
 
 def host_only(f, xn, xt, xg, calls: int) -> dict[str, tuple[float, float]]:
     """The same numpy and torch calls with the device's part (Function._call_host: copies in,
-    launch, blocking read) replaced by a stub that returns a result at once: the wrapper's host
+    launch, blocking read; the torch path's _start_host and _finish_host, the same split around
+    its own host work) replaced by a stub that returns a result at once: the wrapper's host
     Python alone. On a machine whose OpenCL device is its own busy CPU, the rows above include
     waits for PoCL's threads whose length depends on what ran between calls; these do not."""
     from unittest import mock
@@ -127,12 +128,15 @@ def host_only(f, xn, xt, xg, calls: int) -> dict[str, tuple[float, float]]:
     result = np.zeros(xn.shape, np.float32)
     _, staged = f._call_host([2.0, 8.0, -1.0, xn])  # (the backward's device copies, as a real call keeps)
     stub = lambda self, host: (result.copy(), staged)  # noqa: E731
+    start = lambda self, host: (result.copy(), staged, [])  # noqa: E731 (the torch path's split call)
+    finish = lambda events: None  # noqa: E731
     rows = {
         "numpy": lambda: f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy"),
         "torch, no grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xt),
         "torch, requires_grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xg),
     }
-    with mock.patch.object(Function, "_call_host", stub):
+    with mock.patch.object(Function, "_call_host", stub), mock.patch.object(Function, "_start_host", start), \
+            mock.patch.object(Function, "_finish_host", staticmethod(finish)):
         return measure(rows, calls * 4)
 
 

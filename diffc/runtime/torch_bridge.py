@@ -144,15 +144,29 @@ def call(fn, args: tuple, kwargs: dict, result):
             host[i] = _view(views, i, t)
             if t.requires_grad and diffable[i]:
                 grad = True
+    # the device's work is enqueued first and waited for last: the host's own work between
+    # (the autograd graph, the torch result) runs while the device computes
+    out, staged, events = fn._start_host(host)
     if grad and fn.differentiable and torch.is_grad_enabled():
         if _DIRECT_APPLY is None:
             _make_apply(torch)
         # Function.apply's Python part (~4 us a call) serves only setup_context and functorch
         # transforms; _DiffcCall has neither, so outside functorch its C++ apply is called
-        y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(fn, host, idx, *tensors)
+        state = (fn, host, idx, kept(staged) if staged else staged)
+        cpu = tensors[0].is_cpu
+        if not cpu:  # (the forward copies the result to the input's device: it must be there)
+            fn._finish_host(events)
+        y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(state, out, *tensors)
+        if cpu:
+            fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
     else:
         like = tensors[0] if tensors else into
-        y = _to_torch(fn._call_host(host)[0], like)
+        if like is None or like.is_cpu:
+            y = torch.from_numpy(out)  # (a view: filled once the wait returns)
+            fn._finish_host(events)
+        else:
+            fn._finish_host(events)
+            y = _to_torch(out, like)
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -233,10 +247,12 @@ def _autograd_function():
         backward would read them, unless a later call refilled them (staging.current)."""
 
         @staticmethod
-        def forward(ctx, fn, host, idx, *tensors):
-            # (`host`: the arguments with each torch tensor's data as a numpy array, call() made it)
-            out, staged = fn._call_host(host)
-            ctx.state = (fn, host, idx, kept(staged) if staged else staged)
+        def forward(ctx, state, out, *tensors):
+            # call() enqueued the device's work: `out` is the result array the device may still
+            # be filling (call() waits once torch has wrapped it, or before, for a CUDA result,
+            # copied here); `state`: (Function, the arguments with each torch tensor's data as a
+            # numpy array, their indices, the kept device copies)
+            ctx.state = state
             ctx.save_for_backward(*tensors)
             like = tensors[0]
             return torch.from_numpy(out) if like.is_cpu else torch.from_numpy(out).to(like.device)
@@ -247,12 +263,12 @@ def _autograd_function():
                 return once_backward(ctx, grad_out)
             fn, host, idx, staged = ctx.state
             tensors = ctx.saved_tensors  # (raises if an input changed in place since the forward)
-            wants = ctx.needs_input_grad[3:]
+            wants = ctx.needs_input_grad[2:]
             diffable = fn.diffable
             want = [i for i, w in zip(idx, wants) if w and diffable[i]]
             gy = _host(grad_out)
             grads = backward_grads(fn, host, want, gy, gy.shape, current(staged))
-            return (None, None, None, *input_grads(idx, tensors, wants, grads))
+            return (None, None, *input_grads(idx, tensors, wants, grads))
 
     # torch's once_differentiable costs ~8 us on every backward; it matters only under
     # create_graph, the one case where grad mode is on in a backward, so only that case takes it
