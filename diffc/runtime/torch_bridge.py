@@ -31,7 +31,7 @@ import weakref
 import numpy as np
 
 from diffc.runtime.errors import CallError
-from diffc.runtime.staging import KEEP_BYTES, current, kept, upload
+from diffc.runtime.staging import KEEP_BYTES, current, kept, read_later, upload
 from diffc.runtime.tensor import Tensor
 
 MISSING_TORCH = (
@@ -116,6 +116,14 @@ def _numpy_values(values: list) -> list:
 
 # -- m.f(...) -----------------------------------------------------------------------------------
 
+# Whether a call waits for the device after building its torch result (and autograd graph),
+# so that the two overlap, or before. [None]: by the device, set at the first call: overlapped
+# on a GPU, whose host is idle during the round trip; not on a CPU device (PoCL), whose worker
+# threads share the cores with the host's Python: there, measured on 2 busy cores, the
+# overlapped requires_grad call cost ~14 us more wall time and ~4 us more host CPU time.
+# (A list, so that tests and the bench can set it: OVERLAP[0] = True.)
+OVERLAP: list = [None]
+
 _RESULTS = ("tensor", "torch", "numpy")
 
 
@@ -124,6 +132,10 @@ def call(fn, args: tuple, kwargs: dict, result):
     `_result` is "torch" or a torch tensor to write into)."""
     # (this runs on every call of a tiny kernel: each step here is a measurable part of it)
     torch = sys.modules.get("torch") or require_torch(f"{fn.name}(_result='torch')")
+    if OVERLAP[0] is None:
+        from diffc.runtime.device import device
+
+        OVERLAP[0] = device().kind == "gpu"
     values = fn._bind(args, kwargs)
     T = torch.Tensor
     if type(result) is str and result in _RESULTS:
@@ -144,29 +156,24 @@ def call(fn, args: tuple, kwargs: dict, result):
             host[i] = _view(views, i, t)
             if t.requires_grad and diffable[i]:
                 grad = True
-    # the device's work is enqueued first and waited for last: the host's own work between
-    # (the autograd graph, the torch result) runs while the device computes
-    out, staged, events = fn._start_host(host)
+    out, staged, events = fn._start_host(host)  # (the device's work, enqueued)
+    like = tensors[0] if tensors else into
+    # with OVERLAP, the host's own work (the autograd graph, the torch result) runs while the
+    # device computes, and the wait comes last (a CUDA result is copied after the wait)
+    overlap = OVERLAP[0] and (like is None or like.is_cpu)
+    if not overlap:
+        fn._finish_host(events)
     if grad and fn.differentiable and torch.is_grad_enabled():
         if _DIRECT_APPLY is None:
             _make_apply(torch)
         # Function.apply's Python part (~4 us a call) serves only setup_context and functorch
         # transforms; _DiffcCall has neither, so outside functorch its C++ apply is called
         state = (fn, host, idx, kept(staged) if staged else staged)
-        cpu = tensors[0].is_cpu
-        if not cpu:  # (the forward copies the result to the input's device: it must be there)
-            fn._finish_host(events)
         y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(state, out, *tensors)
-        if cpu:
-            fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
     else:
-        like = tensors[0] if tensors else into
-        if like is None or like.is_cpu:
-            y = torch.from_numpy(out)  # (a view: filled once the wait returns)
-            fn._finish_host(events)
-        else:
-            fn._finish_host(events)
-            y = _to_torch(out, like)
+        y = torch.from_numpy(out) if like is None or like.is_cpu else _to_torch(out, like)
+    if overlap:
+        fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -322,7 +329,13 @@ def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple
         grads[i] = t
     res = fn.staging.result(shape, fn.result_dtype, gy, events)
     fn._run_bound("bwds", values, res)  # (bound, and checked by the caller)
-    return {i: t.grad.to_numpy() for i, t in grads.items()}  # (the first read waits for `events`)
+    out = {}
+    for i, t in grads.items():
+        a = out[i] = np.empty(t.shape, t.dtype)
+        if t.size:
+            events.append(read_later(a, t.grad.buffer))
+    fn._finish_host(events)  # (one wait for the copies in, the launch and the reads)
+    return out
 
 
 # -- m.f.bwds(...) and m.f.fwds(...) -----------------------------------------------------------
