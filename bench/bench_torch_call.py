@@ -81,6 +81,7 @@ the arguments, no new dict for the kept device copies):
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import time
 from pathlib import Path
@@ -89,6 +90,7 @@ import numpy as np
 import torch
 
 import diffc
+from diffc.runtime import torch_bridge
 
 HERE = Path(__file__).resolve().parent
 
@@ -182,11 +184,44 @@ def cuda_rows(f, xn, g, calls: int) -> dict | None:
     }
 
 
+def count_cl() -> collections.Counter:
+    """Counts, from now on, the OpenCL calls a call makes: copies in (write) and out (read),
+    blocking or not, kernel launches, argument sets, buffer creations, waits (event, finish).
+    Must run before the first call: launch plans and staging.py take their pyopencl entry
+    points at their first use."""
+    import pyopencl as cl
+
+    counts: collections.Counter = collections.Counter()
+
+    def counted(owner, name: str, key=None):
+        orig = getattr(owner, name)
+
+        def run(*a, **k):
+            counts[key(a, k) if key else name] += 1
+            return orig(*a, **k)
+
+        setattr(owner, name, run)
+
+    blocking = lambda a, k: k.get("is_blocking", True)  # noqa: E731
+    counted(cl._cl, "_enqueue_write_buffer", lambda a, k: f"write{'' if blocking(a, k) else ' (no wait)'}")
+    counted(cl._cl, "_enqueue_read_buffer", lambda a, k: f"read{'' if blocking(a, k) else ' (no wait)'}")
+    counted(cl, "enqueue_copy", lambda a, k: f"enqueue_copy{'' if blocking(a, k) else ' (no wait)'}")
+    for name in ("enqueue_nd_range_kernel", "enqueue_fill_buffer", "Buffer"):
+        counted(cl, name)
+    for name in ("set_arg", "set_args"):
+        counted(cl.Kernel, name)
+    counted(cl.CommandQueue, "finish")
+    counted(cl.Event, "wait")
+    return counts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=16, help="elements per tensor")
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--count", action="store_true", help="count the OpenCL calls per call of each row instead")
     args = ap.parse_args()
+    counts = count_cl() if args.count else None
     m = diffc.load_module(HERE.parent / "examples" / "poly.slang")
     f = m.polynomial
     xn = np.linspace(-1, 1, args.n, dtype=np.float32)
@@ -232,6 +267,27 @@ def main() -> None:
         "raw fwd+bwd (numpy, Tensors)": raw_fwd_bwd,
         "torch fwd+bwd (autograd)": torch_fwd_bwd,
     }
+    torch_grad()  # (torch_bridge.OVERLAP set by the device)
+    default = torch_bridge.OVERLAP[0]
+    other = f"torch, requires_grad ({'waits first' if default else 'overlapped'})"
+
+    def torch_grad_other():  # the other order of the device's work and the autograd graph
+        torch_bridge.OVERLAP[0] = not default
+        try:
+            f(a=2.0, b=8.0, c=-1.0, x=xg)
+        finally:
+            torch_bridge.OVERLAP[0] = default
+
+    rows[other] = torch_grad_other
+    if counts is not None:
+        for name, fn in rows.items():
+            for _ in range(20):
+                fn()
+            counts.clear()
+            for _ in range(100):
+                fn()
+            print(f"  {name:34s} " + ", ".join(f"{k} {v / 100:g}" for k, v in sorted(counts.items())))
+        return
     cuda = cuda_rows(f, xn, g, args.calls)
     rows.update(cuda or {})
     times = measure(rows, args.calls)
@@ -239,13 +295,15 @@ def main() -> None:
           "interleaved in 20 rounds, median round")
     print(f"  {'':30s} {'wall':>9s}    {'thread CPU':>10s}")
     for name, (us, cpu) in times.items():
-        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+        print(f"  {name:34s} {us:9.1f} us {cpu:9.1f} us")
 
     def over(a: str, b: str, t=times) -> str:
         return f"{t[a][0] - t[b][0]:7.1f} us wall, {t[a][1] - t[b][1]:7.1f} us thread CPU"
 
     print(f"torch wrapper overhead, no grad:      {over('torch, no grad', 'numpy')} over numpy")
-    print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy")
+    print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy "
+          f"(device's work {'overlapped' if default else 'waited for first'}: the default here)")
+    print(f"  the other order:                    {over(other, 'numpy')} over numpy")
     print(f"torch wrapper overhead, fwd+bwd:      {over('torch fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
     if cuda is None:
         print(f"CUDA rows skipped: torch.cuda.is_available() is False (torch {torch.__version__})")
@@ -261,7 +319,7 @@ def main() -> None:
     host = host_only(f, xn, xt, xg, args.calls)
     print("host Python only (the device's part stubbed out: host_only()):")
     for name, (us, cpu) in host.items():
-        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+        print(f"  {name:34s} {us:9.1f} us {cpu:9.1f} us")
     print(f"  torch wrapper, no grad:      {over('torch, no grad', 'numpy', host)} over numpy")
     print(f"  torch wrapper, autograd fwd: {over('torch, requires_grad', 'numpy', host)} over numpy")
 
