@@ -142,3 +142,24 @@ def test_torch_numpy_and_tensor_calls_interleaved(m, overlap):
         for got in (torch.from_numpy(got_np), torch.from_numpy(got_tensor), got_torch.detach()):
             torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(xg.grad, xr.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_a_second_backward_needs_retain_graph(m, overlap):
+    """The graph's inputs are kept on the autograd context, not saved tensors: a second backward
+    through a freed graph must still raise as torch's own nodes do, and with retain_graph it
+    adds the same gradient again."""
+    x = torch.linspace(-1, 1, 6, requires_grad=True)
+    y = torch.linspace(0.5, 2, 6)
+    out = m.wave(a=0.5, x=x, y=y)
+    out.sum().backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out.sum().backward()
+    x.grad = None
+    out = m.wave(a=0.5, x=x, y=y)
+    out.sum().backward(retain_graph=True)
+    first = x.grad.clone()
+    out.sum().backward()
+    xr = x.detach().clone().requires_grad_()
+    wave_torch(torch.tensor(0.5), xr, y).sum().backward()
+    torch.testing.assert_close(first, xr.grad, rtol=2e-5, atol=2e-5)
+    torch.testing.assert_close(x.grad, 2 * xr.grad, rtol=2e-5, atol=2e-5)
