@@ -173,7 +173,7 @@ def call(fn, args: tuple, kwargs: dict, result):
             _make_apply(torch)
         # Function.apply's Python part (~4 us a call) serves only setup_context and functorch
         # transforms; _DiffcCall has neither, so outside functorch its C++ apply is called
-        state = (fn, host, idx, kept(staged) if staged else staged, [t._version for t in tensors])
+        state = (fn, host, idx, kept(staged) if staged else staged, tensors, [t._version for t in tensors])
         y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(state, out, *tensors)
     else:
         y = torch.from_numpy(out) if like is None or like.is_cpu else _to_torch(out, like)
@@ -261,11 +261,11 @@ def _autograd_function():
         @staticmethod
         def forward(ctx, state, out, *tensors):
             # call() enqueued the device's work: `out` is the result array the device may still
-            # be filling (call() waits once torch has wrapped it, or before, for a CUDA result,
-            # copied here); `state`: (Function, the arguments with each torch tensor's data as a
-            # numpy array, their indices, the kept device copies)
-            ctx.state = state
-            ctx.inputs = tensors  # (not save_for_backward: see backward)
+            # be filling (with OVERLAP, call() waits once torch has wrapped it; a CUDA result is
+            # copied here, after the wait); `state`: (Function, the arguments with each torch
+            # tensor's data as a numpy array, their indices, the kept device copies, the torch
+            # inputs, their version counters)
+            ctx.state = state  # (with the inputs, not save_for_backward: see backward)
             like = tensors[0]
             return torch.from_numpy(out) if like.is_cpu else torch.from_numpy(out).to(like.device)
 
@@ -279,8 +279,7 @@ def _autograd_function():
             # own nodes do (ctx.saved_tensors, empty, still checks that), and one after an
             # input changed in place raises torch's error rather than reading other values
             ctx.saved_tensors
-            fn, host, idx, staged, versions = ctx.state
-            tensors = ctx.inputs
+            fn, host, idx, staged, tensors, versions = ctx.state
             for t, v in zip(tensors, versions):
                 if t._version != v:
                     raise RuntimeError(
