@@ -8,9 +8,14 @@ time and this thread's CPU time), every call waiting for its result:
   numpy              m.polynomial(..., x=array, _result="numpy"): upload, launch, download
   torch, no grad     the same with a torch CPU tensor (numpy views in and out)
   torch, grad        with x.requires_grad: through the torch.autograd.Function
+  torch, grad (other order)  the same with the other torch_bridge.OVERLAP: the device's work
+                     waited for before the autograd graph is built (the default on CPU devices)
+                     or after (overlapped, the default on GPUs)
   torch fwd+bwd      y = m.polynomial(...); y.backward(g): the call kernel, then the bwds kernel
   raw fwd+bwd        the same two launches done by hand with diffc Tensors and numpy
 The wrapper's overhead is each torch row minus the numpy row it wraps.
+`--count` prints instead the OpenCL calls each row makes per call (copies and whether they
+wait, launches, argument sets, buffer creations, waits).
 
 With CUDA (torch.cuda.is_available()), rows for torch CUDA tensors too: the bridge takes them
 through the host, and the round trip's phases are timed alone: "CUDA->host copy" (x.cpu()),
@@ -26,7 +31,7 @@ thread's CPU time, and how much depends on what ran between calls (an empty auto
 of ~9 us run before each numpy call made the pair ~18 us dearer than the two alone), so these
 rows are the ones to compare for the wrapper's own cost.
 
-    python bench/bench_torch_call.py [--n 16] [--calls 2000]
+    python bench/bench_torch_call.py [--n 16] [--calls 2000] [--count]
 
 On the GPU host (pip install -e ".[torch]" with a CUDA build of torch; diffc on the GPU's
 OpenCL device), the CUDA rows included:
@@ -76,6 +81,31 @@ the arguments, no new dict for the kept device copies):
   requires_grad 25.0 -> 17.2 us (+20.3 -> +13.1 over numpy). Of the requires_grad path's
   remaining ~13 us, torch's autograd Function (C++ apply, graph node, ctx, save_for_backward,
   from_numpy, teardown) is ~8 (measured alone with an empty forward).
+Then (same machine, load 2.5-7 from other engineers' test runs) what the requires_grad forward
+does on the device that the no-grad call does not: nothing. --count gives the same OpenCL calls
+for numpy, torch no grad and torch requires_grad rows: one copy in without waiting, one
+replayed launch (one set_arg: the new result buffer), one read of the result, no buffer made
+(the pool's). What makes the requires_grad call dearer than its stubbed Python is that
+torch's graph is built cold after each device wait: an empty autograd Function costs 7 us
+alone and 17-25 us of thread CPU after a diffc call or after a plain 30 us time.sleep (a loop
+of Python arithmetic costs 1.9 alone and 1.6-3.6 after the sleep): the thread's caches are
+others' after it sleeps. So the cuts: the pyopencl copies called without enqueue_copy's
+dispatch (~4 us each) and a queue finish instead of a blocking read's wrapper (an event's
+wait was ~14 us dearer on PoCL), no save_for_backward (~2.5 us: the inputs and their version
+counters kept with the graph instead), isinstance(v, torch.Tensor) only for types that can be
+tensors (~0.2 us per number). Building the graph while the device runs (torch_bridge.OVERLAP)
+was ~14 us dearer in wall time and ~3 in thread CPU here (PoCL's threads and the host's Python
+share the two busy cores), so on CPU devices the call waits first; GPUs overlap. Before (the
+branch's start, loaded as a second package in the same process, rows interleaved; 6 runs of
+2000 calls each, load 2.5-3; median [range], us, wall / this thread's CPU) -> after:
+  numpy                            81.0 [54-124] / 50.0 [49-52]  ->  72.8 [36-118] / 43.8 [36-44]
+  torch requires_grad over numpy   39.7 [35-97] / 35.5 [35-43]   ->  35.4 [30-39] / 32.2 [32-34]
+  torch no grad over numpy         14.1 [-8-16] / 13.5 [11-14]   ->  13.9 [10-47] / 11.5 [10-13]
+  torch fwd+bwd                   372 [242-532] / 239 [231-267]  ->  300 [217-425] / 222 [210-232]
+So the requires_grad call is ~10 us cheaper (wall and CPU), ~3-4 of it in its overhead over the
+numpy call, which is still above the 30 us goal here; this file's own rows, after, two runs:
+torch requires_grad +31.9/+33.4 us wall, +30.0/+31.4 CPU over numpy (the other order
++45.3/+46.2, +33.8/+34.9).
 """
 
 from __future__ import annotations

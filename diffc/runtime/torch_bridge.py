@@ -15,6 +15,11 @@ copy before the call, a host-to-device copy of the result): diffc runs on OpenCL
 zero-copy path to CUDA memory yet. The autograd graph keeps the forward's device copies for
 the backward (while no later call has refilled them).
 
+Order (Function._start_host / _finish_host): the device's work is enqueued before the torch
+result and its autograd node are made; the call waits for it before them on CPU devices and
+after them on GPUs (`OVERLAP`). The requires_grad call makes the same OpenCL calls as the
+no-grad and numpy ones (bench/bench_torch_call.py --count); what it adds is torch's graph.
+
 Gradients of broadcast inputs are summed over the broadcast dimensions: by diffc's reduce
 kernels for float32, and for other dtypes (whose atomics OpenCL lacks) by expanding the input
 to the output's shape and summing in torch.
