@@ -189,7 +189,9 @@ class Function:
         if self.general:
             return self._record_call("call", args, kwargs, _result)
         plan = self._plans.get("call")
-        if plan is not None:
+        # (a plan a numpy or torch call made has every argument positional: such calls, which
+        # never replay it from here, skip the attempt)
+        if plan is not None and plan.npos == len(args):
             done = plan.replay(args, kwargs, _result, _settings())
             if done is not MISS:
                 out, self.last_event = done
