@@ -402,10 +402,10 @@ class Function:
         return a, staged  # (the copies are done: `events` may go)
 
     def _start_host(self, host: list) -> tuple[np.ndarray, dict[int, tuple], list]:
-        """`_call_host` without the wait: the result array the device is still filling, the
-        staged device copies, and the copies' events (the result's read last). The caller does
-        its own host work (torch's autograd graph) while the device runs, then `_finish_host`
-        with the events before anything reads the array."""
+        """`_call_host` without the wait: the result array the device may still be filling, the
+        staged device copies, and the copies' events (the result's read last). The caller
+        calls `_finish_host` with the events before anything reads the array (the torch bridge
+        may build its result and autograd graph first, while the device runs: OVERLAP)."""
         events: list = []
         staged = stage(self.dtypes, self.staging, host, events)
         values = [staged[i][0] if i in staged else v for i, v in enumerate(host)] if staged else host

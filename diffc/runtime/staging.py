@@ -2,13 +2,14 @@
 (`_result="numpy"`, torch tensors).
 
 `Tensor.from_numpy` waits for its copy, so that the caller may change the array at once; a call
-that waits for its result anyway need not: its copies are enqueued without waiting, and the one
-blocking read of the result (the queue is in order) waits for them all. That is one round trip
-to the device's queue per call instead of one per argument, which is most of a tiny call's time.
+that waits for its result anyway need not: its copies are enqueued without waiting, so is the
+read of the result, and one wait (a queue finish: Function._finish_host) covers them all. That
+is one round trip to the device's queue per call instead of one per argument, which is most of
+a tiny call's time. (The copies call pyopencl's entry points directly: `write_later`.)
 
 pyopencl's event of a non-blocking copy keeps the host array alive, and waits for the copy when
-it is dropped; so the events live in a list the caller drops only after its blocking read (an
-exception on the way drops them too, which waits: the array is never freed under a copy).
+it is dropped; so the events live in a list the caller drops only after its wait (an exception
+on the way drops them too, which waits: the array is never freed under a copy).
 
 `Staging` goes one step further: each argument of a Function keeps its device tensor from
 call to call (while its shape and dtype stay, and it is small), so that a repeated call passes
