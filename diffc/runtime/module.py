@@ -102,6 +102,7 @@ class Module:
         self._signatures = signatures
         self.cache_key = cache_key
         self._functions: dict[str, Function] = {}
+        self._generics: dict | None = None  # generic functions by name (generic_calls.py), read on first use
         # rerun a launch whose while loop overran its [MaxIters] with a larger tape (status.py)
         self.grow_tape = os.environ.get("DIFFC_GROW_TAPE", "0") not in ("", "0")
         self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
@@ -124,8 +125,18 @@ class Module:
         fn = self._functions.get(name)
         if fn is None:
             if name not in self._signatures:
-                have = ", ".join(sorted(self._signatures)) or "none"
-                raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
+                # a generic function: specialized from each call's arguments (generic_calls.py)
+                from diffc.runtime.generic_calls import GenericFunction, generic_functions
+
+                if self._generics is None:
+                    self._generics = generic_functions(self)
+                decl = self._generics.get(name)
+                if decl is None:
+                    have = ", ".join(sorted(self._signatures)) or "none"
+                    raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
+                if not isinstance(decl, GenericFunction):  # (kept apart from _functions: no kernels)
+                    decl = self._generics[name] = GenericFunction(self, decl)
+                return decl
             fn = self._functions[name] = Function(self, self._signatures[name])
         return fn
 
