@@ -160,3 +160,12 @@ def test_non_generic_functions_and_unknown_names_are_as_before(m):
     np.testing.assert_allclose(m.plain(x=np.ones(2, np.float32), _result="numpy"), [2.0, 2.0])
     with pytest.raises(AttributeError, match="no function 'nothing'"):
         m.nothing
+
+
+def test_an_instance_the_source_uses_is_the_modules_own(tmp_path):
+    path = tmp_path / "used.slang"
+    path.write_text(SRC + "\ndouble use3(vector<double, 3> v) { return norm2<3>(v, 2.0); }\n")
+    m = diffc.load_module(path)
+    v = rand(2, 3, seed=20)
+    assert m.norm2.instance((), {"v": v, "s": 2.0}) is m.norm2_3
+    np.testing.assert_allclose(m.norm2(v=v, s=2.0, _result="numpy"), m.use3(v=v, _result="numpy"), rtol=1e-12)

@@ -156,6 +156,9 @@ class GenericFunction:
         from diffc.runtime import module_cache
 
         decl, module = self.decl, self.module
+        name = instance_name(self.name, key)  # (generics.py's name: a type's by its Slang name)
+        if name in module._signatures:  # the source itself uses this instance
+            return getattr(module, name)
         env = dict(zip(decl.generic_params, key))
         params = ", ".join(f"{_render(p.type, env)} a{i}{''.join(f'[{env.get(d, d)}]' for d in p.type.dims)}"
                            for i, p in enumerate(decl.params))
@@ -174,7 +177,6 @@ class GenericFunction:
         else:
             inst = Module(parse_source(text, path), path, sources, cache_key=cache_key, check=module.check)
             module_cache.store_signatures(cache_key, inst._signatures)
-        name = instance_name(self.name, key)  # (generics.py's name: a type's by its Slang name)
         if name not in inst._signatures:
             raise CallError(f"error: {self.name}(): the instance {self.name}<{targs}> was not made ({name} is not "
                             "among the compiled functions)", self.name)
