@@ -152,8 +152,6 @@ class GenericFunction:
     def _make(self, key: tuple):
         """Compiles the module again with a use of the instance appended; returns its Function."""
         from diffc.frontend.generics import instance_name
-        from diffc.runtime.module import Module, parse_source
-        from diffc.runtime import module_cache
 
         decl, module = self.decl, self.module
         name = instance_name(self.name, key)  # (generics.py's name: a type's by its Slang name)
@@ -168,15 +166,7 @@ class GenericFunction:
         text = (module.sources[module.path]
                 + f"\n// (diffc: a use of {self.name}<{targs}>, for a call over tensors)\n"
                 + f"void {use}({params}) {{ {call}; }}\n")
-        path = module.path
-        sources = {**module.sources, path: text}
-        cache_key = module_cache.module_key(sources)
-        signatures = module_cache.load_signatures(cache_key)
-        if signatures is not None:
-            inst = Module(None, path, sources, signatures=signatures, cache_key=cache_key, check=module.check)
-        else:
-            inst = Module(parse_source(text, path), path, sources, cache_key=cache_key, check=module.check)
-            module_cache.store_signatures(cache_key, inst._signatures)
+        inst = module.with_source(text)
         if name not in inst._signatures:
             raise CallError(f"error: {self.name}(): the instance {self.name}<{targs}> was not made ({name} is not "
                             "among the compiled functions)", self.name)

@@ -140,6 +140,18 @@ class Module:
             fn = self._functions[name] = Function(self, self._signatures[name])
         return fn
 
+    def with_source(self, text: str) -> Module:
+        """This module's file compiled from `text` instead (the module cache's entry where it has
+        one): generic_calls.py appends the use of an instance to the source."""
+        sources = {**self.sources, self.path: text}
+        key = module_cache.module_key(sources)
+        signatures = module_cache.load_signatures(key)
+        if signatures is not None:
+            return Module(None, self.path, sources, signatures=signatures, cache_key=key, check=self.check)
+        m = Module(parse_source(text, self.path), self.path, sources, cache_key=key, check=self.check)
+        module_cache.store_signatures(key, m._signatures)
+        return m
+
     def __dir__(self):
         return [*super().__dir__(), *self._signatures]
 
