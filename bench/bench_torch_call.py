@@ -103,9 +103,13 @@ branch's start, loaded as a second package in the same process, rows interleaved
   torch no grad over numpy         14.1 [-8-16] / 13.5 [11-14]   ->  13.9 [10-47] / 11.5 [10-13]
   torch fwd+bwd                   372 [242-532] / 239 [231-267]  ->  300 [217-425] / 222 [210-232]
 So the requires_grad call is ~10 us cheaper (wall and CPU), ~3-4 of it in its overhead over the
-numpy call, which is still above the 30 us goal here; this file's own rows, after, two runs:
-torch requires_grad +31.9/+33.4 us wall, +30.0/+31.4 CPU over numpy (the other order
-+45.3/+46.2, +33.8/+34.9).
+numpy call, which stays above the 30 us goal while PoCL's waits show in the wall time (numpy
+~70-80 us wall against ~43 CPU); this file's own rows, after, three runs: torch requires_grad
++31.9/+33.4/+33.5 us wall, +30.0/+31.4/+31.0 CPU over numpy (the other order +45.3/+46.2/+46.7,
++33.8/+34.9/+34.9). In the spells when the waits do not show (numpy's wall time = its CPU time,
+~45 us), 4 runs: requires_grad +24.1-25.7 us wall, +26.4-27.5 CPU over numpy (before +38.2-41.3,
++36.5-37.9), no grad +5.2-6.4 / +7.8-8.1 (before +14.1-18.9 / +13.9-15.8); this file's rows then:
++24.5 wall / +26.7 CPU (the other order +23.7 / +26.2): under the 30 us goal.
 """
 
 from __future__ import annotations
