@@ -8,9 +8,14 @@ time and this thread's CPU time), every call waiting for its result:
   numpy              m.polynomial(..., x=array, _result="numpy"): upload, launch, download
   torch, no grad     the same with a torch CPU tensor (numpy views in and out)
   torch, grad        with x.requires_grad: through the torch.autograd.Function
+  torch, grad (other order)  the same with the other torch_bridge.OVERLAP: the device's work
+                     waited for before the autograd graph is built (the default on CPU devices)
+                     or after (overlapped, the default on GPUs)
   torch fwd+bwd      y = m.polynomial(...); y.backward(g): the call kernel, then the bwds kernel
   raw fwd+bwd        the same two launches done by hand with diffc Tensors and numpy
 The wrapper's overhead is each torch row minus the numpy row it wraps.
+`--count` prints instead the OpenCL calls each row makes per call (copies and whether they
+wait, launches, argument sets, buffer creations, waits).
 
 With CUDA (torch.cuda.is_available()), rows for torch CUDA tensors too: the bridge takes them
 through the host, and the round trip's phases are timed alone: "CUDA->host copy" (x.cpu()),
@@ -26,7 +31,7 @@ thread's CPU time, and how much depends on what ran between calls (an empty auto
 of ~9 us run before each numpy call made the pair ~18 us dearer than the two alone), so these
 rows are the ones to compare for the wrapper's own cost.
 
-    python bench/bench_torch_call.py [--n 16] [--calls 2000]
+    python bench/bench_torch_call.py [--n 16] [--calls 2000] [--count]
 
 On the GPU host (pip install -e ".[torch]" with a CUDA build of torch; diffc on the GPU's
 OpenCL device), the CUDA rows included:
@@ -76,11 +81,41 @@ the arguments, no new dict for the kept device copies):
   requires_grad 25.0 -> 17.2 us (+20.3 -> +13.1 over numpy). Of the requires_grad path's
   remaining ~13 us, torch's autograd Function (C++ apply, graph node, ctx, save_for_backward,
   from_numpy, teardown) is ~8 (measured alone with an empty forward).
+Then (same machine, load 2.5-7 from other engineers' test runs) what the requires_grad forward
+does on the device that the no-grad call does not: nothing. --count gives the same OpenCL calls
+for numpy, torch no grad and torch requires_grad rows: one copy in without waiting, one
+replayed launch (one set_arg: the new result buffer), one read of the result, no buffer made
+(the pool's). What makes the requires_grad call dearer than its stubbed Python is that
+torch's graph is built cold after each device wait: an empty autograd Function costs 7 us
+alone and 17-25 us of thread CPU after a diffc call or after a plain 30 us time.sleep (a loop
+of Python arithmetic costs 1.9 alone and 1.6-3.6 after the sleep): the thread's caches are
+others' after it sleeps. So the cuts: the pyopencl copies called without enqueue_copy's
+dispatch (~4 us each) and a queue finish instead of a blocking read's wrapper (an event's
+wait was ~14 us dearer on PoCL), no save_for_backward (~2.5 us: the inputs and their version
+counters kept with the graph instead), isinstance(v, torch.Tensor) only for types that can be
+tensors (~0.2 us per number). Building the graph while the device runs (torch_bridge.OVERLAP)
+was ~14 us dearer in wall time and ~3 in thread CPU here (PoCL's threads and the host's Python
+share the two busy cores), so on CPU devices the call waits first; GPUs overlap. Before (the
+branch's start, loaded as a second package in the same process, rows interleaved; 6 runs of
+2000 calls each, load 2.5-3; median [range], us, wall / this thread's CPU) -> after:
+  numpy                            81.0 [54-124] / 50.0 [49-52]  ->  72.8 [36-118] / 43.8 [36-44]
+  torch requires_grad over numpy   39.7 [35-97] / 35.5 [35-43]   ->  35.4 [30-39] / 32.2 [32-34]
+  torch no grad over numpy         14.1 [-8-16] / 13.5 [11-14]   ->  13.9 [10-47] / 11.5 [10-13]
+  torch fwd+bwd                   372 [242-532] / 239 [231-267]  ->  300 [217-425] / 222 [210-232]
+So the requires_grad call is ~10 us cheaper (wall and CPU), ~3-4 of it in its overhead over the
+numpy call, which stays above the 30 us goal while PoCL's waits show in the wall time (numpy
+~70-80 us wall against ~43 CPU); this file's own rows, after, three runs: torch requires_grad
++31.9/+33.4/+33.5 us wall, +30.0/+31.4/+31.0 CPU over numpy (the other order +45.3/+46.2/+46.7,
++33.8/+34.9/+34.9). In the spells when the waits do not show (numpy's wall time = its CPU time,
+~45 us), 4 runs: requires_grad +24.1-25.7 us wall, +26.4-27.5 CPU over numpy (before +38.2-41.3,
++36.5-37.9), no grad +5.2-6.4 / +7.8-8.1 (before +14.1-18.9 / +13.9-15.8); this file's rows then:
++24.5 wall / +26.7 CPU (the other order +23.7 / +26.2): under the 30 us goal.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import time
 from pathlib import Path
@@ -89,6 +124,7 @@ import numpy as np
 import torch
 
 import diffc
+from diffc.runtime import torch_bridge
 
 HERE = Path(__file__).resolve().parent
 
@@ -117,7 +153,8 @@ def measure(rows: dict, calls: int, rounds: int = 20) -> dict[str, tuple[float, 
 
 def host_only(f, xn, xt, xg, calls: int) -> dict[str, tuple[float, float]]:
     """The same numpy and torch calls with the device's part (Function._call_host: copies in,
-    launch, blocking read) replaced by a stub that returns a result at once: the wrapper's host
+    launch, blocking read; the torch path's _start_host and _finish_host, the same split around
+    its own host work) replaced by a stub that returns a result at once: the wrapper's host
     Python alone. On a machine whose OpenCL device is its own busy CPU, the rows above include
     waits for PoCL's threads whose length depends on what ran between calls; these do not."""
     from unittest import mock
@@ -127,12 +164,15 @@ def host_only(f, xn, xt, xg, calls: int) -> dict[str, tuple[float, float]]:
     result = np.zeros(xn.shape, np.float32)
     _, staged = f._call_host([2.0, 8.0, -1.0, xn])  # (the backward's device copies, as a real call keeps)
     stub = lambda self, host: (result.copy(), staged)  # noqa: E731
+    start = lambda self, host: (result.copy(), staged, [])  # noqa: E731 (the torch path's split call)
+    finish = lambda events: None  # noqa: E731
     rows = {
         "numpy": lambda: f(a=2.0, b=8.0, c=-1.0, x=xn, _result="numpy"),
         "torch, no grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xt),
         "torch, requires_grad": lambda: f(a=2.0, b=8.0, c=-1.0, x=xg),
     }
-    with mock.patch.object(Function, "_call_host", stub):
+    with mock.patch.object(Function, "_call_host", stub), mock.patch.object(Function, "_start_host", start), \
+            mock.patch.object(Function, "_finish_host", staticmethod(finish)):
         return measure(rows, calls * 4)
 
 
@@ -178,11 +218,44 @@ def cuda_rows(f, xn, g, calls: int) -> dict | None:
     }
 
 
+def count_cl() -> collections.Counter:
+    """Counts, from now on, the OpenCL calls a call makes: copies in (write) and out (read),
+    blocking or not, kernel launches, argument sets, buffer creations, waits (event, finish).
+    Must run before the first call: launch plans and staging.py take their pyopencl entry
+    points at their first use."""
+    import pyopencl as cl
+
+    counts: collections.Counter = collections.Counter()
+
+    def counted(owner, name: str, key=None):
+        orig = getattr(owner, name)
+
+        def run(*a, **k):
+            counts[key(a, k) if key else name] += 1
+            return orig(*a, **k)
+
+        setattr(owner, name, run)
+
+    blocking = lambda a, k: k.get("is_blocking", True)  # noqa: E731
+    counted(cl._cl, "_enqueue_write_buffer", lambda a, k: f"write{'' if blocking(a, k) else ' (no wait)'}")
+    counted(cl._cl, "_enqueue_read_buffer", lambda a, k: f"read{'' if blocking(a, k) else ' (no wait)'}")
+    counted(cl, "enqueue_copy", lambda a, k: f"enqueue_copy{'' if blocking(a, k) else ' (no wait)'}")
+    for name in ("enqueue_nd_range_kernel", "enqueue_fill_buffer", "Buffer"):
+        counted(cl, name)
+    for name in ("set_arg", "set_args"):
+        counted(cl.Kernel, name)
+    counted(cl.CommandQueue, "finish")
+    counted(cl.Event, "wait")
+    return counts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=16, help="elements per tensor")
     ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--count", action="store_true", help="count the OpenCL calls per call of each row instead")
     args = ap.parse_args()
+    counts = count_cl() if args.count else None
     m = diffc.load_module(HERE.parent / "examples" / "poly.slang")
     f = m.polynomial
     xn = np.linspace(-1, 1, args.n, dtype=np.float32)
@@ -228,6 +301,27 @@ def main() -> None:
         "raw fwd+bwd (numpy, Tensors)": raw_fwd_bwd,
         "torch fwd+bwd (autograd)": torch_fwd_bwd,
     }
+    torch_grad()  # (torch_bridge.OVERLAP set by the device)
+    default = torch_bridge.OVERLAP[0]
+    other = f"torch, requires_grad ({'waits first' if default else 'overlapped'})"
+
+    def torch_grad_other():  # the other order of the device's work and the autograd graph
+        torch_bridge.OVERLAP[0] = not default
+        try:
+            f(a=2.0, b=8.0, c=-1.0, x=xg)
+        finally:
+            torch_bridge.OVERLAP[0] = default
+
+    rows[other] = torch_grad_other
+    if counts is not None:
+        for name, fn in rows.items():
+            for _ in range(20):
+                fn()
+            counts.clear()
+            for _ in range(100):
+                fn()
+            print(f"  {name:34s} " + ", ".join(f"{k} {v / 100:g}" for k, v in sorted(counts.items())))
+        return
     cuda = cuda_rows(f, xn, g, args.calls)
     rows.update(cuda or {})
     times = measure(rows, args.calls)
@@ -235,13 +329,15 @@ def main() -> None:
           "interleaved in 20 rounds, median round")
     print(f"  {'':30s} {'wall':>9s}    {'thread CPU':>10s}")
     for name, (us, cpu) in times.items():
-        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+        print(f"  {name:34s} {us:9.1f} us {cpu:9.1f} us")
 
     def over(a: str, b: str, t=times) -> str:
         return f"{t[a][0] - t[b][0]:7.1f} us wall, {t[a][1] - t[b][1]:7.1f} us thread CPU"
 
     print(f"torch wrapper overhead, no grad:      {over('torch, no grad', 'numpy')} over numpy")
-    print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy")
+    print(f"torch wrapper overhead, autograd fwd: {over('torch, requires_grad', 'numpy')} over numpy "
+          f"(device's work {'overlapped' if default else 'waited for first'}: the default here)")
+    print(f"  the other order:                    {over(other, 'numpy')} over numpy")
     print(f"torch wrapper overhead, fwd+bwd:      {over('torch fwd+bwd (autograd)', 'raw fwd+bwd (numpy, Tensors)')} over raw")
     if cuda is None:
         print(f"CUDA rows skipped: torch.cuda.is_available() is False (torch {torch.__version__})")
@@ -257,7 +353,7 @@ def main() -> None:
     host = host_only(f, xn, xt, xg, args.calls)
     print("host Python only (the device's part stubbed out: host_only()):")
     for name, (us, cpu) in host.items():
-        print(f"  {name:30s} {us:9.1f} us {cpu:9.1f} us")
+        print(f"  {name:34s} {us:9.1f} us {cpu:9.1f} us")
     print(f"  torch wrapper, no grad:      {over('torch, no grad', 'numpy', host)} over numpy")
     print(f"  torch wrapper, autograd fwd: {over('torch, requires_grad', 'numpy', host)} over numpy")
 

@@ -36,10 +36,10 @@ from diffc.runtime.kernels import (
     kernel_layout,
     lower_kernel_module,
 )
-from diffc.runtime import layouts, module_cache, record_calls, torch_records
+from diffc.runtime import layouts, module_cache, pending, record_calls, torch_records
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
-from diffc.runtime.staging import Staging, stage, upload
+from diffc.runtime.staging import Staging, read_later, stage, upload
 from diffc.runtime.sanitize import apply_nan_check, check_initialized, enabled_by_default, primal_functions
 from diffc.runtime.status import run_growing_tape, status_for
 from diffc.runtime.tensor import Tensor
@@ -102,6 +102,7 @@ class Module:
         self._signatures = signatures
         self.cache_key = cache_key
         self._functions: dict[str, Function] = {}
+        self._generics: dict | None = None  # generic functions by name (generic_calls.py), read on first use
         # rerun a launch whose while loop overran its [MaxIters] with a larger tape (status.py)
         self.grow_tape = os.environ.get("DIFFC_GROW_TAPE", "0") not in ("", "0")
         self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
@@ -124,10 +125,32 @@ class Module:
         fn = self._functions.get(name)
         if fn is None:
             if name not in self._signatures:
-                have = ", ".join(sorted(self._signatures)) or "none"
-                raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
+                # a generic function: specialized from each call's arguments (generic_calls.py)
+                from diffc.runtime.generic_calls import GenericFunction, generic_functions
+
+                if self._generics is None:
+                    self._generics = generic_functions(self)
+                decl = self._generics.get(name)
+                if decl is None:
+                    have = ", ".join(sorted(self._signatures)) or "none"
+                    raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
+                if not isinstance(decl, GenericFunction):  # (kept apart from _functions: no kernels)
+                    decl = self._generics[name] = GenericFunction(self, decl)
+                return decl
             fn = self._functions[name] = Function(self, self._signatures[name])
         return fn
+
+    def with_source(self, text: str) -> Module:
+        """This module's file compiled from `text` instead (the module cache's entry where it has
+        one): generic_calls.py appends the use of an instance to the source."""
+        sources = {**self.sources, self.path: text}
+        key = module_cache.module_key(sources)
+        signatures = module_cache.load_signatures(key)
+        if signatures is not None:
+            return Module(None, self.path, sources, signatures=signatures, cache_key=key, check=self.check)
+        m = Module(parse_source(text, self.path), self.path, sources, cache_key=key, check=self.check)
+        module_cache.store_signatures(key, m._signatures)
+        return m
 
     def __dir__(self):
         return [*super().__dir__(), *self._signatures]
@@ -189,7 +212,9 @@ class Function:
         if self.general:
             return self._record_call("call", args, kwargs, _result)
         plan = self._plans.get("call")
-        if plan is not None:
+        # (a plan a numpy or torch call made has every argument positional: such calls, which
+        # never replay it from here, skip the attempt)
+        if plan is not None and plan.npos == len(args):
             done = plan.replay(args, kwargs, _result, _settings())
             if done is not MISS:
                 out, self.last_event = done
@@ -395,16 +420,38 @@ class Function:
         torch tensors as numpy), and the device copies of those arrays (staging.stage; a torch
         backward reads them instead of copying again). The copies go into the tensors the last
         call used, so that a repeated call replays its launch."""
+        a, staged, events = self._start_host(host)
+        self._finish_host(events)
+        return a, staged  # (the copies are done: `events` may go)
+
+    def _start_host(self, host: list) -> tuple[np.ndarray, dict[int, tuple], list]:
+        """`_call_host` without the wait: the result array the device may still be filling, the
+        staged device copies, and the copies' events (the result's read last). The caller
+        calls `_finish_host` with the events before anything reads the array (the torch bridge
+        may build its result and autograd graph first, while the device runs: OVERLAP)."""
         events: list = []
         staged = stage(self.dtypes, self.staging, host, events)
         values = [staged[i][0] if i in staged else v for i, v in enumerate(host)] if staged else host
         out = self._run_bound("call", values, "tensor")
-        return out.to_numpy(), staged  # (the blocking read: the copies are done, `events` may go)
+        a = np.empty(out.shape, out.dtype)
+        if out.size:
+            events.append(read_later(a, out.buffer))
+        return a, staged, events
+
+    @staticmethod
+    def _finish_host(events: list) -> None:
+        """Waits for `_start_host`'s copies. (By finishing the queue, which a blocking read would
+        wait for too: on PoCL an event's wait costs ~14 us more than either.)"""
+        if events:
+            device().queue.finish()
+        pending.settle()  # a checked launch's error comes before its values (runtime/pending.py)
 
     def _run_bound(self, mode: str, values: list, result):
         """`mode`'s launch at bound `values` (all positional) with `result` ("tensor", or the
         result Tensor of a bwds): a replay of the last launch where this is the same call (the
-        kept tensors of staging.py make it so), else `_run`. Returns the output Tensor."""
+        kept tensors of staging.py make it so), else `_run`. Returns the output Tensor. (One
+        plan per mode, whichever call made it: a plan replays the kernel's arguments as its own
+        launch left them, so it must be the last launch of its kernel.)"""
         plan = self._plans.get(mode)
         if plan is not None:
             done = plan.replay(values, _NO_KWARGS, result, _settings())

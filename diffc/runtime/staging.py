@@ -2,13 +2,14 @@
 (`_result="numpy"`, torch tensors).
 
 `Tensor.from_numpy` waits for its copy, so that the caller may change the array at once; a call
-that waits for its result anyway need not: its copies are enqueued without waiting, and the one
-blocking read of the result (the queue is in order) waits for them all. That is one round trip
-to the device's queue per call instead of one per argument, which is most of a tiny call's time.
+that waits for its result anyway need not: its copies are enqueued without waiting, so is the
+read of the result, and one wait (a queue finish: Function._finish_host) covers them all. That
+is one round trip to the device's queue per call instead of one per argument, which is most of
+a tiny call's time. (The copies call pyopencl's entry points directly: `write_later`.)
 
 pyopencl's event of a non-blocking copy keeps the host array alive, and waits for the copy when
-it is dropped; so the events live in a list the caller drops only after its blocking read (an
-exception on the way drops them too, which waits: the array is never freed under a copy).
+it is dropped; so the events live in a list the caller drops only after its wait (an exception
+on the way drops them too, which waits: the array is never freed under a copy).
 
 `Staging` goes one step further: each argument of a Function keeps its device tensor from
 call to call (while its shape and dtype stay, and it is small), so that a repeated call passes
@@ -30,14 +31,49 @@ from diffc.runtime.tensor import Tensor
 KEEP_BYTES = 1 << 20
 
 
-def upload(a: np.ndarray, dtype: np.dtype, events: list) -> Tensor:
-    """A new Tensor holding `a` (converted to `dtype`); its copy's event is appended to `events`."""
+def _direct_copies():
+    """pyopencl's buffer<->host copies without `cl.enqueue_copy`'s dispatch on the argument kinds
+    (~4 us of Python a copy, as much as the copy's own enqueue and more): its private
+    entry points where this pyopencl has them, else the public one."""
     import pyopencl as cl
 
+    _cl = getattr(cl, "_cl", None)
+    write = getattr(_cl, "_enqueue_write_buffer", None)
+    read = getattr(_cl, "_enqueue_read_buffer", None)
+    if write is None or read is None:
+        return (lambda q, buf, a: cl.enqueue_copy(q, buf, a, is_blocking=False),
+                lambda q, a, buf: cl.enqueue_copy(q, a, buf, is_blocking=False))
+    return (lambda q, buf, a: write(q, buf, a, is_blocking=False),
+            lambda q, a, buf: read(q, buf, a, is_blocking=False))
+
+
+_WRITE = _READ = None
+
+
+def write_later(buffer, a: np.ndarray):
+    """Enqueues a copy of contiguous host array `a` into device `buffer` without waiting;
+    returns its event (which keeps `a` alive, and waits for the copy when dropped)."""
+    global _WRITE, _READ
+    if _WRITE is None:
+        _WRITE, _READ = _direct_copies()
+    return _WRITE(device().queue, buffer, a)
+
+
+def read_later(a: np.ndarray, buffer):
+    """Enqueues a copy of device `buffer` into contiguous host array `a` without waiting;
+    returns its event."""
+    global _WRITE, _READ
+    if _READ is None:
+        _WRITE, _READ = _direct_copies()
+    return _READ(device().queue, a, buffer)
+
+
+def upload(a: np.ndarray, dtype: np.dtype, events: list) -> Tensor:
+    """A new Tensor holding `a` (converted to `dtype`); its copy's event is appended to `events`."""
     a = np.ascontiguousarray(a, dtype=dtype)
     t = Tensor(a.shape, dtype)
     if t.size:
-        events.append(cl.enqueue_copy(device().queue, t.buffer, a, is_blocking=False))
+        events.append(write_later(t.buffer, a))
     return t
 
 
@@ -63,8 +99,6 @@ class Staging:
         """A result Tensor of `shape` for a bwds launch, whose `.grad` holds `grad` once `events`
         complete: the kept one where shape and dtype match, else a new one (kept when small).
         (Its values are not read: a bwds reads the result's gradient only.)"""
-        import pyopencl as cl
-
         r = self.kept_result
         if r is None or r.shape != shape or r.dtype != dtype:
             r = Tensor(shape, dtype)
@@ -73,7 +107,7 @@ class Staging:
             return r
         if r.size:
             a = np.ascontiguousarray(grad, dtype=dtype)
-            events.append(cl.enqueue_copy(device().queue, r.grad.buffer, a, is_blocking=False))
+            events.append(write_later(r.grad.buffer, a))
         r.grad.uninitialized = False
         return r
 
@@ -81,8 +115,6 @@ class Staging:
         """The device tensor of argument `i`, holding `a` once `events` complete: the kept one
         where its shape and dtype match, else a new one (kept when small). Returns the tensor,
         its Slot (None when not kept) and the generation of this copy."""
-        import pyopencl as cl
-
         slot = self.slots.get(i)
         if slot is None or slot.tensor.shape != a.shape or slot.tensor.dtype != dtype:
             t = upload(a, dtype, events)
@@ -94,7 +126,7 @@ class Staging:
         t = slot.tensor
         if t.size:
             a = np.ascontiguousarray(a, dtype=dtype)
-            events.append(cl.enqueue_copy(device().queue, t.buffer, a, is_blocking=False))
+            events.append(write_later(t.buffer, a))
         t.uninitialized = False
         slot.generation += 1
         return t, slot, slot.generation

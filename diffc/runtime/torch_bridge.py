@@ -15,6 +15,11 @@ copy before the call, a host-to-device copy of the result): diffc runs on OpenCL
 zero-copy path to CUDA memory yet. The autograd graph keeps the forward's device copies for
 the backward (while no later call has refilled them).
 
+Order (Function._start_host / _finish_host): the device's work is enqueued before the torch
+result and its autograd node are made; the call waits for it before them on CPU devices and
+after them on GPUs (`OVERLAP`). The requires_grad call makes the same OpenCL calls as the
+no-grad and numpy ones (bench/bench_torch_call.py --count); what it adds is torch's graph.
+
 Gradients of broadcast inputs are summed over the broadcast dimensions: by diffc's reduce
 kernels for float32, and for other dtypes (whose atomics OpenCL lacks) by expanding the input
 to the output's shape and summing in torch.
@@ -31,7 +36,7 @@ import weakref
 import numpy as np
 
 from diffc.runtime.errors import CallError
-from diffc.runtime.staging import KEEP_BYTES, current, kept, upload
+from diffc.runtime.staging import KEEP_BYTES, current, kept, read_later, upload
 from diffc.runtime.tensor import Tensor
 
 MISSING_TORCH = (
@@ -57,15 +62,20 @@ def holds_torch(args: tuple, kwargs: dict, result) -> bool:
     if torch is None:
         return False
     T = torch.Tensor
-    if isinstance(result, T):
+    if type(result) not in NOT_TORCH and isinstance(result, T):
         return True
     for v in args:
-        if isinstance(v, T):
+        if type(v) not in NOT_TORCH and isinstance(v, T):
             return True
     for v in kwargs.values():
-        if isinstance(v, T):
+        if type(v) not in NOT_TORCH and isinstance(v, T):
             return True
     return False
+
+
+# Types that are never torch tensors: looked up before isinstance(v, torch.Tensor), which takes
+# ~0.2 us for anything that is not a tensor (torch's metaclass) against ~0.04 for this.
+NOT_TORCH = frozenset({float, int, bool, str, np.ndarray, Tensor})
 
 
 # -- conversions ------------------------------------------------------------------------------
@@ -116,6 +126,14 @@ def _numpy_values(values: list) -> list:
 
 # -- m.f(...) -----------------------------------------------------------------------------------
 
+# Whether a call waits for the device after building its torch result (and autograd graph),
+# so that the two overlap, or before. [None]: by the device, set at the first call: overlapped
+# on a GPU, whose host is idle during the round trip; not on a CPU device (PoCL), whose worker
+# threads share the cores with the host's Python: there, measured on 2 busy cores, the
+# overlapped requires_grad call cost ~14 us more wall time and ~4 us more host CPU time.
+# (A list, so that tests and the bench can set it: OVERLAP[0] = True.)
+OVERLAP: list = [None]
+
 _RESULTS = ("tensor", "torch", "numpy")
 
 
@@ -124,6 +142,10 @@ def call(fn, args: tuple, kwargs: dict, result):
     `_result` is "torch" or a torch tensor to write into)."""
     # (this runs on every call of a tiny kernel: each step here is a measurable part of it)
     torch = sys.modules.get("torch") or require_torch(f"{fn.name}(_result='torch')")
+    if OVERLAP[0] is None:
+        from diffc.runtime.device import device
+
+        OVERLAP[0] = device().kind == "gpu"
     values = fn._bind(args, kwargs)
     T = torch.Tensor
     if type(result) is str and result in _RESULTS:
@@ -138,21 +160,30 @@ def call(fn, args: tuple, kwargs: dict, result):
     views, diffable = fn.torch_views, fn.diffable
     grad = False
     for i, t in enumerate(values):
-        if isinstance(t, T):
+        if type(t) not in NOT_TORCH and isinstance(t, T):
             idx.append(i)
             tensors.append(t)
             host[i] = _view(views, i, t)
             if t.requires_grad and diffable[i]:
                 grad = True
+    out, staged, events = fn._start_host(host)  # (the device's work, enqueued)
+    like = tensors[0] if tensors else into
+    # with OVERLAP, the host's own work (the autograd graph, the torch result) runs while the
+    # device computes, and the wait comes last (a CUDA result is copied after the wait)
+    overlap = OVERLAP[0] and (like is None or like.is_cpu)
+    if not overlap:
+        fn._finish_host(events)
     if grad and fn.differentiable and torch.is_grad_enabled():
         if _DIRECT_APPLY is None:
             _make_apply(torch)
         # Function.apply's Python part (~4 us a call) serves only setup_context and functorch
         # transforms; _DiffcCall has neither, so outside functorch its C++ apply is called
-        y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(fn, host, idx, *tensors)
+        state = (fn, host, idx, kept(staged) if staged else staged, tensors, [t._version for t in tensors])
+        y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(state, out, *tensors)
     else:
-        like = tensors[0] if tensors else into
-        y = _to_torch(fn._call_host(host)[0], like)
+        y = torch.from_numpy(out) if like is None or like.is_cpu else _to_torch(out, like)
+    if overlap:
+        fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -228,16 +259,18 @@ def _autograd_function():
     class _DiffcCall(torch.autograd.Function):
         """y = f(inputs) by diffc's call kernel; dL/dinputs by its bwds kernel. The device copies
         of the (small, kept: staging.kept) inputs the forward made stay with the graph for the
-        backward to read: torch's check of the saved tensors (ctx.saved_tensors) refuses a
-        backward after an input changed in place, so they hold the inputs' values as the
-        backward would read them, unless a later call refilled them (staging.current)."""
+        backward to read: the backward refuses to run after an input changed in place (its
+        version counter moved), so they hold the inputs' values as the backward would read
+        them, unless a later call refilled them (staging.current)."""
 
         @staticmethod
-        def forward(ctx, fn, host, idx, *tensors):
-            # (`host`: the arguments with each torch tensor's data as a numpy array, call() made it)
-            out, staged = fn._call_host(host)
-            ctx.state = (fn, host, idx, kept(staged) if staged else staged)
-            ctx.save_for_backward(*tensors)
+        def forward(ctx, state, out, *tensors):
+            # call() enqueued the device's work: `out` is the result array the device may still
+            # be filling (with OVERLAP, call() waits once torch has wrapped it; a CUDA result is
+            # copied here, after the wait); `state`: (Function, the arguments with each torch
+            # tensor's data as a numpy array, their indices, the kept device copies, the torch
+            # inputs, their version counters)
+            ctx.state = state  # (with the inputs, not save_for_backward: see backward)
             like = tensors[0]
             return torch.from_numpy(out) if like.is_cpu else torch.from_numpy(out).to(like.device)
 
@@ -245,14 +278,25 @@ def _autograd_function():
         def backward(ctx, grad_out):
             if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
                 return once_backward(ctx, grad_out)
-            fn, host, idx, staged = ctx.state
-            tensors = ctx.saved_tensors  # (raises if an input changed in place since the forward)
-            wants = ctx.needs_input_grad[3:]
+            # torch's checks of saved tensors, made here for the inputs (save_for_backward's
+            # SavedVariables cost ~2.5 us of every forward here, on a graph torch builds cold
+            # after each device wait): a backward through a freed graph raises as torch's
+            # own nodes do (ctx.saved_tensors, empty, still checks that), and one after an
+            # input changed in place raises torch's error rather than reading other values
+            ctx.saved_tensors
+            fn, host, idx, staged, tensors, versions = ctx.state
+            for t, v in zip(tensors, versions):
+                if t._version != v:
+                    raise RuntimeError(
+                        "one of the variables needed for gradient computation has been modified by an inplace "
+                        f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version {v} "
+                        f"instead (an input of {fn.name}() changed in place after the call)")
+            wants = ctx.needs_input_grad[2:]
             diffable = fn.diffable
             want = [i for i, w in zip(idx, wants) if w and diffable[i]]
             gy = _host(grad_out)
             grads = backward_grads(fn, host, want, gy, gy.shape, current(staged))
-            return (None, None, None, *input_grads(idx, tensors, wants, grads))
+            return (None, None, *input_grads(idx, tensors, wants, grads))
 
     # torch's once_differentiable costs ~8 us on every backward; it matters only under
     # create_graph, the one case where grad mode is on in a backward, so only that case takes it
@@ -306,7 +350,13 @@ def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple
         grads[i] = t
     res = fn.staging.result(shape, fn.result_dtype, gy, events)
     fn._run_bound("bwds", values, res)  # (bound, and checked by the caller)
-    return {i: t.grad.to_numpy() for i, t in grads.items()}  # (the first read waits for `events`)
+    out = {}
+    for i, t in grads.items():
+        a = out[i] = np.empty(t.shape, t.dtype)
+        if t.size:
+            events.append(read_later(a, t.grad.buffer))
+    fn._finish_host(events)  # (one wait for the copies in, the launch and the reads)
+    return out
 
 
 # -- m.f.bwds(...) and m.f.fwds(...) -----------------------------------------------------------
