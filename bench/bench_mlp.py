@@ -26,87 +26,35 @@ bound kernels; bounds checks deferred), the same step with deterministic=False (
 group and parameter), the step built with reduce-atomics alone (DIFFC_ACCUMULATE=0), and
 learnGradient with racy plain adds (*, unless --no-racy).
 
-Measured 2026-11-24 (later the same day), one run of `--log2 10 14 18 20 22 --runs 20 --no-racy`
-on an NVIDIA H100 80GB HBM3 (NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics; torch
-2.11.0+cu130, float16 on CUDA); min ms; ratios are step throughput over torch.compile's:
+Measured 2026-11-24 (latest), one run of `--log2 10 14 18 20 22 --runs 20 --no-racy` on an
+NVIDIA H100 80GB HBM3 (NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics; torch 2.11.0+cu130,
+float16 on CUDA); min ms; ratios are step throughput over torch.compile's:
     batch   learnGradient (default)   atomics per group   reduce-atomics only   diffc / torch.compile (dispatched, captured step)
-    2^10    0.028                     0.074               0.090                 13.7   17.7
-    2^14    0.031                     0.305               0.171                 11.1   15.0
-    2^18    0.029                     1.445               1.242                 18.3   12.5
-    2^20    0.057                     1.383               3.601                 13.2   13.0
-    2^22    0.170                     1.213               7.817                  7.22   9.85
-  At 2^22: diffc step 0.290 ms dispatched, 0.213 captured (diffc.capture), device time of both
-  kernels 0.174, torch.compile 2.093, torch eager 2.542. What changed since the run below: the
-  accumulated kernels got launch-time bounds proofs (passes/bounds_proofs.py): with its checks
-  inside the grid-stride loop, ptxas gave @learnGradient__accum 255 registers and spills, and
-  the kernel took 1.35 ms at 2^20; DIFFC_BOUNDS_CHECK=0 measured 0.117 ms (the note below, that
-  checks cost nothing there, was wrong). The finish kernel runs one group per slot (its one
-  work-item issuing 148 adds in turn took 0.06-0.1 ms). merge-calls computes each layer once a
-  sample (NVIDIA's compiler had already merged them: the same device time; PoCL's had not). The
-  host time of a step is now most of it below 2^22: a captured step enqueues in 0.05-0.1 ms
-  (three enqueues), a dispatched one in 0.07-0.17 (host timings on this machine vary run to run).
+    2^10    0.029                     0.075               0.090                 12.5   17.0
+    2^14    0.028                     0.315               0.171                 14.1   19.0
+    2^18    0.031                     1.439               1.230                 12.9   18.8
+    2^20    0.057                     1.366               3.605                 10.0   14.1
+    2^22    0.170                     1.215               7.782                  8.18   8.98
+  At 2^22: diffc step 0.218 ms dispatched, 0.199 captured, device time of both kernels 0.174,
+  torch.compile 1.782, torch eager 2.441. diffc's own Python in a step (its launches stubbed):
+  0.028-0.043 ms dispatched (min; medians 0.036-0.047), 0.005-0.008 captured. The host time of a
+  dispatched step varies run to run on this machine (an earlier run the same day gave 0.290 ms at
+  2^22, 7.22x). Deterministic mode (the default) is also the fastest: atomics per group is 4-40x
+  slower on the GPU.
 
-Earlier the same day, one run of `--log2 10 14 18 20 22 --runs 10 --no-racy` on the same H100;
-min ms:
-    batch   diffc step   learnGradient (default)   atomics per group   reduce-atomics only   host enqueue   torch.compile step   diffc / torch.compile
-    2^10    0.203        0.118                     0.146               0.161                 0.121          0.884                4.35
-    2^14    0.253        0.158                     0.336               0.217                 0.142          1.283                5.07
-    2^18    0.569        0.433                     1.225               0.981                 0.132          1.244                2.18
-    2^20    1.579        1.365                     2.213               2.450                 0.128          1.389                0.88
-    2^22    5.372        5.170                     5.809               7.625                 0.273          1.958                0.36
-  (before this session's changes, the same H100: learnGradient 0.204 / 0.284 / 1.916 / 2.894 /
-  6.615 ms with one atomic per group, 0.411 / 0.476 / 0.960 / 1.900 / 5.722 deterministic.) The
-  time left is the per-sample work, not the accumulation: learnGradient grows linearly with the
-  batch (1.2 ns a sample at 2^22, where the issue's hand-written kernel takes 0.055), and ptxas
-  gives @learnGradient__accum 255 registers with spills (the 148 private sums and three unrolled
-  forward passes); summing in local memory instead (DIFFC_ACCUM_LOCAL_SUMS=1) was slower (1.53 /
-  6.25 ms at 2^20 / 2^22). Bounds checks cost nothing measurable there (DIFFC_BOUNDS_CHECK=0:
-  the same times). "host enqueue" is the enqueue time of a step with nothing waiting: of its
-  ~0.1 ms, 34 us was diffc's Python per step (back to back: 89.8 us a step against 55.4 us for
-  the bare enqueues of the same three kernels), before deferred reads went to every 8 launches.
+  PoCL on this machine's 2 cores (AMD EPYC) on quiet cores (load 0.02-0.66), torch 2.13.0+cpu
+  float32, the same day, `--log2 14 18 --runs 5 --no-racy`, min ms:
+    batch   diffc step   captured   learnGradient (determ.)   atomics per group   reduce-atomics only   torch eager   torch.compile   diffc / torch.compile (dispatched, captured)
+    2^14    1.173        1.132      1.109                     1.099               13.449                1.592         3.260           2.78   2.88
+    2^18    17.349       17.228     17.207                    17.226              214.891               30.400        54.430          3.14   3.16
+  The accumulated kernel's group is one work-item on CPU devices (accumulate.work_group: no
+  barrier, so PoCL keeps the 148 private sums in registers; 64 work-items took 19.3 / 321 ms in
+  bench_accumulate_sweep.py), and so are the finish kernel's groups (accumulate.finish_group:
+  0.15 ms with 256, 0.009 with one), so deterministic mode costs what atomics per group costs
+  (1.03 / 1.00x here). Before (64 work-items): 0.59 / 0.63 of torch.compile on quiet cores. Runs
+  on loaded cores (load 2-4.6, while other engineers' tests ran) gave 3.2-6.1 / 1.7-7.8x: torch's
+  step slows far more under load than diffc's, so only quiet-core ratios are quoted.
 
-  PoCL after the accumulated kernel's group became one work-item on CPU devices
-  (accumulate.work_group: no barrier, so PoCL keeps the 148 private sums in registers), torch
-  2.13.0+cpu float32 on the same 2 cores (AMD EPYC, shared with other engineers' tests; load
-  average beside each run; read the ratios within a run), `--log2 14 18 --runs 3 --no-racy
-  --no-reduce-atomics` (runs 2-4 with --runs 5), min ms:
-    load      batch   diffc step   learnGradient (determ.)   atomics per group   torch eager   torch.compile   diffc / torch.compile
-    0.8-1.6   2^14    1.864        1.523                     1.697               1.620         11.339          6.08
-              2^18    34.675       34.607                    34.685              45.996        59.448          1.71
-    4.0-4.6   2^14    1.860        1.501                     2.155               2.367          8.373          4.5
-              2^18    26.706       31.859                    31.518              136.789        207.876         7.78
-    1.9-2.3   2^14    2.356        2.302                     1.126               1.884          7.483          3.18
-              2^18    31.061       29.455                    29.268              400.374        218.910         7.05
-    3.9-4.3   2^14    2.237        2.170                     2.176               2.467          12.244         5.47
-    (F = 1)   2^18    46.320       44.109                    44.449              578.652        308.137        6.65
-  (the captured step: 1.262 / 34.665 ms, 8.99 / 1.71x torch.compile in the first run.) Under
-  load torch's step slows far more than diffc's (cause not measured; at load 3.3-3.7
-  diffc's step took 2.369 / 50.840 ms and torch.compile's 235.7 / 222.6), so the ratios above
-  flatter diffc (torch alone in its own process, right after the third run, load ~2.5: eager
-  1.745 / 94.5 ms, compiled 3.511 / 137.3: the load, not PoCL's threads, slows it); against
-  torch.compile's quiet-core times below (3.23 / 51.9 ms), diffc's step measured here under
-  load is still 1.4-1.7x / 1.1-1.9x faster. The step's device time is learnGradient's
-  (adjustParameters adds at most ~0.1 ms at 2^14). Its finish kernel took 0.15 ms with 256
-  work-items per group (the first three runs) and takes 0.009 ms with one (accumulate.finish_group,
-  the CPU default since; the fourth run): deterministic mode then costs what atomics per group
-  cost (1.00 / 0.99x in the fourth run; 1.01-1.19x in bench_accumulate_sweep.py even with 256;
-  single runs' 2^14 rows above vary 2x with the other processes on the cores). Before
-  (R = 64 on the CPU): diffc / torch.compile 0.59 / 0.63 on quiet cores (below).
-
-  PoCL, later the same day on quiet cores (load ~1.5), after merge-calls, the CPU loop unrolling
-  and the proofs, `--log2 14 18 --runs 3 --no-racy --no-reduce-atomics`: diffc step 5.47 / 83.0
-  ms, torch.compile 3.23 / 51.9, eager 1.59 / 28.4 (2^14 / 2^18): diffc / torch.compile 0.59 /
-  0.63. With DIFFC_ACCUM_WORK_GROUP=1 (scratch runs of learnGradient alone): 1.09 / 17.2 ms,
-  which would be 2.7x / 3.0x torch.compile's step.
-
-  PoCL on this machine's 2 cores (AMD EPYC), `--log2 10 14 18 --runs 3 --no-racy`, while four
-  other engineers' test suites shared the cores (load average 5-8: the same 2^14 learnGradient
-  took 50 ms on quieter cores; read only ratios within a batch); torch 2.13.0+cpu, float32:
-    batch   diffc step   learnGradient (default)   atomics per group   reduce-atomics only   torch eager   torch.compile   diffc / torch.compile
-    2^10    4.19         5.43                      5.51                5.64                  0.663         0.739           0.18
-    2^14    252          244                       211                 264                   23.5          88.5            0.35
-    2^18    2640         2048                      2020                2739                  703           681             0.26
-  On the CPU the per-sample code (scalar, not vectorized across work-items by PoCL) is the time.
 
 Measured 2026-11-21, millions of samples per second from the minimum time of 10 runs (GPU) or
 5 (CPU); learnGradient ms: its minimum device time; ratio = diffc's throughput / torch's (> 1:
