@@ -37,26 +37,18 @@ On the GPU host (pip install -e ".[torch]" with a CUDA build of torch; diffc on 
 OpenCL device), the CUDA rows included:
     DIFFC_DEVICE=gpu python bench/bench_torch_call.py --calls 4000
 
-Measured 2026-11-24 on the H100 80GB HBM3's host, before staging (one row after another, median
-of 2000 calls, wall): diffc Tensor 24.5 us, numpy 96.7 us, torch no grad 111.2 us (+14.4 over
-numpy), torch with requires_grad 168.5 us (+71.7), torch fwd+bwd 402.8 us against 270.7 us by
-hand. After staging (median of 20 interleaved rounds): diffc Tensor 30.2 us, numpy 74.4, torch
-no grad 89.1 (+14.7), torch requires_grad 109.3 (+34.9), raw fwd+bwd 307.2 against torch
-fwd+bwd 309.2 (+2.0). After the call path's cuts (below), the same host, one run: diffc Tensor
-38.4 us, numpy 88.7, torch no grad 102.5 (+13.8 over numpy), torch requires_grad 124.5 (+35.7),
-raw fwd+bwd 360.7 against torch fwd+bwd 365.6 (+4.9); host Python alone (device part stubbed):
-numpy 4.6, no grad 10.0 (+5.4), requires_grad 19.2 (+14.6). The host was slower in this run
-(every row, the raw ones too); the requires_grad row's remaining ~20 us beyond its Python is
-the device side of a grad-mode call (its own device copies kept for the backward). CUDA tensors
-(torch 2.11.0+cu130 on the H100): CUDA->host copy 20.0 us, host->CUDA copy of the result 30.3,
-a no-grad call 526.4 us (437.7 over the numpy call; 387.4 beyond the two copies: each call's
-host copy is a new array, so the call binds and uploads it as new instead of replaying),
-requires_grad 581.4, fwd+bwd 1753 us wall. The CUDA test passes there (float32, float64).
-Next run, a CUDA tensor sent straight to its host copy (no refused numpy(), a torch exception):
-numpy 78.4, torch no grad +10.6, requires_grad +32.1 (host Python alone +14.8), fwd+bwd -17.3
-over raw (noise); CUDA: copies 18.2 + 28.3 us, no grad 416.7 us (291.9 beyond the copies; this
-thread's CPU time equals the wall time, so the host is busy, not idle, for it: the blocking
-reads spin), requires_grad 444.2, fwd+bwd 1254.5.
+Measured 2026-11-24 on the H100 80GB HBM3's host (latest; `--calls 4000`, median of 20
+interleaved rounds, wall): diffc Tensor 34.3 us, numpy 96.5, torch no grad 107.3 (+10.8 over
+numpy), torch requires_grad 124.1 (+27.7: the device's work overlapped with building the
+autograd graph, the GPU default of torch_bridge.OVERLAP; waiting first: +34.3), torch fwd+bwd
+359.8 against 377.8 by hand; host Python alone: numpy 1.9, no grad 4.8, requires_grad 10.5 (+8.5).
+(Earlier runs on the same host: requires_grad +71.7 before staging, +34.9 after it, +32-36 after
+the call path's first cuts.) CUDA tensors (torch 2.11.0+cu130): CUDA->host 17.8 us, host->CUDA
+26.8, a no-grad call 499.7 us (358.6 beyond the diffc call and the two copies), requires_grad
+517.7, fwd+bwd 1491.5 wall. What is beyond the copies is the GPU switching between diffc's
+OpenCL context and torch's CUDA context (bench/bench_cuda_interop.py: ~280 us each time a CUDA
+kernel or host->device copy meets an OpenCL launch); the thread spins in the blocking read
+meanwhile (its CPU time equals the wall time).
 
 Measured 2026-11-24 on this CPU-only machine (PoCL pthread device, AMD EPYC, 2 cores shared with
 other processes; thread CPU time, rows interleaved, 2000 calls each), before -> after staging
