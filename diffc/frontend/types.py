@@ -342,40 +342,34 @@ def ir_scalar(s: Scalar) -> Attribute:
     return {"float": Float32Type(), "half": Float16Type(), "double": Float64Type()}[s.kind]
 
 
-def leaf_names(t: Type, base: str) -> list[str]:
-    """A readable name for each leaf of a value called `base` (`p_x` for field x of struct p)."""
+def named_leaves(t: Type, base: str) -> list[tuple[str, tuple[str, str] | None]]:
+    """Per leaf of a value called `base`: a readable name (`p_x` for field x of struct p) and its
+    pointer role: ("pointer", p) for the memref of a Slang pointer p, ("offset", p) for its index,
+    None for any other leaf. The kernel ABI's roles (dialects/abi.py) are recorded from these
+    where a pointer is split in two."""
     if isinstance(t, Matrix):
-        return leaf_names(t.as_rows(), base)
+        return named_leaves(t.as_rows(), base)
     if isinstance(t, Array):
-        return [n for i in range(t.n) for n in leaf_names(t.elem, f"{base}_{i}")]
+        return [x for i in range(t.n) for x in named_leaves(t.elem, f"{base}_{i}")]
     if isinstance(t, Struct):
-        return [n for fname, ft, _ in t.fields for n in leaf_names(ft, f"{base}_{fname}")]
+        return [x for fname, ft, _ in t.fields for x in named_leaves(ft, f"{base}_{fname}")]
     if isinstance(t, Pair):
-        return leaf_names(t.elem, base)
+        return named_leaves(t.elem, base)
     if isinstance(t, PtrPair):
-        return leaf_names(t.elem, f"{base}_p") + leaf_names(differential(t.elem), f"{base}_d")
+        return named_leaves(t.elem, f"{base}_p") + named_leaves(differential(t.elem), f"{base}_d")
     if isinstance(t, Pointer):
-        return leaf_names(t.elem, base) if t.by_value else [base, f"{base}_off"]
-    return [base]
+        if t.by_value:
+            return named_leaves(t.elem, base)
+        return [(base, ("pointer", base)), (f"{base}_off", ("offset", base))]
+    return [(base, None)]
+
+
+def leaf_names(t: Type, base: str) -> list[str]:
+    return [name for name, _ in named_leaves(t, base)]
 
 
 def pointer_roles(t: Type, base: str) -> list[tuple[str, str] | None]:
-    """Per leaf of a value called `base` (as leaf_names walks it): ("pointer", p) for the memref of
-    a Slang pointer p, ("offset", p) for its index, None for any other leaf. The kernel ABI's
-    roles (dialects/abi.py) are recorded from this, where the pointer is split in two."""
-    if isinstance(t, Matrix):
-        return pointer_roles(t.as_rows(), base)
-    if isinstance(t, Array):
-        return [r for i in range(t.n) for r in pointer_roles(t.elem, f"{base}_{i}")]
-    if isinstance(t, Struct):
-        return [r for fname, ft, _ in t.fields for r in pointer_roles(ft, f"{base}_{fname}")]
-    if isinstance(t, Pair):
-        return pointer_roles(t.elem, base)
-    if isinstance(t, PtrPair):
-        return pointer_roles(t.elem, f"{base}_p") + pointer_roles(differential(t.elem), f"{base}_d")
-    if isinstance(t, Pointer):
-        return pointer_roles(t.elem, base) if t.by_value else [("pointer", base), ("offset", base)]
-    return [None] * leaf_count(t)
+    return [role for _, role in named_leaves(t, base)]
 
 
 def no_diff_leaves(t: Type) -> list[bool]:
