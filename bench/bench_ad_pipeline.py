@@ -19,22 +19,22 @@ commits interleaved, best of 3 each; b20859f measured with `--passes
 diff-fwd,diff-rev,diff-checkpoint,diff-lower` on a copy of its tree):
 
     b20859f (before the core)        12.37 / 12.41 s CPU   peak 152.4 MiB
-    0ae76a5 (start of this stop)     12.75 s CPU (1 run)   peak 162.3 MiB
-    8fc6fce (items 1-4 of the stop)  12.85 / 12.77 s CPU   peak 162.3 MiB
+    0ae76a5                          12.75 s CPU (1 run)   peak 162.3 MiB
+    8fc6fce                          12.85 / 12.77 s CPU   peak 162.3 MiB
     552d227                          13.01 s CPU (1 run)   peak 162.3 MiB
 
 The whole difference is output size: since b20859f the partials of arith.maximumf split a tie
 half and half as Slang does (a compare and a subtraction more per op; the generated function
 has 1,545 of them), so the differentiated IR holds 5.9% more ops (26,577 at b20859f, 28,137 at
 552d227, counted on a 3,000-op input: 780 more arith.cmpf and as many arith.subf), and time (+3.5%) and peak memory
-(+6.5%) grew with it: per op out, the pipeline is no slower. This stop's changes to the core
+(+6.5%) grew with it: per op out, the pipeline is no slower. The core's changes between them
 moved neither (0ae76a5 and 552d227 agree).
 
-At the end of the stop that made the kernel ABI roles IR data and moved the front end's last
-AST activity rules onto diffc.ad.activity (branch s4-abi, 2026-11-24, same machine, load 3.3 to
+After the kernel ABI roles became IR data and the front end's last AST activity rules moved
+onto diffc.ad.activity (commit 50e7860, 2026-11-24, same machine, load 3.3 to
 4.2, best of 3; none of it touches the differentiation passes):
 
-    s4-abi (final commit)            12.50 s CPU (13.87 s wall)   peak 162.3 MiB
+    50e7860                          12.50 s CPU (13.87 s wall)   peak 162.3 MiB
 """
 
 from __future__ import annotations
