@@ -421,3 +421,12 @@ def test_a_pointer_cast_between_scalar_types_is_refused():
     with pytest.raises(DiffcError) as e:
         compile_slang("float f(float* p) { int* q = (int*)p; return q[0]; }", "p.slang")
     assert "p.slang:1:30: error[E0003]: cannot cast float* to int*" in str(e.value)
+
+
+def test_a_ptr_without_a_type_argument_is_refused_where_written():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    with pytest.raises(DiffcError) as e:
+        compile_slang("float f(Ptr<3> p) { return 1.0; }", "p.slang")
+    assert "p.slang:1:9: error[E0003]: Ptr<T, ...> needs a type T as its first argument" in str(e.value)

@@ -147,6 +147,8 @@ class TypeResolution:
             if not isinstance(t.args[1], int) or t.args[1] < 0:
                 raise err(UNDEFINED, f"the size of {t.name}<...> must be a compile-time int, got '{t.args[1]}'", t)
             return T.Array(e, t.args[1])
+        if n == "Ptr":  # (resolve turned every Ptr<T, ...> with a type T into T*)
+            raise err(TYPE_MISMATCH, "Ptr<T, ...> needs a type T as its first argument", t)
         if n == "DifferentialPair" and len(t.args) == 1:
             inner = self._type_arg(t, t.args[0])
             if not T.is_differentiable(inner):
