@@ -430,3 +430,28 @@ def test_a_ptr_without_a_type_argument_is_refused_where_written():
     with pytest.raises(DiffcError) as e:
         compile_slang("float f(Ptr<3> p) { return 1.0; }", "p.slang")
     assert "p.slang:1:9: error[E0003]: Ptr<T, ...> needs a type T as its first argument" in str(e.value)
+
+
+def test_get_count_of_an_array_is_its_length_per_instance(tmp_path, capsys):
+    globals_ = "float count<let N : int>(float a[N]) { return a.getCount(); }"
+    body = "float a[5] = {1, 2, 3, 4, 5}; float b[3] = {1, 2, 3}; outputBuffer[0] = count(a); outputBuffer[1] = count(b);"
+    assert _run(tmp_path, capsys, body, globals_, n=2) == [5.0, 3.0]
+
+
+def test_a_loop_bounded_by_get_count_is_differentiated_in_both_modes():
+    src = "[Differentiable] float f(float x) { float a[4] = {x, 2.0 * x, x * x, 1.0}; float s = 0.0; " \
+          "for (int i = 0; i < a.getCount(); i++) s += sin(a[i]); return s; }"
+    c = Compiled(src, "f")
+    (r,) = c.primal([0.4])
+    np.testing.assert_allclose(r, np.sin(0.4) + np.sin(0.8) + np.sin(0.16) + np.sin(1.0), rtol=1e-12)
+    c.check_derivatives([0.4])
+
+
+def test_get_count_of_an_array_a_call_returns_is_refused():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    src = "float[3] make() { float a[3] = {1, 2, 3}; return a; } int f() { return make().getCount(); }"
+    with pytest.raises(DiffcError) as e:
+        compile_slang(src, "p.slang")
+    assert "error[E0008]: getCount() of an array a call returns is not supported" in str(e.value)

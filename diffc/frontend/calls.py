@@ -316,6 +316,8 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         to = A.TypeRef(SCALAR_CONVERSIONS[callee.name], span=callee.name_span)
         e.callee, e.args = A.TypeExpr(to, span=callee.span), [callee.base]
         return _constructor(c, e, c.resolve(to))
+    if isinstance(bt, T.Array) and callee.name == "getCount":
+        return _array_count(e, callee, bt)
     if isinstance(bt, T.Vector) and callee.name in coopvec.METHODS | coopvec.REFUSED_METHODS:
         return coopvec.check_method(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
@@ -353,6 +355,18 @@ def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str
         named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
         return c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
     return st.methods.get(callee.name)
+
+
+def _array_count(e: A.Call, callee: A.Member, bt: T.Array) -> T.Type:
+    """`a.getCount()` of an array: its length, an int constant (the call becomes that number in
+    place; an array made by a call is refused, as the call would not run)."""
+    _count(e, "getCount", 0)
+    if any(isinstance(n, A.Call) for n in A.walk(callee.base)):
+        raise err(UNSUPPORTED, "getCount() of an array a call returns is not supported: store it in a variable "
+                  "first", callee.base)
+    e.__class__ = A.Num  # type: ignore[assignment]
+    e.value, e.is_float, e.suffix, e.ty = bt.n, False, "", T.INT  # type: ignore[attr-defined]
+    return T.INT
 
 
 def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Type:
