@@ -455,3 +455,50 @@ def test_get_count_of_an_array_a_call_returns_is_refused():
     with pytest.raises(DiffcError) as e:
         compile_slang(src, "p.slang")
     assert "error[E0008]: getCount() of an array a call returns is not supported" in str(e.value)
+
+
+MIXED_OVERLOADS = """
+struct A : IDifferentiable {
+    float data[3];
+    [mutating] [Differentiable] void write(float value, inout uint offset) { data[offset++] = value; }
+    [mutating] [Differentiable] void write<let N : int>(vector<float, N> value, inout uint offset) {
+        [ForceUnroll] for (uint i = 0; i < N; i++) write(value[i], offset);   // the plain one
+    }
+    float which(float x) { return 1.0; }
+    float which<let N : int>(vector<float, N> v) { return 2.0 + N; }
+};
+"""
+
+
+def test_a_generic_method_beside_plain_overloads_is_chosen_by_its_arguments(tmp_path, capsys):
+    body = """
+    A a;
+    outputBuffer[0] = a.which(0.5);          // plain: takes a float as it is
+    outputBuffer[1] = a.which(float2(1, 2)); // generic, N = 2
+    outputBuffer[2] = a.which(3);            // plain, the int converted (N cannot come from an int)"""
+    assert _run(tmp_path, capsys, body, MIXED_OVERLOADS, n=3) == [1.0, 4.0, 1.0]
+
+
+def test_a_generic_method_calling_its_plain_overload_is_differentiated_in_both_modes():
+    src = MIXED_OVERLOADS + """
+[Differentiable] float3 run(float3 x) {
+    A a; a.data[0] = 0.0; a.data[1] = 0.0; a.data[2] = 0.0;
+    uint offset = 0;
+    a.write(x * x, offset);
+    return float3(a.data[0], 2.0 * a.data[1], a.data[2]);
+}"""
+    c = Compiled(src, "run")
+    x = np.array([1.0, 2.0, 3.0])
+    (r,) = c.primal([x])
+    np.testing.assert_allclose(r, x * x * np.array([1.0, 2.0, 1.0]), rtol=1e-12)
+    c.check_derivatives([x])
+
+
+def test_two_generic_overloads_of_a_method_are_refused():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    src = "struct S { float f<T>(T x) { return 1.0; } float f<let N : int>(vector<float, N> v) { return 2.0; } };"
+    with pytest.raises(DiffcError) as e:
+        compile_slang(src, "p.slang")
+    assert "error[E0008]: overloading generic method 'f' of S with another generic one is not supported" in str(e.value)

@@ -34,7 +34,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         callee = e.callee = A.Member(callee, CALL_METHOD, name_span=callee.span, span=callee.span)
     if isinstance(callee, A.Name) and c.lookup(callee.id) is None:
         owner = c.func.owner if c.func is not None else None
-        if owner is not None and callee.id in owner.method_templates:  # a generic sibling method
+        if owner is not None and _means_generic(c, owner, callee.id, e.args, callee):  # a generic sibling method
             d = owner.method_templates[callee.id]
             fi = c.funcs[c.instantiate_func(callee.id, callee, e.args, d=d, owner=owner)]  # type: ignore[arg-type]
             _bind_method(e, fi, None if fi.is_static else A.Name("this", span=callee.span))
@@ -350,11 +350,29 @@ def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str
     (`obj.m<float>(x)`, `S::make<4>()`), the instance the call needs (named `S_m_float`)."""
     if not isinstance(st, T.Struct):
         return None
-    if callee.name in st.method_templates:
+    named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
+    if _means_generic(c, st, callee.name, e.args, named):
         d = st.method_templates[callee.name]
-        named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
         return c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
     return st.methods.get(callee.name)
+
+
+def _means_generic(c: Checker, st: T.Struct, name: str, args: list[A.Expr], named: A.Name) -> bool:
+    """Whether a call of method `name` of st with `args` means its generic overload. Beside plain
+    overloads (`write(float)` and `write<let N: int>(vector<float, N>)`): a plain one that takes
+    the arguments as they are wins; else the generic one, unless its parameters cannot be
+    inferred from them and a plain one takes them with conversions."""
+    if name not in st.method_templates:
+        return False
+    if name not in st.methods or named.targs:
+        return True
+    from diffc.frontend.overloads import arg_costs
+
+    costs = arg_costs(c, c.overloads.get(st.methods[name], [st.methods[name]]), args)
+    if costs and min(costs) == 0:
+        return False
+    _, missing = c.generic_env(name, named, args, st.method_templates[name])
+    return not (missing and costs)
 
 
 def _array_count(e: A.Call, callee: A.Member, bt: T.Array) -> T.Type:

@@ -356,9 +356,9 @@ class Checker(TypeResolution):
             s.aliases.setdefault("Differential", s.diff_struct)  # `Differential` in its methods
         for m in d.methods:
             self.ifaces.implicit_generics(m)
-            if m.name in s.method_templates or m.generic_params and m.name in s.methods:
-                raise err(UNSUPPORTED, f"overloading generic method '{m.name}' of {name} is not supported",
-                          m.name_span)
+            if m.generic_params and m.name in s.method_templates:  # (one generic beside plain overloads)
+                raise err(UNSUPPORTED, f"overloading generic method '{m.name}' of {name} with another generic "
+                          "one is not supported", m.name_span)
             if m.generic_params:
                 s.method_templates[m.name] = m
             else:
@@ -503,18 +503,7 @@ class Checker(TypeResolution):
         gives X)."""
         d = d or self.func_templates[name]
         params = d.generic_params
-        if len(callee.targs) > len(params):
-            raise err(ARG_COUNT, f"'{name}' takes {len(params)} generic arguments, got {len(callee.targs)}", callee)
-        env = dict(env or {})
-        env.update({p: self.generic_arg(name, a, callee) for p, a in zip(params, callee.targs)})
-        for pd, a in zip(d.params, args):
-            if not isinstance(a, A.InitList) and len(env) < len(params):
-                got = self.expr(a)
-                if through_pairs and isinstance(got, T.Pair) and pd.type.name != "DifferentialPair":
-                    got = got.elem
-                infer(pd.type, got, params, env)
-        self.generic_defaults(d, env)
-        missing = [p for p in params if p not in env]
+        env, missing = self.generic_env(name, callee, args, d, through_pairs, env)
         if missing:
             raise err(TYPE_MISMATCH, f"cannot infer generic parameter '{missing[0]}' of '{name}' from the "
                       f"arguments: give it explicitly ({name}<...>(...))", callee)
@@ -535,6 +524,24 @@ class Checker(TypeResolution):
             if owner is None:
                 self.instantiate_derivative_of(name, env)
         return iname
+
+    def generic_env(self, name: str, callee: A.Name, args: list[A.Expr], d: A.Func, through_pairs: bool = False,
+                    env: dict | None = None) -> tuple[dict, list[str]]:
+        """The generic arguments of a call of `d` (explicit ones, then inferred from the argument
+        types, then defaults) and the parameters still missing."""
+        params = d.generic_params
+        if len(callee.targs) > len(params):
+            raise err(ARG_COUNT, f"'{name}' takes {len(params)} generic arguments, got {len(callee.targs)}", callee)
+        env = dict(env or {})
+        env.update({p: self.generic_arg(name, a, callee) for p, a in zip(params, callee.targs)})
+        for pd, a in zip(d.params, args):
+            if not isinstance(a, A.InitList) and len(env) < len(params):
+                got = self.expr(a)
+                if through_pairs and isinstance(got, T.Pair) and pd.type.name != "DifferentialPair":
+                    got = got.elem
+                infer(pd.type, got, params, env)
+        self.generic_defaults(d, env)
+        return env, [p for p in params if p not in env]
 
     def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict) -> None:
         """`[BackwardDerivative(g)]` on a generic f names generic g too: f's instance names g's

@@ -132,6 +132,19 @@ def _arg_types(c: Checker, args: list[A.Expr]) -> list[str]:
     return shown
 
 
+def arg_costs(c: Checker, syms: list[str], args: list[A.Expr]) -> list[int]:
+    """The conversion cost of each of the functions `syms` (methods: after `this`) that takes
+    `args` at all."""
+    _arg_types(c, args)
+    costs = []
+    for sym in syms:
+        params = [p for p in c.funcs[sym].params if p.name != "this"]
+        cost = _call_cost(c, params, args, allow_defaults=True)
+        if cost is not None:
+            costs.append(cost)
+    return costs
+
+
 def pick(c: Checker, base: str, args: list[A.Expr], where: A.Node, modes: tuple[str, ...] = ()) -> str:
     """The overload of `base` a call with `args` means (through fwd_diff/bwd_diff when `modes`)."""
     shown = _arg_types(c, args)
