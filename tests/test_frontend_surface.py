@@ -502,3 +502,36 @@ def test_two_generic_overloads_of_a_method_are_refused():
     with pytest.raises(DiffcError) as e:
         compile_slang(src, "p.slang")
     assert "error[E0008]: overloading generic method 'f' of S with another generic one is not supported" in str(e.value)
+
+
+FREE_OVERLOADS = """
+float which(float x) { return 1.0; }
+float which<let N : int>(vector<float, N> v) { return 2.0 + N; }
+[Differentiable] float sq(float x) { return x * x * x; }
+[Differentiable] float sq<let N : int>(vector<float, N> v) { return dot(v, v); }
+"""
+
+
+def test_a_generic_function_beside_plain_overloads_is_chosen_by_its_arguments(tmp_path, capsys):
+    body = "outputBuffer[0] = which(0.5); outputBuffer[1] = which(float3(1, 2, 3)); outputBuffer[2] = which(3);"
+    assert _run(tmp_path, capsys, body, FREE_OVERLOADS, n=3) == [1.0, 5.0, 1.0]
+
+
+def test_generic_and_plain_overloads_are_differentiated_in_both_modes():
+    src = FREE_OVERLOADS + "[Differentiable] float f(float x, float2 v) { return sq(x) + sq(v * x); }"
+    c = Compiled(src, "f")
+    x, v = 0.7, np.array([1.5, -2.0])
+    (r,) = c.primal([x, v])
+    np.testing.assert_allclose(r, x**3 + np.dot(v * x, v * x), rtol=1e-12)
+    c.check_derivatives([x, v])
+
+
+def test_two_generic_overloads_of_a_function_are_refused():
+    from diffc.diagnostics import DiffcError
+    from diffc.frontend import compile_slang
+
+    src = "float f<T>(T x) { return 1.0; } float f<let N : int>(vector<float, N> v) { return 2.0; }"
+    with pytest.raises(DiffcError) as e:
+        compile_slang(src, "p.slang")
+    assert "p.slang:1:39: error[E0008]: overloading generic function 'f' with another generic one is not supported" \
+        in str(e.value)

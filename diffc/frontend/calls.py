@@ -34,7 +34,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         callee = e.callee = A.Member(callee, CALL_METHOD, name_span=callee.span, span=callee.span)
     if isinstance(callee, A.Name) and c.lookup(callee.id) is None:
         owner = c.func.owner if c.func is not None else None
-        if owner is not None and _means_generic(c, owner, callee.id, e.args, callee):  # a generic sibling method
+        if owner is not None and _means_generic(c, owner.method_templates.get(callee.id), owner.methods.get(callee.id),
+                                                e.args, callee):  # a generic sibling method
             d = owner.method_templates[callee.id]
             fi = c.funcs[c.instantiate_func(callee.id, callee, e.args, d=d, owner=owner)]  # type: ignore[arg-type]
             _bind_method(e, fi, None if fi.is_static else A.Name("this", span=callee.span))
@@ -44,7 +45,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             this = None if fi.is_static else A.Name("this", span=callee.span)
             _bind_method(e, fi, this)
             callee = e.callee
-        elif callee.id in c.func_templates:
+        elif _means_generic(c, c.func_templates.get(callee.id), callee.id if callee.id in c.funcs else None,
+                            e.args, callee):
             callee.id = c.instantiate_func(callee.id, callee, e.args)
     _instantiate_differentiated(c, e)
     if isinstance(callee, A.Member):
@@ -351,27 +353,28 @@ def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str
     if not isinstance(st, T.Struct):
         return None
     named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
-    if _means_generic(c, st, callee.name, e.args, named):
+    if _means_generic(c, st.method_templates.get(callee.name), st.methods.get(callee.name), e.args, named):
         d = st.method_templates[callee.name]
         return c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
     return st.methods.get(callee.name)
 
 
-def _means_generic(c: Checker, st: T.Struct, name: str, args: list[A.Expr], named: A.Name) -> bool:
-    """Whether a call of method `name` of st with `args` means its generic overload. Beside plain
-    overloads (`write(float)` and `write<let N: int>(vector<float, N>)`): a plain one that takes
-    the arguments as they are wins; else the generic one, unless its parameters cannot be
-    inferred from them and a plain one takes them with conversions."""
-    if name not in st.method_templates:
+def _means_generic(c: Checker, template: A.Func | None, plain: str | None, args: list[A.Expr],
+                   named: A.Name) -> bool:
+    """Whether a call `named(args)` means the generic function (or method) `template` rather than
+    the plain overloads of symbol `plain` beside it (`write(float)` and `write<let N: int>(vector<float,
+    N>)`): a plain one that takes the arguments as they are wins; else the generic one, unless its
+    parameters cannot be inferred from them and a plain one takes them with conversions."""
+    if template is None:
         return False
-    if name not in st.methods or named.targs:
+    if plain is None or named.targs:
         return True
     from diffc.frontend.overloads import arg_costs
 
-    costs = arg_costs(c, c.overloads.get(st.methods[name], [st.methods[name]]), args)
+    costs = arg_costs(c, c.overloads.get(plain, [plain]), args)
     if costs and min(costs) == 0:
         return False
-    _, missing = c.generic_env(name, named, args, st.method_templates[name])
+    _, missing = c.generic_env(named.id, named, args, template)
     return not (missing and costs)
 
 

@@ -134,16 +134,13 @@ class Checker(TypeResolution):
             elif isinstance(d, A.Func):
                 self.ifaces.implicit_generics(d)
                 if d.generic_params:
-                    if d.name in self.funcs or d.name in self.func_templates:
-                        raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
-                                  d.name_span)
+                    if d.name in self.func_templates:  # (one generic beside plain overloads: calls.py)
+                        raise err(UNSUPPORTED, f"overloading generic function '{d.name}' with another generic "
+                                  "one is not supported", d.name_span)
                     self.func_templates[d.name] = d
                     for s in [s for s in self.structs.values() if s.template is not None]:
                         self.instantiate_method_derivative(d.name, s)  # of struct instances made before it
                 else:
-                    if d.name in self.func_templates:
-                        raise err(UNSUPPORTED, f"overloading generic function '{d.name}' is not supported",
-                                  d.name_span)
                     f = self.declare_func(d, None, d.name)
                     if f is not None:
                         top.append(f)
