@@ -10,7 +10,7 @@
 The front end writes pointer/offset where it splits a pointer into its two leaves (the name
 `"p"` only ties the pair together; binding goes by position and the parameter names);
 lower-entry-points gives every other kernel parameter buffer or value, and a pass that adds a
-kernel parameter records its role (`add_role`). `abi_problem` is what verification checks: a
+kernel parameter records its role (`added_attrs`). `abi_problem` is what verification checks: a
 pass that drops, reorders or adds kernel parameters without keeping the roles in step is caught
 there, before the runtime binds arguments by them.
 """

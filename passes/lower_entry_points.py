@@ -138,6 +138,8 @@ def kernel_params(fn: func.FuncOp) -> list[KernelParam]:
                                       "(lower-entry-points gives them; a kernel written by hand needs diff.abi)")
         params.append(KernelParam(names[i], t, role.role.data))
     return params
+
+
 def is_compute_entry(fn: func.FuncOp) -> bool:
     shader = fn.attributes.get(SHADER)
     return isinstance(shader, StringAttr) and shader.data == "compute"

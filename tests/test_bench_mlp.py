@@ -93,8 +93,6 @@ def test_mlp_gradients_of_each_mode_match_float64(deterministic):
     float32 sums and one pair of half roundings per add into the gradient buffer: one per
     launched group, per slot in deterministic mode, per 256-sample group with reduce-atomics,
     whose groups sum in float too); deterministic mode gives the same bits run after run."""
-    import diffc
-
     import mlp_rounding
     from reference import loss_and_grad
     from rounding import accumulated_half_adds, half_accumulation_error

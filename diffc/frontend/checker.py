@@ -499,7 +499,6 @@ class Checker(TypeResolution):
         `through_pairs`, the arguments of its fwd_diff/bwd_diff: a DifferentialPair<X> argument
         gives X)."""
         d = d or self.func_templates[name]
-        params = d.generic_params
         env, missing = self.generic_env(name, callee, args, d, through_pairs, env)
         if missing:
             raise err(TYPE_MISMATCH, f"cannot infer generic parameter '{missing[0]}' of '{name}' from the "

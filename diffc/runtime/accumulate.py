@@ -99,6 +99,8 @@ def work_group(cl_device) -> int:
     from diffc.backend.opencl.options import is_cpu
 
     return CPU_WORK_GROUP if is_cpu(cl_device) else min(GPU_WORK_GROUP, cl_device.max_work_group_size)
+
+
 LOCAL_SUMS = os.environ.get("DIFFC_ACCUM_LOCAL_SUMS", "0") == "1"  # the pass's local_sums
 
 

@@ -8,10 +8,11 @@ A type parameter comes from the dtype of the argument of a parameter of that typ
 vector's or matrix's element type): float32 -> float, float64 -> double, int32 -> int, uint32
 -> uint; a Python float -> float and a Python int -> int where no array argument says it. An
 int parameter comes from the trailing dimensions of the argument of a `vector<E, N>` (N: the
-last) or `matrix<E, R, C>` (R, C: the last two) parameter. The instance itself is made by the front end (generics.py) as for a use in
-Slang: the module's source is compiled again with such a use appended (a function that calls
-`f<args>`), and the instance (`total_3`, `sq_double`) is what the call runs, in every mode
-(`m.f(...)`, `.bwds`, `.fwds`, torch tensors). Each instance is made once per module.
+last) or `matrix<E, R, C>` (R, C: the last two) parameter. The instance itself is made by the
+front end (generics.py) as for a use in Slang: the module's source is compiled again with such a
+use appended (a function that calls `f<args>`), and the instance (`total_3`, `sq_double`) is
+what the call runs, in every mode (`m.f(...)`, `.bwds`, `.fwds`, torch tensors). Each instance is
+made once per module.
 
 Refused with a CallError naming the reason: a generic parameter no argument determines (one
 with a default, or used only in other types), arguments that disagree about one, and generic
