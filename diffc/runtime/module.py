@@ -70,13 +70,17 @@ def load_module(path: str | os.PathLike, check: bool | None = None) -> Module:
     p = Path(path)
     if not p.is_file():
         raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
-    text = read_source(p)
-    sources = {str(p): text}
-    key = module_cache.module_key(sources)  # an unchanged module skips the front end (module_cache.py)
+    return _cached_module(str(p), {str(p): read_source(p)}, check)
+
+
+def _cached_module(path: str, sources: dict[str, str], check: bool | None) -> Module:
+    """The Module of file `path` whose text is `sources[path]`: from the module cache where an
+    unchanged module is there (the front end skipped: module_cache.py), else compiled and stored."""
+    key = module_cache.module_key(sources)
     signatures = module_cache.load_signatures(key)
     if signatures is not None:
-        return Module(None, str(p), sources, signatures=signatures, cache_key=key, check=check)
-    m = Module(parse_source(text, str(p)), str(p), sources, cache_key=key, check=check)
+        return Module(None, path, sources, signatures=signatures, cache_key=key, check=check)
+    m = Module(parse_source(sources[path], path), path, sources, cache_key=key, check=check)
     module_cache.store_signatures(key, m._signatures)
     return m
 
@@ -143,14 +147,7 @@ class Module:
     def with_source(self, text: str) -> Module:
         """This module's file compiled from `text` instead (the module cache's entry where it has
         one): generic_calls.py appends the use of an instance to the source."""
-        sources = {**self.sources, self.path: text}
-        key = module_cache.module_key(sources)
-        signatures = module_cache.load_signatures(key)
-        if signatures is not None:
-            return Module(None, self.path, sources, signatures=signatures, cache_key=key, check=self.check)
-        m = Module(parse_source(text, self.path), self.path, sources, cache_key=key, check=self.check)
-        module_cache.store_signatures(key, m._signatures)
-        return m
+        return _cached_module(self.path, {**self.sources, self.path: text}, self.check)
 
     def __dir__(self):
         return [*super().__dir__(), *self._signatures]
