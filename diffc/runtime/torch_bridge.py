@@ -181,7 +181,7 @@ def call(fn, args: tuple, kwargs: dict, result):
         state = (fn, host, idx, kept(staged) if staged else staged, tensors, [t._version for t in tensors])
         y = (_DiffcCall.apply if _functorch_active() else _DIRECT_APPLY)(state, out, *tensors)
     else:
-        y = torch.from_numpy(out) if like is None or like.is_cpu else _to_torch(out, like)
+        y = _to_torch(out, like)
     if overlap:
         fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
     if into is not None:
@@ -271,8 +271,7 @@ def _autograd_function():
             # tensor's data as a numpy array, their indices, the kept device copies, the torch
             # inputs, their version counters)
             ctx.state = state  # (with the inputs, not save_for_backward: see backward)
-            like = tensors[0]
-            return torch.from_numpy(out) if like.is_cpu else torch.from_numpy(out).to(like.device)
+            return _to_torch(out, tensors[0])
 
         @staticmethod
         def backward(ctx, grad_out):
