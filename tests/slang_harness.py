@@ -17,8 +17,18 @@ from conftest import assert_no_diff
 from xdsl.dialects.builtin import ModuleOp
 
 from diffc import gradcheck
+from diffc.diagnostics import DiffcError
 from diffc.gradcheck import FD_STEP, FunctionCheck, run_function  # noqa: F401 - tests import them
 from diffc.frontend import compile_slang
+
+
+def compile_error(src: str, filename: str = "prog.slang") -> str:
+    """The located diagnostic the front end gives for `src` (which must be refused)."""
+    import pytest
+
+    with pytest.raises(DiffcError) as e:
+        compile_slang(src, filename)
+    return str(e.value)
 
 
 def run_pipeline(module: ModuleOp) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from slang_harness import Compiled
+from slang_harness import Compiled, compile_error
 
 from diffc import cli
 
@@ -373,21 +373,13 @@ def test_ptr_of_t_is_a_pointer_to_device_memory():
 
 
 def test_a_ptr_into_group_shared_memory_is_refused_where_written():
-    from diffc.diagnostics import DiffcError
-    from diffc.frontend import compile_slang
-
-    with pytest.raises(DiffcError) as e:
-        compile_slang("float f(Ptr<float, Access::Read, AddressSpace::GroupShared> p) { return p[0]; }", "p.slang")
-    assert "p.slang:1:34: error[E0008]: a pointer into address space 'GroupShared' is not supported" in str(e.value)
+    msg = compile_error("float f(Ptr<float, Access::Read, AddressSpace::GroupShared> p) { return p[0]; }", "p.slang")
+    assert "p.slang:1:34: error[E0008]: a pointer into address space 'GroupShared' is not supported" in msg
 
 
 def test_nullptr_is_refused_where_written():
-    from diffc.diagnostics import DiffcError
-    from diffc.frontend import compile_slang
-
-    with pytest.raises(DiffcError) as e:
-        compile_slang("float f(Ptr<float> p) { return p != nullptr ? p[0] : 1.0; }", "p.slang")
-    assert "p.slang:1:37: error[E0008]: 'nullptr' is not supported" in str(e.value)
+    msg = compile_error("float f(Ptr<float> p) { return p != nullptr ? p[0] : 1.0; }", "p.slang")
+    assert "p.slang:1:37: error[E0008]: 'nullptr' is not supported" in msg
 
 
 def test_a_uniform_pointer_global_reads_its_buffer_through_a_cast_pointer(tmp_path, capsys):
@@ -415,21 +407,13 @@ void computeMain() {
 
 
 def test_a_pointer_cast_between_scalar_types_is_refused():
-    from diffc.diagnostics import DiffcError
-    from diffc.frontend import compile_slang
-
-    with pytest.raises(DiffcError) as e:
-        compile_slang("float f(float* p) { int* q = (int*)p; return q[0]; }", "p.slang")
-    assert "p.slang:1:30: error[E0003]: cannot cast float* to int*" in str(e.value)
+    msg = compile_error("float f(float* p) { int* q = (int*)p; return q[0]; }", "p.slang")
+    assert "p.slang:1:30: error[E0003]: cannot cast float* to int*" in msg
 
 
 def test_a_ptr_without_a_type_argument_is_refused_where_written():
-    from diffc.diagnostics import DiffcError
-    from diffc.frontend import compile_slang
-
-    with pytest.raises(DiffcError) as e:
-        compile_slang("float f(Ptr<3> p) { return 1.0; }", "p.slang")
-    assert "p.slang:1:9: error[E0003]: Ptr<T, ...> needs a type T as its first argument" in str(e.value)
+    msg = compile_error("float f(Ptr<3> p) { return 1.0; }", "p.slang")
+    assert "p.slang:1:9: error[E0003]: Ptr<T, ...> needs a type T as its first argument" in msg
 
 
 def test_get_count_of_an_array_is_its_length_per_instance(tmp_path, capsys):
@@ -448,13 +432,8 @@ def test_a_loop_bounded_by_get_count_is_differentiated_in_both_modes():
 
 
 def test_get_count_of_an_array_a_call_returns_is_refused():
-    from diffc.diagnostics import DiffcError
-    from diffc.frontend import compile_slang
-
     src = "float[3] make() { float a[3] = {1, 2, 3}; return a; } int f() { return make().getCount(); }"
-    with pytest.raises(DiffcError) as e:
-        compile_slang(src, "p.slang")
-    assert "error[E0008]: getCount() of an array a call returns is not supported" in str(e.value)
+    assert "error[E0008]: getCount() of an array a call returns is not supported" in compile_error(src, "p.slang")
 
 
 MIXED_OVERLOADS = """
@@ -495,13 +474,9 @@ def test_a_generic_method_calling_its_plain_overload_is_differentiated_in_both_m
 
 
 def test_two_generic_overloads_of_a_method_are_refused():
-    from diffc.diagnostics import DiffcError
-    from diffc.frontend import compile_slang
-
     src = "struct S { float f<T>(T x) { return 1.0; } float f<let N : int>(vector<float, N> v) { return 2.0; } };"
-    with pytest.raises(DiffcError) as e:
-        compile_slang(src, "p.slang")
-    assert "error[E0008]: overloading generic method 'f' of S with another generic one is not supported" in str(e.value)
+    msg = compile_error(src, "p.slang")
+    assert "error[E0008]: overloading generic method 'f' of S with another generic one is not supported" in msg
 
 
 FREE_OVERLOADS = """
@@ -527,11 +502,6 @@ def test_generic_and_plain_overloads_are_differentiated_in_both_modes():
 
 
 def test_two_generic_overloads_of_a_function_are_refused():
-    from diffc.diagnostics import DiffcError
-    from diffc.frontend import compile_slang
-
     src = "float f<T>(T x) { return 1.0; } float f<let N : int>(vector<float, N> v) { return 2.0; }"
-    with pytest.raises(DiffcError) as e:
-        compile_slang(src, "p.slang")
-    assert "p.slang:1:39: error[E0008]: overloading generic function 'f' with another generic one is not supported" \
-        in str(e.value)
+    msg = compile_error(src, "p.slang")
+    assert "p.slang:1:39: error[E0008]: overloading generic function 'f' with another generic one is not supported" in msg

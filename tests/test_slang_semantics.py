@@ -13,9 +13,8 @@ import math
 
 import numpy as np
 import pytest
-from slang_harness import Compiled
+from slang_harness import Compiled, compile_error
 
-from diffc.diagnostics import DiffcError
 from diffc.frontend import compile_slang
 
 RNG = np.random.default_rng(3)
@@ -405,18 +404,12 @@ def test_inclusive_for_loop_is_reversible():
 # -- located diagnostics instead of pass errors ------------------------------------------------------
 
 
-def _error(src: str) -> str:
-    with pytest.raises(DiffcError) as e:
-        compile_slang(src, "prog.slang")
-    return str(e.value)
-
-
 def test_unbounded_loop_in_a_forward_differentiable_callee_of_bwd_diff_is_located():
     src = """[ForwardDifferentiable] float g(float x) { float y = x; while (y < 10.0) { y = y * 2.0; } return y; }
 [Differentiable] float f(float x) { return g(x) * x; }
 void main() { var x = diffPair(1.5, 0.0); bwd_diff(f)(x, 1.0); }
 """
-    msg = _error(src)
+    msg = compile_error(src)
     assert msg.startswith("prog.slang:1:57: error[E0007]: 'while' loop in 'g' has no bound")
     assert msg.splitlines()[2].strip() == "^^^^^"
 
@@ -437,7 +430,7 @@ def test_derivative_into_a_buffer_store_is_located():
 [Differentiable] float f(float x) { float y = x * 2.0; buf[0] = y; return x * buf[1]; }
 void main() { let r = fwd_diff(f)(diffPair(1.5, 1.0)); }
 """
-    msg = _error(src)
+    msg = compile_error(src)
     assert msg.startswith("prog.slang:2:56: error[E0006]: the write to buffer 'buf' receives a derivative-carrying value")
     assert "detach" in msg
     assert msg.splitlines()[2].strip() == "^" * len("buf[0] = y")
@@ -473,7 +466,7 @@ def test_builtin_without_a_derivative_rule_is_named_at_its_call_site(monkeypatch
     monkeypatch.delitem(rules.RULES, mathd.SinOp)
     src = "[Differentiable] float f(float x) {\n    float y = x * 2.0;\n    return sin(y) + cos(x);\n}\n" \
           "float g(float x) { return fwd_diff(f)(diffPair(x, 1.0)).d; }\n"
-    msg = _error(src)
+    msg = compile_error(src)
     assert msg.startswith("prog.slang:3:12: error[E0006]: builtin 'sin' receives a derivative-carrying value in 'f'")
     assert msg.splitlines()[2] == "               ^^^^^^"
     # no derivative asked for: nothing to refuse
@@ -481,7 +474,7 @@ def test_builtin_without_a_derivative_rule_is_named_at_its_call_site(monkeypatch
 
 
 def test_a_function_defined_twice_is_refused_located():
-    msg = _error("[Differentiable] float g(float x) { return x * 2.0; }\n"
+    msg = compile_error("[Differentiable] float g(float x) { return x * 2.0; }\n"
                  "[Differentiable] float g(float y) { return y * y; }\n")
     assert msg.startswith("prog.slang:2:24: error[E0009]: function 'g' is defined twice with the same parameter types")
 
@@ -867,7 +860,7 @@ def test_constant_for_loops_of_any_direction_and_step_are_reversible(header, cou
     "for (uint i = 3u; i >= 0u; i--)",  # wraps around
 ])
 def test_for_loops_that_never_end_need_max_iters(header):
-    msg = _error(f"[Differentiable] float f(float x) {{ float y = x; {header} {{ y = y * x; }} return y; }}")
+    msg = compile_error(f"[Differentiable] float f(float x) {{ float y = x; {header} {{ y = y * x; }} return y; }}")
     assert "error[E0007]: 'for' loop in backward-differentiable function 'f' has no bound" in msg
 
 
