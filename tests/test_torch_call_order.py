@@ -3,8 +3,9 @@ the device's work is enqueued before the torch result (and autograd graph) is ma
 for before or after it (torch_bridge.OVERLAP); a torch or numpy call replays its launch from
 the device tensors staging.py keeps. What could go wrong: a result read before the device wrote
 it, a replay of a kernel whose arguments another kind of call changed, a backward that reads
-stale data after a change of shape, dtype, requires_grad mask or values. Every value and gradient is compared with
-torch's autograd of the same function written in torch, with both orderings."""
+stale data after a change of shape, dtype, requires_grad mask or values. Every value and
+gradient is compared with torch's autograd of the same function written in torch, with both
+orderings."""
 
 from __future__ import annotations
 
@@ -16,13 +17,7 @@ torch = pytest.importorskip("torch", reason="the torch bridge needs PyTorch")
 import diffc  # noqa: E402
 from diffc.runtime import staging, torch_bridge  # noqa: E402
 
-SRC = """
-[Differentiable]
-float wave(float a, float x, float y) { return a * sin(x) * y + exp(0.5 * x) - y * y / (1.0 + x * x); }
-
-[Differentiable]
-double wave64(double a, double x, double y) { return a * sin(x) * y + exp(0.5 * x) - y * y / (1.0 + x * x); }
-"""
+from test_call_staging import SRC  # noqa: E402 (wave and wave64, the functions staging is tested on)
 
 
 def wave_torch(a, x, y):
