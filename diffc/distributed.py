@@ -28,7 +28,9 @@ once (pinned host memory where the collective runs on a GPU) and reused every ca
     kernel      waiting for the device to finish the queued work (the gradient kernel): the
                 kernel's own time, not the round trip's
     download    OpenCL buffers -> one float32 host array (one read per gradient buffer, all
-                enqueued before one wait)
+                enqueued before one wait). Without profile=True the reads are queued behind
+                the kernel and one wait takes both (each wait for the device costs tens of
+                microseconds), so their time shows in the kernel's
     stage       host array -> the collective's tensor (none on the host; a copy to the GPU)
     barrier     with profile=True only: a barrier, so that waiting for a slower rank is not
                 counted as the collective's time
@@ -46,6 +48,10 @@ Under gloo both are the same. With profile=True the phases are timed exactly (a 
 the collective, the GPU waited for after each phase); without it a GPU's stage and collective
 are only enqueued, and their time shows in the unstage.
 
+With one rank there is nothing to sum: all_reduce leaves the gradients on the device and only
+reads the gathered values, so a one-process run costs what a plain training step with a loss
+read does (the baseline bench/bench_distributed.py measures scaling against).
+
 Sums are taken in float32 whatever the tensors' dtype, so half gradients round once, after the
 sum. With `ordered=True` every rank gathers all ranks' gradients and adds them in rank order
 (`sum_in_rank_order`): the result is then bit for bit what one process gets computing the
@@ -54,6 +60,9 @@ algorithm or the number of ranks (gloo's ring all-reduce adds in an order that d
 Together with `dispatch(..., deterministic=True)` (runtime/accumulate.py) a distributed run is
 reproducible bit for bit. It is not bit-identical to one process summing the whole batch in one
 kernel: there each shard's sum is never rounded to the tensor's dtype on its own.
+ordered=None (the default) is ordered mode on the host transport with gradients of at most 64
+KiB, where gathering is also the faster collective (HOST_TRANSPORT_BYTES), and gloo's or NCCL's
+all-reduce otherwise; ordered=False asks for the all-reduce everywhere.
 """
 
 from __future__ import annotations
@@ -73,6 +82,11 @@ TRANSPORTS = ("auto", "device", "host")
 # an H100 under NCCL (one process, bench_distributed.py, the MLP's 148 gradients): a step of 0.40
 # ms through the host against 0.65 through the GPU (its two copies cost more than the sum).
 HOST_TRANSPORT_BYTES = 1 << 16
+# ordered=None (the default) gathers and adds in rank order on the host transport, for gradients
+# of at most HOST_TRANSPORT_BYTES: gloo's all-gather is a ring of world - 1 steps and its
+# all-reduce one of 2 (world - 1), so for a few kilobytes, where each step's latency is the
+# cost, gathering is faster. Measured on an H100 machine's host (gloo, 151 floats, median):
+# 174 / 378 / 863 us gathering against 214 / 611 / 1336 us all-reducing over 2 / 4 / 8 ranks.
 
 
 def init(backend: str | None = None) -> tuple[int, int]:
@@ -175,7 +189,7 @@ class _Staging:
 class DataParallel:
     """Sums diffc gradient tensors over the ranks of a torch.distributed process group."""
 
-    def __init__(self, grads: Sequence, *, group=None, ordered: bool = False, mean: bool = False,
+    def __init__(self, grads: Sequence, *, group=None, ordered: bool | None = None, mean: bool = False,
                  profile: bool = False, transport: str = "auto"):
         import torch
         import torch.distributed as dist
@@ -187,7 +201,7 @@ class DataParallel:
         self.grads = list(grads)
         if transport == "auto":
             transport = "host" if 4 * sum(g.size for g in self.grads) <= HOST_TRANSPORT_BYTES else "device"
-        self.group, self.ordered, self.mean, self.profile, self.transport = group, ordered, mean, profile, transport
+        self.group, self.mean, self.profile, self.transport = group, mean, profile, transport
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         if transport == "host":
             self.comm_group, self.torch_device = host_group(group), torch.device("cpu")
@@ -210,6 +224,9 @@ class DataParallel:
             self._buffers.append((same, at, raw))
             at += g.size
         self.size = at
+        if ordered is None:  # gather and add in rank order where that is the faster collective
+            ordered = transport == "host" and 4 * self.size <= HOST_TRANSPORT_BYTES
+        self.ordered = ordered
         self.sizes = [g.size for g in self.grads]
         self._staging: _Staging | None = None
         # The events of the last call's uploads. pyopencl waits for a transfer from host memory
@@ -237,29 +254,37 @@ class DataParallel:
         gather: this rank's values to share (a number, numbers, or a float32 diffc.Tensor read
         with the gradients), sent in the same collective; returns every rank's, a (world, k)
         float32 array (row r: rank r's; exact, as x + 0 is, on a device that keeps subnormals),
-        or None without `gather`."""
+        or None without `gather`. One rank: the gradients already are the sums, and only the
+        gathered values are read."""
+        from diffc.runtime import pending
         from diffc.runtime.device import synchronize
 
         clock = self.timings
+        if self.profile:
+            t = time.perf_counter()
+            synchronize()
+            clock["kernel"] += time.perf_counter() - t
         t = time.perf_counter()
-        synchronize()
+        s = self._download(gather, grads=self.world > 1)
+        # Without profile the reads were queued behind the kernel and one wait took both: the
+        # kernel's time, not the round trip's (the reads of a few hundred bytes are negligible)
+        clock["download" if self.profile else "kernel"] += time.perf_counter() - t
+        pending.settle()  # a checked launch's error, before its gradients are used
         self._uploads.clear()  # done: the queue is empty
-        clock["kernel"] += time.perf_counter() - t
-        t = time.perf_counter()
-        s = self._download(gather)
-        clock["download"] += time.perf_counter() - t
+        self.calls += 1
+        if self.world == 1:
+            return s.host[s.n:].reshape(1, s.k).copy() if gather is not None else None
         total = self._sum(s)
         t = time.perf_counter()
         if self.mean:
             total[:s.n] /= np.float32(self.world)
         self._upload(total)
         clock["upload"] += time.perf_counter() - t
-        self.calls += 1
         return total[s.n:].reshape(self.world, s.k).copy() if gather is not None else None
 
-    def _download(self, gather) -> _Staging:
-        """The gradients into the staging's host array, this rank's gathered values into its
-        slots (zeros in the other ranks'): all reads enqueued, then one wait."""
+    def _download(self, gather, grads: bool = True) -> _Staging:
+        """The gradients (unless not `grads`) into the staging's host array, this rank's gathered
+        values into its slots (zeros in the other ranks'): all reads enqueued, then one wait."""
         import pyopencl as cl
 
         from diffc.runtime.device import device
@@ -279,7 +304,7 @@ class DataParallel:
         s = self._staging_for(k)
         queue = device().queue
         reads = []  # kept until the wait (see _uploads)
-        for tensors, at, raw in self._buffers:
+        for tensors, at, raw in self._buffers if grads else ():
             if tensors[0].size:
                 reads.append(cl.enqueue_copy(queue, raw if raw is not None else s.host[at:at + tensors[0].size],
                                              tensors[0].buffer, is_blocking=False))
@@ -292,7 +317,7 @@ class DataParallel:
             reads.append(cl.enqueue_copy(queue, own, gather.buffer, is_blocking=False))
         queue.finish()
         reads.clear()
-        for tensors, at, raw in self._buffers:
+        for tensors, at, raw in self._buffers if grads else ():
             if raw is not None:
                 np.copyto(s.host[at:at + raw.size], raw)
         return s

@@ -1,4 +1,4 @@
-"""diffc.distributed: sharding, the ordered sum, a one-rank process group's round trip, the host
+"""diffc.distributed: sharding, the ordered sum, a one-rank process group (no round trip), the host
 transport's gloo group, every rank's values gathered exactly through the gradients' collective
 (tests/distributed_gather_worker.py), and examples/mlp/train.py --distributed under torchrun with
 two gloo processes on this machine's OpenCL device, against one process.
@@ -66,7 +66,7 @@ def test_device_index_starts_the_candidates_at_that_device(monkeypatch):
         _rotated(["a"])
 
 
-def test_one_rank_round_trip_keeps_values_and_times_each_phase(tmp_path):
+def test_one_rank_keeps_values_without_a_round_trip(tmp_path):
     torch = _torch_distributed()
     import torch.distributed as dist
 
@@ -83,7 +83,9 @@ def test_one_rank_round_trip_keeps_values_and_times_each_phase(tmp_path):
         dp.all_reduce()
         assert half.to_numpy().tolist() == [1.5, -0.25, 3.0] and half.dtype == np.float16
         np.testing.assert_array_equal(single.to_numpy(), want)
-        assert set(dp.timings) == set(PHASES) and dp.timings["download"] > 0 and dp.timings["upload"] > 0
+        # one rank: the gradients already are the sums, so nothing makes the host round trip
+        assert set(dp.timings) == set(PHASES) and dp.timings["kernel"] > 0
+        assert dp.timings["download"] == dp.timings["upload"] == dp.timings["collective"] == 0
         assert "host round trip" in dp.report() and dp.calls == 1
         ordered = DataParallel([single], ordered=True, mean=True, profile=True)
         ordered.all_reduce()
@@ -160,6 +162,10 @@ def test_auto_transport_takes_the_host_for_small_gradients_only(tmp_path, monkey
         large = [*small, diffc.Tensor.zeros(1, np.float16)]
         assert DataParallel(large).transport == "device"
         assert DataParallel(small, transport="device").transport == "device"
+        # the collective: gathering (ordered) for small gradients on the host, unless asked otherwise
+        assert DataParallel(small).ordered and not DataParallel(small, ordered=False).ordered
+        assert not DataParallel(large).ordered and not DataParallel(small, transport="device").ordered
+        assert DataParallel(large, ordered=True).ordered
     finally:
         dist.destroy_process_group()
 
@@ -235,7 +241,7 @@ def test_two_gloo_processes_match_one_process_bit_for_bit_in_ordered_determinist
 
 
 def test_two_gloo_processes_by_default_match_one_process_within_rounding(tmp_path):
-    """Atomic accumulation and gloo's own all-reduce (an odd batch: the shards differ in size):
+    """Atomic accumulation and DataParallel's default collective (an odd batch: the shards differ in size):
     one step from the same parameters, within the rounding of the gradient sums."""
     _torch_distributed()
     batch, seed = 63, 4

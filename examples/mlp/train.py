@@ -23,9 +23,11 @@ torch.distributed, and every process runs adjustParameters on the sums:
                                                                      [--transport auto|device|host]
 
 --deterministic accumulates each shard's gradients in a fixed order (dispatch(deterministic=True));
---ordered adds the ranks' sums in rank order; with both, the parameters after N steps are bit for
-bit those of `--shards 2` in one process (which computes the two shards in turn and adds them the
-same way), and within rounding of one process over the whole batch. The batch's largest loss
+--ordered adds the ranks' sums in rank order (without it DataParallel decides: rank order too for
+the tutorial's 148 gradients on the host, where gathering is the faster collective); with both,
+the parameters after N steps are bit for bit those of `--shards 2` in one process (which computes
+the two shards in turn and adds them the same way), and within rounding of one process over the
+whole batch. The batch's largest loss
 rides in the gradients' collective (one a step). --transport host runs that collective on the
 host over gloo even where the process group is NCCL (no copies to and from the GPU). --save FILE
 writes the final parameters (rank 0), as float16 .npy.
@@ -122,7 +124,7 @@ def optimizer_step(m, params: diffc.Tensor, grads: diffc.Tensor, optimizer: str,
 
 def train(steps: int = 1000, batch: int = 64, every: int = 100, seed: int = 0, log=print, *,
           optimizer: str = "sgd", adam: Adam = Adam(), progress: bool = False, on_step=None,
-          shards: int = 1, distributed: bool = False, ordered: bool = False, deterministic: bool = False,
+          shards: int = 1, distributed: bool = False, ordered: bool | None = None, deterministic: bool = False,
           transport: str = "auto"):
     """Runs `steps` training steps. Returns the parameters (float16 numpy array) and the largest
     loss over a fixed evaluation set before training and at every `every` steps. optimizer:
@@ -130,7 +132,7 @@ def train(steps: int = 1000, batch: int = 64, every: int = 100, seed: int = 0, l
     params, moments): called after each step with its inputs, the parameters and Adam's moments
     (float16 and float32 numpy arrays; moments None for SGD). distributed:
     data-parallel over the initialized torch.distributed group (diffc.distributed.init()), the
-    ranks' gradients added in rank order if `ordered`, through `transport` (DataParallel's); shards,
+    ranks' gradients added in rank order if `ordered` (None: DataParallel's default), through `transport` (DataParallel's); shards,
     deterministic: see batch_gradient."""
     p0, eval_inputs, rng = start(seed)
     m = diffc.load_module(HERE / "mlp.slang")
@@ -188,7 +190,8 @@ def main() -> None:
                     help="a progress bar on stderr (default: when stderr is a terminal)")
     ap.add_argument("--distributed", action="store_true", help="data-parallel over torch.distributed (under torchrun)")
     ap.add_argument("--deterministic", action="store_true", help="fixed-order gradient accumulation")
-    ap.add_argument("--ordered", action="store_true", help="add the ranks' gradients in rank order")
+    ap.add_argument("--ordered", action="store_true", default=None,
+                    help="add the ranks' gradients in rank order (without it: DataParallel's default)")
     ap.add_argument("--transport", choices=["auto", "device", "host"], default="auto",
                     help="where the ranks' gradients are summed: the process group's device, or the host over gloo (auto: the host for up to 64 KiB)")
     ap.add_argument("--shards", type=int, default=1, help="one process computing the batch in this many shards")
