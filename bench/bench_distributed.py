@@ -32,12 +32,58 @@ to and from the GPU around it); "host" over a gloo group made once on the host (
 for a few hundred bytes possibly cheaper). Under gloo both are the same collective.
 
     python bench/bench_distributed.py                       # 1 and 2 processes, batches 2^10 2^14
-    python bench/bench_distributed.py --procs 1 2 --log2 14 18 20 --models mlp wide --steps 20 --transport device host
+    python bench/bench_distributed.py --procs 1 2 4 --log2 22 24 26 27 28 --models mlp --steps 20 --transport device host
+    python bench/bench_distributed.py --procs 1 2 4 --log2 14 18 --models wide --steps 5 --transport device host
+    python bench/bench_distributed.py --collectives --procs 1 2 4 8 --steps 300   # host only
 
-The second is the run for a machine with 2 GPUs (`--procs 1` on a machine with one); on
-several GPUs each process takes the OpenCL GPU of its local rank (DIFFC_DEVICE_INDEX).
+The second and third are the runs for a machine with 2 or 4 GPUs (`--procs 1` on a machine with
+one); on several GPUs each process takes the OpenCL GPU of its local rank (DIFFC_DEVICE_INDEX).
+The last times only gloo's collectives of the models' gradients over N processes on the host,
+without a device: the host transport's collective as that machine's host gives it to N GPUs.
 
-Measured 2026-11-24 on this machine: PoCL, 2 cores of an AMD EPYC shared with other engineers'
+One process does no collective and no round trip (DataParallel with one rank only reads the
+loss), so the efficiency of N processes is against a plain training step on one device.
+
+Measured 2026-11-24 (commit after 5778bf6) on one NVIDIA H100 80GB HBM3 (OpenCL; torch 2.11,
+the machine's host an Intel Xeon; one run): `--procs 1 --log2 14 18 20 22 24 26 27 28 --models
+mlp --transport device host`, `--procs 1 --log2 14 18 --models wide --steps 5`, host transport
+rows (device transport within 5% of them: with one rank neither makes the round trip):
+
+  model  batch  step ms   samples/s  | kernel  download (the loss)  optimizer
+  mlp    2^14   0.351     4.67e+07   | 0.212   0.042                0.118
+  mlp    2^18   0.363     7.21e+08   | 0.199   0.040                0.107
+  mlp    2^20   0.375     2.80e+09   | 0.215   0.039                0.109
+  mlp    2^22   0.519     8.08e+09   | 0.357   0.043                0.114
+  mlp    2^24   1.036     1.62e+10   | 0.853   0.061                0.135
+  mlp    2^26   2.915     2.30e+10   | 2.665   0.075                0.148
+  mlp    2^27   5.169     2.60e+10   | 5.028   0.050                0.104
+  mlp    2^28   10.056    2.67e+10   | 9.868   0.087                0.129
+  wide   2^14   10.995    1.49e+06   | 10.717  0.092                0.129
+  wide   2^16   21.566    3.04e+06   | 21.136  0.160                0.242
+  wide   2^17   42.122    3.11e+06   | 41.878  0.300                0.252
+  wide   2^18   82.669    3.17e+06   | 82.367  0.138                0.187
+
+(the wide model's 2^16 and 2^17 rows from a second run, `--log2 16 17 18 --steps 5 --transport
+host`, whose 2^18 step took 82.515 ms)
+
+and `--collectives --procs 1 2 4 8 --steps 300` on its host (median us; min in brackets):
+
+  model (values)   procs:  1            2             4             8
+  mlp (148 + N)   gather   56.1 (51.8)  143.4 (120.3) 377.5 (292.2) 800.7 (658.8)
+                  reduce   41.2 (38.4)  208.2 (157.0) 586.8 (479.0) 1269.5 (1090.6)
+  wide (8900 + N) gather   53.8 (49.9)  161.9 (133.1) 409.5 (317.2) 993.7 (771.5)
+                  reduce   47.8 (36.8)  210.8 (170.5) 618.2 (525.5) 1388.9 (1118.6)
+
+  A projection from these parts, not a measurement: N GPUs take the one-GPU step at batch n/N
+  plus the host collective over N ranks plus the gradients' download and upload (~0.06 ms for
+  the MLP's 148). The tutorial MLP at 2^28 would then run at 0.94 of 2x on 2 GPUs (5.169 +
+  0.143 + 0.06 ms against 10.056 / 2) and 0.75 of 4x on 4 (2.915 + 0.378 + 0.06), where the
+  gloo ring's latency is a tenth of the step; the wide model (8900 gradients, ~0.3 ms of
+  round trip) at 2^18 at 0.97 of 2x (42.122 + 0.162 + 0.3 against 82.669 / 2) and 0.93 of 4x
+  (21.566 + 0.410 + 0.3). None of it was run: no machine with more than one GPU could be had.
+
+Measured 2026-11-24, before 5778bf6 (one rank then made the round trip and a collective), on
+this machine: PoCL, 2 cores of an AMD EPYC shared with other engineers'
 work (2 processes share the 2 cores that 1 process already spreads its work-groups over, so no
 speed-up is possible here and the table measures overhead; the load of the others' work moved
 the one-process step from 5 to 8 ms between runs), gloo, torch 2.13.0+cpu,
@@ -217,6 +263,47 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transpo
     dist.destroy_process_group()
 
 
+def collective_worker(models: list[str], steps: int) -> None:
+    """One rank (under torchrun), host only: the gloo collective of each model's gradients and a
+    loss per rank, all-reduced and gathered, timed over `steps` calls after a barrier each (the
+    host transport's collective without a device: what a machine's host gives N GPUs)."""
+    import statistics
+
+    import torch
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    world = dist.get_world_size()
+    sys.path.insert(0, str(MLP_DIR))
+    from train import layout
+
+    for model in models:
+        n = layout(MODELS[model])[1] + world
+        t, gathered = torch.zeros(n), torch.zeros(world, n)
+        parts = list(gathered)
+        for name, call in (("all_reduce", lambda: dist.all_reduce(t)), ("all_gather", lambda: dist.all_gather(parts, t))):
+            times = []
+            for k in range(steps + 10):
+                dist.barrier()
+                start = time.perf_counter()
+                call()
+                if k >= 10:
+                    times.append(time.perf_counter() - start)
+            if dist.get_rank() == 0:
+                print("ROW " + json.dumps({"model": model, "values": n, "procs": world, "collective": name,
+                                           "median_us": statistics.median(times) * 1e6, "min_us": min(times) * 1e6}),
+                      flush=True)
+    dist.destroy_process_group()
+
+
+def collective_table(rows: list[dict]) -> str:
+    out = ["model   values   procs   collective   median us   min us"]
+    for r in rows:
+        out.append(f"{r['model']:<7} {r['values']:<8} {r['procs']:<7} {r['collective']:<12} "
+                   f"{r['median_us']:<11.1f} {r['min_us']:.1f}")
+    return "\n".join(out)
+
+
 def table(rows: list[dict]) -> str:
     base = {(r["model"], r["log2"], r["transport"]): r for r in rows if r["procs"] == 1}
     out = ["model   params   batch   procs   transport   step ms    samples/s   per process   efficiency   |   "
@@ -244,23 +331,34 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--transport", nargs="+", choices=["device", "host"], default=["device"],
                     help="where the collective runs: the process group's device (NCCL: the GPU) or the host (gloo)")
+    ap.add_argument("--collectives", action="store_true",
+                    help="time only gloo's all-reduce and all-gather of each model's gradients over the processes "
+                         "(host only, no device; --steps calls)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one rank, under torchrun
     a = ap.parse_args()
     if a.worker:
-        worker(a.models, a.log2, a.steps, a.warmup, a.transport)
+        if a.collectives:
+            collective_worker(a.models, a.steps)
+        else:
+            worker(a.models, a.log2, a.steps, a.warmup, a.transport)
         return
     rows = []
     for procs in a.procs:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}",
                __file__, "--worker", "--steps", str(a.steps), "--warmup", str(a.warmup),
-               "--log2", *map(str, a.log2), "--models", *a.models, "--transport", *a.transport]
+               "--log2", *map(str, a.log2), "--models", *a.models, "--transport", *a.transport,
+               *(["--collectives"] if a.collectives else [])]
         run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
         if run.returncode != 0:
             sys.exit(f"bench_distributed: {procs} processes failed:\n{run.stdout}{run.stderr}")
         found = [json.loads(line[4:]) for line in run.stdout.splitlines() if line.startswith("ROW ")]
         rows += found
-        if found:
+        if found and not a.collectives:
             print(f"# {procs} process(es) on {found[0]['device']}, {found[0]['backend']}", flush=True)
+    if a.collectives:
+        rows.sort(key=lambda r: (r["model"], r["collective"], r["procs"]))
+        print(collective_table(rows))
+        return
     rows.sort(key=lambda r: (r["model"], r["log2"], r["transport"], r["procs"]))
     print(table(rows))
 
