@@ -3,12 +3,16 @@ outside a buffer; a violation is recorded for the host to report (diffc/runtime/
 
 Runs on kernel-form IR (after lower-entry-points, and after reduce-atomics, whose own atomics it
 then guards too). The host's buffers are the dynamic-size global memrefs (`memref<?xE>`) that
-kernels take and pass down to functions; static memrefs (diff-rev's tapes, local memory) are
-made by the compiler with their indices in bounds, and are left alone.
+kernels take and pass down to functions; static memrefs (diff-rev's tapes, the compiler's own
+local memory) are made by the compiler with their indices in bounds, and are left alone. A Slang
+`groupshared` global's work-group memory (a named `kernel.local_alloc`, and the local memref
+parameters it is passed down as) is indexed by the program, so its accesses are guarded too,
+against its static size, and reported as site buffer "groupshared <name>".
 
 * Every function with such memref parameters gets, appended to its parameters, one `index`
   length per such parameter (its number of elements, `diffc.name = "diffc_len_<param>"`) and
-  one status buffer `memref<?xi32>` (`diffc.name = "diffc_bounds"`); calls pass the caller's.
+  one status buffer `memref<?xi32>` (`diffc.name = "diffc_bounds"`; also a function that only
+  uses groupshared memory); calls pass the caller's.
 * Each `memref.load`, `memref.store`, `kernel.atomic_add`, `kernel.atomic_rmw` on such a memref
   is a site k: it runs under `if (index <u length)` (an unsigned compare, so a negative index
   fails too); otherwise a load or an atomic gives 0, a store is dropped, and the site records
@@ -62,6 +66,7 @@ from diffc.passes.status_report import where
 SITES = "diffc.bounds_sites"
 PROOFS = "diffc.bounds_proofs"
 LEN_PREFIX = "diffc_len_"
+GROUPSHARED_PREFIX = "groupshared "  # a site's buffer name that is a groupshared global's
 STATUS_NAME = "diffc_bounds"
 NAME = "diffc.name"
 I32_MAX = 2**31 - 1
@@ -113,25 +118,26 @@ class BoundsCheckPass(ModulePass):
         guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if host_buffer(t)]
                    for f in funcs}
         guarded = {n: idx for n, idx in guarded.items() if idx}
+        shared = {f.sym_name.data: _groupshared(f) for f in funcs}  # (memref, its name) of each
         lengths: dict[SSAValue, SSAValue] = {}
         status: dict[str, SSAValue] = {}
         for f in funcs:
             name = f.sym_name.data
-            if name not in guarded:
+            if name not in guarded and not shared[name]:
                 continue
-            added = append_params(f, [*((IndexType(), LEN_PREFIX + param_name(f, i)) for i in guarded[name]),
+            added = append_params(f, [*((IndexType(), LEN_PREFIX + param_name(f, i)) for i in guarded.get(name, ())),
                                       (MemRefType(i32, [DYNAMIC_INDEX]), STATUS_NAME)])
-            for i, arg in zip(guarded[name], added):
+            for i, arg in zip(guarded.get(name, ()), added):
                 lengths[f.body.block.args[i]] = arg
             status[name] = added[-1]
         # calls pass the lengths of their memref arguments and the caller's status buffer
         for f in funcs:
             for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
                 callee = call.callee.root_reference.data
-                if callee not in guarded:
+                if callee not in status:
                     continue
                 extra: list[SSAValue] = []
-                for i in guarded[callee]:
+                for i in guarded.get(callee, ()):
                     extra.append(lengths.get(call.arguments[i]) or _const(call, I32_MAX))
                 st = status.get(f.sym_name.data)
                 if st is None:
@@ -143,18 +149,39 @@ class BoundsCheckPass(ModulePass):
         for f in funcs:
             if f.sym_name.data not in status:
                 continue
-            names = {f.body.block.args[i]: param_name(f, i) for i in guarded[f.sym_name.data]}
+            names = {f.body.block.args[i]: param_name(f, i) for i in guarded.get(f.sym_name.data, ())}
+            local = shared[f.sym_name.data]
             skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
             shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
             for access in [o for o in f.walk() if isinstance(o, _ACCESS)]:
                 buf = access.memref
-                if buf not in lengths or access in skip:
+                if access in skip or (buf not in lengths and buf not in local):
                     continue
                 what = {memref.LoadOp: "load", memref.StoreOp: "store"}.get(type(access), "atomic")
+                if buf in local:  # its length is its static size
+                    size = buf.type.get_shape()[0]  # type: ignore[union-attr]
+                    sites.append(StringAttr(f"{shown}|{GROUPSHARED_PREFIX}{local[buf]}|{what}|{where(access)}"))
+                    _guard(access, _const(access, size), status[f.sym_name.data], len(sites) - 1)
+                    continue
                 sites.append(StringAttr(f"{shown}|{names[buf]}|{what}|{where(access)}"))
                 _guard(access, lengths[buf], status[f.sym_name.data], len(sites) - 1)
         if sites:
             op.attributes[SITES] = ArrayAttr(sites)
+
+
+def _groupshared(f: func.FuncOp) -> dict[SSAValue, str]:
+    """The work-group memrefs of a Slang `groupshared` global in f, with their names: the kernel's
+    own (`kernel.local_alloc` named by lower-entry-points) and those it was passed (the compiler's
+    own local memory, reduce-atomics' and accumulate-gradients', is allocated unnamed and indexed
+    in bounds by construction)."""
+    out: dict[SSAValue, str] = {}
+    for i, arg in enumerate(f.body.block.args):
+        if kernel.memory_space(arg.type) == kernel.LOCAL_MEMORY_SPACE:
+            out[arg] = param_name(f, i)
+    for o in f.walk():
+        if isinstance(o, kernel.LocalAllocOp) and isinstance(o.attributes.get(NAME), StringAttr):
+            out[o.result] = o.attributes[NAME].data  # type: ignore[union-attr]
+    return out
 
 
 def _const(at: Operation, value: int) -> SSAValue:

@@ -10,6 +10,9 @@ Runs on plain IR (after the differentiation pipeline, `diffc.compiler.AD_PIPELIN
   methods): an addf on f32 or addi on i32 whose result is unused becomes `kernel.atomic_add`
   (devices have fast float adds for it); every other supported kind (addf on f16 or f32, addi,
   maxs, maxu, mins, minu on i32) becomes `kernel.atomic_rmw`, which returns the old value.
+* A `memref.global` in the work-group memory space (a Slang `groupshared` global) is threaded
+  the same way to the functions that use it, but an entry point allocates it itself
+  (`kernel.local_alloc` at its top: OpenCL's `__local` array) instead of taking a parameter.
 * The entry points get `kernel.entry` and `kernel.reqd_work_group_size` from
   `diffc.numthreads`. An argument with `diffc.semantic` becomes work-item queries:
   SV_DispatchThreadID -> kernel.global_id, SV_GroupThreadID -> kernel.local_id,
@@ -323,6 +326,16 @@ def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
         if query is None:
             raise _fail(fn, f"semantic {sem.data} is not supported (supported: {', '.join(_QUERIES)})")
         _replace_semantic(fn, arg, query)
+    # work-group memory (a groupshared global): the kernel's own `__local` array, not a parameter
+    first_buffer = len(block.args) - len(buffers)
+    for i in range(first_buffer, len(block.args)):
+        if kernel.memory_space(block.args[i].type) == kernel.LOCAL_MEMORY_SPACE:
+            alloc = kernel.LocalAllocOp(block.args[i].type)
+            alloc.result.name_hint = buffers[i - first_buffer]
+            alloc.attributes[NAME] = StringAttr(buffers[i - first_buffer])  # (bounds-check names it so)
+            Rewriter.insert_op(alloc, InsertPoint.at_start(block))
+            block.args[i].replace_all_uses_with(alloc.result)
+            keep.remove(i)
     for i in reversed(range(len(block.args))):
         if i not in keep:
             block.erase_arg(block.args[i])

@@ -1,6 +1,7 @@
 """`static const` arrays and structs (global and in structs), attributes that are accepted and
 ignored ([ForceInline], ...) or implemented ([NoDiffThis]) or refused (E0008), a trailing comma
-in a parameter list, and groupshared refused with a located error."""
+in a parameter list, and a groupshared initializer refused with a located error (groupshared
+memory itself: test_groupshared.py)."""
 
 from __future__ import annotations
 
@@ -65,8 +66,9 @@ def test_derivative_member_on_a_function_is_refused():
                  "E0008", 3, 4, "[DerivativeMember] is not supported on a function")
 
 
-def test_groupshared_is_refused_located():
-    expect_error("groupshared float cache[4];\n", "E0008", 1, 1, "groupshared variable 'cache' is not supported")
+def test_groupshared_with_an_initializer_is_refused_located():
+    expect_error("groupshared float cache[4] = {1, 2, 3, 4};\n", "E0008", 1, 30,
+                 "groupshared variable 'cache' has an initializer")
 
 
 def test_slang_syntax_details_trailing_commas_unnamed_prototype_parameters_and_type_position_arrays():

@@ -427,12 +427,17 @@ HLSL_INTERLOCKED = {"InterlockedAdd": (1, 1), "InterlockedMax": (4, 5), "Interlo
 
 
 def _interlocked(c: Checker, e: A.Call, name: str) -> T.Type:
-    """`InterlockedAdd(buf[i], v [, out original])` on a RWStructuredBuffer<int> or <uint>."""
+    """`InterlockedAdd(buf[i], v [, out original])` on an element of a RWStructuredBuffer<int> or
+    <uint>, or on an int or uint in groupshared memory."""
+    from diffc.frontend.groupshared import in_groupshared
+
     _count(e, name, (2, 3))
     target = e.args[0]
     t = c.lvalue(target)
-    if not (isinstance(target, A.Index) and isinstance(target.base.ty, T.Buffer) and t in (T.INT, T.UINT)):
-        raise err(TYPE_MISMATCH, f"{name} needs an element of an int or uint buffer, got {t}", target)
+    memory = isinstance(target, A.Index) and isinstance(target.base.ty, T.Buffer) or in_groupshared(target)
+    if not (memory and t in (T.INT, T.UINT)):
+        raise err(TYPE_MISMATCH, f"{name} needs an int or uint element of a buffer or of groupshared memory, "
+                  f"got {t}", target)
     c.expect_type(e.args[1], t)
     if len(e.args) == 3 and c.lvalue(e.args[2]) != t:
         raise err(TYPE_MISMATCH, f"{name} needs a {t} variable for the original value", e.args[2])

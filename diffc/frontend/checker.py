@@ -123,7 +123,11 @@ class Checker(TypeResolution):
                     raise err(REDEFINED, f"a second global named '{d.name}'", d)
                 ty = self.resolve(d.type)
                 if "groupshared" in d.mods:
-                    raise err(UNSUPPORTED, f"groupshared variable '{d.name}' is not supported", d)
+                    from diffc.frontend.groupshared import check_groupshared
+
+                    check_groupshared(d, ty)
+                    self.scopes[0][d.name] = Local(d.name, ty, True, True, shared=True)
+                    continue
                 if "static" in d.mods and "const" in d.mods and d.init is not None and _plain_value(ty):
                     self.expect_type(d.init, ty)
                     self.scopes[0][d.name] = Local(d.name, ty, False, value=d.init)

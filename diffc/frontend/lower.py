@@ -22,6 +22,7 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.api_signature import API_ATTR, describe
 from diffc.frontend.derivative_checks import check_module
+from diffc.frontend.groupshared import storage_type
 from diffc.frontend.ast import walk
 from diffc.frontend.bwd_params import PAIR, PAIR_INOUT, BwdParams, bwd_params, plain_params
 from diffc.frontend.checker import Checker
@@ -105,6 +106,9 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     continue  # a `static const`: its value is lowered where it is used
                 sym = self.c.scopes[0][d.name]
                 t = sym.ty
+                if sym.shared:  # work-group memory (frontend/groupshared.py)
+                    ops.append(memref.GlobalOp.get(StringAttr(d.name), storage_type(t), UnitAttr(), StringAttr("public")))
+                    continue
                 if not isinstance(t, T.Buffer) and T.leaf_count(t) == 0 and d.init is None:
                     self.stateless_globals[id(sym)] = t  # a struct with no fields: nothing to keep
                     continue

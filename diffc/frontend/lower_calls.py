@@ -42,9 +42,14 @@ class CallLowering:
             return []
         if k == "interlocked":
             kind, t = e.target
-            (buf,) = self.expr(e.args[0].base)
+            place = e.args[0]
+            if isinstance(place, A.Index) and isinstance(place.base.ty, T.Buffer):
+                (buf,) = self.expr(place.base)
+                idx = self.index_value(place.index)
+            else:  # groupshared memory
+                buf, idx = self.address(place)
             (x,) = self.lower_as(e.args[1], t)
-            old = self.atomic_rmw(kind, x, buf, self.index_value(e.args[0].index))
+            old = self.atomic_rmw(kind, x, buf, idx)
             if len(e.args) == 3:
                 self.store(e.args[2], [old])
             return []

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, I
 from xdsl.ir import Operation, SSAValue
 
 from diffc.dialects import diff
+from diffc.frontend.groupshared import storage_type
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
@@ -277,6 +278,8 @@ class ExprLowering:
         assert isinstance(sym, Local)
         if sym.value is not None:  # a `static const`
             return self.lower_as(sym.value, sym.ty)
+        if sym.shared:  # work-group memory: its scalars
+            return self.load_mem(*self.address(e), sym.ty)
         if sym.is_global and isinstance(sym.ty, T.Buffer):
             t = sym.ty
             return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(t)[0]))]
@@ -478,6 +481,8 @@ class ExprLowering:
         `p[i].v0.x` reads or writes one scalar, not the whole struct around it."""
         if isinstance(e, A.Unary):
             return self.pointer_at(e.operand, None)
+        if isinstance(e, A.Name):  # a groupshared global: its storage, from its first scalar
+            return self.v(memref.GetGlobalOp(e.sym.name, storage_type(e.sym.ty))), self.index_const(0)
         assert isinstance(e, A.Member | A.Index)
         t = e.base.ty
         if T.is_aggregate_buffer(t):  # `buf[i]`: element i's scalars
@@ -709,6 +714,8 @@ def in_memory(e: A.Expr) -> bool:
     `p->f`, and fields, single vector components and elements of such places."""
     if isinstance(e, A.Unary) and e.op == "*":
         return isinstance(e.operand.ty, T.Pointer) and not e.operand.ty.by_value
+    if isinstance(e, A.Name):  # a groupshared global (frontend/groupshared.py)
+        return getattr(e.sym, "shared", False)
     if not isinstance(e, A.Member | A.Index) or getattr(e, "static", None) is not None:
         return False
     t = e.base.ty

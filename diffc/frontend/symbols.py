@@ -69,6 +69,7 @@ class Local:
     mutable: bool
     is_global: bool = False
     value: A.Expr | None = None  # a `static const` with its value: lowered where it is used
+    shared: bool = False  # a `groupshared` global: a place in work-group memory (frontend/groupshared.py)
 
 
 def err(code: str, msg: str, node: A.Node | tuple[int, int]):

@@ -180,6 +180,8 @@ class BoundsBuffer:
         hits = np.flatnonzero(host[0 : 3 * len(self.sites) : 3])  # (a loop over the sites cost 1.5 ms)
         if not len(hits):
             return
+        from diffc.passes.bounds_check import GROUPSHARED_PREFIX
+
         self.zeroed = False
         for k in hits[:1]:
             site = self.sites[k]
@@ -187,8 +189,10 @@ class BoundsBuffer:
             if flag:
                 shown = "a negative index" if flag == 2 else f"index {index}"
                 inside = f" (in function '{site.function}')" if site.function != kernel else ""
+                place = (f"groupshared '{site.buffer[len(GROUPSHARED_PREFIX):]}'" if site.buffer.startswith(GROUPSHARED_PREFIX)
+                         else f"buffer '{site.buffer}'")  # (a groupshared index counts its scalars)
                 message = (f"{what}: kernel '{kernel}' would {site.what} {'from' if site.what == 'load' else 'to'} "
-                           f"buffer '{site.buffer}'{inside} at {shown}, outside its {length} elements; the access "
+                           f"{place}{inside} at {shown}, outside its {length} elements; the access "
                            f"was skipped (loads read 0), every access in bounds ran")
                 loc = _location(site.where)
                 source = (sources or {}).get(loc.file) if loc else None
