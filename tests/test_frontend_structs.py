@@ -138,7 +138,7 @@ def test_an_own_differential_type_that_does_not_hold_the_derivative_members_is_r
     # no field is marked [DerivativeMember], so x's derivative goes to B's field named x: B has none
     expect_error("struct B : IDifferentiable { float z; }\n"
                  "struct A : IDifferentiable {\n  typedef B Differential;\n  float x;\n}\n",
-                 "E0008", 4, 3, "differentiable field 'x' of 'A' has no field in its Differential B to hold its "
+                 "E0003", 4, 3, "differentiable field 'x' of 'A' has no field in its Differential B to hold its "
                  "derivative (none is named 'x')")
 
 

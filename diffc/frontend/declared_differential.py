@@ -90,14 +90,14 @@ def _other_differential(d: A.Struct, s: T.Struct, own: T.Struct, alias: A.Node, 
             if f.derivative_member[0] not in names:
                 raise err(UNKNOWN_MEMBER, f"[DerivativeMember] on field '{f.name}' of '{s.sname}': its "
                           f"Differential {own} has no field '{f.derivative_member[0]}'", f.derivative_member[1])
-    else:  # by name: the field of D named as the primal's field holds its derivative
+    else:  # by name, as Slang matches them (and refuses a differentiable field D has no place for)
         member = {n: n for n, _, _ in s.fields if n in names}
     _carry(s, d, set(member))
     s.fields = [(n, t, nd or n not in member) for n, t, nd in s.fields]
     if not marked:
         for n, t, _ in s.fields:
             if n not in member and "no_diff" not in decls[n].mods and T.is_differentiable(t):
-                raise err(UNSUPPORTED, f"differentiable field '{n}' of '{s.sname}' has no field in its Differential "
+                raise err(TYPE_MISMATCH, f"differentiable field '{n}' of '{s.sname}' has no field in its Differential "
                           f"{own} to hold its derivative (none is named '{n}'): name one with "
                           "[DerivativeMember(Differential.f)] or make the field no_diff", decls[n])
     carried = [n for n, t, nd in s.fields if not nd and T.is_differentiable(t)]
