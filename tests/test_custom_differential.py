@@ -199,6 +199,36 @@ float g(float a) {
     assert g == pytest.approx(2 * a + 10.0 * a)
 
 
+def test_a_declared_differential_lowers_to_the_same_ir_as_the_synthesized_one():
+    # the declared D is the representation itself (declared_differential.py): no conversions
+    body = """
+[Differentiable] float f(V v, float s) { return v.a * dot(v.b, v.b) * s; }
+[Differentiable] V g(V v) { V w = v; w.a = v.a * v.b.x; return w; }
+float h(float x) {
+    var dp = diffPair(V(x, float3(1.0, x, 2.0)), V.Differential(0.0, float3(0.0)));
+    var ds = diffPair(2.0, 0.0);
+    bwd_diff(f)(dp, ds, 1.0);
+    let r = fwd_diff(g)(diffPair(V(x, float3(x)), V.Differential(1.0, float3(0.0, 1.0, 0.0))));
+    return dp.d.A + dp.d.B.y + r.d.A;
+}
+"""
+    decls = [
+        ("struct V : IDifferentiable { float a; float3 b; }", "a", "b"),  # synthesized
+        ("struct V : IDifferentiable { typealias Differential = V; float a; float3 b; }", "a", "b"),
+        ("struct D : IDifferentiable { float a; float3 b; }\n"
+         "struct V : IDifferentiable { typealias Differential = D; float a; float3 b; }", "a", "b"),
+        ("struct D : IDifferentiable { float da; float3 db; }\nstruct V : IDifferentiable { typealias Differential = D;"
+         " [DerivativeMember(D.da)] float a; [DerivativeMember(D.db)] float3 b; }", "da", "db"),
+    ]
+    irs = []
+    for decl, a, b in decls:
+        module = compile_slang(decl + body.replace("d.A", "d." + a).replace("d.B", "d." + b), "test.slang")
+        before = str(module)
+        run_pipeline(module)
+        irs.append((before, str(module)))
+    assert all(ir == irs[0] for ir in irs[1:])
+
+
 @pytest.mark.parametrize("src,line,col,words", [
     # D holds a field no derivative goes to
     ("struct D : IDifferentiable { float a; float extra; }\n"
