@@ -138,6 +138,17 @@ def test_another_struct_holds_the_derivatives_of_the_fields_of_its_names():
     Compiled(src, "f").check_derivatives([1.3, 4, 0.5, np.array([0.4, -0.1, 0.9]), 0.7])
 
 
+def test_a_differential_field_may_hold_a_struct_array_whose_differential_has_its_layout():
+    # Seg's Differential is synthesized; SetD names Seg itself for it (they convert into each other)
+    src = """
+struct Seg : IDifferentiable { float2 a; float w; }
+struct SetD : IDifferentiable { Seg segs[2]; float bias; }
+struct Set : IDifferentiable { typealias Differential = SetD; Seg segs[2]; int n; float bias; }
+[Differentiable] float f(Set s) { return s.segs[0].w * dot(s.segs[1].a, s.segs[0].a) + s.bias * s.segs[1].w; }
+"""
+    Compiled(src, "f").check_derivatives([np.array([0.2, 0.5]), 1.1, np.array([-0.3, 0.8]), 0.6, 2, 1.7])
+
+
 def test_d_reads_fwd_results_and_diff_pair_take_the_declared_type():
     src = OTHER + """
 [Differentiable] float e(Body b) { return b.mass * dot(b.pos, b.pos) + b.scale * b.pos.y; }
@@ -242,6 +253,10 @@ float h(float x) {
     ("struct D : IDifferentiable { float b; float a; }\n"
      "struct S : IDifferentiable { typealias Differential = D; float a; float b; }\n",
      2, 30, "must hold its fields' derivatives in the order of those fields (float a, float b)"),
+    # a field of D that is no_diff cannot hold a derivative
+    ("struct D : IDifferentiable { float a; no_diff float b; }\n"
+     "struct S : IDifferentiable { typealias Differential = D; float a;\n  float b; }\n",
+     3, 3, "field 'b' of Differential D is no_diff, so it cannot hold the derivative of field 'b' of 'S'"),
     # two fields naming one field of D
     ("struct D : IDifferentiable { float g; }\n"
      "struct S : IDifferentiable { typealias Differential = D;\n"

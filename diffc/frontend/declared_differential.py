@@ -16,8 +16,9 @@ with no conversion. The two forms:
 
 A declared D decides which fields carry derivatives: a field declared as a type parameter without
 a differentiable interface (`no_diff` by interfaces.mark_nondiff_generic_values) carries one when
-D holds it, as the program says where its derivative lives. Anything that does not map is E0008
-saying why."""
+D holds it, as the program says where its derivative lives. A D that does not map is a located
+error saying why: E0008 for forms Slang accepts (extra fields, another order, ...), E0003 / E0004
+for those it refuses too."""
 
 from __future__ import annotations
 
@@ -108,7 +109,10 @@ def _other_differential(d: A.Struct, s: T.Struct, own: T.Struct, alias: A.Node, 
             raise err(UNSUPPORTED, f"fields '{holder[g]}' and '{n}' of '{s.sname}' both name field '{g}' of its "
                       f"Differential {own}: one field cannot hold two derivatives", at)
         holder[g] = n
-        want, got = T.differential(s.field(n)[1]), own.field(g)[1]  # type: ignore[index]
+        want, (_, got, got_no_diff) = T.differential(s.field(n)[1]), own.field(g)  # type: ignore[index,misc]
+        if got_no_diff:
+            raise err(UNSUPPORTED, f"field '{g}' of Differential {own} is no_diff, so it cannot hold the "
+                      f"derivative of field '{n}' of '{s.sname}'", at)
         if not _same_type(want, got):
             raise err(UNSUPPORTED, f"field '{g}' of Differential {own} is {got}, but the derivative of field "
                       f"'{n}' of '{s.sname}' is {want}: a Differential field of another type is not supported", at)
@@ -127,6 +131,6 @@ def _other_differential(d: A.Struct, s: T.Struct, own: T.Struct, alias: A.Node, 
 
 
 def _same_type(want: T.Type, got: T.Type) -> bool:
-    """A field of D may be the Differential type itself or a struct of the same layout (a struct
-    and its synthesized Differential, which convert into each other)."""
-    return want == got or isinstance(want, T.Struct) and isinstance(got, T.Struct) and T.convertible(got, want)
+    """A field of D may be the Differential type itself or one that converts into it with the
+    same leaves (a struct and its synthesized Differential, also as array elements)."""
+    return want == got or T.leaf_types(want) == T.leaf_types(got) and T.convertible(got, want)
