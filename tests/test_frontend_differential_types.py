@@ -70,7 +70,7 @@ struct S : IDifferentiable {
 }
 """
     with pytest.raises(DiffcError, match=r"test.slang:4:5: error\[E0008\]: Differential type D of 'S' must hold "
-                       r"the Differentials of its \[DerivativeMember\] fields in their order \(float a, float b\)"):
+                       r"its fields' derivatives in the order of those fields \(float a, float b\)"):
         compile_slang(src, "test.slang")
 
 

@@ -135,11 +135,11 @@ def test_property_without_a_setter_cannot_be_assigned_and_bodyless_accessors_are
 
 
 def test_an_own_differential_type_that_does_not_hold_the_derivative_members_is_refused():
-    # x has no [DerivativeMember], so nothing of A carries a derivative, yet B holds one
+    # no field is marked [DerivativeMember], so x's derivative goes to B's field named x: B has none
     expect_error("struct B : IDifferentiable { float z; }\n"
                  "struct A : IDifferentiable {\n  typedef B Differential;\n  float x;\n}\n",
-                 "E0008", 3, 3, "Differential type B of 'A' must hold the Differentials of its [DerivativeMember] "
-                 "fields in their order (nothing)")
+                 "E0003", 4, 3, "differentiable field 'x' of 'A' has no field in its Differential B to hold its "
+                 "derivative (none is named 'x')")
 
 
 def test_a_method_writes_through_a_buffer_field_without_being_mutating():

@@ -13,6 +13,7 @@ from diffc.frontend.errors import (
     REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import const_int, infer, instance_name, substitute
+from diffc.frontend.declared_differential import settle_differential
 from diffc.frontend.inits import INIT, as_constructor_call
 from diffc.frontend.symbols import (  # noqa: F401 (re-exported for the lowering)
     DIFF_ATTRS, SWIZZLE, FuncInfo, Local, PInfo, derivative_signature, err, ptr_param,
@@ -331,30 +332,7 @@ class Checker(TypeResolution):
                 raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
-        own = s.aliases.get("Differential")
-        moved = next((f for f in d.fields if own is s and f.derivative_member and f.derivative_member[0] != f.name), None)
-        if moved is not None:  # the struct is its own Differential: each field holds its own derivative
-            raise err(UNSUPPORTED, f"[DerivativeMember] on field '{moved.name}' names field "
-                      f"'{moved.derivative_member[0]}' of its own struct; only the field itself is supported",
-                      moved.derivative_member[1])
-        if s.differentiable and isinstance(own, T.Struct) and own is not s:
-            self.mark_derivative_members(d, s, own)
-        elif own is None and (marked := next((f for f in d.fields if f.derivative_member), None)):
-            raise err(UNDEFINED, f"[DerivativeMember] on field '{marked.name}' of '{name}' names a field of the "
-                      "struct's own Differential type, which it does not declare (typealias Differential = ...;)",
-                      marked.derivative_member[1])
-        s.diff_struct = T.make_differential_struct(s) if s.differentiable else None
-        if own is s and s.diff_struct is not None and T.same_layout_differential(s, s.diff_struct):
-            s.diff_struct = s  # its own Differential: the derivative has the struct's methods too
-        elif s.differentiable and isinstance(own, T.Struct) and own is not s:
-            s.diff_struct = own
-        if s.differentiable and own is not None and own is not s.diff_struct and not (
-                own is s and T.same_layout_differential(s, s.diff_struct)):  # type: ignore[arg-type]
-            alias = next(a for a in d.aliases if a.name == "Differential")
-            raise err(UNSUPPORTED, f"a Differential type of its own for IDifferentiable '{name}' is not supported "
-                      "(the Differential is synthesized from the differentiable fields)", alias)
-        if s.diff_struct is not None:
-            s.aliases.setdefault("Differential", s.diff_struct)  # `Differential` in its methods
+        settle_differential(d, s)  # synthesized, or the one it declares (declared_differential.py)
         for m in d.methods:
             self.ifaces.implicit_generics(m)
             if m.generic_params and m.name in s.method_templates:  # (one generic beside plain overloads)
@@ -393,23 +371,6 @@ class Checker(TypeResolution):
                     genv[pname] = v
             if set(gd.generic_params) <= set(genv):
                 self.instantiate_func(gname, A.Name(gname, span=a.span), [], env=genv)
-
-    def mark_derivative_members(self, d: A.Struct, s: T.Struct, own: T.Struct) -> None:
-        """A Differential type of its own (`typealias Differential = B;`): the fields marked
-        `[DerivativeMember(B.f)]` carry derivatives, held in B's fields; the others carry none.
-        A derivative is one leaf per derivative-carrying leaf of the struct, in order, so B must
-        hold exactly those fields' Differentials, in the same order."""
-        alias = next((a for a in d.aliases if a.name == "Differential"), d)
-        members = {f.name: f.derivative_member for f in d.fields if "static" not in f.mods}
-        s.fields = [(n, t, nd or members.get(n) is None) for n, t, nd in s.fields]
-        carried = [(members[n], T.differential(t)) for n, t, nd in s.fields if not nd and T.is_differentiable(t)]
-        held = [(n, t) for n, t, _ in own.fields]
-        if [(m[0], t) for m, t in carried] != held:
-            want = ", ".join(f"{t} {m[0]}" for m, t in carried) or "nothing"
-            raise err(UNSUPPORTED, f"Differential type {own} of '{s.sname}' must hold the Differentials of its "
-                      f"[DerivativeMember] fields in their order ({want}); other layouts are not supported", alias)
-        if not T.is_differentiable(own):
-            raise err(TYPE_MISMATCH, f"Differential type {own} of '{s.sname}' must be IDifferentiable", alias)
 
     def ptr_differential(self, d: A.Struct, s: T.Struct) -> T.Struct:
         """The `typealias Differential` an IDifferentiablePtrType struct must name: a struct that

@@ -165,6 +165,9 @@ class Interfaces:
 
 
 DIFFERENTIABLE_ATTRS = {"Differentiable", "ForwardDifferentiable", "BackwardDifferentiable"}
+# Marks a field `no_diff` only by the rule below, which a declared Differential that holds the
+# field's derivative overrides (declared_differential.py).
+GENERIC_NO_DIFF = "no_diff (generic)"
 
 
 def mark_nondiff_generic_values(inst: A.Func | A.Struct, tmpl: A.Func | A.Struct, ifaces: Interfaces,
@@ -187,7 +190,7 @@ def mark_nondiff_generic_values(inst: A.Func | A.Struct, tmpl: A.Func | A.Struct
     if isinstance(inst, A.Struct):
         for f, tf in zip(inst.fields, tmpl.fields):  # type: ignore[union-attr]
             if plain(tf.type):
-                f.mods = set(f.mods) | {"no_diff"}
+                f.mods = set(f.mods) | {"no_diff", GENERIC_NO_DIFF}
         return
     if not any(a.name in DIFFERENTIABLE_ATTRS for a in tmpl.attrs):  # type: ignore[union-attr]
         return  # its body is not differentiated: a custom derivative (an __apply) says what is
