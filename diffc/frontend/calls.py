@@ -73,7 +73,11 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return T.FuncRef(f.func, f.mode + (DERIV[name],))
         if name == "diffPair":
             _count(e, "diffPair", (1, 2))
-            p = c.expr(e.args[0])
+            if len(callee.targs) == 1 and isinstance(callee.targs[0], A.TypeRef):  # `diffPair<T>(p, d)`
+                p = c.resolve(callee.targs[0])
+                c.expect_type(e.args[0], p)
+            else:
+                p = c.expr(e.args[0])
             if T.is_numeric(p) and T.is_int_scalar(T.elem_of(p)):
                 p = T.with_elem(p, T.FLOAT)  # as Slang: `let x = 2; diffPair(x)` is a pair of floats
             if not T.is_differentiable(p):
