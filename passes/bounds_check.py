@@ -55,6 +55,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
+from diffc.dialects.kernel import NULL_POINTER_ATTR
 from diffc.dialects.abi import added_attrs
 from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants, host_buffer
 from diffc.passes.status_report import where
@@ -124,6 +125,13 @@ class BoundsCheckPass(ModulePass):
             for i, arg in zip(guarded[name], added):
                 lengths[f.body.block.args[i]] = arg
             status[name] = added[-1]
+        # a null pointer's buffer (frontend/optional.py) has length 0: every access through it is reported
+        nulls: dict[SSAValue, str] = {}
+        for f in funcs:
+            for p in [o for o in f.walk() if o.name == "ub.poison" and NULL_POINTER_ATTR in o.attributes]:
+                nulls[p.results[0]] = "nullptr"
+                if f.sym_name.data in status:
+                    lengths[p.results[0]] = _const_after(p, 0)
         # calls pass the lengths of their memref arguments and the caller's status buffer
         for f in funcs:
             for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
@@ -132,7 +140,8 @@ class BoundsCheckPass(ModulePass):
                     continue
                 extra: list[SSAValue] = []
                 for i in guarded[callee]:
-                    extra.append(lengths.get(call.arguments[i]) or _const(call, I32_MAX))
+                    arg = call.arguments[i]
+                    extra.append(lengths.get(arg) or _const(call, 0 if arg in nulls else I32_MAX))
                 st = status.get(f.sym_name.data)
                 if st is None:
                     raise ValueError(f"bounds-check: @{f.sym_name.data} passes a buffer it was not given")
@@ -143,7 +152,7 @@ class BoundsCheckPass(ModulePass):
         for f in funcs:
             if f.sym_name.data not in status:
                 continue
-            names = {f.body.block.args[i]: param_name(f, i) for i in guarded[f.sym_name.data]}
+            names = {f.body.block.args[i]: param_name(f, i) for i in guarded[f.sym_name.data]} | nulls
             skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
             shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
             for access in [o for o in f.walk() if isinstance(o, _ACCESS)]:
@@ -155,6 +164,12 @@ class BoundsCheckPass(ModulePass):
                 _guard(access, lengths[buf], status[f.sym_name.data], len(sites) - 1)
         if sites:
             op.attributes[SITES] = ArrayAttr(sites)
+
+
+def _const_after(at: Operation, value: int) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    Rewriter.insert_op(c, InsertPoint.after(at))
+    return c.result
 
 
 def _const(at: Operation, value: int) -> SSAValue:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from xdsl.dialects import arith, ub
 from xdsl.dialects.builtin import IndexType, IntegerAttr, UnitAttr
 
+from diffc.dialects.kernel import NULL_POINTER_ATTR
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
@@ -38,7 +39,6 @@ from diffc.frontend.symbols import err
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
 
-NULL_ATTR = "diffc.null"  # on the ub.poison memref of a null pointer
 NULL_OFFSET = -1
 
 
@@ -142,7 +142,7 @@ def lower_convert(lw, vals: list, src: T.Type, dst: T.Struct) -> list:
 def null_pointer(lw, t: T.Pointer) -> list:
     (mem, _) = T.leaf_types(t)
     op = ub.PoisonOp(mem)
-    op.attributes[NULL_ATTR] = UnitAttr()
+    op.attributes[NULL_POINTER_ATTR] = UnitAttr()
     return [lw.v(op), lw.v(arith.ConstantOp(IntegerAttr(NULL_OFFSET, IndexType())))]
 
 
