@@ -149,6 +149,36 @@ int f(bool give)
     assert run(src, "f", 0)[0] == 10 + 4000
 
 
+GENERIC = """
+[Differentiable]
+T getOr<T : IDifferentiable>(Optional<T> o, T d)
+{
+    if (let v = o)
+        return v;
+    return d;
+}
+
+[Differentiable]
+float f(float x, bool give)
+{
+    Optional<float> o = give ? Optional<float>(x * x) : none;
+    Optional<float> e = Optional<float>();
+    Optional<float> z = {};
+    return getOr(o, 5.0 * x) + getOr(e, 1.0) + getOr(z, 2.0);
+}
+"""
+
+
+@pytest.mark.parametrize("give", [1, 0])
+def test_optional_constructors_and_generic_inference(give):
+    """`Optional<T>(x)`, `Optional<T>()` and `{}` (none), `c ? opt : none`, and T inferred from
+    an `Optional<T>` parameter."""
+    c = Compiled(GENERIC, "f")
+    x = 0.5
+    assert c.primal([x, give])[0] == pytest.approx((x * x if give else 5 * x) + 1.0 + 2.0)
+    c.check_derivatives([x, give])
+
+
 IS_AS = """
 interface IShape { float area(float s); }
 struct Sq : IShape { float k; float area(float s) { return k * s * s; } }
@@ -207,8 +237,10 @@ def _run_program(tmp_path, src: str, capsys) -> tuple[int, str, str]:
 
 def test_nullptr_compares_and_a_default_pointer_is_null(tmp_path, capsys):
     src = """
-//TEST_INPUT:ubuffer(data=[0 0 0], stride=4):out,name=outputBuffer
+//TEST_INPUT:ubuffer(data=[0 0 0 0 0 0], stride=4):out,name=outputBuffer
 RWStructuredBuffer<float> outputBuffer;
+//TEST_INPUT: set data = ubuffer(data=[0.25 0.5], stride=4)
+uniform float* data;
 struct Holder { Ptr<float> p; float k; }
 float readOr(Holder h, float fallback)
 {
@@ -225,11 +257,16 @@ void computeMain()
     outputBuffer[1] = (nullptr == h.p ? 1.0 : 0.0) + (q == nullptr ? 10.0 : 0.0);
     h.k = 3.0;
     outputBuffer[2] = (h.p != nullptr ? 1.0 : 0.0) + h.k;
+    outputBuffer[3] = data[1];
+    Holder g = { data + 1, 4.0 };
+    outputBuffer[4] = readOr(g, 7.0) + (g.p != nullptr ? 100.0 : 0.0);
+    Ptr<float> r = outputBuffer[4] > 0.0 ? nullptr : g.p;
+    outputBuffer[5] = r == nullptr ? 1.0 : 0.0;
 }
 """
     rc, out, err = _run_program(tmp_path, src, capsys)
     assert rc == 0, err
-    assert [float(v) for v in out.split()[2:]] == [7.0, 11.0, 3.0]
+    assert [float(v) for v in out.split()[2:]] == [7.0, 11.0, 3.0, 0.5, 102.0, 1.0]
 
 
 @pytest.mark.parametrize("read, line, col", [("readIt(h)", 4, 33), ("q[2]", 11, 23)])
@@ -259,7 +296,11 @@ void computeMain()
     ("float f(Optional<float> o) { return o < none ? 1.0 : 0.0; }", 1, 37, "operator '<' cannot combine", "E0003"),
     ("float f(float x) { if (let y = x) return y; return 0.0; }", 1, 32, "no member 'hasValue'", "E0004"),
     ("float f(Optional<float> o) { Ptr<float> p = none; return 0.0; }", 1, 45, "expected a value of type float*", "E0003"),
-    ("float f(Ptr<float> p, Ptr<float> q) { return p == q ? 1.0 : 0.0; }", 1, 46, "cannot combine", "E0003"),
+    ("float f(Ptr<float> p, Ptr<float> q) { return p == q ? 1.0 : 0.0; }", 1, 46, "comparing two pointers", "E0008"),
+    ("float f() { Optional<float> o = { true, 2.0 }; return 0.0; }", 1, 33, "an initializer list for Optional<float>",
+     "E0008"),
+    ("float f(float x) { let o = Optional<float>(x, x); return 0.0; }", 1, 28, "takes a value or nothing", "E0005"),
+    ("float f(bool c) { let o = c ? 1.0 : none; return 0.0; }", 1, 27, "the branches of '?:'", "E0003"),
     ("struct A { float x; } float f(float a) { return (a is A) ? 1.0 : 0.0; }", 1, 50, "'is' on a value of type float", "E0008"),
     ("interface I { float g(); } struct A : I { float g() { return 1.0; } }\n"
      "I mk(int k) { return A(); } float f() { return (mk(0) as float).hasValue ? 1.0 : 0.0; }", 2, 58,

@@ -693,6 +693,8 @@ class Checker(TypeResolution):
             self.expect_type(e, want)
             return
         e.ty = want
+        if isinstance(want, T.Struct) and want.optional_of is not None:
+            optional.check_init_list(e, want)
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
         elif isinstance(want, T.Struct):
@@ -818,6 +820,8 @@ class Checker(TypeResolution):
             a, b = self.expr(e.a), self.expr(e.b)
             if a == b:
                 return a
+            if isinstance(a, T.Null) or isinstance(b, T.Null):
+                return optional.check_ternary(e, a, b)
             c = T.common_type(a, b)
             if c is None:
                 raise err(TYPE_MISMATCH, f"the branches of '?:' have types {a} and {b}", e)
@@ -882,6 +886,7 @@ class Checker(TypeResolution):
         if isinstance(a, T.Null) or isinstance(b, T.Null):
             return optional.check_null_compare(e, a, b)
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
+            optional.pointers_compared(e, a, b)
             return self.pointer_arith(e, a, b)
         if isinstance(a, T.Matrix) or isinstance(b, T.Matrix):
             return matrices.check_binary(e, a, b)

@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, UnitAttr
 from diffc.dialects.kernel import NULL_POINTER_ATTR
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
+from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.symbols import err
 
 if TYPE_CHECKING:
@@ -54,7 +54,8 @@ def optional_type(c: Checker, inner: T.Type, where: A.Node) -> T.Struct:
     if key in cache:
         return cache[key]
     s = T.Struct(f"Optional<{inner}>", [("hasValue", T.BOOL, True), ("value", inner, False)],
-                 differentiable=T.is_differentiable(inner), optional_of=inner)
+                 differentiable=T.is_differentiable(inner), optional_of=inner,
+                 template=("Optional", (inner,)))  # (so that `Optional<T>` infers T: generics.infer)
     if s.differentiable:
         s.diff_struct = T.make_differential_struct(s)
         s.diff_struct.optional_diff_of = s
@@ -71,6 +72,34 @@ def is_optional(t: T.Type) -> bool:
 def check_name(e: A.Name) -> T.Type | None:
     """`none` and `nullptr`, where no variable of that name is declared."""
     return {"none": T.NONE, "nullptr": T.NULLPTR}.get(e.id)
+
+
+def check_ternary(e: A.Ternary, a: T.Type, b: T.Type) -> T.Type:
+    """`c ? opt : none`, `c ? p : nullptr`: the other side's type."""
+    null, other = (a, b) if isinstance(a, T.Null) else (b, a)
+    if not T.convertible(null, other):
+        raise err(TYPE_MISMATCH, f"the branches of '?:' have types {a} and {b}", e)
+    return other
+
+
+def check_constructor(c: Checker, e: A.Call, t: T.Struct) -> T.Type:
+    """`Optional<T>(x)` (present) and `Optional<T>()` (none)."""
+    if len(e.args) > 1:
+        raise err(ARG_COUNT, f"{t} constructor takes a value or nothing, got {len(e.args)} arguments", e)
+    for a in e.args:
+        c.expect_type(a, t)
+    return t
+
+
+def check_init_list(e: A.InitList, t: T.Struct) -> None:
+    if e.items:  # (its fields are not what a program writes: `{}` is none)
+        raise err(UNSUPPORTED, f"an initializer list for {t} is not supported: write a value or none", e)
+
+
+def pointers_compared(e: A.Binary, a: T.Type, b: T.Type) -> None:
+    if e.op in ("==", "!=") and isinstance(a, T.Pointer) and isinstance(b, T.Pointer):
+        raise err(UNSUPPORTED, f"comparing two pointers ({a} {e.op} {b}) is not supported; a pointer compares "
+                  "with nullptr", e)
 
 
 def check_null_compare(e: A.Binary, a: T.Type, b: T.Type) -> T.Type:
