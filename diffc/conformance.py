@@ -4,9 +4,10 @@ A file is a value test when it has an active `//TEST(...):COMPARE_COMPUTE...` or
 `//TEST:INTERPRET` line and expected values: `NAME.slang.expected.txt` (a `type:` line, then one
 value per line), or `CHECK:`/`CHECK-NEXT:` lines of the prefix its test line names
 (`filecheck-buffer=P`, `filecheck=P`). Compute tests run as `diffc run FILE`; INTERPRET tests run
-their printf `main`. Values compare numerically (1e-3 relative or 1e-4 absolute), in order, with
-FileCheck's scanning: `CHECK` finds the next line that matches, `CHECK-NEXT` must be the next line,
-`CHECK-NOT` must not appear before the next match.
+their printf `main` (a test line's `-entry NAME` names the entry of either). Values compare
+numerically (1e-3 relative or 1e-4 absolute), in order, with FileCheck's scanning: `CHECK` finds
+the next line that matches, `CHECK-NEXT` must be the next line, `CHECK-NOT` must not appear before
+the next match.
 
 Each file runs in a worker process (a crash or a hang costs that file, not the run); workers read
 file paths on stdin and answer one JSON line each.
