@@ -111,9 +111,11 @@ class BoundsCheckPass(ModulePass):
         if variants.proofs:
             op.attributes[PROOFS] = ArrayAttr([StringAttr(p) for p in variants.proofs])
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
+        with_null = {f.sym_name.data for f in funcs if any(_is_null(o) for o in f.walk())}
         guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if host_buffer(t)]
                    for f in funcs}
-        guarded = {n: idx for n, idx in guarded.items() if idx}
+        guarded = {n: idx for n, idx in guarded.items() if idx or n in with_null}
+        _callers_of(guarded, funcs, with_null)
         lengths: dict[SSAValue, SSAValue] = {}
         status: dict[str, SSAValue] = {}
         for f in funcs:
@@ -128,7 +130,7 @@ class BoundsCheckPass(ModulePass):
         # a null pointer's buffer (frontend/optional.py) has length 0: every access through it is reported
         nulls: dict[SSAValue, str] = {}
         for f in funcs:
-            for p in [o for o in f.walk() if o.name == "ub.poison" and NULL_POINTER_ATTR in o.attributes]:
+            for p in [o for o in f.walk() if _is_null(o)]:
                 nulls[p.results[0]] = "nullptr"
                 if f.sym_name.data in status:
                     lengths[p.results[0]] = _const_after(p, 0)
@@ -164,6 +166,25 @@ class BoundsCheckPass(ModulePass):
                 _guard(access, lengths[buf], status[f.sym_name.data], len(sites) - 1)
         if sites:
             op.attributes[SITES] = ArrayAttr(sites)
+
+
+def _is_null(op: Operation) -> bool:
+    return op.name == "ub.poison" and NULL_POINTER_ATTR in op.attributes
+
+
+def _callers_of(guarded: dict[str, list[int]], funcs: list[func.FuncOp], with_null: set[str]) -> None:
+    """A function that makes a null pointer is checked, buffers or not: it and the functions that
+    call it (transitively) get the status buffer, so that its reads through the pointer report."""
+    if not with_null:
+        return
+    changed = True
+    while changed:
+        changed = False
+        for f in funcs:
+            if f.sym_name.data not in guarded and any(
+                    isinstance(o, func.CallOp) and o.callee.root_reference.data in guarded for o in f.walk()):
+                guarded[f.sym_name.data] = []
+                changed = True
 
 
 def _const_after(at: Operation, value: int) -> SSAValue:

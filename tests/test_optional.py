@@ -269,12 +269,13 @@ void computeMain()
     assert [float(v) for v in out.split()[2:]] == [7.0, 11.0, 3.0, 0.5, 102.0, 1.0]
 
 
-@pytest.mark.parametrize("read, line, col", [("readIt(h)", 4, 33), ("q[2]", 11, 23)])
+@pytest.mark.parametrize("read, line, col", [("readIt(h)", 4, 33), ("q[2]", 12, 23), ("viaCall(2.0)", 5, 57)])
 def test_reading_through_a_null_pointer_is_a_located_runtime_error(tmp_path, capsys, read, line, col):
     src = f"""//TEST_INPUT:ubuffer(data=[0 0 0], stride=4):out,name=outputBuffer
 RWStructuredBuffer<float> outputBuffer;
 struct Holder {{ Ptr<float> p; float k; }}
 float readIt(Holder h) {{ return *h.p * h.k; }}
+float viaCall(float k) {{ Ptr<float> p = nullptr; return p[0] * k; }}
 [numthreads(1, 1, 1)]
 void computeMain()
 {{

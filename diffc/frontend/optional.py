@@ -16,7 +16,7 @@ absent value is absent (`dp.d == none`), and a `none` given as a derivative is a
 compares the offset alone; its buffer is a poison memref marked `diffc.null`, which the OpenCL
 backend prints as a null pointer. Reading through it reads index -1 of that: the bounds check
 (passes/bounds_check.py) gives a null buffer length 0, so the read is a located E0011 runtime
-error that reads nothing, wherever the pointer was passed as an argument; see docs/frontend.md.
+error that reads nothing, where the pointer was made or passed to; see docs/frontend.md.
 
 `x is S` / `x as S`: where x's type is known statically (a struct) the answer is a constant;
 where it is a tagged union (dynamic.py), it is a test of the tag, and `as` gives the union's
