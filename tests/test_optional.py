@@ -77,6 +77,43 @@ def test_optional_local_assigned_in_a_branch_derivatives(give):
     c.check_derivatives([x, give])
 
 
+PLACES = {
+    "field": ("""
+struct S : IDifferentiable { Optional<float> o; float w; }
+[Differentiable] float f(S s) { if (let x = s.o) return x * s.w; return s.w; }
+""", [[1, 0.7, 1.3], [0, 0.0, 1.3]], [0.7 * 1.3, 1.3]),
+    "array": ("""
+[Differentiable]
+float f(Optional<float> a[2], float w)
+{
+    float r = w;
+    for (int i = 0; i < 2; i++)
+        if (let x = a[i])
+            r += x * x * w;
+    return r;
+}
+""", [[1, 0.5, 0, 0.0, 2.0], [0, 0.0, 1, 0.3, 2.0]], [2.5, 2.0 + 0.09 * 2.0]),
+    "out parameter": ("""
+[Differentiable] void g(float x, out Optional<float> r) { if (x > 0.0) r = x * x; else r = none; }
+[Differentiable] float f(float x) { Optional<float> r; g(x, r); return r.hasValue ? r.value * 3.0 : x; }
+""", [[0.6], [-0.4]], [3 * 0.36, -0.4]),
+    "struct value": ("""
+struct P : IDifferentiable { float a; float b; }
+[Differentiable] Optional<P> mk(float x) { if (x > 0.0) return P(x, x * x); return none; }
+[Differentiable] float f(float x) { let p = mk(x); if (let q = p) return q.a * q.b; return 1.0; }
+""", [[0.6], [-0.4]], [0.6**3, 1.0]),
+}
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_optional_in_fields_arrays_out_parameters_and_of_structs(place):
+    src, argsets, wants = PLACES[place]
+    c = Compiled(src, "f")
+    for args, want in zip(argsets, wants):
+        assert c.primal(args)[0] == pytest.approx(want)
+        c.check_derivatives(args)
+
+
 PAIRS = """
 [Differentiable]
 Optional<float> cube(Optional<float> a)
