@@ -347,3 +347,40 @@ void computeMain()
 ])
 def test_refusals_are_located(src, line, col, words, code):
     expect_error(src, code, line, col, words)
+
+
+CUSTOM = """
+void sq_bwd(inout DifferentialPair<Optional<float>> a, Optional<float>.Differential dOut)
+{
+    if (let x = a.p)
+        a = diffPair(a.p, Optional<float>(2.0 * x * dOut.value));
+}
+
+[BackwardDerivative(sq_bwd)]
+Optional<float> sq(Optional<float> a)
+{
+    if (let x = a)
+        return x * x;
+    return none;
+}
+
+[Differentiable]
+float f(float x, bool give)
+{
+    Optional<float> o = none;
+    if (give)
+        o = x + 1.0;
+    let r = sq(o);
+    return r.hasValue ? r.value : 2.0 * x;
+}
+"""
+
+
+@pytest.mark.parametrize("give", [1, 0])
+def test_custom_backward_derivative_of_an_optional_function(give):
+    """A custom derivative takes `inout DifferentialPair<Optional<T>>` and `Optional<T>.Differential`
+    (the value's derivative) as Slang spells them."""
+    c = Compiled(CUSTOM, "f")
+    x = 0.3
+    assert c.primal([x, give])[0] == pytest.approx((x + 1) ** 2 if give else 2 * x)
+    c.check_derivatives([x, give])
