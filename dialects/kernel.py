@@ -76,6 +76,9 @@ from diffc.dialects.abi import KERNEL_ENTRY, fill_roles
 ENTRY = KERNEL_ENTRY  # (dialects/abi.py checks kernels' parameter roles by it)
 REQD_WORK_GROUP_SIZE = "kernel.reqd_work_group_size"
 LOCAL_MEMORY_SPACE = 3
+# on a `ub.poison` memref: the buffer of a null pointer (frontend/optional.py), which the OpenCL
+# backend prints as a null pointer and the bounds check gives length 0
+NULL_POINTER_ATTR = "diffc.null"
 VECTOR_WIDTHS = (2, 3, 4, 8, 16)
 
 

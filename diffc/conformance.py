@@ -4,9 +4,10 @@ A file is a value test when it has an active `//TEST(...):COMPARE_COMPUTE...` or
 `//TEST:INTERPRET` line and expected values: `NAME.slang.expected.txt` (a `type:` line, then one
 value per line), or `CHECK:`/`CHECK-NEXT:` lines of the prefix its test line names
 (`filecheck-buffer=P`, `filecheck=P`). Compute tests run as `diffc run FILE`; INTERPRET tests run
-their printf `main`. Values compare numerically (1e-3 relative or 1e-4 absolute), in order, with
-FileCheck's scanning: `CHECK` finds the next line that matches, `CHECK-NEXT` must be the next line,
-`CHECK-NOT` must not appear before the next match.
+their printf `main` (a test line's `-entry NAME` names the entry of either). Values compare
+numerically (1e-3 relative or 1e-4 absolute), in order, with FileCheck's scanning: `CHECK` finds
+the next line that matches, `CHECK-NEXT` must be the next line, `CHECK-NOT` must not appear before
+the next match.
 
 Each file runs in a worker process (a crash or a hang costs that file, not the run); workers read
 file paths on stdin and answer one JSON line each.
@@ -37,11 +38,13 @@ class Case:
     kind: str  # "compute" | "interpret"
     checks: list[tuple[str, str]]  # (directive, pattern): CHECK, CHECK-NEXT, CHECK-NOT
     groups: str | None = None  # the test line's `-compute-dispatch X,Y,Z` (work-groups), if any
+    entry: str | None = None  # the test line's `-entry NAME`, if any
 
     @property
     def run_args(self) -> list[str]:
         """The arguments of `diffc run` for this file."""
-        return (["--groups", self.groups] if self.groups else []) + [str(self.path)]
+        return ((["--groups", self.groups] if self.groups else []) + (["--entry", self.entry] if self.entry else [])
+                + [str(self.path)])
 
 
 def _prefix(options: str | None) -> str:
@@ -67,12 +70,14 @@ def case_of(path: Path) -> Case | None:
     line = text[m.start():].split("\n", 1)[0]
     d = re.search(r"-compute-dispatch\s+(\d+)\s*,\s*(\d+)\s*,\s*(\d+)", line)
     groups = ",".join(d.groups()) if d else None
+    named = re.search(r"(?:^|\s)-entry\s+(\w+)", line[m.end() - m.start():])
+    entry = named.group(1) if named else None
     expected = Path(str(path) + ".expected.txt")
     if "filecheck" not in (m.group(2) or "") and expected.is_file():  # else the file's CHECK lines
         lines = [ln.strip() for ln in expected.read_text().splitlines() if ln.strip()]
-        return Case(path, kind, [("CHECK-NEXT" if k else "CHECK", ln) for k, ln in enumerate(lines)], groups)
+        return Case(path, kind, [("CHECK-NEXT" if k else "CHECK", ln) for k, ln in enumerate(lines)], groups, entry)
     checks = _check_lines(text, _prefix(m.group(2)))
-    return Case(path, kind, checks, groups) if checks else None
+    return Case(path, kind, checks, groups, entry) if checks else None
 
 
 def discover(root: Path) -> list[Case]:

@@ -59,6 +59,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
+from diffc.dialects.kernel import NULL_POINTER_ATTR
 from diffc.dialects.abi import added_attrs
 from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants, host_buffer
 from diffc.passes.status_report import where
@@ -115,9 +116,11 @@ class BoundsCheckPass(ModulePass):
         if variants.proofs:
             op.attributes[PROOFS] = ArrayAttr([StringAttr(p) for p in variants.proofs])
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
+        with_null = {f.sym_name.data for f in funcs if any(_is_null(o) for o in f.walk())}
         guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if host_buffer(t)]
                    for f in funcs}
-        guarded = {n: idx for n, idx in guarded.items() if idx}
+        guarded = {n: idx for n, idx in guarded.items() if idx or n in with_null}
+        _callers_of(guarded, funcs, with_null)
         shared = {f.sym_name.data: _groupshared(f) for f in funcs}  # (memref, its name) of each
         lengths: dict[SSAValue, SSAValue] = {}
         status: dict[str, SSAValue] = {}
@@ -130,6 +133,13 @@ class BoundsCheckPass(ModulePass):
             for i, arg in zip(guarded.get(name, ()), added):
                 lengths[f.body.block.args[i]] = arg
             status[name] = added[-1]
+        # a null pointer's buffer (frontend/optional.py) has length 0: every access through it is reported
+        nulls: dict[SSAValue, str] = {}
+        for f in funcs:
+            for p in [o for o in f.walk() if _is_null(o)]:
+                nulls[p.results[0]] = "nullptr"
+                if f.sym_name.data in status:
+                    lengths[p.results[0]] = _const_after(p, 0)
         # calls pass the lengths of their memref arguments and the caller's status buffer
         for f in funcs:
             for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
@@ -138,7 +148,8 @@ class BoundsCheckPass(ModulePass):
                     continue
                 extra: list[SSAValue] = []
                 for i in guarded.get(callee, ()):
-                    extra.append(lengths.get(call.arguments[i]) or _const(call, I32_MAX))
+                    arg = call.arguments[i]
+                    extra.append(lengths.get(arg) or _const(call, 0 if arg in nulls else I32_MAX))
                 st = status.get(f.sym_name.data)
                 if st is None:
                     raise ValueError(f"bounds-check: @{f.sym_name.data} passes a buffer it was not given")
@@ -149,7 +160,7 @@ class BoundsCheckPass(ModulePass):
         for f in funcs:
             if f.sym_name.data not in status:
                 continue
-            names = {f.body.block.args[i]: param_name(f, i) for i in guarded.get(f.sym_name.data, ())}
+            names = {f.body.block.args[i]: param_name(f, i) for i in guarded.get(f.sym_name.data, ())} | nulls
             local = shared[f.sym_name.data]
             skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
             shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
@@ -182,6 +193,31 @@ def _groupshared(f: func.FuncOp) -> dict[SSAValue, str]:
         if isinstance(o, kernel.LocalAllocOp) and isinstance(o.attributes.get(NAME), StringAttr):
             out[o.result] = o.attributes[NAME].data  # type: ignore[union-attr]
     return out
+
+
+def _is_null(op: Operation) -> bool:
+    return op.name == "ub.poison" and NULL_POINTER_ATTR in op.attributes
+
+
+def _callers_of(guarded: dict[str, list[int]], funcs: list[func.FuncOp], with_null: set[str]) -> None:
+    """A function that makes a null pointer is checked, buffers or not: it and the functions that
+    call it (transitively) get the status buffer, so that its reads through the pointer report."""
+    if not with_null:
+        return
+    changed = True
+    while changed:
+        changed = False
+        for f in funcs:
+            if f.sym_name.data not in guarded and any(
+                    isinstance(o, func.CallOp) and o.callee.root_reference.data in guarded for o in f.walk()):
+                guarded[f.sym_name.data] = []
+                changed = True
+
+
+def _const_after(at: Operation, value: int) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    Rewriter.insert_op(c, InsertPoint.after(at))
+    return c.result
 
 
 def _const(at: Operation, value: int) -> SSAValue:

@@ -1,5 +1,5 @@
 """`diffc suite`'s reading of Slang's test lines (diffc/conformance.py), on small files of its own:
-FileCheck's `{{regex}}` patterns and the `-compute-dispatch X,Y,Z` option."""
+FileCheck's `{{regex}}` patterns, the `-compute-dispatch X,Y,Z` option and `-entry NAME`."""
 
 from __future__ import annotations
 
@@ -41,3 +41,21 @@ def test_without_compute_dispatch_one_group_runs(tmp_path):
     assert case.run_args == [str(path)]
     results = conformance.run_suite([case], jobs=1, timeout=120.0)
     assert "3.500000" in results[path]  # element 3 was never written: the check says so
+
+
+INTERPRET = """//TEST:SIMPLE(filecheck=CHECK_HLSL): -target hlsl -stage compute -entry main
+//TEST:INTERPRET(filecheck=CHECK_INTERP): -entry printer
+// CHECK_INTERP: picked=7
+RWStructuredBuffer<float> out_buf;
+void printer() { printf("picked=%d\\n", 7); }
+[shader("compute")] [numthreads(1, 1, 1)] void main() { out_buf[0] = 1.0; }
+"""
+
+
+def test_an_interpret_line_names_its_entry(tmp_path):
+    # the file's compute shader would be the default entry; the active test line names another
+    path = tmp_path / "k.slang"
+    path.write_text(INTERPRET)
+    case = conformance.case_of(path)
+    assert case.kind == "interpret" and case.run_args == ["--entry", "printer", str(path)]
+    assert conformance.run_suite([case], jobs=1, timeout=120.0)[path] is None

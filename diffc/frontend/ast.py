@@ -127,6 +127,15 @@ class Cast(Expr):
 
 
 @dataclass
+class TypeTest(Expr):
+    """`x is S` (a bool) and `x as S` (an `Optional<S>`) on an interface-typed value (optional.py)."""
+
+    op: str  # "is" | "as"
+    operand: Expr
+    type: TypeRef
+
+
+@dataclass
 class InitList(Expr):
     items: list[Expr]
 

@@ -12,6 +12,7 @@ from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_
 from diffc.frontend.builtin_types import check_builtin, check_type_method, instantiate_builtin
 from diffc.frontend.matrices import MATRIX_FUNCS, check_ctor as check_matrix_ctor
 from diffc.frontend.matrices import check_call as check_matrix_call
+from diffc.frontend.optional import check_constructor as check_optional_constructor
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.symbols import count_args as _count
 from diffc.frontend.symbols import derivative_signature, err
@@ -73,7 +74,11 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return T.FuncRef(f.func, f.mode + (DERIV[name],))
         if name == "diffPair":
             _count(e, "diffPair", (1, 2))
-            p = c.expr(e.args[0])
+            if len(callee.targs) == 1 and isinstance(callee.targs[0], A.TypeRef):  # `diffPair<T>(p, d)`
+                p = c.resolve(callee.targs[0])
+                c.expect_type(e.args[0], p)
+            else:
+                p = c.expr(e.args[0])
             if T.is_numeric(p) and T.is_int_scalar(T.elem_of(p)):
                 p = T.with_elem(p, T.FLOAT)  # as Slang: `let x = 2; diffPair(x)` is a pair of floats
             if not T.is_differentiable(p):
@@ -553,6 +558,8 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
         c.expect_type(e.args[1], T.differential(t.elem))
         e.kind = "diffPair"
         return t
+    if isinstance(t, T.Struct) and t.optional_of is not None:
+        return check_optional_constructor(c, e, t)
     if isinstance(t, T.PtrPair):  # DifferentialPtrPair<T>(primal, differential)
         _count(e, t.name(), 2)
         c.expect_type(e.args[0], t.elem)

@@ -5,7 +5,7 @@ E0006 (non-differentiable call on a derivative-carrying value), E0007 (unbounded
 from __future__ import annotations
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices, properties, subscripts
+from diffc.frontend import matrices, optional, properties, subscripts
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
@@ -559,7 +559,7 @@ class Checker(TypeResolution):
                 ty = self.expr(s.init)
                 # `let r = bwd_diff(f)(...);`: Slang lets a void call initialize an (unusable) name
                 void_call = isinstance(ty, T.Void) and isinstance(s.init, A.Call)
-                if isinstance(ty, T.Void | T.FuncRef | T.StringT) and not void_call:
+                if isinstance(ty, T.Void | T.FuncRef | T.StringT | T.Null) and not void_call:
                     raise err(TYPE_MISMATCH, f"cannot declare a variable of type {ty}", s.init)
             s.decl_ty = ty
             if s.name in self.scopes[-1]:
@@ -658,6 +658,8 @@ class Checker(TypeResolution):
             self.expect_type(e, want)
             return
         e.ty = want
+        if isinstance(want, T.Struct) and want.optional_of is not None:
+            optional.check_init_list(e, want)
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
         elif isinstance(want, T.Struct):
@@ -756,8 +758,9 @@ class Checker(TypeResolution):
             if e.id in BUILTINS:
                 raise err(UNSUPPORTED, f"intrinsic '{e.id}' used as a value is not supported: call it, or give it "
                           "to fwd_diff / bwd_diff", e)
-            if e.id == "nullptr":  # (a pointer is a buffer and an offset: there is no null one)
-                raise err(UNSUPPORTED, "'nullptr' is not supported", e)
+            null = optional.check_name(e)
+            if null is not None:
+                return null
             raise err(UNDEFINED, f"undefined name '{e.id}'", e)
         if isinstance(e, A.Unary) and e.op == "*":
             t = self.expr(e.operand)
@@ -782,6 +785,8 @@ class Checker(TypeResolution):
             a, b = self.expr(e.a), self.expr(e.b)
             if a == b:
                 return a
+            if isinstance(a, T.Null) or isinstance(b, T.Null):
+                return optional.check_ternary(e, a, b)
             c = T.common_type(a, b)
             if c is None:
                 raise err(TYPE_MISMATCH, f"the branches of '?:' have types {a} and {b}", e)
@@ -827,6 +832,8 @@ class Checker(TypeResolution):
             raise err(TYPE_MISMATCH, f"type '{e.type.name}' used as a value", e)
         if isinstance(e, A.InitList):
             raise err(TYPE_MISMATCH, "an initializer list needs a declared type", e)
+        if isinstance(e, A.TypeTest):
+            return optional.check_type_test(self, e)
         raise err(UNSUPPORTED, f"unsupported expression {type(e).__name__}", e)
 
     def _is_property(self, target: A.Expr) -> bool:
@@ -841,7 +848,10 @@ class Checker(TypeResolution):
 
     def binary(self, e: A.Binary) -> T.Type:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
+        if isinstance(a, T.Null) or isinstance(b, T.Null):
+            return optional.check_null_compare(e, a, b)
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
+            optional.pointers_compared(e, a, b)
             return self.pointer_arith(e, a, b)
         if isinstance(a, T.Matrix) or isinstance(b, T.Matrix):
             return matrices.check_binary(e, a, b)
@@ -930,7 +940,7 @@ class Checker(TypeResolution):
             if e.name in ("p", "primal", "getPrimal"):
                 return t.elem
             if e.name in ("d", "differential", "getDifferential"):
-                return T.differential(t.elem)
+                return optional.pair_differential(self, t, e) if isinstance(t, T.Pair) else T.differential(t.elem)
         elif isinstance(t, T.Struct):
             f = t.field(e.name)
             if f is not None:

@@ -271,6 +271,8 @@ class CallLowering:
             return self.ptr_pair(e.args, t)
         if isinstance(t, T.Scalar):
             return self.lower_as(e.args[0], t)
+        if isinstance(t, T.Struct) and t.optional_of is not None:  # `Optional<T>(x)`, `Optional<T>()`
+            return self.lower_as(e.args[0], t) if e.args else self.const(0, t)
         if isinstance(t, T.Struct):
             out: list[SSAValue] = []
             for a, (_, ft, _) in zip(e.args, t.fields):

@@ -12,6 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from diffc.dialects import diff
 from diffc.frontend.groupshared import storage_type
 from diffc.frontend import ast as A
+from diffc.frontend import optional
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
 from diffc.frontend.symbols import SWIZZLE, Local
@@ -61,6 +62,8 @@ class ExprLowering:
                     or carries else x for x, carries in zip(self.const(value, t.elem), [c for _, c in T.leaves(t.elem)])]
         if isinstance(t, T.Void):
             return []
+        if isinstance(t, T.Pointer) and not t.by_value and value == 0:  # a pointer's default: null
+            return optional.null_pointer(self, t)
         if isinstance(t, T.Buffer):
             # a struct's buffer field before it is assigned (`S s; s.buf = b;`): no value to read,
             # and none is read once the assignment replaces it; one that survives to code
@@ -88,6 +91,10 @@ class ExprLowering:
         return self.v(arith.ConstantOp(FloatAttr(0.0, ir)))
 
     def convert(self, vals: list[SSAValue], src: T.Type, dst: T.Type) -> list[SSAValue]:
+        if isinstance(dst, T.Struct) and (dst.optional_of or dst.optional_diff_of) and src is not dst:
+            return optional.lower_convert(self, vals, src, dst)
+        if src == T.NULLPTR:
+            return optional.null_pointer(self, dst)  # type: ignore[arg-type]
         if isinstance(dst, T.Struct) and T.union_slot(dst, src) is not None:
             return self.into_union(vals, T.union_slot(dst, src), dst)  # type: ignore[arg-type]
         if isinstance(dst, T.Matrix) and src != dst:
@@ -271,9 +278,13 @@ class ExprLowering:
             return self.convert(self.expr(e.operand), e.operand.ty, e.ty)
         if isinstance(e, A.Call):
             return self.call(e)  # type: ignore[attr-defined]
+        if isinstance(e, A.TypeTest):
+            return optional.lower_type_test(self, e)
         raise NotImplementedError(type(e).__name__)
 
     def read_name(self, e: A.Name) -> list[SSAValue]:
+        if isinstance(e.ty, T.Null):  # `none`, `nullptr`: no leaves until converted to their use's type
+            return []
         sym = e.sym
         assert isinstance(sym, Local)
         if sym.value is not None:  # a `static const`
@@ -297,6 +308,8 @@ class ExprLowering:
         return [self.v(cls(a[0], b[0]))]
 
     def binary(self, e: A.Binary) -> list[SSAValue]:
+        if isinstance(e.lhs.ty, T.Null) or isinstance(e.rhs.ty, T.Null):
+            return optional.lower_null_compare(self, e)
         if isinstance(e.ty, T.Pointer):
             return self.pointer_arith(e)
         if e.op in ("&&", "||"):  # both sides are evaluated: conditions have no side effects here
@@ -530,6 +543,8 @@ class ExprLowering:
         base = self.expr(e.base)
         if isinstance(t, T.Pair):
             ps, ds = self.pair_parts(base, t.elem)
+            if optional.is_optional(t.elem) and e.name not in ("p", "primal", "getPrimal"):
+                return ps[:1] + ds  # its presence is the primal's (optional.py)
             return ps if e.name in ("p", "primal", "getPrimal") else ds
         if isinstance(t, T.PtrPair):
             n = T.leaf_count(t.elem)
@@ -621,7 +636,7 @@ class ExprLowering:
                 if target.name in ("p", "primal"):
                     new = self.make_pairs(vals, ds, t.elem)
                 else:
-                    new = self.make_pairs(ps, vals, t.elem)
+                    new = self.make_pairs(ps, vals[1:] if optional.is_optional(t.elem) else vals, t.elem)
             elif isinstance(t, T.PtrPair):
                 n = T.leaf_count(t.elem)
                 new = vals + base[n:] if target.name in ("p", "primal") else base[:n] + vals

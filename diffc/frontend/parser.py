@@ -8,6 +8,7 @@ from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend.func_extensions import CALL_METHOD, KEYWORD as FUNC_EXTENSION, parse_func_extension
 from diffc.frontend.inits import INIT, constructor_method
+from diffc.frontend.optional import if_let
 from diffc.frontend.properties import parse_property
 from diffc.frontend.subscripts import KEYWORD as SUBSCRIPT, parse_subscript
 from diffc.frontend.lexer import Token, tokenize
@@ -18,7 +19,7 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector", "Ptr",
-                 "CoopVec",
+                 "CoopVec", "Optional",
                  "matrix", "Array"}
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
@@ -27,7 +28,7 @@ PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
 MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"Texture1D", "Texture2D",
-                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState", "Optional",
+                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState",
                      "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
                      "ParameterBlock"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
@@ -57,6 +58,7 @@ BINARY_PREC = [
     ["+", "-"],
     ["*", "/", "%"],
 ]
+TYPE_TEST_LEVEL = 6  # `is` / `as` bind as the relational operators
 ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 
 
@@ -859,10 +861,15 @@ class Parser:
             if kw == "if":
                 self.i += 1
                 self.expect("(")
+                bound = self.accept("let") and self.ident("a name")  # `if (let x = opt)` (optional.py)
+                if bound:
+                    self.expect("=")
                 cond = self.expr()
                 self.expect(")")
                 then = self.stmt()
                 orelse = self.stmt() if self.accept("else") else None
+                if bound:
+                    return if_let(bound.text, (bound.start, bound.end), cond, then, orelse, self.span_from(start))
                 return A.If(cond, then, orelse, span=self.span_from(start))
             if kw == "for":
                 self.i += 1
@@ -1007,9 +1014,13 @@ class Parser:
             return self.unary()
         start = self.tok.start
         lhs = self.binary(level + 1)
-        while self.tok.kind == "punct" and self.tok.text in BINARY_PREC[level]:
+        while self.tok.kind == "punct" and self.tok.text in BINARY_PREC[level] or (
+                level == TYPE_TEST_LEVEL and self.tok.kind == "ident" and self.tok.text in ("is", "as")):
             op = self.tok.text
             self.i += 1
+            if op in ("is", "as"):  # `x is S`, `x as S` (optional.py)
+                lhs = A.TypeTest(op, lhs, self.type_ref(), span=self.span_from(start))
+                continue
             rhs = self.binary(level + 1)
             lhs = A.Binary(op, lhs, rhs, span=self.span_from(start))
         return lhs

@@ -12,6 +12,7 @@ from diffc.frontend import coopvec, matrices
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.generics import const_int
+from diffc.frontend.optional import optional_type
 from diffc.frontend.parser import SCALAR_ALIASES
 from diffc.frontend.symbols import err
 
@@ -147,6 +148,8 @@ class TypeResolution:
             if not isinstance(t.args[1], int) or t.args[1] < 0:
                 raise err(UNDEFINED, f"the size of {t.name}<...> must be a compile-time int, got '{t.args[1]}'", t)
             return T.Array(e, t.args[1])
+        if n == "Optional" and len(t.args) == 1:
+            return optional_type(self, self._type_arg(t, t.args[0]), t)
         if n == "Ptr":  # (resolve turned every Ptr<T, ...> with a type T into T*)
             raise err(TYPE_MISMATCH, "Ptr<T, ...> needs a type T as its first argument", t)
         if n == "DifferentialPair" and len(t.args) == 1:

@@ -91,6 +91,8 @@ class Struct(Type):
     conformances: list[str] = field(default_factory=list)  # the interfaces it names (interfaces.py)
     method_templates: dict[str, object] = field(default_factory=dict)  # generic methods: name -> ast.Func
     dynamic_of: str | None = None  # the interface whose tagged union this is (dynamic.py)
+    optional_of: Type | None = None  # `Optional<T>` (optional.py): fields hasValue, value
+    optional_diff_of: Struct | None = None  # the Differential of that Optional (its value's only)
 
     def name(self) -> str:
         return self.sname
@@ -150,6 +152,17 @@ class Buffer(Type):
 
 
 @dataclass(frozen=True)
+class Null(Type):
+    """`none` or `nullptr` (optional.py): no value of its own; it takes the Optional or pointer
+    type its context wants."""
+
+    word: str
+
+    def name(self) -> str:
+        return self.word
+
+
+@dataclass(frozen=True)
 class Void(Type):
     def name(self) -> str:
         return "void"
@@ -193,6 +206,7 @@ class BuiltinRef(Type):
 FLOAT, HALF, DOUBLE = Scalar("float"), Scalar("half"), Scalar("double")
 INT, UINT, BOOL = Scalar("int"), Scalar("uint"), Scalar("bool")
 VOID = Void()
+NONE, NULLPTR = Null("none"), Null("nullptr")
 # Integer kinds: (bits, signed). `int` and `uint` are Slang's 32-bit ones; the others keep their
 # Slang spelling, so that types print as the program wrote them (`int16_t`, `uint64_t2`).
 INT_KINDS = {"int8_t": (8, True), "uint8_t": (8, False), "int16_t": (16, True), "uint16_t": (16, False),
@@ -415,7 +429,7 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         e = pointee_scalar(t.elem)
         assert e is not None, f"pointer to {t.elem}"
         return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IndexType(), False)]
-    if isinstance(t, Void):
+    if isinstance(t, Void | Null):
         return []
     raise TypeError(f"no IR for {t}")
 
@@ -456,6 +470,10 @@ def convertible(src: Type, dst: Type) -> bool:
     same length (element conversion), init lists are handled by the checker."""
     if src == dst:
         return True
+    if isinstance(dst, Struct) and (dst.optional_of is not None or dst.optional_diff_of is not None):
+        return optional_convertible(src, dst)
+    if src == NULLPTR:
+        return isinstance(dst, Pointer) and not dst.by_value
     if isinstance(src, Scalar) and isinstance(dst, Scalar | Vector):
         return True
     if isinstance(src, Vector) and isinstance(dst, Vector):
@@ -469,6 +487,19 @@ def convertible(src: Type, dst: Type) -> bool:
     if isinstance(src, Struct) and isinstance(dst, Struct):
         return same_layout_differential(src, dst) or union_slot(dst, src) is not None
     return False
+
+
+def optional_convertible(src: Type, dst: Struct) -> bool:
+    """Into `Optional<T>`: `none`, a T (present), another Optional whose value converts. Into its
+    Differential (which has no hasValue: presence is the primal's): the same, of T.Differential."""
+    inner = dst.optional_of if dst.optional_of is not None else differential(dst.optional_diff_of.optional_of)  # type: ignore[union-attr]
+    if src == NONE:
+        return True
+    if isinstance(src, Struct) and src.optional_of is not None:
+        return convertible(src.optional_of, inner)
+    if isinstance(src, Struct) and src.optional_diff_of is not None:
+        return convertible(differential(src.optional_diff_of.optional_of), inner)  # type: ignore[arg-type]
+    return convertible(src, inner)
 
 
 def union_slot(dyn: Struct, t: Type) -> int | None:

@@ -11,7 +11,7 @@ from xdsl.dialects.builtin import Float32Type, IntegerAttr, MemRefType, VectorTy
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import kernel
-from diffc.dialects.kernel import LOCAL_MEMORY_SPACE, is_kernel, memory_space
+from diffc.dialects.kernel import LOCAL_MEMORY_SPACE, NULL_POINTER_ATTR, is_kernel, memory_space
 
 from . import atomics
 from .expressions import EXPRESSIONS, constant_literal
@@ -142,6 +142,10 @@ class FunctionEmitter:
             self.declare(op.results[0], handler(self, op), op)
             return
         method = _STATEMENTS.get(type(op))
+        if op.name == "ub.poison" and NULL_POINTER_ATTR in op.attributes and isinstance(op.results[0].type, MemRefType):
+            self.module.note_type(op.results[0].type)  # a null pointer's buffer (frontend/optional.py)
+            self.values[op.results[0]] = f"(({pointer_ctype(op.results[0].type, self.options)})0)"
+            return
         if method is None and op.name == "ub.poison":  # the front end's value of an unassigned buffer
             raise self.error(op, "is used before it is assigned: a buffer (or a struct's buffer field) declared "
                              "without an initializer must be assigned before it is read or passed on")
