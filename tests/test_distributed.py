@@ -23,7 +23,7 @@ from rounding import U16, accumulated_half_adds, gamma, half_accumulation_error
 MLP = Path(__file__).resolve().parent.parent / "examples" / "mlp"
 sys.path.insert(0, str(MLP))
 from mlp_rounding import kernel_sample_gradients  # noqa: E402
-from train import next_batch, start, train  # noqa: E402
+from train import Adam, batch_gradient, network_of, next_batch, optimizer_step, start, train  # noqa: E402
 
 sys.path.remove(str(MLP))
 
@@ -177,16 +177,16 @@ def _half_adds(m, n: int, deterministic: bool) -> int:
         pytest.skip("accumulate-gradients is off here: the bound counts its adds")
 
 
-def _one_step_bound(seed: int, batch: int, deterministic: bool) -> tuple[np.ndarray, np.ndarray]:
+def _one_step_bound(p0: np.ndarray, xy: np.ndarray, deterministic: bool) -> tuple[np.ndarray, np.ndarray]:
     """(bound, movement): per parameter, how far one SGD step of two shards added on the host
     and one step over the whole batch, from the same parameters, may be apart; and the step's
     own size. Both runs add the same per-sample half gradients (computed identically), so only
     the accumulations differ: the whole batch's (rounding.half_accumulation_error), each
     shard's, plus the ranks' float32 sum and its rounding to half (two roundings at most 2^-11 each). The
     update p - g * lr in half (lr = 0.01h) rounds the product (2^-11 of lr |g|) and the result
-    (half an ulp each side)."""
-    p0, _, rng = start(seed)
-    signed = kernel_sample_gradients(p0, next_batch(rng, batch))
+    (half an ulp each side). p0: the parameters before the step, xy: its batch."""
+    batch = len(xy)
+    signed = kernel_sample_gradients(p0, xy)
     m = diffc.load_module(MLP / "mlp.slang")
     g = np.abs(signed)
     halves = [g[shard(batch, k, 2)] for k in range(2)]
@@ -201,8 +201,15 @@ def _one_step_bound(seed: int, batch: int, deterministic: bool) -> tuple[np.ndar
     return bound, lr * np.abs(signed.sum(axis=0))
 
 
-def _assert_one_step_within_rounding(got: np.ndarray, want: np.ndarray, seed: int, batch: int, deterministic: bool):
-    bound, movement = _one_step_bound(seed, batch, deterministic)
+def _first_step(seed: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """The parameters before train(seed)'s first step, and that step's batch."""
+    p0, _, rng = start(seed)
+    return p0, next_batch(rng, batch)
+
+
+def _assert_one_step_within_rounding(got: np.ndarray, want: np.ndarray, p0: np.ndarray, xy: np.ndarray,
+                                     deterministic: bool):
+    bound, movement = _one_step_bound(p0, xy, deterministic)
     diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
     assert (diff <= bound).all(), (int(np.argmax(diff - bound)), float((diff / bound).max()))
     # the bound can catch a rank's gradient lost: for some parameters it is far below a step
@@ -237,7 +244,35 @@ def test_two_gloo_processes_match_one_process_bit_for_bit_in_ordered_determinist
     # the training's own dynamics, which no rounding argument bounds.)
     one, _ = train(1, batch, 1, seed, log=lambda line: None, shards=2, deterministic=True)
     whole, _ = train(1, batch, 1, seed, log=lambda line: None, deterministic=True)
-    _assert_one_step_within_rounding(one, whole, seed, batch, deterministic=True)
+    _assert_one_step_within_rounding(one, whole, *_first_step(seed, batch), deterministic=True)
+
+
+def _whole_batch_step(p: np.ndarray, xy: np.ndarray, deterministic: bool) -> np.ndarray:
+    """One SGD step of the MLP from parameters p over the whole batch xy, in one process."""
+    m = diffc.load_module(MLP / "mlp.slang")
+    params = diffc.Tensor.from_numpy(p)
+    grads = diffc.Tensor.zeros(p.size, np.float16)
+    batch_gradient(m, network_of(params, grads), grads, xy, deterministic=deterministic)
+    optimizer_step(m, params, grads, "sgd", Adam())()
+    return params.to_numpy()
+
+
+def test_every_step_of_a_two_rank_run_is_a_whole_batch_step_within_rounding():
+    """Over N steps: the two-process run is bit for bit one process computing the two shards in
+    turn (the test above), and each of that run's steps, from its own parameters, is one
+    whole-batch step from the same parameters up to the rounding of the gradient sums. (The
+    end points of N steps cannot be compared by a rounding bound: the training's own dynamics
+    compound any difference.)"""
+    steps, batch, seed = 8, 64, 5
+    record: list[tuple[np.ndarray, np.ndarray]] = []
+    train(steps, batch, steps, seed, log=lambda line: None, shards=2, deterministic=True,
+          on_step=lambda step, xy, params, moments: record.append((xy, params)))
+    before = start(seed)[0]
+    assert len(record) == steps
+    for xy, after in record:
+        whole = _whole_batch_step(before, xy, deterministic=True)
+        _assert_one_step_within_rounding(after, whole, before, xy, deterministic=True)
+        before = after
 
 
 def test_two_gloo_processes_by_default_match_one_process_within_rounding(tmp_path):
@@ -247,7 +282,7 @@ def test_two_gloo_processes_by_default_match_one_process_within_rounding(tmp_pat
     batch, seed = 63, 4
     distributed, _ = _torchrun(tmp_path, 1, batch, seed)
     whole, _ = train(1, batch, 1, seed, log=lambda line: None)
-    _assert_one_step_within_rounding(distributed, whole, seed, batch, deterministic=False)
+    _assert_one_step_within_rounding(distributed, whole, *_first_step(seed, batch), deterministic=False)
 
 
 def test_bench_wide_model_is_the_tutorial_network_with_four_layers():
