@@ -68,7 +68,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from diffc.dialects import kernel
-from diffc.dialects.abi import added_attrs
+from diffc.passes.bounds_check import append_params
 from diffc.passes.reduce_atomics import _KernelReducer, _work_group_size
 
 ACCUMULATED = "diffc.accumulated"
@@ -306,15 +306,6 @@ class _Accumulator:
 
     # -- the rewrite ---------------------------------------------------------------------------
 
-    def _add_param(self, fn: func.FuncOp, name: str, t) -> BlockArgument:
-        block = fn.body.blocks[0]
-        arg = block.insert_arg(t, len(block.args))
-        arg.name_hint = name
-        if fn.arg_attrs is not None:  # (a kernel's: its ABI role, dialects/abi.py)
-            fn.arg_attrs = ArrayAttr([*fn.arg_attrs.data, added_attrs(fn, t)])
-        fn.update_function_type()
-        return arg
-
     def _rewrite(self, adds: list[Operation], exact: list[Operation]) -> None:
         """Slots 0 .. S-1: the float adds (private f32 sums); S .. S+E-1: the exact integer
         atomics (private i32 values of their kind)."""
@@ -322,9 +313,8 @@ class _Accumulator:
         R = self.R  # the accumulated kernel's own work-group size
         kinds = ["addf"] * S + [_exact_kind(op) for op in exact]
         n_params = len(entry.args)
-        groups = self._add_param(work, GROUPS, IndexType())
-        partials = self._add_param(work, PARTIALS, MemRefType(f32, [DYNAMIC_INDEX]))
-        det = self._add_param(work, DETERMINISTIC, i32)
+        groups, partials, det = append_params(work, [(IndexType(), GROUPS), (MemRefType(f32, [DYNAMIC_INDEX]), PARTIALS),
+                                                     (i32, DETERMINISTIC)])
         self.n_params = n_params
 
         body_ops = list(entry.ops)[:-1]
@@ -572,8 +562,7 @@ class _Accumulator:
         fin.body.insert_block_before(block, old)
         fin.body.detach_block(old)
         old.erase(safe_erase=False)
-        groups = self._add_param(fin, GROUPS, IndexType())
-        partials = self._add_param(fin, PARTIALS, MemRefType(f32, [DYNAMIC_INDEX]))
+        groups, partials = append_params(fin, [(IndexType(), GROUPS), (MemRefType(f32, [DYNAMIC_INDEX]), PARTIALS)])
         lid, slot = kernel.LocalIdOp(0), kernel.GroupIdOp(0)
         parts = kernel.LocalAllocOp(kernel.local_memref(f32, [F]))
         parts.result.name_hint = "slot_parts"

@@ -42,7 +42,7 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK-LABEL: func.func @grads(
 // CHECK: kernel.atomic_rmw addf
 
-// CHECK-LABEL: func.func @grads__accum(%values: memref<?xf32>, %grads: memref<?xf16>, %grads_off: index, %count: i32, %diffc_groups: index, %diffc_partials: memref<?xf32>, %diffc_deterministic: i32)
+// CHECK-LABEL: func.func @grads__accum(%values: memref<?xf32>, %grads: memref<?xf16>, %grads_off: index, %count: i32, %diffc_groups: index {diffc.name = "diffc_groups"}, %diffc_partials: memref<?xf32> {diffc.name = "diffc_partials"}, %diffc_deterministic: i32 {diffc.name = "diffc_deterministic"})
 // Its own groups of 2 work-items; rows of 2 + 1 floats, two of them in 32 bytes.
 // CHECK-SAME: kernel.reqd_work_group_size = [2 : i64, 1 : i64, 1 : i64], diffc.accumulated, diffc.accumulate_of = "grads", diffc.accumulate_slots = 3 : i64
 // CHECK: %[[SLOTS:.+]] = kernel.local_alloc : memref<2x3xf32, 3 : i32>
@@ -96,7 +96,7 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // every 8th group's partial sums of slot k, a fixed tree (8 -> 4 -> 2 -> 1, a barrier after each
 // level) adds the 8 parts, and work-item 0 issues the add of its group's slot only.
 // CHECK-LABEL: func.func @grads__accum_finish(
-// CHECK-SAME: %diffc_groups: index, %diffc_partials: memref<?xf32>)
+// CHECK-SAME: %diffc_groups: index {diffc.name = "diffc_groups"}, %diffc_partials: memref<?xf32> {diffc.name = "diffc_partials"})
 // CHECK-SAME: kernel.reqd_work_group_size = [8 : i64, 1 : i64, 1 : i64]
 // CHECK: kernel.local_alloc : memref<8xf32, 3 : i32>
 // CHECK: %[[LID:.+]] = kernel.local_id 0
