@@ -89,11 +89,17 @@ HOST_TRANSPORT_BYTES = 1 << 16
 # 174 / 378 / 863 us gathering against 214 / 611 / 1336 us all-reducing over 2 / 4 / 8 ranks.
 
 
+def default_backend(local_world: int, cuda_devices: int) -> str:
+    """NCCL where every local rank has a CUDA device of its own, else gloo: NCCL refuses two
+    ranks on one GPU, while OpenCL devices may be shared (DIFFC_DEVICE_INDEX wraps around)."""
+    return "nccl" if 0 < local_world <= cuda_devices else "gloo"
+
+
 def init(backend: str | None = None) -> tuple[int, int]:
     """Initializes torch.distributed (from torchrun's environment) unless it already is, and
     points diffc at this rank's device: DIFFC_DEVICE_INDEX = LOCAL_RANK unless set, which must
-    happen before diffc first uses a device. backend: "nccl" when CUDA is available, else
-    "gloo". Returns (rank, world size)."""
+    happen before diffc first uses a device. backend: `default_backend` of torchrun's
+    LOCAL_WORLD_SIZE and the CUDA devices. Returns (rank, world size)."""
     import torch
     import torch.distributed as dist
 
@@ -105,8 +111,13 @@ def init(backend: str | None = None) -> tuple[int, int]:
             raise RuntimeError("diffc.distributed.init: diffc chose its device before init(); call init() first")
         os.environ["DIFFC_DEVICE_INDEX"] = str(local_rank)
     if not dist.is_initialized():
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if backend is None:
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            backend = default_backend(local_world, cuda_devices)
+        elif backend == "nccl" and local_world > cuda_devices:
+            raise RuntimeError(f"diffc.distributed.init: NCCL needs a CUDA device per local rank: {local_world} ranks, "
+                               f"{cuda_devices} CUDA device(s) (use gloo, or fewer processes)")
         dist.init_process_group(backend)
         # a group left to the interpreter's exit can abort the process there ("terminate called
         # without an active exception" from a backend thread): the group this made, this ends

@@ -53,6 +53,14 @@ def test_sum_in_rank_order_adds_left_to_right_in_float32():
     assert sum_in_rank_order([x, -x, np.array([1.0], np.float32)])[0] == 1.0
 
 
+def test_nccl_only_where_every_local_rank_has_a_cuda_device():
+    from diffc.distributed import default_backend
+
+    assert default_backend(2, 2) == "nccl" and default_backend(1, 8) == "nccl"
+    assert default_backend(2, 1) == "gloo"  # two ranks would share a GPU, which NCCL refuses
+    assert default_backend(1, 0) == "gloo"
+
+
 def test_device_index_starts_the_candidates_at_that_device(monkeypatch):
     from diffc.runtime.device import _rotated
     from diffc.runtime.errors import DeviceError
