@@ -82,7 +82,9 @@ def is_operator(name: str) -> bool:
 
 
 def source_name(symbol: str) -> str:
-    """`operator+` for `__op_add`, `__op_add__g1` or an instance of it."""
+    """`operator+` for `__op_add`, `__op_add__g1` or an instance of it; other names as they are."""
+    if not symbol.startswith(PREFIX):
+        return symbol
     for sym, op in _SOURCE.items():
         if symbol == sym or symbol.startswith(sym + "__"):
             return f"operator{op}"
@@ -147,7 +149,10 @@ def compound(c: Checker, e: A.Assign, t: T.Type) -> T.Type | None:
     if sym not in c.operator_overloads:
         return None
     # `a = a op b`: the target is read and written, so it must be free of side effects
-    read = _fresh_copy(e.target, e.op)
+    if any(isinstance(n, A.Call | A.IncDec | A.Assign) for n in A.walk(e.target)):
+        raise err(UNSUPPORTED, f"'{e.op}' through an overloaded operator on a target that calls a function or "
+                  "assigns is not supported (it would run twice): use a local variable", e.target)
+    read = _fresh_copy(e.target)
     e.value = A.Binary(op, read, e.value, span=e.span)
     e.op = "="
     return c._expr(e)
@@ -284,19 +289,16 @@ def _signature(c: Checker, f: tuple) -> str:
     return f"{source_name(sym)}({', '.join(str(p.ty) for p in c.funcs[sym].params)})"
 
 
-def _fresh_copy(e: A.Expr, op: str) -> A.Expr:
-    """An unchecked copy of target expression `e`, to read it once more."""
-    if isinstance(e, A.Call | A.IncDec | A.Assign):
-        raise err(UNSUPPORTED, f"'{op}' through an overloaded operator on a target that calls a function or "
-                  "assigns is not supported (it would run twice): use a local variable", e)
+def _fresh_copy(e: A.Expr) -> A.Expr:
+    """An unchecked copy of (side-effect free) target expression `e`, to read it once more."""
     fields = {}
     for f in dataclasses.fields(e):
         if f.name in ("ty", "sym"):
             continue
         v = getattr(e, f.name)
         if isinstance(v, A.Expr):
-            v = _fresh_copy(v, op)
+            v = _fresh_copy(v)
         elif isinstance(v, list):
-            v = [_fresh_copy(x, op) if isinstance(x, A.Expr) else x for x in v]
+            v = [_fresh_copy(x) if isinstance(x, A.Expr) else x for x in v]
         fields[f.name] = v
     return type(e)(**fields)

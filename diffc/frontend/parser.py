@@ -298,8 +298,8 @@ class Parser:
     def refuse_member_operator(self) -> None:
         if at_operator(self):
             t, op = self.tok, self.peek()
-            raise FrontendError(UNSUPPORTED, f"an operator declared in a struct ('operator{op.text}') is not "
-                                "supported: declare it as a free function", t.start, op.end)
+            raise FrontendError(UNSUPPORTED, f"operator overloading in a struct ('operator{op.text}') is not "
+                                "supported: declare the operator as a free function", t.start, op.end)
 
     def starts_import(self) -> bool:
         k = 0
