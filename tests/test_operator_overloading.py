@@ -231,6 +231,7 @@ REFUSED = "struct S { float v; };\nstruct R { float v; };\nS operator+(S a, S b)
     ("R operator+(S a, R b) { return b; }\nR operator+(R a, S b) { return a; }\nR operator+(S a, S b, S c) { return b; }\n",
      "E0005", 6, 11, "operator '+' takes 1 or 2 parameters, got 3"),
     ("S operator++(S a) { return a; }", "E0008", 4, 3, "overloading operator '++' is not supported"),
+    ("bool operator&&(S a, S b) { return true; }", "E0008", 4, 6, "overloading operator '&&' is not supported"),
     ("struct Q { Q operator*(Q o) { return o; } };", "E0008", 4, 14, "operator overloading in a struct"),
     ("S pick(inout S s[2], int i) { s[i] += s[0]; return s[0]; }\n"
      "float f(S s[2]) { int i = 0; s[i++] += s[1]; return s[0].v; }",
@@ -254,3 +255,40 @@ def test_a_non_differentiable_operator_is_named_as_written():
     take a derivative-carrying operand; the error names `operator*`, not its IR symbol."""
     src = CUSTOM.replace("[ForwardDerivative(scale_fwd)]\n[BackwardDerivative(scale_bwd)]\n", "")
     expect_error(src, "E0006", 22, 11, "'operator*' is not differentiable but gets a derivative-carrying value")
+
+
+KERNEL = """\
+//TEST_INPUT:ubuffer(data=[0.5 -1.25 2.0], stride=4):name=inp
+RWStructuredBuffer<float> inp;
+//TEST_INPUT:ubuffer(data=[0 0 0 0 0 0 0 0 0], stride=4):out,name=outp
+RWStructuredBuffer<float> outp;
+struct V : IDifferentiable { float x; float y; };
+[Differentiable] V operator+(V a, V b) { V r; r.x = a.x + b.x; r.y = a.y + b.y; return r; }
+[Differentiable] V operator*(float s, V b) { V r; r.x = s * b.x; r.y = s * b.y; return r; }
+[Differentiable] V operator-(V a) { V r; r.x = -a.x; r.y = -a.y; return r; }
+[Differentiable] float f(float a) { V u = { a, a * a }; V z = u + a * u; z += -u; return z.x + z.y; }
+[numthreads(3, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    int i = int(tid.x);
+    outp[i] = f(inp[i]);
+    outp[3 + i] = fwd_diff(f)(diffPair(inp[i], 1.0)).d;
+    var p = diffPair(inp[i]);
+    bwd_diff(f)(p, 1.0);
+    outp[6 + i] = p.d;
+}
+"""
+
+
+def test_a_kernel_with_operators_runs_on_opencl(tmp_path, capsys, monkeypatch):
+    """The overloads' functions reach OpenCL C under their symbols and run: f(a) = a^2 + a^3."""
+    from diffc import cli
+
+    monkeypatch.setenv("DIFFC_DEVICE", "cpu")
+    path = tmp_path / "ops.slang"
+    path.write_text(KERNEL)
+    assert cli.main(["run", str(path)]) == 0
+    out = capsys.readouterr().out
+    got = [float(x) for x in out.split() if x.replace(".", "").replace("-", "").isdigit()]
+    a = np.array([0.5, -1.25, 2.0])
+    np.testing.assert_allclose(got, np.concatenate([a**2 + a**3, 2 * a + 3 * a**2, 2 * a + 3 * a**2]), rtol=1e-5)

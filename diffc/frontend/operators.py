@@ -33,11 +33,11 @@ if TYPE_CHECKING:
 KEYWORD = "operator"
 PREFIX = "__op_"
 BINARY = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "&": "bitand", "|": "bitor",
-          "^": "bitxor", "<<": "shl", ">>": "shr", "&&": "and", "||": "or", "==": "eq", "!=": "ne",
+          "^": "bitxor", "<<": "shl", ">>": "shr", "==": "eq", "!=": "ne",
           "<": "lt", ">": "gt", "<=": "le", ">=": "ge"}
 UNARY = {"-": "neg", "+": "pos", "!": "not", "~": "bitnot"}
-COMPOUND = {op + "=": name + "_assign" for op, name in BINARY.items() if op not in ("&&", "||") and len(op) <= 2
-            and op not in ("==", "!=", "<", ">", "<=", ">=")}
+# (`&&` and `||` are not overloadable, as in Slang: a call could not short-circuit)
+COMPOUND = {op + "=": name + "_assign" for op, name in BINARY.items() if op not in ("==", "!=", "<", ">", "<=", ">=")}
 _SOURCE = {PREFIX + n: op for op, n in BINARY.items()} | {PREFIX + n: op for op, n in UNARY.items()} \
     | {PREFIX + n: op for op, n in COMPOUND.items()}
 _GENERIC_TAG = "__g"  # `__op_add__g2`: the second generic overload of binary `+`
