@@ -100,6 +100,62 @@ def test_generic_operators_on_a_struct():
     assert {"__op_add__g1_C", "__op_mul__g1_C"} <= names  # one instance per generic operator
 
 
+GENERIC_SHAPES = """
+struct MV<T : __BuiltinFloatingPointType, let N : int> : IDifferentiable { T values[N]; };
+[Differentiable]
+__generic<T : __BuiltinFloatingPointType, let N : int>
+MV<T, N> operator +(MV<T, N> a, MV<T, N> b)
+{
+    MV<T, N> r;
+    [ForceUnroll] for (int i = 0; i < N; i++) r.values[i] = a.values[i] + b.values[i];
+    return r;
+}
+[Differentiable]
+__generic<T : __BuiltinFloatingPointType, let N : int>
+MV<T, N> operator *(MV<T, N> a, MV<T, N> b)
+{
+    MV<T, N> r;
+    [ForceUnroll] for (int i = 0; i < N; i++) r.values[i] = a.values[i] * b.values[i];
+    return r;
+}
+[Differentiable]
+__generic<T : __BuiltinFloatingPointType, let N : int>
+MV<T, N> operator *(T s, MV<T, N> b)
+{
+    MV<T, N> r;
+    [ForceUnroll] for (int i = 0; i < N; i++) r.values[i] = s * b.values[i];
+    return r;
+}
+[Differentiable]
+MV<float, 2> operator *(MV<float, 2> a, MV<float, 2> b)  // beats the generic one for these
+{
+    MV<float, 2> r = { { a.values[0] * b.values[1], a.values[1] * b.values[0] } };
+    return r;
+}
+[Differentiable]
+float f(float a, float b)
+{
+    MV<float, 3> u = { { a, b, a * b } };
+    MV<float, 3> w = u * u + 2.0 * u;
+    MV<float, 2> p = { { a, b } };
+    MV<float, 2> q = p * p;
+    return w.values[0] + w.values[1] * w.values[2] + q.values[1] * a;
+}
+"""
+
+
+def test_generic_operators_with_int_parameters_and_two_generic_overloads():
+    """Two generic `*` (shape by shape, scalar by shape) coexist and are told apart by the
+    operands; a plain overload beats a generic one that takes the same operands."""
+    a, b = 0.7, -0.4
+    w = [x * x + 2 * x for x in (a, b, a * b)]
+    assert run(GENERIC_SHAPES, "f", a, b)[0] == pytest.approx(w[0] + w[1] * w[2] + b * a * a, rel=1e-6)
+    names = set(funcs(front(GENERIC_SHAPES)))
+    assert {"__op_mul__g1_float_3", "__op_mul__g2_float_3", "__op_add__g1_float_3"} <= names
+    assert "__op_mul__g1_float_2" not in names
+    Compiled(GENERIC_SHAPES, "f").check_derivatives([a, b])
+
+
 CUSTOM = """
 struct P : IDifferentiable { float v; };
 P scale_by_sq(P a, float s) { P r; r.v = a.v * s * s; return r; }
