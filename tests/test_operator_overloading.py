@@ -289,6 +289,10 @@ REFUSED = "struct S { float v; };\nstruct R { float v; };\nS operator+(S a, S b)
     ("S operator++(S a) { return a; }", "E0008", 4, 3, "overloading operator '++' is not supported"),
     ("bool operator&&(S a, S b) { return true; }", "E0008", 4, 6, "overloading operator '&&' is not supported"),
     ("struct Q { Q operator*(Q o) { return o; } };", "E0008", 4, 14, "operator overloading in a struct"),
+    ("interface I { static This operator+(This a, This b); };", "E0008", 4, 27,
+     "operator overloading in a struct or interface ('operator+')"),
+    ("struct Q { float v; };\nextension Q { static Q operator-(Q a) { return a; } };", "E0008", 5, 24,
+     "operator overloading in a struct or interface ('operator-')"),
     ("S pick(inout S s[2], int i) { s[i] += s[0]; return s[0]; }\n"
      "float f(S s[2]) { int i = 0; s[i++] += s[1]; return s[0].v; }",
      "E0008", 5, 30, "'+=' through an overloaded operator on a target that calls a function or assigns"),

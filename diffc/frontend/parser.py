@@ -298,8 +298,8 @@ class Parser:
     def refuse_member_operator(self) -> None:
         if at_operator(self):
             t, op = self.tok, self.peek()
-            raise FrontendError(UNSUPPORTED, f"operator overloading in a struct ('operator{op.text}') is not "
-                                "supported: declare the operator as a free function", t.start, op.end)
+            raise FrontendError(UNSUPPORTED, f"operator overloading in a struct or interface ('operator{op.text}') "
+                                "is not supported: declare the operator as a free function", t.start, op.end)
 
     def starts_import(self) -> bool:
         k = 0
@@ -703,6 +703,7 @@ class Parser:
                 raise FrontendError(UNSUPPORTED, f"'{self.tok.text}' in an interface is not supported",
                                     self.tok.start, self.tok.end)
             t = self.array_dims(self.type_ref())
+            self.refuse_member_operator()
             mname = self.ident("a method name")
             if not (self.at("(") or self.at("<")):
                 self.error("expected a method (interfaces hold methods and associated types)")
