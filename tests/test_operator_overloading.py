@@ -352,3 +352,26 @@ def test_a_kernel_with_operators_runs_on_opencl(tmp_path, capsys, monkeypatch):
     got = [float(x) for x in out.split() if x.replace(".", "").replace("-", "").isdigit()]
     a = np.array([0.5, -1.25, 2.0])
     np.testing.assert_allclose(got, np.concatenate([a**2 + a**3, 2 * a + 3 * a**2, 2 * a + 3 * a**2]), rtol=1e-5)
+
+
+MATRIX = """
+struct MyMat : IDifferentiable { float2x3 m; };
+[Differentiable] float2 operator*(MyMat a, float3 v) { return mul(a.m, v); }
+[Differentiable] float3x2 operator-(MyMat a) { return -transpose(a.m); }
+[Differentiable]
+float f(float s, float3 v)
+{
+    MyMat a = { float2x3(s, 1.0, v.x, v.y * s, 2.0, 0.5) };
+    float2 r = a * v;
+    float3x2 t = -a;
+    return r.x * r.y + t[2][0] * v.z;
+}
+"""
+
+
+def test_operators_mixing_a_struct_with_vectors_and_matrices():
+    s, v = 0.8, np.array([0.3, -1.2, 0.7])
+    m = np.array([[s, 1.0, v[0]], [v[1] * s, 2.0, 0.5]])
+    r = m @ v
+    assert run(MATRIX, "f", s, v.astype(np.float32))[0] == pytest.approx(r[0] * r[1] - m[0, 2] * v[2], rel=1e-5)
+    Compiled(MATRIX, "f").check_derivatives([s, v])
