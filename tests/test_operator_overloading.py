@@ -375,3 +375,11 @@ def test_operators_mixing_a_struct_with_vectors_and_matrices():
     r = m @ v
     assert run(MATRIX, "f", s, v.astype(np.float32))[0] == pytest.approx(r[0] * r[1] - m[0, 2] * v[2], rel=1e-5)
     Compiled(MATRIX, "f").check_derivatives([s, v])
+
+
+def test_a_generic_operator_applies_only_where_its_constraints_hold():
+    """`where T : IRing, IDifferentiable` asks for both: C conforms, D (only IDifferentiable) does not."""
+    src = GENERIC + ("struct D : IDifferentiable { float v; };\n"
+                     "float h(D d) { return (d + d).v; }\n")
+    head = expect_error(src, "E0003", 29, 24, "no overload of operator '+' takes (D, D)")
+    assert "ambiguous" not in head
