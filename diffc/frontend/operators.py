@@ -52,8 +52,8 @@ def at_operator(p: Parser, k: int = 0) -> bool:
 
 
 def parse_operator(p: Parser, attrs, mods: set[str], ret: A.TypeRef, start: int, prefix=None) -> A.Func:
-    """At `operator <symbol>`, after the result type: the operator as a function named by
-    `symbol(...)` for its symbol and parameter count."""
+    """At `operator <symbol>`, after the result type: the operator as a function whose name
+    says the symbol and the parameter count (`_symbol`)."""
     kw = p.tok
     p.i += 1
     op = p.tok
