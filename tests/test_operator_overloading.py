@@ -284,6 +284,9 @@ REFUSED = "struct S { float v; };\nstruct R { float v; };\nS operator+(S a, S b)
 @pytest.mark.parametrize("body,code,line,col,words", [
     ("float f(S s) { return (s + 1.0).v; }", "E0003", 4, 24, "no overload of operator '+' takes (S, float)"),
     ("float f(S s) { return (s - s).v; }", "E0003", 4, 24, "operator '-' cannot combine S and S"),
+    # operands other than structs and built-in values are left to the built-in rules
+    ("float f(float a[2]) { float b[2] = a + a; return b[0]; }", "E0003", 4, 36,
+     "operator '+' cannot combine float[2] and float[2]"),
     ("R operator+(S a, R b) { return b; }\nR operator+(R a, S b) { return a; }\nR operator+(S a, S b, S c) { return b; }\n",
      "E0005", 6, 11, "operator '+' takes 1 or 2 parameters, got 3"),
     ("S operator++(S a) { return a; }", "E0008", 4, 3, "overloading operator '++' is not supported"),

@@ -118,7 +118,10 @@ def binary(c: Checker, e: A.Binary, a: T.Type, b: T.Type) -> T.Type | None:
         return None
     if _builtin(a) and _builtin(b) and not _exact_plain(c, sym, [a, b]):
         return None
-    return _as_call(c, e, sym, e.op, [e.lhs, e.rhs], [a, b])
+    found = _candidates(c, sym, [a, b])
+    if not found and not _overloadable(a, b):
+        return None
+    return _as_call(c, e, sym, e.op, [e.lhs, e.rhs], [a, b], found)
 
 
 def unary(c: Checker, e: A.Unary, t: T.Type) -> T.Type | None:
@@ -127,7 +130,10 @@ def unary(c: Checker, e: A.Unary, t: T.Type) -> T.Type | None:
         return None
     if _builtin(t) and not _exact_plain(c, sym, [t]):
         return None
-    return _as_call(c, e, sym, e.op, [e.operand], [t])
+    found = _candidates(c, sym, [t])
+    if not found and not _overloadable(t):
+        return None
+    return _as_call(c, e, sym, e.op, [e.operand], [t], found)
 
 
 def compound(c: Checker, e: A.Assign, t: T.Type) -> T.Type | None:
@@ -143,9 +149,10 @@ def compound(c: Checker, e: A.Assign, t: T.Type) -> T.Type | None:
     exact = _exact_plain(c, assign_sym, [t, v]) or _exact_plain(c, sym, [t, v])
     if _builtin(t) and _builtin(v) and not exact:
         return None
-    if assign_sym in c.operator_overloads and _candidates(c, assign_sym, [t, v], first_inout=True):
+    found = _candidates(c, assign_sym, [t, v], first_inout=True) if assign_sym in c.operator_overloads else []
+    if found:
         setattr(e.target, TYPED_ONCE, True)
-        return _as_call(c, e, assign_sym, e.op, [e.target, e.value], [t, v], first_inout=True)
+        return _as_call(c, e, assign_sym, e.op, [e.target, e.value], [t, v], found)
     if sym not in c.operator_overloads:
         return None
     # `a = a op b`: the target is read and written, so it must be free of side effects
@@ -254,13 +261,20 @@ def _exact_plain(c: Checker, sym: str, types: list[T.Type]) -> bool:
     return any(_plain_cost(c, s, types) == 0 for s in c.overloads.get(sym, [sym]))
 
 
+def _overloadable(*types: T.Type) -> bool:
+    """Whether operands of `types` are only structs and built-in values, which no other rule
+    combines: with no overload for them, the error is about the overloads. (Other operand kinds
+    fall through to the built-in checks, which may know them.)"""
+    return all(isinstance(t, T.Struct) or _builtin(t) for t in types)
+
+
 def _as_call(c: Checker, e: A.Expr, sym: str, op: str, args: list[A.Expr], types: list[T.Type],
-             first_inout: bool = False) -> T.Type:
-    """Rewrites `e` in place into a call of the overload of `sym` that takes `args` and checks it."""
+             found: list[tuple]) -> T.Type:
+    """Rewrites `e` in place into a call of the best overload in `found` (cheapest first), which
+    takes `args`, and checks it."""
     from diffc.frontend.calls import check_call
 
     shown = ", ".join(str(t) for t in types)
-    found = _candidates(c, sym, types, first_inout)
     if not found:
         raise err(TYPE_MISMATCH, f"no overload of operator '{op}' takes ({shown})", e)
     best = [f for f in found if f[:2] == found[0][:2]]
