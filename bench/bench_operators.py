@@ -9,6 +9,10 @@ without an unrelated overload declared (it must not change).
     python bench/bench_operators.py                     # 2^24 elements
     DIFFC_DEVICE=gpu python bench/bench_operators.py    # on the GPU
     python bench/bench_operators.py --log2 16 --runs 3  # small, for PoCL
+
+Measured (PoCL on 2 shared CPU cores, 2026-11-24, 2^20 elements, 5 runs, min device time):
+call 1.579 ms plain, 1.543 ms operators (0.98); bwds 2.412 ms plain, 2.351 ms operators (0.97);
+front end 166.5 ms without overloads, 166.1 ms with one declared. GPU: not measured yet.
 """
 
 from __future__ import annotations
@@ -44,12 +48,14 @@ float poly_ops(float a, float b)
     return w.re + 2.0 * w.im;
 }
 [Differentiable]
-float poly_plain(float a, float b)
+float poly_plain(float a, float b)  // the same arithmetic, the overloads' bodies written inline
 {
-    float z2re = a * a - b * b, z2im = 2.0 * a * b;
+    float z2re = a * a - b * b, z2im = a * b + b * a;
     float z3re = z2re * a - z2im * b, z3im = z2re * b + z2im * a;
-    float zcre = a * 0.5 + b * 0.25, zcim = -a * 0.25 + b * 0.5;
-    return (z3re + zcre + a) + 2.0 * (z3im + zcim + b);
+    float cre = 0.5, cim = -0.25;
+    float zcre = a * cre - b * cim, zcim = a * cim + b * cre;
+    float wre = z3re + zcre + a, wim = z3im + zcim + b;
+    return wre + 2.0 * wim;
 }
 """
 
