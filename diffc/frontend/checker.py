@@ -5,7 +5,7 @@ E0006 (non-differentiable call on a derivative-carrying value), E0007 (unbounded
 from __future__ import annotations
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices, optional, properties, subscripts
+from diffc.frontend import matrices, operators, optional, properties, subscripts
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
@@ -52,6 +52,7 @@ class Checker(TypeResolution):
         self.overloads: dict[str, list[str]] = {}  # first overload's symbol -> every overload's (overloads.py)
         self.ifaces = Interfaces(self)
         self.extensions: dict[str, list[A.Extension]] = {}  # struct name -> its `extension` blocks
+        self.operator_overloads: set[str] = set()  # the operators the program overloads (operators.py)
 
     def default_construction(self, s: A.VarDecl, ty: T.Struct) -> A.Expr | None:
         """`S()` when S has a constructor without parameters, else None (the fields start at zero)."""
@@ -138,6 +139,8 @@ class Checker(TypeResolution):
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
                 self.ifaces.implicit_generics(d)
+                if operators.is_operator(d.name):
+                    operators.declare(self, d)
                 if d.generic_params:
                     if d.name in self.func_templates:  # (one generic beside plain overloads: calls.py)
                         raise err(UNSUPPORTED, f"overloading generic function '{d.name}' with another generic "
@@ -769,6 +772,8 @@ class Checker(TypeResolution):
             return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
+            if self.operator_overloads and (overloaded := operators.unary(self, e, t)) is not None:
+                return overloaded
             if isinstance(t, T.Matrix):
                 if e.op not in ("-", "+"):
                     raise err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
@@ -799,6 +804,8 @@ class Checker(TypeResolution):
                 subscripts.write(e)
                 return self._expr(e)
             t = self.lvalue(e.target)
+            if e.op != "=" and self.operator_overloads and (overloaded := operators.compound(self, e, t)) is not None:
+                return overloaded
             if e.op == "=":
                 self.expect_type(e.value, t)
             elif isinstance(t, T.Matrix):
@@ -850,6 +857,8 @@ class Checker(TypeResolution):
         a, b = self.expr(e.lhs), self.expr(e.rhs)
         if isinstance(a, T.Null) or isinstance(b, T.Null):
             return optional.check_null_compare(e, a, b)
+        if self.operator_overloads and (overloaded := operators.binary(self, e, a, b)) is not None:
+            return overloaded
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
             optional.pointers_compared(e, a, b)
             return self.pointer_arith(e, a, b)

@@ -33,6 +33,7 @@ from diffc.frontend.lower_builtins import BuiltinLowering
 from diffc.frontend.lower_calls import CallLowering
 from diffc.frontend.lower_expr import ExprLowering
 from diffc.frontend.matrices import MatrixLowering
+from diffc.frontend.operators import source_name
 from diffc.frontend.ptr_types import has_ptr_twin, ptr_twin_name
 from diffc.frontend.source_map import SourceMap
 
@@ -138,10 +139,10 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         module = ModuleOp(ops + self.extra_funcs)
         # functions whose derivatives come from their bodies: their calls of non-differentiable
         # functions are checked on the IR (the twin is the one differentiated, ptr_types.py)
-        differentiated = {ptr_twin_name(f.name) if has_ptr_twin(f) else f.name: f.name for f in infos
+        differentiated = {ptr_twin_name(f.name) if has_ptr_twin(f) else f.name: source_name(f.name) for f in infos
                           if f.body_differentiated and not (f.bwd_of or f.fwd_of)}
         check_module(module, self.spans, self.lost_derivatives, differentiated,
-                     {key: fi.name for key, fi in self.c.funcs.items()})
+                     {key: source_name(fi.name) for key, fi in self.c.funcs.items()})
         return module
 
     def declare_func(self, f: FuncInfo, twin: bool = False) -> func.FuncOp:

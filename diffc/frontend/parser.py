@@ -8,6 +8,7 @@ from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend.func_extensions import CALL_METHOD, KEYWORD as FUNC_EXTENSION, parse_func_extension
 from diffc.frontend.inits import INIT, constructor_method
+from diffc.frontend.operators import at_operator, parse_operator
 from diffc.frontend.optional import if_let
 from diffc.frontend.properties import parse_property
 from diffc.frontend.subscripts import KEYWORD as SUBSCRIPT, parse_subscript
@@ -285,12 +286,9 @@ class Parser:
         if self.at("enum"):
             return self.enum(start)
         self.prescan_generics()
-        if self.tok.kind == "ident" and self.peek().text == "operator":  # `T operator +<T>(...)`: T is not known yet
-            self.i += 1
-            self.refuse_operator()
-            self.i -= 1
         t = self.array_dims(self.type_ref(), type_position=True)
-        self.refuse_operator()
+        if at_operator(self):
+            return parse_operator(self, attrs, mods, t, start)
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
             return self.function(attrs, mods, t, name, start)
@@ -299,10 +297,11 @@ class Parser:
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
 
-    def refuse_operator(self) -> None:
-        if self.at("operator") and self.peek().kind == "punct":
-            t = self.tok
-            raise FrontendError(UNSUPPORTED, "operator overloading ('operator') is not supported", t.start, t.end)
+    def refuse_member_operator(self) -> None:
+        if at_operator(self):
+            t, op = self.tok, self.peek()
+            raise FrontendError(UNSUPPORTED, f"operator overloading in a struct or interface ('operator{op.text}') "
+                                "is not supported: declare the operator as a free function", t.start, op.end)
 
     def starts_import(self) -> bool:
         k = 0
@@ -410,7 +409,10 @@ class Parser:
             while self.peek(k).text not in ("]", "*") and self.peek(k).kind != "eof":
                 k += 1
             k += 1
-        if self.peek(k).kind == "ident" and self.peek(k + 1).text == "<":
+        named = self.peek(k).kind == "ident"
+        if at_operator(self, k):  # `T operator +<T>(...)`: the operator's symbol stands where a name would
+            k, named = k + 1, True
+        if named and self.peek(k + 1).text == "<":
             save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it after
             self.i += k + 1
             try:
@@ -458,6 +460,9 @@ class Parser:
                                         name.start, name.end)
                 self.expect(":")
                 type_params[name.text] += self.conformances()
+                while self.at(",") and self.peek().kind == "ident" and self.peek(2).text not in (":", ".", "=="):
+                    self.i += 1  # `where T : IFoo, IBar`: T conforms to both
+                    type_params[name.text] += self.conformances()
                 if not (self.at(",") and self.peek().kind == "ident" and self.peek(2).text == ":"):
                     break
                 self.i += 1
@@ -534,7 +539,7 @@ class Parser:
                 fname = Token("ident", CALL_METHOD, op.start, close.end)
                 methods.append(self.function(attrs, mods, t, fname, fstart))
                 continue
-            self.refuse_operator()
+            self.refuse_member_operator()
             fname = self.ident("a field name")
             if self.at("(") or self.at("<"):
                 methods.append(self.function(attrs, mods, t, fname, fstart))
@@ -620,8 +625,10 @@ class Parser:
         else:
             self.prescan_generics()
             t = self.array_dims(self.type_ref())
-            name = self.ident("a name")
-            decl = self.function(attrs, mods, t, name, start, prefix=prefix)
+            if at_operator(self):
+                decl = parse_operator(self, attrs, mods, t, start, prefix)
+            else:
+                decl = self.function(attrs, mods, t, self.ident("a name"), start, prefix=prefix)
         self.end_generic(mark)
         return decl
 
@@ -698,6 +705,7 @@ class Parser:
                 raise FrontendError(UNSUPPORTED, f"'{self.tok.text}' in an interface is not supported",
                                     self.tok.start, self.tok.end)
             t = self.array_dims(self.type_ref())
+            self.refuse_member_operator()
             mname = self.ident("a method name")
             if not (self.at("(") or self.at("<")):
                 self.error("expected a method (interfaces hold methods and associated types)")
