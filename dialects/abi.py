@@ -4,11 +4,20 @@
 
   #diff.abi<pointer of "p">   the memref of Slang pointer p (its storage)
   #diff.abi<offset of "p">    the index into that memref where p points; always right after it
-  #diff.abi<buffer>           a memref passed alone (a global buffer, a status buffer)
+  #diff.abi<buffer>           a memref passed alone (a global buffer)
   #diff.abi<value>            a scalar or vector passed by value
 
+and the parameters the checks add, which the runtime supplies itself:
+
+  #diff.abi<length of "b">    the element count of buffer or pointer parameter b (bounds-check)
+  #diff.abi<shadow of "b">    b's written-elements shadow (uninit-check, the sanitizer)
+  #diff.abi<track of "b">     b's track number (uninit-check)
+  #diff.abi<status of "c">    a status buffer: c is "bounds", "uninit", or a status global's name
+                              (passes/status_report.py)
+
 The front end writes pointer/offset where it splits a pointer into its two leaves (the name
-`"p"` only ties the pair together; binding goes by position and the parameter names);
+`"p"` only ties the pair together; binding goes by position and the parameter names); the check
+passes write theirs when they append a parameter (`added_attrs`);
 lower-entry-points gives every other kernel parameter buffer or value, and a pass that adds a
 kernel parameter records its role (`added_attrs`). `abi_problem` is what verification checks: a
 pass that drops, reorders or adds kernel parameters without keeping the roles in step is caught
@@ -28,14 +37,17 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 ABI = "diff.abi"  # the argument attribute holding a parameter's AbiRoleAttr
-ROLES = ("pointer", "offset", "buffer", "value")
+ROLES = ("pointer", "offset", "buffer", "value", "length", "shadow", "track", "status")
 _PAIRED = ("pointer", "offset")
+_OF = ("pointer", "offset", "length", "shadow", "track", "status")  # roles that name what they belong to
 KERNEL_ENTRY = "kernel.entry"  # (dialects/kernel.py's ENTRY: kernels must have every role)
 
 
 @irdl_attr_definition
 class AbiRoleAttr(ParametrizedAttribute):
-    """One kernel parameter's role; `pointer` names the Slang pointer of a pointer/offset pair."""
+    """One kernel parameter's role; `pointer` names what it belongs to: the Slang pointer of a
+    pointer/offset pair, the parameter a check's length, shadow or track is of, or the check a
+    status buffer reports for."""
 
     name = "diff.abi"
     role: StringAttr = param_def()
@@ -62,9 +74,9 @@ class AbiRoleAttr(ParametrizedAttribute):
         role, pointer = self.role.data, self.pointer.data
         if role not in ROLES:
             raise VerifyException(f"#diff.abi role must be one of {', '.join(ROLES)}, got '{role}'")
-        if (role in _PAIRED) != bool(pointer):
+        if (role in _OF) != bool(pointer):
             raise VerifyException(
-                f"#diff.abi<{role}> {'needs' if role in _PAIRED else 'takes no'} the pointer it belongs to"
+                f"#diff.abi<{role}> {'needs' if role in _OF else 'takes no'} the name of what it belongs to"
                 " (`of \"p\"`)"
             )
 
@@ -95,11 +107,13 @@ def fill_roles(fn: FuncOp) -> None:
     fn.arg_attrs = ArrayAttr([d if ABI in d.data else with_role(d, plain_role(t)) for d, t in zip(old, types)])
 
 
-def added_attrs(fn: FuncOp, t: Attribute, attrs: dict[str, Attribute] | None = None) -> DictionaryAttr:
-    """The argument attributes of a parameter a pass appends to `fn`: its plain role when `fn`
-    is a kernel that records roles (whose parameters the host binds by them), else only `attrs`."""
+def added_attrs(fn: FuncOp, t: Attribute, attrs: dict[str, Attribute] | None = None,
+                role: AbiRoleAttr | None = None) -> DictionaryAttr:
+    """The argument attributes of a parameter a pass appends to `fn`: `role` (default: its plain
+    role) when `fn` is a kernel that records roles (whose parameters the host binds by them),
+    else only `attrs`."""
     d = DictionaryAttr(dict(attrs or {}))
-    return with_role(d, plain_role(t)) if has_roles(fn) else d
+    return with_role(d, role or plain_role(t)) if has_roles(fn) else d
 
 
 def has_roles(fn: FuncOp) -> bool:
@@ -133,12 +147,12 @@ def abi_problem(fn: FuncOp) -> str | None:
                 return f"{where} of a kernel has no {ABI} role (a pass added it without recording its role)"
             continue
         role, ptr = r.role.data, r.pointer.data
-        if role in ("pointer", "buffer") and not isinstance(t, MemRefType):
+        if role in ("pointer", "buffer", "shadow", "status") and not isinstance(t, MemRefType):
             return f"{where} has role {role}, which needs a memref"
-        if role == "offset" and not isinstance(t, IndexType):
-            return f"{where} has role offset, which needs an index"
-        if role == "value" and isinstance(t, MemRefType):
-            return f"{where} has role value, but a memref is passed as a pointer or a buffer"
+        if role in ("offset", "length") and not isinstance(t, IndexType):
+            return f"{where} has role {role}, which needs an index"
+        if role in ("value", "track") and isinstance(t, MemRefType):
+            return f"{where} has role {role}, but a memref is passed as a pointer or a buffer"
         nxt = roles[i + 1] if i + 1 < len(roles) else None
         prev = roles[i - 1] if i > 0 else None
         if role == "pointer" and not (nxt is not None and nxt.role.data == "offset" and nxt.pointer.data == ptr):

@@ -285,26 +285,27 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     from diffc.passes.lower_entry_points import kernel_params
 
     from diffc.passes.bounds_check import INBOUNDS_SUFFIX
-    from diffc.runtime.bounds import LEN_PREFIX, STATUS_NAME, BoundsBuffer, bounds_proofs, bounds_sites, proven
+    from diffc.runtime.bounds import BoundsBuffer, bounds_proofs, bounds_sites, proven
     from diffc.runtime.status import StatusBuffers, status_slots
 
     kparams = kernel_params(fn)
     names = [p.name for p in kparams]
     slots = {s.name: s for s in status_slots(module)}
-    status = StatusBuffers([slots[n] for n in names if n in slots]) if set(names) & set(slots) else None
+    mine = [slots[p.of] for p in kparams if p.role == "status" and p.of in slots]
+    status = StatusBuffers(mine) if mine else None
     sizes: dict[str, int] = {}
     bounds = None
     for param in kparams:
         t, name = param.type, param.name
-        if status is not None and name in slots:  # a status buffer (runtime/status.py), checked below
-            args.append(status.buffers[[s.name for s in status.slots].index(name)])
+        if param.role == "status" and param.of in slots:  # a status buffer (runtime/status.py), checked below
+            args.append(status.buffers[mine.index(slots[param.of])])
             continue
-        if name == STATUS_NAME:  # bounds-check's status buffer, checked below
+        if param.role == "status" and param.of == "bounds":  # bounds-check's status buffer, checked below
             bounds = BoundsBuffer(bounds_sites(module))
             args.append(bounds.buffer)
             continue
-        if name.startswith(LEN_PREFIX) and name[len(LEN_PREFIX):] in sizes:  # a buffer's length
-            args.append(np.int64(sizes[name[len(LEN_PREFIX):]]))
+        if param.role == "length":  # a buffer's length (the buffer comes before it)
+            args.append(np.int64(sizes[param.of]))
             continue
         if param.role == "offset":
             args.append(np.int64(0))  # the offset of a pointer bound to a whole buffer

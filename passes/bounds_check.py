@@ -60,7 +60,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
 from diffc.dialects.kernel import NULL_POINTER_ATTR
-from diffc.dialects.abi import added_attrs
+from diffc.dialects.abi import AbiRoleAttr, added_attrs
 from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants, host_buffer
 from diffc.passes.status_report import where
 
@@ -81,19 +81,22 @@ def hint_for(name: str) -> str | None:
     return None if re.search(r"_\d+$", name) else name
 
 
-def append_params(f: func.FuncOp, params: list[tuple[Attribute, str]]) -> list[SSAValue]:
-    """Adds parameters (type, name) after `f`'s last one: block arguments with the names as
-    hints where they fit, the function type, and each name (and, on a kernel, its role: a
-    buffer or a value) in its argument attributes, which the kernel ABI reads."""
+def append_params(f: func.FuncOp, params: list[tuple[Attribute, str] | tuple[Attribute, str, AbiRoleAttr]]
+                  ) -> list[SSAValue]:
+    """Adds parameters (type, name[, ABI role]) after `f`'s last one: block arguments with the
+    names as hints where they fit, the function type, and each name (and, on a kernel, its role:
+    the one given, else a buffer or a value) in its argument attributes, which the kernel ABI
+    reads."""
     block = f.body.block
     n_old = len(f.function_type.inputs.data)
     added = []
-    for t, name in params:
+    for t, name, *_ in params:
         arg = block.insert_arg(t, len(block.args))
         arg.name_hint = hint_for(name)
         added.append(arg)
     old = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
-    f.arg_attrs = ArrayAttr([*old, *(added_attrs(f, t, {NAME: StringAttr(name)}) for t, name in params)])
+    f.arg_attrs = ArrayAttr([*old, *(added_attrs(f, p[0], {NAME: StringAttr(p[1])}, p[2] if len(p) > 2 else None)
+                                     for p in params)])
     f.function_type = FunctionType.from_lists([a.type for a in block.args], f.function_type.outputs.data)
     return added
 
@@ -128,8 +131,9 @@ class BoundsCheckPass(ModulePass):
             name = f.sym_name.data
             if name not in guarded and not shared[name]:
                 continue
-            added = append_params(f, [*((IndexType(), LEN_PREFIX + param_name(f, i)) for i in guarded.get(name, ())),
-                                      (MemRefType(i32, [DYNAMIC_INDEX]), STATUS_NAME)])
+            added = append_params(f, [*((IndexType(), LEN_PREFIX + param_name(f, i), AbiRoleAttr("length", param_name(f, i)))
+                                        for i in guarded.get(name, ())),
+                                      (MemRefType(i32, [DYNAMIC_INDEX]), STATUS_NAME, AbiRoleAttr("status", "bounds"))])
             for i, arg in zip(guarded.get(name, ()), added):
                 lengths[f.body.block.args[i]] = arg
             status[name] = added[-1]

@@ -65,10 +65,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from diffc.passes.status_report import stash_slots
+from diffc.passes.status_report import STATUS_PREFIX, stash_slots
 
 from diffc.diagnostics import pass_error
-from diffc.dialects.abi import abi_problem, role_of
+from diffc.dialects.abi import AbiRoleAttr, abi_problem, role_of, with_role
 from diffc.dialects import kernel
 
 SHADER = "diffc.shader"
@@ -118,11 +118,14 @@ def param_names(fn: func.FuncOp) -> list[str]:
 class KernelParam:
     """One parameter of a lowered kernel, as the runtime binds it: its role (dialects/abi.py) is
     "pointer" (a memref followed by its offset), "offset" (that index), "buffer" (a memref alone:
-    a global buffer, or a pointer-free memref) or "value" (a scalar or vector passed by value)."""
+    a global buffer, or a pointer-free memref), "value" (a scalar or vector passed by value), or
+    one the runtime supplies for a check: "length", "shadow" or "track" of the parameter `of`
+    names, or "status" (`of`: "bounds", "uninit" or a status global)."""
 
     name: str
     type: Attribute
     role: str
+    of: str = ""
 
 
 def kernel_params(fn: func.FuncOp) -> list[KernelParam]:
@@ -139,7 +142,7 @@ def kernel_params(fn: func.FuncOp) -> list[KernelParam]:
         if role is None:  # (abi_problem: a kernel has all its roles or none)
             raise PassFailedException(f"@{fn.sym_name.data}: kernel ABI: the kernel records no parameter roles "
                                       "(lower-entry-points gives them; a kernel written by hand needs diff.abi)")
-        params.append(KernelParam(names[i], t, role.role.data))
+        params.append(KernelParam(names[i], t, role.role.data, role.pointer.data))
     return params
 
 
@@ -343,7 +346,19 @@ def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
     fn.function_type = FunctionType.from_lists([inputs[i] for i in keep], [])
     if fn.arg_attrs is not None:
         fn.arg_attrs = ArrayAttr([attrs[i] for i in keep]) if keep else None
+    _status_roles(fn)
     kernel.mark_kernel(fn, numthreads(fn))  # (and the plain ABI roles: buffers for the globals)
+
+
+def _status_roles(fn: func.FuncOp) -> None:
+    """The status globals' parameters (passes/status_report.py) are status buffers the runtime
+    supplies: `#diff.abi<status of "diffc_status_<k>">`."""
+    names = param_names(fn)
+    if not any(n.startswith(STATUS_PREFIX) for n in names):
+        return
+    old = fn.arg_attrs.data if fn.arg_attrs is not None else [DictionaryAttr({}) for _ in names]
+    fn.arg_attrs = ArrayAttr([with_role(d, AbiRoleAttr("status", n)) if n.startswith(STATUS_PREFIX) else d
+                              for d, n in zip(old, names)])
 
 
 def _query(ip: InsertPoint, query: type, dim: int, t) -> SSAValue:

@@ -44,6 +44,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
+from diffc.dialects.abi import AbiRoleAttr
 from diffc.passes.bounds_check import append_params, host_buffer, param_name, record_site
 from diffc.passes.status_report import where
 
@@ -76,8 +77,9 @@ class UninitCheckPass(ModulePass):
             params = []
             for i in mine:
                 name = param_name(f, i)
-                params += [(MemRefType(i32, [DYNAMIC_INDEX]), WRITTEN_PREFIX + name), (i32, TRACK_PREFIX + name)]
-            added = append_params(f, [*params, (MemRefType(i32, [DYNAMIC_INDEX]), STATUS_NAME)])
+                params += [(MemRefType(i32, [DYNAMIC_INDEX]), WRITTEN_PREFIX + name, AbiRoleAttr("shadow", name)),
+                           (i32, TRACK_PREFIX + name, AbiRoleAttr("track", name))]
+            added = append_params(f, [*params, (MemRefType(i32, [DYNAMIC_INDEX]), STATUS_NAME, AbiRoleAttr("status", "uninit"))])
             for k, i in enumerate(mine):
                 shadows[f.body.block.args[i]] = (added[2 * k], added[2 * k + 1])
             status[f.sym_name.data] = added[-1]

@@ -166,8 +166,14 @@ def test_malformed_roles_are_refused():
     with pytest.raises(Exception, match="role must be one of pointer, offset, buffer, value"):
         parse_source(bad_role, "k.mlir")
     no_pointer = IR.replace('#diff.abi<offset of "dst">', "#diff.abi<offset>")
-    with pytest.raises(Exception, match="needs the pointer it belongs to"):
+    with pytest.raises(Exception, match="needs the name of what it belongs to"):
         parse_source(no_pointer, "k.mlir")
+    # a check's length is an index, its status buffer a memref, and each says what it is of
+    length_of_memref = IR.replace('#diff.abi<pointer of "dst">', '#diff.abi<length of "p">')
+    with pytest.raises(DiffcError, match="parameter 3 .* has role length, which needs an index"):
+        parse_source(length_of_memref, "k.mlir")
+    with pytest.raises(Exception, match="status> needs the name of what it belongs to"):
+        parse_source(IR.replace('#diff.abi<offset of "dst">', "#diff.abi<status>"), "k.mlir")
     other_pair = IR.replace('#diff.abi<offset of "dst">', '#diff.abi<offset of "src">')
     with pytest.raises(DiffcError, match='k.mlir:2:1: .*@fill: kernel ABI: parameter 3 .* is pointer "dst", but its offset does not follow it'):
         parse_source(other_pair, "k.mlir")  # verified, located at the function

@@ -24,7 +24,6 @@ ENABLED = os.environ.get("DIFFC_BOUNDS_CHECK", "1") != "0"
 # launch-time proofs: a launch whose thread-indexed accesses are in bounds runs them unchecked
 PROVE = os.environ.get("DIFFC_BOUNDS_PROOFS", "1") != "0"
 LEN_PREFIX = "diffc_len_"
-STATUS_NAME = "diffc_bounds"
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,6 @@ from xdsl.dialects.builtin import (
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.runtime.bounds import (
-    LEN_PREFIX,
-    STATUS_NAME,
     BoundsBuffer,
     apply_bounds_check,
     bounds_proofs,
@@ -65,8 +63,15 @@ if TYPE_CHECKING:
 class KernelParam:
     name: str
     type: object
-    kind: str  # its role in the kernel ABI (lower_entry_points.kernel_params): pointer, buffer, offset, value
+    kind: str  # its role in the kernel ABI (lower_entry_points.kernel_params): pointer, buffer, offset, value,
+    # or one the runtime supplies for a check (length, shadow, track, status)
     is_global: bool = False
+    of: str = ""  # what a check's parameter belongs to (lower_entry_points.KernelParam.of)
+
+    @property
+    def supplied(self) -> bool:
+        """Whether the runtime passes it itself (a check's length, shadow, track or status)."""
+        return self.kind in ("length", "shadow", "track", "status")
 
 
 # Whether entry points' work-group-uniform atomic adds are summed per work-group before the
@@ -193,20 +198,21 @@ def _build(module: Module) -> EntryProgram:
     slots = {s.name: s for s in status_slots(low)}
     sites = bounds_sites(low)
     proofs = bounds_proofs(low)
-    from diffc.runtime.uninit import STATUS_NAME as UNINIT, UninitStatus, uninit_sites
+    from diffc.runtime.uninit import UninitStatus, uninit_sites
 
     unread = uninit_sites(low)
     for f in low.ops:
         if isinstance(f, func.FuncOp) and f.sym_name.data in entries:
             name = f.sym_name.data
             params = _params(f, globals_ | set(slots))
-            mine = [slots[p.name] for p in params if p.name in slots]
+            checks = {p.of for p in params if p.kind == "status"}
+            mine = [slots[p.of] for p in params if p.kind == "status" and p.of in slots]
             kernels[name] = EntryKernel(
                 name, emitter.names[name], params, thread_ids[name], numthreads(entries[name]),
                 StatusBuffers(mine) if mine else None,
-                BoundsBuffer(sites) if any(p.name == STATUS_NAME for p in params) else None,
+                BoundsBuffer(sites) if "bounds" in checks else None,
             )
-            if any(p.name == UNINIT for p in params):
+            if "uninit" in checks:
                 kernels[name].uninit = UninitStatus(unread)
             own = tuple(p for p in proofs if p.kernel == name)
             if own:
@@ -227,7 +233,7 @@ def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
                 "`_<digits>` suffix: name such parameters with the argument attribute diffc.name)"
             )
     params = [
-        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_)
+        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_, p.of)
         for p in kernel_params(kernel)
     ]
     return params
@@ -352,18 +358,15 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     """The kernel's argument list from the keyword arguments (CallError naming a bad one)."""
     leaves: dict[str, tuple[str, object]] = {}
     structs: list[str] = []
+    # the status buffers the runtime passes, by what they report for (their parameters' `of`)
     status = {s.name: b for s, b in zip(kernel.status.slots, kernel.status.buffers)} if kernel.status else {}
     if kernel.bounds is not None:
-        status[STATUS_NAME] = kernel.bounds.buffer
+        status["bounds"] = kernel.bounds.buffer
     uninit = kernel.uninit
     if uninit is not None:
-        from diffc.runtime.uninit import STATUS_NAME as UNINIT, TRACK_PREFIX, WRITTEN_PREFIX
-
-        status[UNINIT] = uninit.buffer
+        status["uninit"] = uninit.buffer
         uninit.start()
-    shadow_prefixes = (WRITTEN_PREFIX, TRACK_PREFIX) if uninit is not None else ()
-    by_name = {p.name: p for p in kernel.params if p.name not in status and not p.name.startswith(LEN_PREFIX)
-               and not (shadow_prefixes and p.name.startswith(shadow_prefixes))}
+    by_name = {p.name: p for p in kernel.params if not p.supplied}
     for key, value in kwargs.items():
         if key in kernel.thread_ids:
             raise CallError(f"error: {where}: '{key}' is the thread id ({kernel.thread_ids[key]}); dispatch supplies it", key)
@@ -378,7 +381,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
             if root != path and fields:
                 more = f"; the leaves of '{root}' are: {', '.join(fields)}"
             else:
-                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset' and q.name not in status)}"
+                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset' and not q.supplied)}"
             why = " (offsets come with pointers: pass tensor.at(offset))" if p is not None else ""
             raise CallError(f"error: {where}: unknown argument '{path}'{why}{more}", path)
     args: list = []
@@ -387,14 +390,14 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     for p in kernel.params:
         if p.kind == "offset":
             continue  # set with its pointer
-        if p.name in status:
-            args.append(status[p.name])
+        if p.kind == "status":
+            args.append(status[p.of])
             continue
-        if p.name.startswith(LEN_PREFIX) and p.name[len(LEN_PREFIX):] in sizes:  # bounds-check's lengths
-            args.append(index_dtype.type(sizes[p.name[len(LEN_PREFIX):]]))
+        if p.kind == "length":  # bounds-check's (its buffer comes before it)
+            args.append(index_dtype.type(sizes[p.of]))
             continue
-        if shadow_prefixes and p.name.startswith(shadow_prefixes):  # uninit-check's shadows and track numbers
-            args.append(uninit.argument(p.name, bound))
+        if p.kind in ("shadow", "track"):  # uninit-check's (the sanitizer)
+            args.append(uninit.argument(p.kind, p.of, bound))
             continue
         if p.name not in leaves:
             root = next((s for s in structs if p.name.startswith(s + "_")), None)

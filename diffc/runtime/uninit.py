@@ -24,10 +24,6 @@ from diffc.runtime.bounds import Site
 from diffc.runtime.errors import UninitializedReadError
 from diffc.runtime.status import _location
 
-WRITTEN_PREFIX = "diffc_written_"  # also passes/uninit_check.py
-TRACK_PREFIX = "diffc_track_"
-STATUS_NAME = "diffc_uninit"
-
 # Tensor -> the device buffer of its written flags, while it is partly written
 _shadows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -94,13 +90,13 @@ class UninitStatus:
         self.host[:] = 0
         cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
 
-    def argument(self, name: str, bound: dict[str, tuple[object, str, int]]):
-        """The value of shadow or track parameter `name`; `bound`: buffer parameter -> (its
-        Tensor, the argument's path as written, the pointer's offset into the tensor)."""
-        prefix = WRITTEN_PREFIX if name.startswith(WRITTEN_PREFIX) else TRACK_PREFIX
-        tensor, path, offset = bound.get(name[len(prefix):], (None, "", 0))
+    def argument(self, role: str, of: str, bound: dict[str, tuple[object, str, int]]):
+        """The value of the shadow or track parameter (its ABI role) of buffer parameter `of`;
+        `bound`: buffer parameter -> (its Tensor, the argument's path as written, the pointer's
+        offset into the tensor)."""
+        tensor, path, offset = bound.get(of, (None, "", 0))
         unwritten = tensor is not None and getattr(tensor, "uninitialized", False)
-        if prefix == WRITTEN_PREFIX:
+        if role == "shadow":
             return _shadow_of(tensor) if unwritten else self.dummy
         if not unwritten:
             return np.int32(0)

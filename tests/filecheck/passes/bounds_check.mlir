@@ -40,7 +40,7 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
 // CHECK: func.func @acc(
 // CHECK: scf.if %{{.*}} {
 // CHECK-NEXT: kernel.atomic_add %d, %grads[%j]
-// CHECK: func.func @main(%params: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %grads: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %[[LP:.*]]: index {diffc.name = "diffc_len_params", diff.abi = #diff.abi<value>}, %[[LG:.*]]: index {diffc.name = "diffc_len_grads", diff.abi = #diff.abi<value>}, %[[S:.*]]: memref<?xi32> {diffc.name = "diffc_bounds", diff.abi = #diff.abi<buffer>})
+// CHECK: func.func @main(%params: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %grads: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %[[LP:.*]]: index {diffc.name = "diffc_len_params", diff.abi = #diff.abi<length of "params">}, %[[LG:.*]]: index {diffc.name = "diffc_len_grads", diff.abi = #diff.abi<length of "grads">}, %[[S:.*]]: memref<?xi32> {diffc.name = "diffc_bounds", diff.abi = #diff.abi<status of "bounds">})
 // CHECK: func.call @get(%{{.*}}, %params, %[[LP]], %[[S]])
 // CHECK: func.call @acc(%{{.*}}, %{{.*}}, %grads, %[[LG]], %[[S]])
 

@@ -48,7 +48,7 @@ func.func @guarded(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %out: mem
 // CHECK: arith.cmpi ult, %sq, %diffc_len_src
 // CHECK: arith.cmpi ult, %j, %diffc_len_src
 // CHECK: arith.cmpi ult, %a, %diffc_len_dst
-// CHECK-LABEL: func.func @main__inbounds(%dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}, %diffc_len_dst: index {diffc.name = "diffc_len_dst", diff.abi = #diff.abi<value>}, %diffc_len_src: index {diffc.name = "diffc_len_src", diff.abi = #diff.abi<value>}, %diffc_bounds: memref<?xi32> {diffc.name = "diffc_bounds", diff.abi = #diff.abi<buffer>})
+// CHECK-LABEL: func.func @main__inbounds(%dst: memref<?xf32> {diff.abi = #diff.abi<pointer of "dst">}, %dst_off: index {diff.abi = #diff.abi<offset of "dst">}, %src: memref<?xf32> {diff.abi = #diff.abi<pointer of "src">}, %src_off: index {diff.abi = #diff.abi<offset of "src">}, %diffc_len_dst: index {diffc.name = "diffc_len_dst", diff.abi = #diff.abi<length of "dst">}, %diffc_len_src: index {diffc.name = "diffc_len_src", diff.abi = #diff.abi<length of "src">}, %diffc_bounds: memref<?xi32> {diffc.name = "diffc_bounds", diff.abi = #diff.abi<status of "bounds">})
 // CHECK: arith.cmpi ult, %sq, %diffc_len_src
 // CHECK-NOT: arith.cmpi ult
 // CHECK: memref.load %src[%j]

@@ -36,7 +36,7 @@ func.func @main(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref
 // CHECK: kernel.atomic_rmw maxs %{{.*}}, %diffc_uninit[%{{.*}}]
 // CHECK: memref.load %p[%k]
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME: %diffc_written_src: memref<?xi32> {diffc.name = "diffc_written_src", diff.abi = #diff.abi<buffer>}, %diffc_track_src: i32 {diffc.name = "diffc_track_src", diff.abi = #diff.abi<value>}, %diffc_written_dst: memref<?xi32> {diffc.name = "diffc_written_dst", diff.abi = #diff.abi<buffer>}, %diffc_track_dst: i32 {diffc.name = "diffc_track_dst", diff.abi = #diff.abi<value>}, %diffc_uninit: memref<?xi32>
+// CHECK-SAME: %diffc_written_src: memref<?xi32> {diffc.name = "diffc_written_src", diff.abi = #diff.abi<shadow of "src">}, %diffc_track_src: i32 {diffc.name = "diffc_track_src", diff.abi = #diff.abi<track of "src">}, %diffc_written_dst: memref<?xi32> {diffc.name = "diffc_written_dst", diff.abi = #diff.abi<shadow of "dst">}, %diffc_track_dst: i32 {diffc.name = "diffc_track_dst", diff.abi = #diff.abi<track of "dst">}, %diffc_uninit: memref<?xi32>
 // the store sets the shadow after it
 // CHECK: memref.store %{{.*}}, %dst[%a]
 // CHECK-NEXT: %[[Z:.*]] = arith.constant 0 : i32
