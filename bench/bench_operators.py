@@ -12,7 +12,11 @@ without an unrelated overload declared (it must not change).
 
 Measured (PoCL on 2 shared CPU cores, 2026-11-24, 2^20 elements, 5 runs, min device time):
 call 1.579 ms plain, 1.543 ms operators (0.98); bwds 2.412 ms plain, 2.351 ms operators (0.97);
-front end 166.5 ms without overloads, 166.1 ms with one declared. GPU: not measured yet.
+front end 166.5 ms without overloads, 166.1 ms with one declared.
+NVIDIA H100 80GB HBM3 (OpenCL 3.0 CUDA, driver 580.159.04; after c5945fb; 2^24 elements, 10
+runs, min device time): call 0.072 ms plain, 0.071 operators (0.99); bwds 0.157 plain, 0.158
+operators (1.01); front end on that machine's host 140.8 ms without overloads, 106.9 ms with one
+declared (one run each: the difference is the host's noise, not the overload).
 """
 
 from __future__ import annotations
