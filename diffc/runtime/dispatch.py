@@ -56,6 +56,7 @@ from diffc.runtime.bounds import (
 from diffc.runtime.sanitize import apply_nan_check, primal_functions
 from diffc.runtime.status import StatusBuffers, status_slots
 from diffc.runtime.tensor import Tensor, TensorPointer
+from diffc.runtime.textures import ROLES as TEXTURE_ROLES, BoundTexture, bind_texture
 
 if TYPE_CHECKING:
     from diffc.runtime.module import Function, Module
@@ -65,8 +66,11 @@ if TYPE_CHECKING:
 class KernelParam:
     name: str
     type: object
-    kind: str  # its role in the kernel ABI (lower_entry_points.kernel_params): pointer, buffer, offset, value
+    kind: str  # its role in the kernel ABI (lower_entry_points.kernel_params): pointer, buffer, offset, value,
+    # or a texture's texels, width, height, dims
     is_global: bool = False
+    of: str = ""  # the texture (or pointer) a paired role belongs to
+    lanes: int = 0  # a texture's scalars per texel
 
 
 # Whether entry points' work-group-uniform atomic adds are summed per work-group before the
@@ -227,7 +231,7 @@ def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
                 "`_<digits>` suffix: name such parameters with the argument attribute diffc.name)"
             )
     params = [
-        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_)
+        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_, p.of, p.lanes)
         for p in kernel_params(kernel)
     ]
     return params
@@ -348,8 +352,9 @@ def _pointer(where: str, p: KernelParam, value) -> tuple[Tensor, int]:
     return tensor, offset
 
 
-def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -> list:
-    """The kernel's argument list from the keyword arguments (CallError naming a bad one)."""
+def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, keep: list | None = None) -> list:
+    """The kernel's argument list from the keyword arguments (CallError naming a bad one).
+    `keep` receives what the arguments point at that no caller holds (textures' buffers)."""
     leaves: dict[str, tuple[str, object]] = {}
     structs: list[str] = []
     status = {s.name: b for s, b in zip(kernel.status.slots, kernel.status.buffers)} if kernel.status else {}
@@ -363,7 +368,11 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
         uninit.start()
     shadow_prefixes = (WRITTEN_PREFIX, TRACK_PREFIX) if uninit is not None else ()
     by_name = {p.name: p for p in kernel.params if p.name not in status and not p.name.startswith(LEN_PREFIX)
-               and not (shadow_prefixes and p.name.startswith(shadow_prefixes))}
+               and not (shadow_prefixes and p.name.startswith(shadow_prefixes)) and p.kind not in TEXTURE_SIZES}
+    for p in kernel.params:  # a texture is one argument, named as the texture
+        if p.kind in ("texels", "dims"):
+            by_name.setdefault(p.of, p)
+    textures: dict[str, BoundTexture] = {}
     for key, value in kwargs.items():
         if key in kernel.thread_ids:
             raise CallError(f"error: {where}: '{key}' is the thread id ({kernel.thread_ids[key]}); dispatch supplies it", key)
@@ -387,6 +396,9 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     for p in kernel.params:
         if p.kind == "offset":
             continue  # set with its pointer
+        if p.kind in TEXTURE_ROLES:
+            args.append(_texture_arg(where, kernel, p, leaves, textures, sizes, bound, keep))
+            continue
         if p.name in status:
             args.append(status[p.name])
             continue
@@ -411,6 +423,31 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
         else:
             args.append(_scalar(where, p.type, value, index_dtype, path))
     return args
+
+
+TEXTURE_SIZES = ("width", "height", "dims")  # passed with the texture (runtime/textures.py)
+
+
+def _texture_arg(where, kernel, p, leaves, textures, sizes, bound, keep):
+    """The kernel argument of one texture parameter (texels, width, height or dims)."""
+    bt = textures.get(p.of)
+    if bt is None:
+        if p.of not in leaves:
+            raise CallError(f"error: {where}: missing texture '{p.of}'", p.of)
+        path, value = leaves[p.of]
+        texels = next((q for q in kernel.params if q.kind == "texels" and q.of == p.of), None)
+        dtypes = _element_dtypes(texels.type.element_type) if texels is not None else (np.dtype(np.float32),)
+        bt = textures[p.of] = bind_texture(where, path, value, p.lanes, dtypes)
+        if keep is not None:
+            keep.append(bt)
+    if p.kind == "texels":
+        sizes[p.name] = bt.tensor.size
+        bound[p.name] = (bt.tensor, leaves[p.of][0], 0)
+        return bt.tensor.buffer
+    if p.kind == "dims":
+        sizes[p.name] = 2
+        return bt.dims.buffer
+    return np.int32(bt.width if p.kind == "width" else bt.height)
 
 
 def _global_size(where: str, thread_count, numthreads: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -463,7 +500,8 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
             for step in capture.RECORDING:
                 step.record(plan, kwargs)
             return event
-    args = bind(where, kernel, kwargs, prog.index_dtype)
+    textures: list = []
+    args = bind(where, kernel, kwargs, prog.index_dtype, textures)
     global_size = _global_size(where, thread_count, kernel.numthreads)
     dev = device()
     local = kernel.numthreads
@@ -488,7 +526,7 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
             k.set_args(*args)
         runs, combine, keep = [(k, global_size, local)], None, []
     plan = dispatch_plan.make(fn, kernel, thread_count, kwargs, deterministic, deferred, runs, dev.queue, combine,
-                              [*keep, *args])
+                              [*keep, *args, *textures])
     if plan.snap is not None and kernel.uninit is None:  # (the sanitizer binds each dispatch's shadows)
         plans.insert(0, plan)
         del plans[4:]  # a few: a training loop alternates a handful of calls

@@ -1,0 +1,261 @@
+"""Textures in compute programs: `Texture2D<T>`, `RWTexture2D<T>` and `SamplerState`.
+
+A texture is three leaves (types.Texture): a memref of T's scalars holding the texels row by row
+(texel (x, y) at scalar (y * width + x) * C, C the vector width of T, its components
+consecutive), then its width and height as i32. A parameter's leaves carry the kernel ABI roles
+`texels`, `width`, `height` (dialects/abi.py); a global texture is two buffers, its texels and
+`<name>__dims` (a memref<2xi32>: width, height), so that dispatch binds both from one array.
+
+Reads: `tex[uint2(x, y)]` and `tex.Load(int3(x, y, mip))` return 0 outside the texture (as D3D
+defines an out-of-range Load) and for a mip other than 0 (a texture here has one level; a
+constant other mip is refused); writes `rwtex[uint2(x, y)] = v` outside it are dropped.
+`GetDimensions(out w, out h)` gives the size. `SampleLevel(s, uv, lod)` and `Sample(s, uv)`
+filter bilinearly with clamp-to-edge addressing, texel centres at (i + 0.5) / size: the one
+sampler modelled, whatever the SamplerState says. A texture has one mip level, so a lod that is
+not a constant samples it (D3D clamps the level to the levels there are); a constant lod other
+than 0 is refused.
+
+Derivatives: texels are memory, constants to fwd_diff / bwd_diff like buffer elements. The
+filter's weights are arithmetic on uv, so a sample's derivative with respect to uv is the
+bilinear interpolant's (it exists away from texel centres' grid lines, where it jumps)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith, math, memref, scf, vector
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, StringAttr, UnitAttr, i32
+from xdsl.ir import Block, Region, SSAValue
+
+from diffc.dialects.abi import ABI, AbiRoleAttr
+from diffc.frontend import ast as A
+from diffc.frontend import types as T
+from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
+from diffc.frontend.symbols import err
+
+if TYPE_CHECKING:
+    from diffc.frontend.checker import Checker
+
+TEXTURES = {"Texture2D": False, "RWTexture2D": True}  # name -> writable
+ELEMENTS = ("float", "int", "uint")  # scalars and vectors of these
+METHODS = {"Load", "SampleLevel", "Sample", "GetDimensions"}
+DIMS = "__dims"  # a global texture `t`'s size buffer is `t__dims`
+
+
+def resolve(c, t: A.TypeRef) -> T.Type:
+    """`Texture2D<T>`, `RWTexture2D<T>` (T defaults to float4), `SamplerState`."""
+    if t.name == "SamplerState":
+        return T.Sampler()
+    if len(t.args) > 1 or t.args and not isinstance(t.args[0], A.TypeRef):
+        raise err(TYPE_MISMATCH, f"{t.name} takes one type argument, the texel type", t)
+    elem = c.resolve(t.args[0]) if t.args else T.Vector(T.FLOAT, 4)
+    e = T.elem_of(elem)
+    if e is None or e.kind not in ELEMENTS:
+        raise err(UNSUPPORTED, f"{t.name}<{elem}> is not supported (texels are float, int or uint scalars or "
+                  "vectors)", t)
+    return T.Texture(elem, TEXTURES[t.name])
+
+
+def _width(t: T.Type) -> int:
+    return t.n if isinstance(t, T.Vector) else 1
+
+
+def _coords(c: Checker, e: A.Expr, n: int, what: str) -> None:
+    got = c.expr(e)
+    if not (isinstance(got, T.Vector) and got.n == n and T.is_int_scalar(got.elem)):
+        raise err(TYPE_MISMATCH, f"{what} needs an int{n} or uint{n}, got {got}", e)
+
+
+def check_index(c: Checker, e: A.Index, t: T.Texture) -> T.Type:
+    """`tex[uint2(x, y)]`: a texel."""
+    if e.more:
+        raise err(TYPE_MISMATCH, f"a {t} takes one index, a uint2", e.more[0])
+    _coords(c, e.index, 2, f"indexing a {t}")
+    return t.elem
+
+
+def check_write(e: A.Expr, t: T.Texture) -> None:
+    if not t.rw:
+        raise err(TYPE_MISMATCH, f"cannot write to a {t}: it is read-only (RWTexture2D is writable)", e)
+
+
+def _nonzero_constant(e: A.Expr) -> bool:
+    """A literal other than 0 (`2`, `-1.0`)."""
+    if isinstance(e, A.Unary) and e.op == "-":
+        e = e.operand
+    return isinstance(e, A.Num) and e.value != 0
+
+
+def check_method(c: Checker, e: A.Call, callee: A.Member, t: T.Texture) -> T.Type:
+    name = callee.name
+    if name not in METHODS:
+        raise err(UNSUPPORTED if name in ("Gather", "SampleGrad", "SampleBias", "SampleCmp", "SampleCmpLevelZero",
+                                          "GatherRed", "CalculateLevelOfDetail") else UNKNOWN_MEMBER,
+                  f"{t}'s method '{name}' is not supported (supported: {', '.join(sorted(METHODS))})",
+                  callee.name_span)
+    want = {"Load": (1,), "SampleLevel": (3,), "Sample": (2,), "GetDimensions": (2,)}[name]
+    if len(e.args) not in want:
+        if name == "GetDimensions" and len(e.args) == 4:
+            raise err(UNSUPPORTED, "GetDimensions(mip, out width, out height, out levels) is not supported (a "
+                      "texture has one level: GetDimensions(out width, out height))", e)
+        raise err(ARG_COUNT, f"{name} takes {want[0]} arguments, got {len(e.args)}", e)
+    e.kind, e.target = "texture", (name, t)
+    if name == "GetDimensions":
+        for a in e.args:
+            got = c.lvalue(a)
+            if not (isinstance(got, T.Scalar) and (T.is_int_scalar(got) or T.is_float_scalar(got))):
+                raise err(TYPE_MISMATCH, f"GetDimensions writes a number, got a variable of type {got}", a)
+        return T.VOID
+    if name == "Load":
+        _coords(c, e.args[0], 3, "Load")
+        mip = e.args[0]
+        if isinstance(mip, A.Call) and mip.kind == "ctor" and len(mip.args) == 3 and _nonzero_constant(mip.args[2]):
+            raise err(UNSUPPORTED, "Load from a mip level other than 0 is not supported (a texture has one level)",
+                      mip.args[2])
+        return t.elem
+    st = c.expr(e.args[0])
+    if not isinstance(st, T.Sampler):
+        raise err(TYPE_MISMATCH, f"{name} needs a SamplerState first, got {st}", e.args[0])
+    if not T.is_float_scalar(T.elem_of(t.elem)):
+        raise err(TYPE_MISMATCH, f"{name} filters float texels; {t} holds {t.elem} (read it with Load)", callee.name_span)
+    c.expect_type(e.args[1], T.Vector(T.FLOAT, 2))
+    if name == "SampleLevel":
+        c.expect_type(e.args[2], T.FLOAT)
+        if _nonzero_constant(e.args[2]):
+            raise err(UNSUPPORTED, "SampleLevel at a level of detail other than 0 is not supported (a texture has "
+                      "one mip level)", e.args[2])
+    return t.elem
+
+
+# ---- IR ----
+
+def global_ops(name: str, t: T.Texture) -> list:
+    """The buffers of global texture `name`: its texels, and its size."""
+    texels = memref.GlobalOp.get(StringAttr(name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public"))
+    texels.attributes[ABI] = AbiRoleAttr("texels", name, _width(t.elem))
+    dims = memref.GlobalOp.get(StringAttr(name + DIMS), MemRefType(i32, [2]), UnitAttr(), StringAttr("public"))
+    dims.attributes[ABI] = AbiRoleAttr("dims", name, _width(t.elem))
+    return [texels, dims]
+
+
+def read_global(lw, name: str, t: T.Texture) -> list[SSAValue]:
+    texels = lw.v(memref.GetGlobalOp(name, T.leaf_types(t)[0]))
+    dims = lw.v(memref.GetGlobalOp(name + DIMS, MemRefType(i32, [2])))
+    return [texels] + [lw.v(memref.LoadOp.get(dims, [lw.index_const(k)])) for k in (0, 1)]
+
+
+def _i32(lw, k: int) -> SSAValue:
+    return lw.v(arith.ConstantOp(IntegerAttr(k, i32)))
+
+
+def _f32(lw, x: float) -> SSAValue:
+    return lw.const(x, T.FLOAT)[0]
+
+
+def _xy(lw, e: A.Expr) -> list[SSAValue]:
+    """The components of an int2 / int3 / uint2 ... coordinate, as i32."""
+    (v,) = lw.expr(e)
+    return [lw.v(vector.ExtractOp(v, [k], i32)) for k in range(e.ty.n)]
+
+
+def _texel(lw, t: T.Texture, texels: SSAValue, width: SSAValue, x: SSAValue, y: SSAValue) -> list[SSAValue]:
+    """The texel at (x, y), which must be inside."""
+    n = _width(t.elem)
+    at = lw.v(arith.MuliOp(lw.v(arith.AddiOp(lw.v(arith.MuliOp(y, width)), x)), _i32(lw, n)))
+    at = lw.v(arith.IndexCastOp(at, IndexType()))
+    comps = [lw.v(memref.LoadOp.get(texels, [lw.offset_by(at, k) if k else at])) for k in range(n)]
+    return lw.build_vector(comps, t.elem) if n > 1 else comps
+
+
+def _inside(lw, x, y, width, height) -> SSAValue:
+    """0 <= x < width and 0 <= y < height (unsigned compares: a negative coordinate is huge)."""
+    return lw.v(arith.AndIOp(lw.v(arith.CmpiOp(x, width, "ult")), lw.v(arith.CmpiOp(y, height, "ult"))))
+
+
+def _guarded(lw, cond: SSAValue, inside, outside) -> list[SSAValue]:
+    """`cond ? inside() : outside()`, each side run only when taken (a read outside is no read)."""
+    blocks = []
+    saved = lw.block
+    for side in (inside, outside):
+        blk = Block()
+        lw.block = blk
+        vals = side()
+        blk.add_op(scf.YieldOp(*vals))
+        blocks.append(blk)
+    lw.block = saved
+    types = [x.type for x in blocks[0].last_op.operands]
+    return list(lw.emit(scf.IfOp(cond, types, Region(blocks[0]), Region(blocks[1]))).results)
+
+
+def lower_index(lw, e: A.Index) -> list[SSAValue]:
+    t = e.base.ty
+    texels, width, height = lw.expr(e.base)
+    x, y = _xy(lw, e.index)
+    return _guarded(lw, _inside(lw, x, y, width, height), lambda: _texel(lw, t, texels, width, x, y),
+                    lambda: lw.const(0, t.elem))
+
+
+def lower_write(lw, target: A.Index, vals: list[SSAValue]) -> None:
+    t = target.base.ty
+    texels, width, height = lw.expr(target.base)
+    x, y = _xy(lw, target.index)
+    n = _width(t.elem)
+    el = T.ir_scalar(T.elem_of(t.elem))
+
+    def write() -> list[SSAValue]:
+        at = lw.v(arith.MuliOp(lw.v(arith.AddiOp(lw.v(arith.MuliOp(y, width)), x)), _i32(lw, n)))
+        at = lw.v(arith.IndexCastOp(at, IndexType()))
+        for k in range(n):
+            comp = lw.v(vector.ExtractOp(vals[0], [k], el)) if n > 1 else vals[0]
+            lw.emit(memref.StoreOp.get(comp, texels, [lw.offset_by(at, k) if k else at]))
+        return []
+
+    _guarded(lw, _inside(lw, x, y, width, height), write, lambda: [])
+
+
+def lower_call(lw, e: A.Call) -> list[SSAValue]:
+    name, t = e.target
+    texels, width, height = lw.expr(e.callee.base)
+    if name == "GetDimensions":
+        for a, v in zip(e.args, (width, height)):
+            lw.store(a, lw.convert([v], T.UINT, a.ty))
+        return []
+    if name == "Load":
+        x, y, mip = _xy(lw, e.args[0])
+        ok = lw.v(arith.AndIOp(_inside(lw, x, y, width, height), lw.v(arith.CmpiOp(mip, _i32(lw, 0), "eq"))))
+        return _guarded(lw, ok, lambda: _texel(lw, t, texels, width, x, y), lambda: lw.const(0, t.elem))
+    (uv,) = lw.lower_as(e.args[1], T.Vector(T.FLOAT, 2))
+    if name == "SampleLevel":
+        lw.lower_as(e.args[2], T.FLOAT)  # (evaluated for its effects; one level to sample)
+    return _bilinear(lw, t, texels, width, height, uv)
+
+
+def _bilinear(lw, t: T.Texture, texels, width, height, uv) -> list[SSAValue]:
+    """The four texels around uv, weighted by uv's place among their centres; coordinates
+    clamped to the edge texels (clamp-to-edge)."""
+    f32 = T.ir_scalar(T.FLOAT)
+    corners, weights = [], []
+    for axis, size in enumerate((width, height)):
+        sf = lw.v(arith.SIToFPOp(size, f32))
+        p = lw.v(arith.SubfOp(lw.v(arith.MulfOp(lw.v(vector.ExtractOp(uv, [axis], f32)), sf)), _f32(lw, 0.5)))
+        # within [-1, size], which changes no sample, so the integer conversion below is defined
+        # (fmin and fmax also turn a NaN into an edge)
+        p = lw.v(arith.MaximumfOp(lw.v(arith.MinimumfOp(p, sf)), _f32(lw, -1.0)))
+        lo = lw.v(math.FloorOp(p))
+        weights.append(lw.v(arith.SubfOp(p, lo)))
+        i0 = lw.v(arith.FPToSIOp(lo, i32))
+        last = lw.v(arith.SubiOp(size, _i32(lw, 1)))
+        clamp = lambda i: lw.v(arith.MaxSIOp(lw.v(arith.MinSIOp(i, last)), _i32(lw, 0)))  # noqa: E731
+        corners.append((clamp(i0), clamp(lw.v(arith.AddiOp(i0, _i32(lw, 1))))))
+    (x0, x1), (y0, y1) = corners
+    fx, fy = weights
+    if isinstance(t.elem, T.Vector):
+        vt = T.leaf_types(t.elem)[0]
+        fx, fy = lw.v(vector.BroadcastOp(fx, vt)), lw.v(vector.BroadcastOp(fy, vt))
+
+    def lerp(a, b, f):
+        return lw.v(arith.AddfOp(a, lw.v(arith.MulfOp(lw.v(arith.SubfOp(b, a)), f))))
+
+    (t00,), (t10,) = _texel(lw, t, texels, width, x0, y0), _texel(lw, t, texels, width, x1, y0)
+    (t01,), (t11,) = _texel(lw, t, texels, width, x0, y1), _texel(lw, t, texels, width, x1, y1)
+    return [lerp(lerp(t00, t10, fx), lerp(t01, t11, fx), fy)]
