@@ -111,13 +111,13 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 if sym.shared:  # work-group memory (frontend/groupshared.py)
                     ops.append(memref.GlobalOp.get(StringAttr(d.name), storage_type(t), UnitAttr(), StringAttr("public")))
                     continue
-                if not isinstance(t, T.Buffer) and T.leaf_count(t) == 0 and d.init is None:
+                if not isinstance(t, T.Buffer) and T.leaf_count(t) == 0 and d.init is None and not textures.resource_global(t):
                     self.stateless_globals[id(sym)] = t  # a struct with no fields: nothing to keep
                     continue
                 if global_pointer(t) and "static" not in d.mods and d.init is None:
                     ops.append(memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public")))
                     continue  # `uniform float* p;`: a buffer bound by name, read from its start
-                if isinstance(t, T.Texture):
+                if textures.resource_global(t):
                     ops += textures.global_ops(d.name, t)
                     continue
                 if not isinstance(t, T.Buffer):

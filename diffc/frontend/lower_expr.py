@@ -291,7 +291,7 @@ class ExprLowering:
             return self.lower_as(sym.value, sym.ty)
         if sym.shared:  # work-group memory: its scalars
             return self.load_mem(*self.address(e), sym.ty)
-        if sym.is_global and isinstance(sym.ty, T.Texture):
+        if sym.is_global and textures.resource_global(sym.ty):
             return textures.read_global(self, sym.name, sym.ty)
         if sym.is_global and isinstance(sym.ty, T.Buffer):
             t = sym.ty

@@ -61,8 +61,9 @@ def _width(t: T.Type) -> int:
 
 
 def _coords(c: Checker, e: A.Expr, n: int, what: str) -> None:
+    """An int or uint vector of n; an integer scalar is every component (HLSL's promotion)."""
     got = c.expr(e)
-    if not (isinstance(got, T.Vector) and got.n == n and T.is_int_scalar(got.elem)):
+    if not (isinstance(got, T.Vector) and got.n == n and T.is_int_scalar(got.elem) or T.is_int_scalar(got)):
         raise err(TYPE_MISMATCH, f"{what} needs an int{n} or uint{n}, got {got}", e)
 
 
@@ -129,8 +130,30 @@ def check_method(c: Checker, e: A.Call, callee: A.Member, t: T.Texture) -> T.Typ
 
 # ---- IR ----
 
-def global_ops(name: str, t: T.Texture) -> list:
-    """The buffers of global texture `name`: its texels, and its size."""
+def resource_global(t: T.Type) -> bool:
+    """A global that is textures: a texture, or a struct (a `ParameterBlock<S>`'s S) of textures,
+    samplers and such structs, whose leaves are then its textures'."""
+    if isinstance(t, T.Texture):
+        return True
+    return isinstance(t, T.Struct) and bool(t.fields) and all(
+        isinstance(ft, T.Sampler) or resource_global(ft) for _, ft, _ in t.fields)
+
+
+def _textures_of(t: T.Type, name: str) -> list[tuple[str, T.Texture]]:
+    if isinstance(t, T.Texture):
+        return [(name, t)]
+    if isinstance(t, T.Struct):
+        return [x for fname, ft, _ in t.fields for x in _textures_of(ft, f"{name}_{fname}")]
+    return []
+
+
+def global_ops(name: str, t: T.Type) -> list:
+    """The buffers of each texture of global `name` (field f of a struct: `name_f`): its texels
+    and its size."""
+    return [op for path, tt in _textures_of(t, name) for op in _texture_ops(path, tt)]
+
+
+def _texture_ops(name: str, t: T.Texture) -> list:
     texels = memref.GlobalOp.get(StringAttr(name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public"))
     texels.attributes[ABI] = AbiRoleAttr("texels", name, _width(t.elem))
     dims = memref.GlobalOp.get(StringAttr(name + DIMS), MemRefType(i32, [2]), UnitAttr(), StringAttr("public"))
@@ -138,7 +161,11 @@ def global_ops(name: str, t: T.Texture) -> list:
     return [texels, dims]
 
 
-def read_global(lw, name: str, t: T.Texture) -> list[SSAValue]:
+def read_global(lw, name: str, t: T.Type) -> list[SSAValue]:
+    return [x for path, tt in _textures_of(t, name) for x in _read_texture(lw, path, tt)]
+
+
+def _read_texture(lw, name: str, t: T.Texture) -> list[SSAValue]:
     texels = lw.v(memref.GetGlobalOp(name, T.leaf_types(t)[0]))
     dims = lw.v(memref.GetGlobalOp(name + DIMS, MemRefType(i32, [2])))
     return [texels] + [lw.v(memref.LoadOp.get(dims, [lw.index_const(k)])) for k in (0, 1)]
@@ -154,8 +181,9 @@ def _f32(lw, x: float) -> SSAValue:
 
 def _xy(lw, e: A.Expr) -> list[SSAValue]:
     """The components of an int2 / int3 / uint2 ... coordinate, as i32."""
-    (v,) = lw.expr(e)
-    return [lw.v(vector.ExtractOp(v, [k], i32)) for k in range(e.ty.n)]
+    n = e.ty.n if isinstance(e.ty, T.Vector) else 2
+    (v,) = lw.lower_as(e, T.Vector(T.INT, n))
+    return [lw.v(vector.ExtractOp(v, [k], i32)) for k in range(n)]
 
 
 def _texel(lw, t: T.Texture, texels: SSAValue, width: SSAValue, x: SSAValue, y: SSAValue) -> list[SSAValue]:

@@ -138,6 +138,8 @@ class TypeResolution:
             return mat
         if n == "CoopVec":
             return coopvec.resolve(self, t)
+        if n == "ParameterBlock" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
+            return self._type_arg(t, t.args[0])  # its struct, a global (textures.resource_global)
         if n in textures.TEXTURES or n == "SamplerState":
             return textures.resolve(self, t)
         if n == "vector" and len(t.args) == 2:
