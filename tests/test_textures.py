@@ -344,3 +344,55 @@ def test_abi_roles_of_a_texture_parameter_and_a_global():
     assert roles[1:4] == [AbiRoleAttr("texels", "ids", 1), AbiRoleAttr("width", "ids"), AbiRoleAttr("height", "ids")]
     assert roles[4] == AbiRoleAttr("texels", "pos", 2)
     assert str(roles[4]) == '#diff.abi<texels of "pos" x 2>'
+
+
+@pytest.mark.parametrize("decl, message", [
+    ("Texture2D<float> pick(Texture2D<float> a) { return a; }", "a function returning Texture2D<float> is not supported"),
+    ("void pick(out Texture2D<float> a) { }", "an 'out' parameter of type Texture2D<float> is not supported"),
+])
+def test_a_texture_is_never_a_result(decl, message):
+    err = compile_error(decl + "\n")
+    assert "prog.slang:1:" in err and "error[E0008]" in err and message in err, err
+
+
+def test_calls_over_tensors_refuse_a_texture_parameter():
+    m = _load("float f(Texture2D<float> t, float x) { return t[uint2(0, 0)] * x; }\n")
+    with pytest.raises(CallError, match="'t' has type Texture2D<float>, which calls over tensors cannot pass"):
+        m.f(np.zeros((2, 2), np.float32), np.ones(3, np.float32))
+
+
+SCENE = """
+struct Scene : IDifferentiable { Texture2D<float> t; SamplerState s; float k; };
+
+[Differentiable]
+float h(Scene sc, float2 uv) { return sc.t.SampleLevel(sc.s, uv, 0) * sc.k * sc.k; }
+
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID, uniform Texture2D<float> tex, uniform SamplerState s,
+          uniform float u, uniform float k, uniform RWStructuredBuffer<float> out)
+{
+    Scene sc = { tex, s, k };
+    var dsc = diffPair(sc);
+    var duv = diffPair(float2(u, 0.3));
+    bwd_diff(h)(dsc, duv, 1.0);
+    out[0] = dsc.d.k;
+    out[1] = duv.d.x;
+    out[2] = fwd_diff(h)(diffPair(sc, Scene.Differential(1.0)), diffPair(float2(u, 0.3), float2(0.0))).d;
+}
+"""
+
+
+def test_a_differentiable_struct_holding_a_texture_differentiates_its_other_fields():
+    tex = np.array([[1, 2, 5], [3, 4, 0]], np.float32)
+    u, k = 0.41, 1.7
+    out = Tensor.zeros(3)
+    _load(SCENE).main.dispatch(thread_count=1, tex=tex, u=u, k=k, out=out)
+
+    def h(u, k):
+        return bilinear(tex, u, 0.3) * k * k
+
+    e = 1e-6
+    dk = (h(u, k + e) - h(u, k - e)) / (2 * e)
+    du = (h(u + e, k) - h(u - e, k)) / (2 * e)
+    np.testing.assert_allclose(out.to_numpy(), [dk, du, dk], rtol=1e-5)

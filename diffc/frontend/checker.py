@@ -269,6 +269,7 @@ class Checker(TypeResolution):
         from diffc.frontend.defaults import check_defaults
 
         check_defaults(self, d, params)
+        textures.check_signature(params, self.resolve(d.ret), d)
         return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 

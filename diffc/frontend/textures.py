@@ -75,6 +75,23 @@ def check_index(c: Checker, e: A.Index, t: T.Texture) -> T.Type:
     return t.elem
 
 
+def holds_texture(t: T.Type) -> bool:
+    if isinstance(t, T.Array):
+        return holds_texture(t.elem)
+    return isinstance(t, T.Texture) or isinstance(t, T.Struct) and any(holds_texture(ft) for _, ft, _ in t.fields)
+
+
+def check_signature(params, ret: T.Type, d: A.Func) -> None:
+    """Textures go into functions only: a kernel cannot hand a buffer back (nor can OpenCL C)."""
+    if holds_texture(ret):
+        raise err(UNSUPPORTED, f"a function returning {ret} is not supported (textures are passed in, not "
+                  "returned)", d.ret)
+    for p, ap in zip([p for p in params if p.name != "this"], d.params):
+        if p.direction != "in" and holds_texture(p.ty):
+            raise err(UNSUPPORTED, f"an '{p.direction}' parameter of type {p.ty} is not supported (textures are "
+                      "passed in, not returned)", ap.type)
+
+
 def check_write(e: A.Expr, t: T.Texture) -> None:
     if not t.rw:
         raise err(TYPE_MISMATCH, f"cannot write to a {t}: it is read-only (RWTexture2D is writable)", e)
