@@ -387,7 +387,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, k
             if root != path and fields:
                 more = f"; the leaves of '{root}' are: {', '.join(fields)}"
             else:
-                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset' and q.name not in status)}"
+                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind not in ('offset', *TEXTURE_SIZES) and q.name not in status)}"
             why = " (offsets come with pointers: pass tensor.at(offset))" if p is not None else ""
             raise CallError(f"error: {where}: unknown argument '{path}'{why}{more}", path)
     args: list = []
