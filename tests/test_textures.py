@@ -396,3 +396,43 @@ def test_a_differentiable_struct_holding_a_texture_differentiates_its_other_fiel
     dk = (h(u, k + e) - h(u, k - e)) / (2 * e)
     du = (h(u + e, k) - h(u - e, k)) / (2 * e)
     np.testing.assert_allclose(out.to_numpy(), [dk, du, dk], rtol=1e-5)
+
+
+def test_a_repeated_dispatch_replays_with_the_texture_it_was_given():
+    """A Tensor texture makes the dispatch replayable; the replay reads the tensor's new contents
+    and keeps the size buffer of a global texture alive."""
+    import gc
+
+    m = _load(READS)
+    tex = Tensor.from_numpy(np.ones((3, 5, 3), np.float32))
+    out = Tensor.zeros(8 * 6 * 7)
+    for k in range(3):
+        tex.copy_from_numpy(np.full((3, 5, 3), k, np.float32))
+        m.main.dispatch(thread_count=(8, 6), tex=tex, out=out, mip=0)
+        gc.collect()
+        Tensor.from_numpy(np.full(2, 99, np.int32))  # may reuse a freed size buffer's memory
+        got = out.to_numpy().reshape(6, 8, 7)
+        assert (got[:3, :5, 0] == k).all() and (got[3:, :, 0] == 0).all()
+        assert (got[..., 5] == 5).all() and (got[..., 6] == 3).all()
+
+
+def test_the_abi_check_refuses_a_texture_size_that_does_not_follow_its_texels():
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+
+    from diffc.dialects.abi import ABI, AbiRoleAttr, abi_problem
+    from diffc.frontend import compile_slang
+
+    mod = compile_slang(WRITES, "w.slang")
+    fn = next(f for f in mod.ops if isinstance(f, func.FuncOp) and f.sym_name.data == "main")
+    assert abi_problem(fn) is None
+    attrs = list(fn.arg_attrs.data)
+    attrs[2], attrs[3] = attrs[3], attrs[2]  # ids' height before its width
+    fn.arg_attrs = ArrayAttr(attrs)
+    assert "parameter 2 (i32) is the height of texture \"ids\", but its width does not come right before it" \
+        in abi_problem(fn)
+    attrs[2] = DictionaryAttr({ABI: AbiRoleAttr("width", "ids")})
+    attrs[3] = DictionaryAttr({ABI: AbiRoleAttr("width", "ids")})
+    fn.arg_attrs = ArrayAttr(attrs)
+    assert "parameter 3 (i32) is the width of texture \"ids\", but its texels does not come right before it" \
+        in abi_problem(fn)
