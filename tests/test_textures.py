@@ -436,3 +436,9 @@ def test_the_abi_check_refuses_a_texture_size_that_does_not_follow_its_texels():
     fn.arg_attrs = ArrayAttr(attrs)
     assert "parameter 3 (i32) is the width of texture \"ids\", but its texels does not come right before it" \
         in abi_problem(fn)
+
+
+def test_a_mutating_method_of_a_struct_holding_a_texture_is_e0008():
+    err = compile_error("struct Acc { RWTexture2D<float> t; float total;\n"
+                        "    [mutating] void add(uint2 p) { total += t[p]; } };\n")
+    assert "prog.slang:2:" in err and "error[E0008]" in err and "a [mutating] method of Acc" in err, err

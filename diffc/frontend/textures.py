@@ -86,7 +86,11 @@ def check_signature(params, ret: T.Type, d: A.Func) -> None:
     if holds_texture(ret):
         raise err(UNSUPPORTED, f"a function returning {ret} is not supported (textures are passed in, not "
                   "returned)", d.ret)
-    for p, ap in zip([p for p in params if p.name != "this"], d.params):
+    this = next((p for p in params if p.name == "this"), None)
+    if this is not None and this.direction == "inout" and holds_texture(this.ty):
+        raise err(UNSUPPORTED, f"a [mutating] method of {this.ty}, which holds a texture, is not supported "
+                  "(textures are passed in, not returned)", d)
+    for p, ap in zip([p for p in params if p is not this], d.params):
         if p.direction != "in" and holds_texture(p.ty):
             raise err(UNSUPPORTED, f"an '{p.direction}' parameter of type {p.ty} is not supported (textures are "
                       "passed in, not returned)", ap.type)
