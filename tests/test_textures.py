@@ -442,3 +442,27 @@ def test_a_mutating_method_of_a_struct_holding_a_texture_is_e0008():
     err = compile_error("struct Acc { RWTexture2D<float> t; float total;\n"
                         "    [mutating] void add(uint2 p) { total += t[p]; } };\n")
     assert "prog.slang:2:" in err and "error[E0008]" in err and "a [mutating] method of Acc" in err, err
+
+
+def test_rw_texture_load_takes_two_coordinates():
+    src = """
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID, uniform RWTexture2D<float> t, uniform RWStructuredBuffer<float> out)
+{
+    out[tid.x] = t.Load(int2(tid.x, 1)) + t.Load(tid.x);
+}
+"""
+    t = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+    out = Tensor.zeros(4)
+    _load(src).main.dispatch(thread_count=4, t=Tensor.from_numpy(t), out=out)
+    np.testing.assert_array_equal(out.to_numpy(), [4 + 1, 5 + 5, 6 + 0, 0])  # (3, 1) and (3, 3) are outside
+
+
+@pytest.mark.parametrize("call, what", [
+    ("t.SampleLevel(s, float2(0.5), 0, int2(1, 0))", "SampleLevel with more than 3 arguments"),
+    ("t.Load(int3(0, 0, 0), int2(1, 0))", "Load with more than 1 argument"),
+])
+def test_texel_offsets_are_e0008(call, what):
+    err = compile_error(f"Texture2D t;\nSamplerState s;\nfloat4 f() {{ return {call}; }}\n")
+    assert "prog.slang:3:" in err and "error[E0008]" in err and what in err, err

@@ -115,12 +115,15 @@ def check_method(c: Checker, e: A.Call, callee: A.Member, t: T.Texture) -> T.Typ
                                           "GatherRed", "CalculateLevelOfDetail") else UNKNOWN_MEMBER,
                   f"{t}'s method '{name}' is not supported (supported: {', '.join(sorted(METHODS))})",
                   callee.name_span)
-    want = {"Load": (1,), "SampleLevel": (3,), "Sample": (2,), "GetDimensions": (2,)}[name]
-    if len(e.args) not in want:
+    want = {"Load": 1, "SampleLevel": 3, "Sample": 2, "GetDimensions": 2}[name]
+    if len(e.args) != want:
         if name == "GetDimensions" and len(e.args) == 4:
             raise err(UNSUPPORTED, "GetDimensions(mip, out width, out height, out levels) is not supported (a "
                       "texture has one level: GetDimensions(out width, out height))", e)
-        raise err(ARG_COUNT, f"{name} takes {want[0]} arguments, got {len(e.args)}", e)
+        if name != "GetDimensions" and len(e.args) > want:  # a texel offset, a clamp, a status
+            raise err(UNSUPPORTED, f"{name} with more than {want} argument{'s' if want > 1 else ''} (a texel "
+                      "offset, a clamp or a status) is not supported", e.args[want])
+        raise err(ARG_COUNT, f"{name} takes {want} argument{'s' if want > 1 else ''}, got {len(e.args)}", e)
     e.kind, e.target = "texture", (name, t)
     if name == "GetDimensions":
         for a in e.args:
@@ -128,6 +131,9 @@ def check_method(c: Checker, e: A.Call, callee: A.Member, t: T.Texture) -> T.Typ
             if not (isinstance(got, T.Scalar) and (T.is_int_scalar(got) or T.is_float_scalar(got))):
                 raise err(TYPE_MISMATCH, f"GetDimensions writes a number, got a variable of type {got}", a)
         return T.VOID
+    if name == "Load" and t.rw:  # an RWTexture2D has no levels: Load(int2)
+        _coords(c, e.args[0], 2, f"Load of a {t}")
+        return t.elem
     if name == "Load":
         _coords(c, e.args[0], 3, "Load")
         mip = e.args[0]
@@ -200,9 +206,8 @@ def _f32(lw, x: float) -> SSAValue:
     return lw.const(x, T.FLOAT)[0]
 
 
-def _xy(lw, e: A.Expr) -> list[SSAValue]:
-    """The components of an int2 / int3 / uint2 ... coordinate, as i32."""
-    n = e.ty.n if isinstance(e.ty, T.Vector) else 2
+def _xy(lw, e: A.Expr, n: int = 2) -> list[SSAValue]:
+    """The n components of an int2 / int3 / uint2 ... coordinate (or of a scalar one), as i32."""
     (v,) = lw.lower_as(e, T.Vector(T.INT, n))
     return [lw.v(vector.ExtractOp(v, [k], i32)) for k in range(n)]
 
@@ -270,8 +275,10 @@ def lower_call(lw, e: A.Call) -> list[SSAValue]:
             lw.store(a, lw.convert([v], T.UINT, a.ty))
         return []
     if name == "Load":
-        x, y, mip = _xy(lw, e.args[0])
-        ok = lw.v(arith.AndIOp(_inside(lw, x, y, width, height), lw.v(arith.CmpiOp(mip, _i32(lw, 0), "eq"))))
+        x, y, *mip = _xy(lw, e.args[0], 2 if t.rw else 3)
+        ok = _inside(lw, x, y, width, height)
+        if mip:
+            ok = lw.v(arith.AndIOp(ok, lw.v(arith.CmpiOp(mip[0], _i32(lw, 0), "eq"))))
         return _guarded(lw, ok, lambda: _texel(lw, t, texels, width, x, y), lambda: lw.const(0, t.elem))
     (uv,) = lw.lower_as(e.args[1], T.Vector(T.FLOAT, 2))
     if name == "SampleLevel":
