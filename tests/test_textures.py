@@ -466,3 +466,24 @@ void main(uint3 tid : SV_DispatchThreadID, uniform RWTexture2D<float> t, uniform
 def test_texel_offsets_are_e0008(call, what):
     err = compile_error(f"Texture2D t;\nSamplerState s;\nfloat4 f() {{ return {call}; }}\n")
     assert "prog.slang:3:" in err and "error[E0008]" in err and what in err, err
+
+
+LATENTS = """
+struct Latents { Texture2D<float2> planes[3]; };
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID, uniform Latents lat, uniform RWStructuredBuffer<float> out)
+{
+    out[tid.x] = lat.planes[0][uint2(tid.x, 0)].y + 2.0 * lat.planes[1][uint2(tid.x, 0)].y
+                 + 3.0 * lat.planes[2][uint2(tid.x, 0)].y;
+}
+"""
+
+
+def test_an_array_of_textures_takes_a_list_and_literal_indices():
+    planes = [np.random.default_rng(k).random((1, 2, 2)).astype(np.float32) for k in range(3)]
+    out = Tensor.zeros(2)
+    _load(LATENTS).main.dispatch(thread_count=2, lat={"planes": planes}, out=out)
+    np.testing.assert_allclose(out.to_numpy(), sum(p[0, :, 1] * (k + 1) for k, p in enumerate(planes)), rtol=1e-6)
+    err = compile_error(LATENTS.replace("lat.planes[2]", "lat.planes[tid.x]"))
+    assert "prog.slang:8:" in err and "error[E0008]" in err and "at a run-time index is not supported" in err, err

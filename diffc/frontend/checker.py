@@ -987,6 +987,7 @@ class Checker(TypeResolution):
         if not (T.is_int_scalar(i) or i == T.BOOL):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
         if isinstance(t, T.Array | T.Buffer):
+            textures.check_array_index(e, t)
             return t.elem
         if isinstance(t, T.Pointer):
             if t.by_value and not (isinstance(e.index, A.Num) and e.index.value == 0):

@@ -96,6 +96,14 @@ def check_signature(params, ret: T.Type, d: A.Func) -> None:
                       "passed in, not returned)", ap.type)
 
 
+def check_array_index(e: A.Index, t: T.Type) -> None:
+    """An array of textures takes literal indices: choosing among buffers at run time would select
+    between memrefs, which the OpenCL C emitted here cannot hold in a variable."""
+    if isinstance(t, T.Array) and holds_texture(t.elem) and not isinstance(e.index, A.Num):
+        raise err(UNSUPPORTED, f"indexing an array of {t.elem} at a run-time index is not supported (write "
+                  "each element's use with a literal index)", e.index)
+
+
 def check_write(e: A.Expr, t: T.Texture) -> None:
     if not t.rw:
         raise err(TYPE_MISMATCH, f"cannot write to a {t}: it is read-only (RWTexture2D is writable)", e)
