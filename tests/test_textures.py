@@ -487,3 +487,9 @@ def test_an_array_of_textures_takes_a_list_and_literal_indices():
     np.testing.assert_allclose(out.to_numpy(), sum(p[0, :, 1] * (k + 1) for k, p in enumerate(planes)), rtol=1e-6)
     err = compile_error(LATENTS.replace("lat.planes[2]", "lat.planes[tid.x]"))
     assert "prog.slang:8:" in err and "error[E0008]" in err and "at a run-time index is not supported" in err, err
+
+
+def test_the_sanitizer_reports_a_texel_nobody_wrote():
+    m = load_module_from_string(READS, "k.slang", check=True)
+    with pytest.raises(Exception, match=r"k.slang:\d+:\d+: error\[E0013\].*reads element \d+ of 'tex'"):
+        m.main.dispatch(thread_count=(5, 3), tex=Tensor.empty((3, 5, 3)), out=Tensor.zeros(8 * 6 * 7), mip=0)
