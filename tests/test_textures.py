@@ -493,3 +493,20 @@ def test_the_sanitizer_reports_a_texel_nobody_wrote():
     m = load_module_from_string(READS, "k.slang", check=True)
     with pytest.raises(Exception, match=r"k.slang:\d+:\d+: error\[E0013\].*reads element \d+ of 'tex'"):
         m.main.dispatch(thread_count=(5, 3), tex=Tensor.empty((3, 5, 3)), out=Tensor.zeros(8 * 6 * 7), mip=0)
+
+
+def test_diffc_run_binds_a_texture_parameter_by_name_and_names_a_missing_one(tmp_path, capsys):
+    body = """RWStructuredBuffer<float> out;
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID, uniform Texture2D<float2> t) {
+    uint w, h;
+    t.GetDimensions(w, h);
+    out[0] = w + t[uint2(1, 2)].y;
+}
+"""
+    src = "//TEST_INPUT: set t = Texture2D(size=3, content=one)\n//TEST_INPUT: set out = out ubuffer(data=[0], stride=4)\n"
+    rc, got, err = _run(tmp_path, capsys, src + body)
+    assert rc == 0 and [float(v) for v in got] == [4.0], err
+    rc, _, err = _run(tmp_path, capsys, "//TEST_INPUT: set out = out ubuffer(data=[0], stride=4)\n" + body)
+    assert rc != 0 and "texture 't' is used by 'main' but no //TEST_INPUT declares it" in err, err
