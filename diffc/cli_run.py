@@ -11,7 +11,7 @@ Annotations (one per line, anywhere in the file):
 one element every `stride` bytes of `data` (stride=16: a float3 and one padding word), or
 tightly packed where the stride is smaller than the vector, and prints all of `data` back.
 
-Textures (runtime/test_textures.py): `//TEST_INPUT: Texture2D(size=N, content=one):name=t` or
+Textures (runtime/input_textures.py): `//TEST_INPUT: Texture2D(size=N, content=one):name=t` or
 `set t = Texture2D(size=N, content=zero)`, an N x N texture of ones or zeros; `Sampler` (any
 name) is accepted and binds nothing (the one sampler modelled is frontend/textures.py's).
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
-from diffc.runtime.test_textures import TestTexture, TestTextureGroup, test_texture
+from diffc.runtime.input_textures import InputTexture, InputTextureGroup, input_texture
 
 _OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?::(?P<flags>.*))?$")
 _CONFORMANCE = re.compile(r"^type_conformance\s+(?P<struct>\w+)\s*:\s*(?P<iface>\w+)\s*=\s*(?P<id>\d+)\s*$")
@@ -94,7 +94,7 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
         col = len(line) - len(stripped) + 1
         where = SourceLocation(filename, n, col)
         body = stripped[len("//TEST_INPUT"):].lstrip(":").strip()
-        texture = test_texture(body, where, line, _error)
+        texture = input_texture(body, where, line, _error)
         if texture is not None:
             if texture.name:  # (a Sampler's is nothing to bind)
                 buffers.append(texture)
@@ -245,11 +245,11 @@ def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str,
     got = textures.get(param.of)
     if got is None:
         b = by_name.get(param.of)
-        group = next((g for g in by_name.values() if isinstance(g, TestTextureGroup) and param.of.startswith(g.name + "_")),
+        group = next((g for g in by_name.values() if isinstance(g, InputTextureGroup) and param.of.startswith(g.name + "_")),
                      None)
         if b is None and group is not None:
             b = group.member(param.of, list(dict.fromkeys(kernel_textures)), _error)
-        if not isinstance(b, TestTexture):
+        if not isinstance(b, InputTexture):
             raise DiffcError(f"error: {filename}: texture '{param.of}' is used by '{entry}' but no //TEST_INPUT "
                              f"declares it (add e.g. //TEST_INPUT: set {param.of} = Texture2D(size=4, content=one))")
         arr = b.texels(param.lanes, _dtype(param.type.element_type)[0] if param.role == "texels" else np.float32)
@@ -419,7 +419,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
             b.type_name = "float"
     out = []
     for b in buffers:
-        if not b.out or isinstance(b, TestTexture | TestTextureGroup):
+        if not b.out or isinstance(b, InputTexture | InputTextureGroup):
             continue
         hit = next((rest for bb, *rest in arrays if bb is b), None)
         if hit is None:

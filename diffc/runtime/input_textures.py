@@ -26,7 +26,7 @@ CONTENTS = {"one": 1.0, "zero": 0.0}
 
 
 @dataclass
-class TestTexture:
+class InputTexture:
     name: str
     size: int
     content: str
@@ -42,14 +42,14 @@ _GROUP = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*new\s+\w+\s*\{(?P<item
 
 
 @dataclass
-class TestTextureGroup:
+class InputTextureGroup:
     name: str
-    textures: list[TestTexture]
+    textures: list[InputTexture]
     where: object
     line: str
     out: bool = False
 
-    def member(self, of: str, kernel_textures: list[str], error) -> TestTexture:
+    def member(self, of: str, kernel_textures: list[str], error) -> InputTexture:
         """The texture of kernel texture `of` (a `name_<field>`), by position."""
         mine = [t for t in kernel_textures if t.startswith(self.name + "_")]
         if len(mine) != len(self.textures):
@@ -70,17 +70,17 @@ def _items(text: str) -> list[str]:
     return [x for x in out if x]
 
 
-def test_texture(body: str, where, line: str, error) -> TestTexture | TestTextureGroup | None:
-    """The annotation `body` as a texture (a Sampler: a TestTexture without a name), or None
+def input_texture(body: str, where, line: str, error) -> InputTexture | InputTextureGroup | None:
+    """The annotation `body` as a texture (a Sampler: a InputTexture without a name), or None
     when it is no texture; `error(where, line, message)` makes a located error."""
     if _SAMPLER.match(body):
-        return TestTexture("", 0, "", where, line)
+        return InputTexture("", 0, "", where, line)
     g = _GROUP.match(body)
     if g is not None:
-        items = [test_texture(f"set {g.group('name')} = {x}", where, line, error) for x in _items(g.group("items"))]
-        if any(x is None or isinstance(x, TestTextureGroup) for x in items):
+        items = [input_texture(f"set {g.group('name')} = {x}", where, line, error) for x in _items(g.group("items"))]
+        if any(x is None or isinstance(x, InputTextureGroup) for x in items):
             raise error(where, line, "TEST_INPUT: 'new S{...}' may list Texture2D(...) and Sampler only")
-        return TestTextureGroup(g.group("name"), [x for x in items if x.name], where, line)
+        return InputTextureGroup(g.group("name"), [x for x in items if x.name], where, line)
     m = _TEXTURE.match(body)
     if m is None:
         return None
@@ -103,4 +103,4 @@ def test_texture(body: str, where, line: str, error) -> TestTexture | TestTextur
     name = m.group("set") or next((f.split("=", 1)[1].strip() for f in flags if f.startswith("name=")), None)
     if not name:
         raise error(where, line, "TEST_INPUT: the texture has no name=NAME to bind it to")
-    return TestTexture(name, size, content, where, line)
+    return InputTexture(name, size, content, where, line)
