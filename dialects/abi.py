@@ -6,6 +6,11 @@
   #diff.abi<offset of "p">    the index into that memref where p points; always right after it
   #diff.abi<buffer>           a memref passed alone (a global buffer)
   #diff.abi<value>            a scalar or vector passed by value
+  #diff.abi<texels of "t">    the memref of texture t's texels (frontend/textures.py)
+  #diff.abi<width of "t">     t's width (i32), right after its texels; then
+  #diff.abi<height of "t">    its height (i32)
+  #diff.abi<dims of "t">      a memref<2xi32> holding (width, height): a global texture's, whose
+                              texels and dims are buffers of their own
 
 and the parameters the checks add, which the runtime supplies itself:
 
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType, MemRefType, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IndexType, IntAttr, IntegerType, MemRefType, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition, param_def
@@ -37,30 +42,36 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 ABI = "diff.abi"  # the argument attribute holding a parameter's AbiRoleAttr
-ROLES = ("pointer", "offset", "buffer", "value", "length", "shadow", "track", "status")
-_PAIRED = ("pointer", "offset")
-_OF = ("pointer", "offset", "length", "shadow", "track", "status")  # roles that name what they belong to
+ROLES = ("pointer", "offset", "buffer", "value", "texels", "width", "height", "dims", "length", "shadow", "track",
+         "status")
+# roles that name what they belong to
+_OF = ("pointer", "offset", "texels", "width", "height", "dims", "length", "shadow", "track", "status")
+_MEMORY = ("pointer", "buffer", "texels", "dims", "shadow", "status")  # roles of a memref
+_FOLLOWS = {"offset": "pointer", "width": "texels", "height": "width"}  # role -> the role right before it
 KERNEL_ENTRY = "kernel.entry"  # (dialects/kernel.py's ENTRY: kernels must have every role)
 
 
 @irdl_attr_definition
 class AbiRoleAttr(ParametrizedAttribute):
     """One kernel parameter's role; `pointer` names what it belongs to: the Slang pointer of a
-    pointer/offset pair, the parameter a check's length, shadow or track is of, or the check a
-    status buffer reports for."""
+    pointer/offset pair, the texture of texels/width/height/dims, the parameter a check's
+    length, shadow or track is of, or the check a status buffer reports for."""
 
     name = "diff.abi"
     role: StringAttr = param_def()
     pointer: StringAttr = param_def()
+    lanes: IntAttr = param_def()  # texels: the scalars of one texel (printed `x N`); else 0
 
-    def __init__(self, role: str, pointer: str = ""):
-        super().__init__(StringAttr(role), StringAttr(pointer))
+    def __init__(self, role: str, pointer: str = "", lanes: int = 0):
+        super().__init__(StringAttr(role), StringAttr(pointer), IntAttr(lanes))
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.role.data}")
         if self.pointer.data:
             printer.print_string(" of ")
             printer.print_string_literal(self.pointer.data)
+        if self.lanes.data:
+            printer.print_string(f" x {self.lanes.data}")
         printer.print_string(">")
 
     @classmethod
@@ -68,12 +79,16 @@ class AbiRoleAttr(ParametrizedAttribute):
         with parser.in_angle_brackets():
             role = parser.parse_identifier()
             pointer = parser.parse_str_literal() if parser.parse_optional_keyword("of") else ""
-        return (StringAttr(role), StringAttr(pointer))
+            lanes = parser.parse_integer() if parser.parse_optional_keyword("x") else 0
+        return (StringAttr(role), StringAttr(pointer), IntAttr(lanes))
 
     def verify(self) -> None:
         role, pointer = self.role.data, self.pointer.data
         if role not in ROLES:
             raise VerifyException(f"#diff.abi role must be one of {', '.join(ROLES)}, got '{role}'")
+        if (self.lanes.data > 0) != (role in ("texels", "dims")):
+            raise VerifyException(f"#diff.abi<{role}> {'needs' if role in ('texels', 'dims') else 'takes no'} a "
+                                  "texel's scalar count (`x N`)")
         if (role in _OF) != bool(pointer):
             raise VerifyException(
                 f"#diff.abi<{role}> {'needs' if role in _OF else 'takes no'} the name of what it belongs to"
@@ -147,8 +162,10 @@ def abi_problem(fn: FuncOp) -> str | None:
                 return f"{where} of a kernel has no {ABI} role (a pass added it without recording its role)"
             continue
         role, ptr = r.role.data, r.pointer.data
-        if role in ("pointer", "buffer", "shadow", "status") and not isinstance(t, MemRefType):
+        if role in _MEMORY and not isinstance(t, MemRefType):
             return f"{where} has role {role}, which needs a memref"
+        if role in ("width", "height") and not (isinstance(t, IntegerType) and t.width.data == 32):
+            return f"{where} has role {role}, which needs an i32"
         if role in ("offset", "length") and not isinstance(t, IndexType):
             return f"{where} has role {role}, which needs an index"
         if role in ("value", "track") and isinstance(t, MemRefType):
@@ -159,6 +176,9 @@ def abi_problem(fn: FuncOp) -> str | None:
             return f"{where} is pointer \"{ptr}\", but its offset does not follow it"
         if role == "offset" and not (prev is not None and prev.role.data == "pointer" and prev.pointer.data == ptr):
             return f"{where} is the offset of pointer \"{ptr}\", but that pointer's memref does not come right before it"
+        if role in ("width", "height") and not (prev is not None and prev.role.data == _FOLLOWS[role]
+                                                and prev.pointer.data == ptr):
+            return f"{where} is the {role} of texture \"{ptr}\", but its {_FOLLOWS[role]} does not come right before it"
     return None
 
 

@@ -11,6 +11,10 @@ Annotations (one per line, anywhere in the file):
 one element every `stride` bytes of `data` (stride=16: a float3 and one padding word), or
 tightly packed where the stride is smaller than the vector, and prints all of `data` back.
 
+Textures (runtime/input_textures.py): `//TEST_INPUT: Texture2D(size=N, content=one):name=t` or
+`set t = Texture2D(size=N, content=zero)`, an N x N texture of ones or zeros; `Sampler` (any
+name) is accepted and binds nothing (the one sampler modelled is frontend/textures.py's).
+
 A buffer binds to the entry point's global buffer of that name, or to a pointer parameter of
 that name (whose offset is then 0). Scalar parameters have no annotation here: they are a
 located error (dispatch such entry points from Python: `m.entry.dispatch(...)`).
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
+from diffc.runtime.input_textures import InputTexture, InputTextureGroup, input_texture
 
 _OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?::(?P<flags>.*))?$")
 _CONFORMANCE = re.compile(r"^type_conformance\s+(?P<struct>\w+)\s*:\s*(?P<iface>\w+)\s*=\s*(?P<id>\d+)\s*$")
@@ -89,6 +94,11 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
         col = len(line) - len(stripped) + 1
         where = SourceLocation(filename, n, col)
         body = stripped[len("//TEST_INPUT"):].lstrip(":").strip()
+        texture = input_texture(body, where, line, _error)
+        if texture is not None:
+            if texture.name:  # (a Sampler's is nothing to bind)
+                buffers.append(texture)
+            continue
         m = _CONFORMANCE.match(body)
         if m:
             conformances.setdefault(m.group("iface"), []).append((int(m.group("id")), m.group("struct"), where, line))
@@ -228,6 +238,32 @@ def _flush_c_stdout() -> None:
         pass
 
 
+def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str, kernel_textures: list[str]):
+    """The kernel argument of one texture parameter, from the texture's //TEST_INPUT."""
+    import pyopencl as cl
+
+    got = textures.get(param.of)
+    if got is None:
+        b = by_name.get(param.of)
+        group = next((g for g in by_name.values() if isinstance(g, InputTextureGroup) and param.of.startswith(g.name + "_")),
+                     None)
+        if b is None and group is not None:
+            b = group.member(param.of, list(dict.fromkeys(kernel_textures)), _error)
+        if not isinstance(b, InputTexture):
+            raise DiffcError(f"error: {filename}: texture '{param.of}' is used by '{entry}' but no //TEST_INPUT "
+                             f"declares it (add e.g. //TEST_INPUT: set {param.of} = Texture2D(size=4, content=one))")
+        arr = b.texels(param.lanes, _dtype(param.type.element_type)[0] if param.role == "texels" else np.float32)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+        dims = np.array([b.size, b.size], np.int32)
+        got = textures[param.of] = (cl.Buffer(dev.context, flags, hostbuf=arr), cl.Buffer(dev.context, flags, hostbuf=dims),
+                                    arr.size, b.size)
+    texels, dims, count, size = got
+    if param.role in ("width", "height"):
+        return np.int32(size)
+    sizes[param.name] = count if param.role == "texels" else 2
+    return texels if param.role == "texels" else dims
+
+
 def _parameter_location(fn, param: str, source: str | None, filename: str) -> SourceLocation | None:
     """Where the entry point declares `param` (a flattened leaf `a_b_c` is found as `a_b_c`,
     `a_b` or `a`), else where the entry point is; None when neither can be found."""
@@ -295,8 +331,13 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     status = StatusBuffers(mine) if mine else None
     sizes: dict[str, int] = {}
     bounds = None
+    textures = {}  # texture name -> (its texels' array, its buffers)
     for param in kparams:
         t, name = param.type, param.name
+        if param.role in ("texels", "width", "height", "dims"):
+            args.append(texture_arg(param, by_name, textures, sizes, dev, filename, entry,
+                                    [q.of for q in kparams if q.role in ("texels", "dims")]))
+            continue
         if param.role == "status" and param.of in slots:  # a status buffer (runtime/status.py), checked below
             args.append(status.buffers[mine.index(slots[param.of])])
             continue
@@ -372,14 +413,14 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         bounds.check(entry, f"running '{entry}'", sources)
     if status is not None:
         status.check(f"running '{entry}'", sources, entry)
-    used = {b.name for b, *_ in arrays}
+    used = {b.name for b, *_ in arrays} | set(textures)
     for b in buffers:
         if b.name not in used:
             # declared but unused by this entry point: printed with its initial data
             b.type_name = "float"
     out = []
     for b in buffers:
-        if not b.out:
+        if not b.out or isinstance(b, InputTexture | InputTextureGroup):
             continue
         hit = next((rest for bb, *rest in arrays if bb is b), None)
         if hit is None:

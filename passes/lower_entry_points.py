@@ -68,7 +68,7 @@ from xdsl.utils.exceptions import PassFailedException
 from diffc.passes.status_report import STATUS_PREFIX, stash_slots
 
 from diffc.diagnostics import pass_error
-from diffc.dialects.abi import AbiRoleAttr, abi_problem, role_of, with_role
+from diffc.dialects.abi import ABI, AbiRoleAttr, abi_problem, role_of, with_role
 from diffc.dialects import kernel
 
 SHADER = "diffc.shader"
@@ -125,7 +125,8 @@ class KernelParam:
     name: str
     type: Attribute
     role: str
-    of: str = ""
+    of: str = ""  # what a paired or check role belongs to (a pointer, a texture, a buffer, a check)
+    lanes: int = 0  # texels: the scalars of one texel
 
 
 def kernel_params(fn: func.FuncOp) -> list[KernelParam]:
@@ -142,7 +143,7 @@ def kernel_params(fn: func.FuncOp) -> list[KernelParam]:
         if role is None:  # (abi_problem: a kernel has all its roles or none)
             raise PassFailedException(f"@{fn.sym_name.data}: kernel ABI: the kernel records no parameter roles "
                                       "(lower-entry-points gives them; a kernel written by hand needs diff.abi)")
-        params.append(KernelParam(names[i], t, role.role.data, role.pointer.data))
+        params.append(KernelParam(names[i], t, role.role.data, role.pointer.data, role.lanes.data))
     return params
 
 
@@ -190,12 +191,13 @@ def thread_global_buffers(op: ModuleOp) -> dict[str, list[str]]:
     globals_ = [g for g in op.ops if isinstance(g, memref.GlobalOp)]
     order = {g.sym_name.data: i for i, g in enumerate(globals_)}
     types = {g.sym_name.data: g.type for g in globals_}
+    roles = {g.sym_name.data: g.attributes[ABI] for g in globals_ if ABI in g.attributes}  # a texture's buffers
     uses = _buffer_uses(funcs)
     threaded: dict[str, list[str]] = {}
     for name, fn in funcs.items():
         if uses[name] and fn.body.blocks:
             threaded[name] = sorted(uses[name], key=order.__getitem__)
-            _thread_buffers(fn, threaded[name], types, funcs, uses, order)
+            _thread_buffers(fn, threaded[name], types, funcs, uses, order, roles)
     stash_slots(op)  # what the status globals check, for the runtime (status_report.py)
     for g in globals_:
         Rewriter.erase_op(g)
@@ -227,7 +229,7 @@ def _buffer_uses(funcs: dict[str, func.FuncOp]) -> dict[str, set[str]]:
     return direct
 
 
-def _thread_buffers(fn, buffers, types, funcs, uses, order) -> None:
+def _thread_buffers(fn, buffers, types, funcs, uses, order, roles) -> None:
     """Adds one memref parameter per buffer to `fn`; get_global and calls use them."""
     block = fn.body.block
     args: dict[str, SSAValue] = {}
@@ -243,7 +245,8 @@ def _thread_buffers(fn, buffers, types, funcs, uses, order) -> None:
     fn.function_type = FunctionType.from_lists(
         [*fn.function_type.inputs.data, *(types[b] for b in buffers)], fn.function_type.outputs.data
     )
-    added = [DictionaryAttr({NAME: StringAttr(b)} if args[b].name_hint != b else {}) for b in buffers]
+    added = [DictionaryAttr(({NAME: StringAttr(b)} if args[b].name_hint != b else {})
+                            | ({ABI: roles[b]} if b in roles else {})) for b in buffers]
     if fn.arg_attrs is not None or any(a.data for a in added):
         old = fn.arg_attrs.data if fn.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
         fn.arg_attrs = ArrayAttr([*old, *added])

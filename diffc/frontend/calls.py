@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
-from diffc.frontend import coopvec
+from diffc.frontend import coopvec, textures
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
 from diffc.frontend.builtin_types import check_builtin, check_type_method, instantiate_builtin
@@ -323,6 +323,8 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         to = A.TypeRef(SCALAR_CONVERSIONS[callee.name], span=callee.name_span)
         e.callee, e.args = A.TypeExpr(to, span=callee.span), [callee.base]
         return _constructor(c, e, c.resolve(to))
+    if isinstance(bt, T.Texture):
+        return textures.check_method(c, e, callee, bt)
     if isinstance(bt, T.Array) and callee.name == "getCount":
         return _array_count(e, callee, bt)
     if isinstance(bt, T.Vector) and callee.name in coopvec.METHODS | coopvec.REFUSED_METHODS:

@@ -5,7 +5,7 @@ E0006 (non-differentiable call on a derivative-carrying value), E0007 (unbounded
 from __future__ import annotations
 
 from diffc.frontend import ast as A
-from diffc.frontend import matrices, operators, optional, properties, subscripts
+from diffc.frontend import matrices, operators, optional, properties, subscripts, textures
 from diffc.frontend import types as T
 from diffc.frontend.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
@@ -269,6 +269,7 @@ class Checker(TypeResolution):
         from diffc.frontend.defaults import check_defaults
 
         check_defaults(self, d, params)
+        textures.check_signature(params, self.resolve(d.ret), d)
         return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 
@@ -894,6 +895,9 @@ class Checker(TypeResolution):
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
+            if isinstance(inner.ty, T.Texture) and isinstance(base, A.Index):
+                textures.check_write(e, inner.ty)
+                return t  # a texel: memory too
             if isinstance(inner.ty, T.Buffer) and isinstance(base, A.Index):
                 return t  # a buffer element is memory, whatever holds the buffer (a struct's field: `this`)
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer
@@ -972,6 +976,8 @@ class Checker(TypeResolution):
 
     def index(self, e: A.Index) -> T.Type:
         t = self.expr(e.base)
+        if isinstance(t, T.Texture):
+            return textures.check_index(self, e, t)
         if _subscripted(t, subscripts.GET):
             subscripts.read(e)
             return self._expr(e)
@@ -981,6 +987,7 @@ class Checker(TypeResolution):
         if not (T.is_int_scalar(i) or i == T.BOOL):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
         if isinstance(t, T.Array | T.Buffer):
+            textures.check_array_index(e, t)
             return t.elem
         if isinstance(t, T.Pointer):
             if t.by_value and not (isinstance(e.index, A.Num) and e.index.value == 0):

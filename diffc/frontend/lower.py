@@ -20,6 +20,7 @@ from diffc.dialects import diff
 from diffc.dialects.abi import ABI, AbiRoleAttr
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
+from diffc.frontend import textures
 from diffc.frontend.api_signature import API_ATTR, describe
 from diffc.frontend.derivative_checks import check_module
 from diffc.frontend.groupshared import storage_type
@@ -110,12 +111,15 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 if sym.shared:  # work-group memory (frontend/groupshared.py)
                     ops.append(memref.GlobalOp.get(StringAttr(d.name), storage_type(t), UnitAttr(), StringAttr("public")))
                     continue
-                if not isinstance(t, T.Buffer) and T.leaf_count(t) == 0 and d.init is None:
+                if not isinstance(t, T.Buffer) and T.leaf_count(t) == 0 and d.init is None and not textures.resource_global(t):
                     self.stateless_globals[id(sym)] = t  # a struct with no fields: nothing to keep
                     continue
                 if global_pointer(t) and "static" not in d.mods and d.init is None:
                     ops.append(memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public")))
                     continue  # `uniform float* p;`: a buffer bound by name, read from its start
+                if textures.resource_global(t):
+                    ops += textures.global_ops(d.name, t)
+                    continue
                 if not isinstance(t, T.Buffer):
                     what = "per-thread 'static' state" if "static" in d.mods else "a uniform value"
                     raise err(UNSUPPORTED, f"global '{d.name}' of type {t} is not supported ({what}; globals may be "

@@ -9,7 +9,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff, kernel
 from diffc.frontend import ast as A
-from diffc.frontend import coopvec
+from diffc.frontend import coopvec, textures
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, WAVE_CONSTANT
 from diffc.frontend.symbols import derivative_signature, err, ptr_param
@@ -93,6 +93,8 @@ class CallLowering:
             return self.user_call(e)
         if k == "atomic_method":
             return self.atomic_method(e)
+        if k == "texture":
+            return textures.lower_call(self, e)
         if k == "coopvec_store":
             return coopvec.lower_store(self, e)
         if k == "interlocked_add":

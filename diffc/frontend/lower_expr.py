@@ -12,7 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from diffc.dialects import diff
 from diffc.frontend.groupshared import storage_type
 from diffc.frontend import ast as A
-from diffc.frontend import optional
+from diffc.frontend import optional, textures
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
 from diffc.frontend.symbols import SWIZZLE, Local
@@ -60,7 +60,7 @@ class ExprLowering:
         if isinstance(t, T.Pair):
             return [self.v(diff.MakePairOp(x, self.zero_of(x.type))) if isinstance(x.type, diff.PairType)
                     or carries else x for x, carries in zip(self.const(value, t.elem), [c for _, c in T.leaves(t.elem)])]
-        if isinstance(t, T.Void):
+        if isinstance(t, T.Void | T.Sampler):
             return []
         if isinstance(t, T.Pointer) and not t.by_value and value == 0:  # a pointer's default: null
             return optional.null_pointer(self, t)
@@ -291,6 +291,8 @@ class ExprLowering:
             return self.lower_as(sym.value, sym.ty)
         if sym.shared:  # work-group memory: its scalars
             return self.load_mem(*self.address(e), sym.ty)
+        if sym.is_global and textures.resource_global(sym.ty):
+            return textures.read_global(self, sym.name, sym.ty)
         if sym.is_global and isinstance(sym.ty, T.Buffer):
             t = sym.ty
             return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(t)[0]))]
@@ -571,6 +573,8 @@ class ExprLowering:
         if isinstance(t, T.Buffer):
             (buf,) = self.expr(e.base)
             return [self.v(memref.LoadOp.get(buf, [self.index_value(e.index)]))]
+        if isinstance(t, T.Texture):
+            return textures.lower_index(self, e)
         base = self.expr(e.base)
         if isinstance(t, T.Vector):
             (i,) = self.expr(e.index)
@@ -664,6 +668,9 @@ class ExprLowering:
             if isinstance(t, T.Buffer):
                 (buf,) = self.expr(target.base)
                 self.emit(memref.StoreOp.get(vals[0], buf, [self.index_value(target.index)]))
+                return
+            if isinstance(t, T.Texture):
+                textures.lower_write(self, target, vals)
                 return
             base = self.expr(target.base)
             if isinstance(t, T.Vector):

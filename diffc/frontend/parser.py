@@ -21,17 +21,17 @@ SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "f
                   "float64_t": "double"}
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector", "Ptr",
                  "CoopVec", "Optional",
-                 "matrix", "Array"}
+                 "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock"}  # (a texture's <T> may be left out)
+RESOURCE_TYPES = {"SamplerState"}  # frontend/textures.py
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
 # Matrix layout qualifiers: values are the same either way (memory layout is row-major).
 MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
-UNSUPPORTED_TYPES = {"Texture1D", "Texture2D",
-                     "Texture3D", "TextureCube", "RWTexture2D", "SamplerState",
-                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer",
-                     "ParameterBlock"}
+UNSUPPORTED_TYPES = {"Texture1D", "Texture3D", "TextureCube", "Texture2DArray", "RWTexture1D",
+                     "RWTexture3D", "SamplerComparisonState",
+                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
@@ -83,7 +83,7 @@ def derivative_member(attrs: list[A.Attr]) -> tuple[str, A.Span] | None:
 
 
 def is_builtin_type_name(name: str) -> bool:
-    return name in SCALARS or name in SCALAR_ALIASES or name in GENERIC_TYPES or bool(_VEC.match(name) or _MAT.match(name))
+    return name in SCALARS or name in SCALAR_ALIASES or name in GENERIC_TYPES or name in RESOURCE_TYPES or bool(_VEC.match(name) or _MAT.match(name))
 
 
 class Parser:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend import coopvec, matrices
+from diffc.frontend import coopvec, matrices, textures
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.generics import const_int
@@ -138,6 +138,10 @@ class TypeResolution:
             return mat
         if n == "CoopVec":
             return coopvec.resolve(self, t)
+        if n == "ParameterBlock" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
+            return self._type_arg(t, t.args[0])  # its struct, a global (textures.resource_global)
+        if n in textures.TEXTURES or n == "SamplerState":
+            return textures.resolve(self, t)
         if n == "vector" and len(t.args) == 2:
             e = self._type_arg(t, t.args[0])
             if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:

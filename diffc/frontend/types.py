@@ -152,6 +152,27 @@ class Buffer(Type):
 
 
 @dataclass(frozen=True)
+class Texture(Type):
+    """`Texture2D<T>` / `RWTexture2D<T>` (frontend/textures.py): three leaves, a memref of T's
+    scalars (texels row-major, a texel's components consecutive), then the width and the height
+    (i32)."""
+
+    elem: Type  # a scalar or vector of float, int or uint
+    rw: bool = False
+
+    def name(self) -> str:
+        return f"{'RW' if self.rw else ''}Texture2D<{self.elem}>"
+
+
+@dataclass(frozen=True)
+class Sampler(Type):
+    """`SamplerState`: no value of its own (the one filter modelled is frontend/textures.py's)."""
+
+    def name(self) -> str:
+        return "SamplerState"
+
+
+@dataclass(frozen=True)
 class Null(Type):
     """`none` or `nullptr` (optional.py): no value of its own; it takes the Optional or pointer
     type its context wants."""
@@ -375,6 +396,9 @@ def named_leaves(t: Type, base: str) -> list[tuple[str, tuple[str, str] | None]]
         if t.by_value:
             return named_leaves(t.elem, base)
         return [(base, ("pointer", base)), (f"{base}_off", ("offset", base))]
+    if isinstance(t, Texture):
+        lanes = t.elem.n if isinstance(t.elem, Vector) else 1
+        return [(base, ("texels", base, lanes)), (f"{base}_width", ("width", base)), (f"{base}_height", ("height", base))]
     return [(base, None)]
 
 
@@ -429,7 +453,11 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         e = pointee_scalar(t.elem)
         assert e is not None, f"pointer to {t.elem}"
         return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IndexType(), False)]
-    if isinstance(t, Void | Null):
+    if isinstance(t, Texture):
+        e = elem_of(t.elem)
+        assert e is not None, f"texture of {t.elem}"
+        return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IntegerType(32), False), (IntegerType(32), False)]
+    if isinstance(t, Void | Null | Sampler):
         return []
     raise TypeError(f"no IR for {t}")
 

@@ -54,6 +54,7 @@ from diffc.runtime.bounds import (
 from diffc.runtime.sanitize import apply_nan_check, primal_functions
 from diffc.runtime.status import StatusBuffers, status_slots
 from diffc.runtime.tensor import Tensor, TensorPointer
+from diffc.runtime.textures import ROLES as TEXTURE_ROLES, BoundTexture, bind_texture
 
 if TYPE_CHECKING:
     from diffc.runtime.module import Function, Module
@@ -64,9 +65,11 @@ class KernelParam:
     name: str
     type: object
     kind: str  # its role in the kernel ABI (lower_entry_points.kernel_params): pointer, buffer, offset, value,
-    # or one the runtime supplies for a check (length, shadow, track, status)
+    # or one the runtime supplies for a check (length, shadow, track, status), or a texture's texels, width,
+    # height, dims
     is_global: bool = False
-    of: str = ""  # what a check's parameter belongs to (lower_entry_points.KernelParam.of)
+    of: str = ""  # what a paired or check role belongs to (lower_entry_points.KernelParam.of)
+    lanes: int = 0  # a texture's scalars per texel
 
     @property
     def supplied(self) -> bool:
@@ -233,7 +236,7 @@ def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
                 "`_<digits>` suffix: name such parameters with the argument attribute diffc.name)"
             )
     params = [
-        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_, p.of)
+        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_, p.of, p.lanes)
         for p in kernel_params(kernel)
     ]
     return params
@@ -354,8 +357,9 @@ def _pointer(where: str, p: KernelParam, value) -> tuple[Tensor, int]:
     return tensor, offset
 
 
-def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -> list:
-    """The kernel's argument list from the keyword arguments (CallError naming a bad one)."""
+def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, keep: list | None = None) -> list:
+    """The kernel's argument list from the keyword arguments (CallError naming a bad one).
+    `keep` receives what the arguments point at that no caller holds (textures' buffers)."""
     leaves: dict[str, tuple[str, object]] = {}
     structs: list[str] = []
     # the status buffers the runtime passes, by what they report for (their parameters' `of`)
@@ -366,7 +370,11 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     if uninit is not None:
         status["uninit"] = uninit.buffer
         uninit.start()
-    by_name = {p.name: p for p in kernel.params if not p.supplied}
+    by_name = {p.name: p for p in kernel.params if not p.supplied and p.kind not in TEXTURE_SIZES}
+    for p in kernel.params:  # a texture is one argument, named as the texture
+        if p.kind in ("texels", "dims"):
+            by_name.setdefault(p.of, p)
+    textures: dict[str, BoundTexture] = {}
     for key, value in kwargs.items():
         if key in kernel.thread_ids:
             raise CallError(f"error: {where}: '{key}' is the thread id ({kernel.thread_ids[key]}); dispatch supplies it", key)
@@ -381,7 +389,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
             if root != path and fields:
                 more = f"; the leaves of '{root}' are: {', '.join(fields)}"
             else:
-                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind != 'offset' and not q.supplied)}"
+                more = f"; parameters: {', '.join(q.name for q in kernel.params if q.kind not in ('offset', *TEXTURE_SIZES) and not q.supplied)}"
             why = " (offsets come with pointers: pass tensor.at(offset))" if p is not None else ""
             raise CallError(f"error: {where}: unknown argument '{path}'{why}{more}", path)
     args: list = []
@@ -390,6 +398,9 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
     for p in kernel.params:
         if p.kind == "offset":
             continue  # set with its pointer
+        if p.kind in TEXTURE_ROLES:
+            args.append(_texture_arg(where, kernel, p, leaves, textures, sizes, bound, keep))
+            continue
         if p.kind == "status":
             args.append(status[p.of])
             continue
@@ -414,6 +425,31 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype) -
         else:
             args.append(_scalar(where, p.type, value, index_dtype, path))
     return args
+
+
+TEXTURE_SIZES = ("width", "height", "dims")  # passed with the texture (runtime/textures.py)
+
+
+def _texture_arg(where, kernel, p, leaves, textures, sizes, bound, keep):
+    """The kernel argument of one texture parameter (texels, width, height or dims)."""
+    bt = textures.get(p.of)
+    if bt is None:
+        if p.of not in leaves:
+            raise CallError(f"error: {where}: missing texture '{p.of}'", p.of)
+        path, value = leaves[p.of]
+        texels = next((q for q in kernel.params if q.kind == "texels" and q.of == p.of), None)
+        dtypes = _element_dtypes(texels.type.element_type) if texels is not None else (np.dtype(np.float32),)
+        bt = textures[p.of] = bind_texture(where, path, value, p.lanes, dtypes)
+        if keep is not None:
+            keep.append(bt)
+    if p.kind == "texels":
+        sizes[p.name] = bt.tensor.size
+        bound[p.name] = (bt.tensor, leaves[p.of][0], 0)
+        return bt.tensor.buffer
+    if p.kind == "dims":
+        sizes[p.name] = 2
+        return bt.dims.buffer
+    return np.int32(bt.width if p.kind == "width" else bt.height)
 
 
 def _global_size(where: str, thread_count, numthreads: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -466,7 +502,8 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
             for step in capture.RECORDING:
                 step.record(plan, kwargs)
             return event
-    args = bind(where, kernel, kwargs, prog.index_dtype)
+    textures: list = []
+    args = bind(where, kernel, kwargs, prog.index_dtype, textures)
     global_size = _global_size(where, thread_count, kernel.numthreads)
     dev = device()
     local = kernel.numthreads
@@ -491,7 +528,7 @@ def dispatch(fn: Function, thread_count, kwargs: dict):
             k.set_args(*args)
         runs, combine, keep = [(k, global_size, local)], None, []
     plan = dispatch_plan.make(fn, kernel, thread_count, kwargs, deterministic, deferred, runs, dev.queue, combine,
-                              [*keep, *args])
+                              [*keep, *args, *textures])
     if plan.snap is not None and kernel.uninit is None:  # (the sanitizer binds each dispatch's shadows)
         plans.insert(0, plan)
         del plans[4:]  # a few: a training loop alternates a handful of calls
