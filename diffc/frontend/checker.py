@@ -52,6 +52,7 @@ class Checker(TypeResolution):
         self.overloads: dict[str, list[str]] = {}  # first overload's symbol -> every overload's (overloads.py)
         self.ifaces = Interfaces(self)
         self.extensions: dict[str, list[A.Extension]] = {}  # struct name -> its `extension` blocks
+        self.conformance_ids: dict[str, dict[str, int]] = {}  # interface -> struct -> its tag (dynamic.py)
 
     def default_construction(self, s: A.VarDecl, ty: T.Struct) -> A.Expr | None:
         """`S()` when S has a constructor without parameters, else None (the fields start at zero)."""

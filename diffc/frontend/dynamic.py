@@ -1,11 +1,14 @@
 """Dynamic dispatch over an interface, where the concrete type is chosen at run time (an
 interface-typed local assigned in branches, an interface result or field, `createDynamicObject`):
 a tagged union. A value of interface I is a struct named I whose fields are `__tag` (an int: which
-implementation) and one field per struct implementing I (in declaration order; tag k is the k-th),
-holding that implementation's value when the tag selects it and zeros otherwise. Each of I's
+implementation) and one field per struct implementing I (in declaration order), holding that implementation's value when the tag selects it and zeros otherwise. Each of I's
 methods is a method of that struct that switches on the tag and calls the implementation's method,
 so calls, derivatives (the switch is an scf.if chain over calls), fields in memory and parameters
-need nothing new. I's union is differentiable when I is (IDifferentiable among its interfaces)."""
+need nothing new. I's union is differentiable when I is (IDifferentiable among its interfaces).
+
+Tags are conformance ids: those the program is compiled with (`compile_slang(conformance_ids=...)`,
+`diffc run`'s `//TEST_INPUT: type_conformance A:I = 0` lines), and for each implementation given
+none, the smallest id not taken, in declaration order (so 0, 1, ... when none are given)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.errors import UNSUPPORTED
+from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
@@ -38,6 +41,7 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
     impls.sort(key=lambda s: order.get(s.sname, -1))  # tag k is the k-th in declaration order
     if not impls:
         raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}': no struct implements it", where)
+    tags = _conformance_ids(c, name, impls, where)
     if idecl.generic_params:
         raise err(UNSUPPORTED, f"dynamic dispatch over generic interface '{name}' is not supported", where)
     reqs = [m for n in sorted(c.ifaces.closure([name])) if n in c.ifaces.decls for m in c.ifaces.decls[n].methods]
@@ -52,12 +56,39 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
             assoc[a] = faces[0]
     fields = [A.Field(set(), A.TypeRef("int", span=where.span), TAG, span=where.span)]
     fields += [A.Field(set(), A.TypeRef(s.sname, fixed=s, span=where.span), s.sname, span=where.span) for s in impls]
-    methods = [_dispatcher(m, impls, where, assoc) for m in reqs]
+    methods = [_dispatcher(m, impls, tags, where, assoc) for m in reqs]
     aliases = [A.Typedef(A.TypeRef(face, span=where.span), a, span=where.span) for a, face in assoc.items()]
     decl = A.Struct(name, [name], fields, methods, aliases=aliases, span=idecl.span)
     s = c.declare_struct(decl, name, dynamic_of=name)
+    s.union_tags = tags
     c.ifaces.frozen[name] = len(impls)
     return s
+
+
+def _conformance_ids(c: Checker, name: str, impls: list[T.Struct], where) -> list[int]:
+    """Each implementation's tag: the conformance id given for it, else the smallest one free."""
+    from diffc.frontend.symbols import err
+
+    given = dict(c.conformance_ids.get(name, {}))
+    names = {s.sname for s in impls}
+    for struct, k in given.items():
+        if struct not in names:
+            why = "does not implement it" if struct in c.structs else "is no struct of the program"
+            raise err(TYPE_MISMATCH if struct in c.structs else UNDEFINED, f"conformance id {k} is given to "
+                      f"'{struct}' as an implementation of '{name}', but '{struct}' {why}", where)
+    taken = list(given.values())
+    for k in set(taken):
+        if taken.count(k) > 1:
+            both = " and ".join(sorted(f"'{t}'" for t, v in given.items() if v == k))
+            raise err(TYPE_MISMATCH, f"conformance id {k} of interface '{name}' is given to both {both}", where)
+    out, free = [], 0
+    for s in impls:
+        if s.sname not in given:
+            while free in given.values():
+                free += 1
+            given[s.sname] = free
+        out.append(given[s.sname])
+    return out
 
 
 def _declare_later_implementations(c: Checker, name: str) -> None:
@@ -73,7 +104,7 @@ def _declare_later_implementations(c: Checker, name: str) -> None:
             c.declare_struct(d, d.name)
 
 
-def _dispatcher(req: A.Func, impls: list[T.Struct], where, assoc: dict[str, str]) -> A.Func:
+def _dispatcher(req: A.Func, impls: list[T.Struct], tags: list[int], where, assoc: dict[str, str]) -> A.Func:
     """`R m(P p...) { if (this.__tag == 0) return this.A.m(p...); else ... }` for requirement m
     (a static requirement too: the tag is what chooses the implementation). A result of an
     associated type is a dynamic value of its interface (`assoc`: associated type -> interface)."""
@@ -102,7 +133,7 @@ def _dispatcher(req: A.Func, impls: list[T.Struct], where, assoc: dict[str, str]
 
     body: A.Stmt = call(impls[-1])
     for k in range(len(impls) - 2, -1, -1):
-        cond = A.Binary("==", A.Member(this(), TAG, sp, span=sp), A.Num(k, False, span=sp), span=sp)
+        cond = A.Binary("==", A.Member(this(), TAG, sp, span=sp), A.Num(tags[k], False, span=sp), span=sp)
         body = A.If(cond, call(impls[k]), body, span=sp)
     attrs = [a for a in req.attrs if a.name in DISPATCH_ATTRS]
     mods = set(req.mods) - {"static"}

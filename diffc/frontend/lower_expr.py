@@ -117,7 +117,7 @@ class ExprLowering:
                    tag: SSAValue | None = None) -> list[SSAValue]:
         """A value of interface union `dyn` (dynamic.py) holding `vals` in field `slot` (the tag
         slot - 1 unless given), zeros elsewhere."""
-        out = [tag] if tag is not None else self.const(slot - 1, T.INT)
+        out = [tag] if tag is not None else self.const(T.union_tag(dyn, slot), T.INT)
         for i, (_, ft, _) in enumerate(dyn.fields[1:], 1):
             out += vals if i == slot else self.const(0, ft)
         return out

@@ -91,6 +91,7 @@ class Struct(Type):
     conformances: list[str] = field(default_factory=list)  # the interfaces it names (interfaces.py)
     method_templates: dict[str, object] = field(default_factory=dict)  # generic methods: name -> ast.Func
     dynamic_of: str | None = None  # the interface whose tagged union this is (dynamic.py)
+    union_tags: list[int] = field(default_factory=list)  # that union's tag of each field after __tag
     optional_of: Type | None = None  # `Optional<T>` (optional.py): fields hasValue, value
     optional_diff_of: Struct | None = None  # the Differential of that Optional (its value's only)
 
@@ -510,6 +511,11 @@ def union_slot(dyn: Struct, t: Type) -> int | None:
         if i > 0 and ft is t:
             return i
     return None
+
+
+def union_tag(dyn: Struct, slot: int) -> int:
+    """The tag of interface union `dyn` whose value is in field `slot` (its conformance id)."""
+    return dyn.union_tags[slot - 1] if dyn.union_tags else slot - 1
 
 
 def same_layout_differential(a: Struct, b: Struct) -> bool:
