@@ -514,7 +514,7 @@ class Parser:
                 self.type_names.add(aname.text)
                 aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))
                 continue
-            if self.at(INIT) and self.peek().text == "(":
+            if self.at(INIT) and self.peek().text in ("(", "<"):  # (`__init<T : I>(T v)`: a generic one)
                 ctor = self.function(attrs, mods, A.TypeRef(name.text), self.ident(), fstart)
                 methods.append(constructor_method(ctor, name.text, gparams))
                 continue
