@@ -16,6 +16,7 @@ import copy
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
+from diffc.frontend import dynamic_generic as dg
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 
@@ -30,21 +31,23 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
     """Interface `name`'s union struct, made at its first use from the structs implementing it."""
     from diffc.frontend.symbols import err
 
-    if name in c.structs:
-        return c.structs[name]
     idecl = c.ifaces.decls.get(name)
     if idecl is None:
         raise err(UNSUPPORTED, f"a value of built-in interface '{name}' (dynamic dispatch) is not supported", where)
+    env = dg.interface_args(c, idecl, where)  # `IFoo<8>`: an instance of a generic interface
+    uname = dg.union_name(name, env)
+    if uname in c.structs:
+        return c.structs[uname]
     _declare_later_implementations(c, name)
-    order = {d.name: i for i, d in enumerate(c.struct_decls)}
     impls = [s for s in c.structs.values() if s.dynamic_of is None and name in c.ifaces.closure(s.conformances)]
-    impls.sort(key=lambda s: order.get(s.sname, -1))  # tag k is the k-th in declaration order
+    impls = dg.implementations(c, name, env, impls, where)
+    impls.sort(key=lambda s: _declared_at(c, s))  # tags in declaration order, unless given
     if not impls:
-        raise err(UNSUPPORTED, f"dynamic dispatch over interface '{name}': no struct implements it", where)
-    tags = _conformance_ids(c, name, impls, where)
-    if idecl.generic_params:
-        raise err(UNSUPPORTED, f"dynamic dispatch over generic interface '{name}' is not supported", where)
+        raise err(UNSUPPORTED, f"dynamic dispatch over interface '{dg.shown(name, env.values())}': no struct "
+                  "implements it", where)
+    tags = _conformance_ids(c, dg.shown(name, env.values()), impls, where)
     reqs = [m for n in sorted(c.ifaces.closure([name])) if n in c.ifaces.decls for m in c.ifaces.decls[n].methods]
+    reqs = dg.substitute_requirements(reqs, idecl, env)
     # an associated type is, behind a dynamic value, a dynamic value of the interface it must conform to
     assoc: dict[str, str] = {}
     for n in c.ifaces.closure([name]):
@@ -58,19 +61,27 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
     fields += [A.Field(set(), A.TypeRef(s.sname, fixed=s, span=where.span), s.sname, span=where.span) for s in impls]
     methods = [_dispatcher(m, impls, tags, where, assoc) for m in reqs]
     aliases = [A.Typedef(A.TypeRef(face, span=where.span), a, span=where.span) for a, face in assoc.items()]
-    decl = A.Struct(name, [name], fields, methods, aliases=aliases, span=idecl.span)
-    s = c.declare_struct(decl, name, dynamic_of=name)
+    decl = A.Struct(uname, [name], fields, methods, aliases=aliases, span=idecl.span)
+    s = c.declare_struct(decl, uname, dynamic_of=name)
     s.union_tags = tags
-    c.ifaces.frozen[name] = len(impls)
+    c.ifaces.frozen[uname] = len(impls)  # (an instance of a generic one: its implementations are all made)
     return s
 
 
+def _declared_at(c: Checker, s: T.Struct) -> int:
+    """Where struct s (a generic struct's instance: the generic struct) is declared."""
+    d = c.struct_templates.get(s.template[0]) if s.template else next(
+        (d for d in c.struct_decls if d.name == s.sname), None)
+    return d.span[0] if d is not None else -1
+
+
 def _conformance_ids(c: Checker, name: str, impls: list[T.Struct], where) -> list[int]:
-    """Each implementation's tag: the conformance id given for it, else the smallest one free."""
+    """Each implementation's tag: the conformance id given for it (`name` and the structs as a
+    type conformance names them: `ISensor<float>`, `Persp<float>`), else the smallest one free."""
     from diffc.frontend.symbols import err
 
     given = dict(c.conformance_ids.get(name, {}))
-    names = {s.sname for s in impls}
+    names = {dg.struct_shown(s) for s in impls}
     for struct, k in given.items():
         if struct not in names:
             why = "does not implement it" if struct in c.structs else "is no struct of the program"
@@ -83,11 +94,12 @@ def _conformance_ids(c: Checker, name: str, impls: list[T.Struct], where) -> lis
             raise err(TYPE_MISMATCH, f"conformance id {k} of interface '{name}' is given to both {both}", where)
     out, free = [], 0
     for s in impls:
-        if s.sname not in given:
+        key = dg.struct_shown(s)
+        if key not in given:
             while free in given.values():
                 free += 1
-            given[s.sname] = free
-        out.append(given[s.sname])
+            given[key] = free
+        out.append(given[key])
     return out
 
 
