@@ -291,6 +291,7 @@ class Interface(Node):
     methods: list[Func]  # requirements; one with a body is a default implementation
     assoc: dict[str, list[str]] = field(default_factory=dict)  # associatedtype -> its interfaces
     generic_params: list[str] = field(default_factory=list)
+    attrs: list[Attr] = field(default_factory=list)  # `[anyValueSize(16)]` (dynamic_buffers.py)
 
 
 @dataclass

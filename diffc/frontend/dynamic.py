@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend import dynamic_generic as dg
+from diffc.frontend.dynamic_buffers import any_value_words
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 
@@ -64,6 +65,7 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
     decl = A.Struct(uname, [name], fields, methods, aliases=aliases, span=idecl.span)
     s = c.declare_struct(decl, uname, dynamic_of=name)
     s.union_tags = tags
+    s.any_value_words = any_value_words(c, idecl, where)
     c.ifaces.frozen[uname] = len(impls)  # (an instance of a generic one: its implementations are all made)
     return s
 

@@ -12,7 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from diffc.dialects import diff
 from diffc.frontend.groupshared import storage_type
 from diffc.frontend import ast as A
-from diffc.frontend import optional
+from diffc.frontend import dynamic_buffers, optional
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
 from diffc.frontend.symbols import SWIZZLE, Local
@@ -568,6 +568,9 @@ class ExprLowering:
         t = e.base.ty
         if isinstance(t, T.Pointer):
             return self.deref(e.base, e.index, e.ty)
+        if dynamic_buffers.is_interface_buffer(t):
+            (buf,) = self.expr(e.base)
+            return dynamic_buffers.load(self, buf, self.index_value(e.index), t.elem)
         if isinstance(t, T.Buffer):
             (buf,) = self.expr(e.base)
             return [self.v(memref.LoadOp.get(buf, [self.index_value(e.index)]))]

@@ -258,7 +258,9 @@ class Parser:
         if self.at(FUNC_EXTENSION):
             return parse_func_extension(self, attrs, start)
         if self.at("interface"):
-            return self.interface()
+            iface = self.interface()
+            iface.attrs = attrs
+            return iface
         if self.at("extension"):
             return self.extension()
         if self.at("__generic"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend import coopvec, matrices
+from diffc.frontend import coopvec, dynamic_buffers, matrices
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.generics import const_int
@@ -166,6 +166,9 @@ class TypeResolution:
             a = t.args[0]
             atomic = isinstance(a, A.TypeRef) and a.name == "Atomic" and len(a.args) == 1
             elem = self._type_arg(t, a.args[0] if atomic else a)
+            if isinstance(elem, T.Struct) and elem.dynamic_of is not None:  # interface values
+                dynamic_buffers.check_element(self, elem, atomic, t)
+                return T.Buffer(elem, atomic)
             if not T.is_numeric(elem) and (atomic or T.pointee_scalar(elem) is None):
                 # one memref holds the elements: scalars, vectors, or aggregates of one scalar type
                 # laid out as consecutive scalars (as a pointer lays them out)
