@@ -69,7 +69,7 @@ def test_elements_dispatch_on_their_conformance_ids_with_derivatives(tmp_path, c
 def test_writing_an_interface_value_into_a_buffer_is_refused():
     src = SRC.replace("StructuredBuffer<IShape> shapes;", "RWStructuredBuffer<IShape> shapes;") + \
         "void put(IShape s) { shapes[0] = s; }\n[numthreads(1, 1, 1)] void copy() { put(shapes[1]); }\n"
-    assert "error[E0008]: writing an interface 'IShape' value into a buffer is not supported" in compile_error(src)
+    assert "error[E0008]: writing an interface 'IShape' value into memory is not supported" in compile_error(src)
 
 
 def test_a_value_larger_than_any_value_size_is_refused():
@@ -80,5 +80,32 @@ def test_a_value_larger_than_any_value_size_is_refused():
 
 def test_fields_that_are_not_32_bit_numbers_are_refused():
     src = SRC.replace("float k; int n;", "double k; int n;")
-    assert "error[E0008]: a buffer of interface 'IShape' values holding Quad, whose fields are not all 32-bit " \
-           "numbers, is not supported" in compile_error(src)
+    assert "error[E0008]: interface 'IShape' values in memory holding Quad, whose fields are not all 32-bit " \
+           "numbers, are not supported" in compile_error(src)
+
+
+POINTER = SRC.replace("StructuredBuffer<IShape> shapes;", "uniform IShape* shapes;")
+
+
+def test_a_pointer_to_interface_values_reads_the_same_layout(tmp_path, capsys):
+    data = element(0, [word(1.0), word(2.0), word(0.5)]) + element(7, [word(0.5), 4]) + element(7, [word(3.0), 0])
+    path = tmp_path / "ptr.slang"
+    path.write_text(POINTER.replace("IShape s = shapes[i];", "IShape s = (i == 0 ? *shapes : (shapes + 1)[i - 1]);")
+                    + f"//TEST_INPUT: set shapes = ubuffer(data=[{' '.join(map(str, data))}], stride=4)\n")
+    assert main(["run", str(path)]) == 0
+    out = [float(v) for v in capsys.readouterr().out.split()[2:]]
+    gs = [lambda x: 1.0 * np.sin(2.0 * x) + 0.5, lambda x: 0.5 * x * x + 4, lambda x: 3.0 * x * x]
+    x = 0.8
+    assert out[0:3] == pytest.approx([g(x) for g in gs], abs=2e-6)
+    assert out[3:6] == pytest.approx([fd(g, x) for g in gs], abs=2e-6)
+    assert out[6:9] == pytest.approx(out[3:6], abs=2e-6)
+
+
+def test_writing_through_a_pointer_to_interface_values_is_refused():
+    src = POINTER + "void put(IShape s) { *shapes = s; }\n[numthreads(1, 1, 1)] void copy() { put(shapes[1]); }\n"
+    assert "error[E0008]: writing an interface 'IShape' value into memory is not supported" in compile_error(src)
+
+
+def test_a_field_through_a_pointer_to_interface_values_is_refused():
+    src = POINTER + "[numthreads(1, 1, 1)] void tag() { outputBuffer[0] = shapes->__tag; }\n"
+    assert "error[E0008]: a field of an interface 'IShape' value in memory is not supported" in compile_error(src)

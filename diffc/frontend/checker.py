@@ -14,7 +14,7 @@ from diffc.frontend.errors import (
 )
 from diffc.frontend.generics import const_int, infer, instance_name, substitute
 from diffc.frontend.declared_differential import settle_differential
-from diffc.frontend.dynamic_buffers import is_interface_buffer
+from diffc.frontend.dynamic_buffers import is_interface_buffer, is_interface_pointer
 from diffc.frontend.inits import INIT, as_constructor_call
 from diffc.frontend.symbols import (  # noqa: F401 (re-exported for the lowering)
     DIFF_ATTRS, SWIZZLE, FuncInfo, Local, PInfo, derivative_signature, err, ptr_param,
@@ -887,9 +887,9 @@ class Checker(TypeResolution):
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
-            if isinstance(base, A.Index) and is_interface_buffer(inner.ty):
-                raise err(UNSUPPORTED, f"writing an interface '{inner.ty.elem.dynamic_of}' value into a buffer is "
-                          "not supported (such buffers are read-only: dynamic_buffers.py)", e)
+            if isinstance(base, A.Index) and is_interface_buffer(inner.ty) or is_interface_pointer(inner.ty):
+                raise err(UNSUPPORTED, f"writing an interface '{inner.ty.elem.dynamic_of}' value into memory is "
+                          "not supported (interface values in memory are read-only: dynamic_buffers.py)", e)
             if isinstance(inner.ty, T.Buffer) and isinstance(base, A.Index):
                 return t  # a buffer element is memory, whatever holds the buffer (a struct's field: `this`)
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer

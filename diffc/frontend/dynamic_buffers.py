@@ -1,4 +1,5 @@
-"""Buffers of interface values (`StructuredBuffer<IShape> shapes;`), read-only, in the layout
+"""Buffers of and pointers to interface values (`StructuredBuffer<IShape> shapes;`, `uniform
+IShape* p;`), read-only, in the layout
 Slang's host code writes them: per element two 32-bit words of type id (unused here), two of
 conformance id (the union's tag: dynamic.py; only the low word is read) and the value, its
 fields' 32-bit scalars from the first word on, in `[anyValueSize(N)]` bytes of the interface
@@ -25,8 +26,17 @@ TAG_WORD = 2
 WORD = IntegerType(32)
 
 
+def is_union(t: T.Type) -> bool:
+    return isinstance(t, T.Struct) and t.dynamic_of is not None
+
+
 def is_interface_buffer(t: T.Type) -> bool:
-    return isinstance(t, T.Buffer) and isinstance(t.elem, T.Struct) and t.elem.dynamic_of is not None
+    return isinstance(t, T.Buffer) and is_union(t.elem)
+
+
+def is_interface_pointer(t: T.Type) -> bool:
+    """`IFoo* p`: the same words, one element at p (p[i]: the i-th)."""
+    return isinstance(t, T.Pointer) and is_union(t.elem)
 
 
 def any_value_words(c: Checker, idecl: A.Interface, where) -> int | None:
@@ -43,21 +53,21 @@ def any_value_words(c: Checker, idecl: A.Interface, where) -> int | None:
 
 
 def check_element(c: Checker, dyn: T.Struct, atomic: bool, where) -> None:
-    """A buffer of interface values: every implementation's fields are 32-bit scalars that fit
-    the value words; the buffer is not atomic."""
+    """Interface values in memory (a buffer's, a pointer's): every implementation's fields are
+    32-bit scalars that fit the value words; they are not atomic."""
     from diffc.frontend.symbols import err
 
     name = dyn.dynamic_of
     if atomic:
-        raise err(UNSUPPORTED, f"a buffer of atomic interface values ('{name}') is not supported", where)
+        raise err(UNSUPPORTED, f"atomic interface values ('{name}') in memory are not supported", where)
     payload = dyn.any_value_words
     for _, ft, _ in dyn.fields[1:]:
         scalars = T.scalar_leaves(ft) or []
         wide = [s for s in scalars if s.kind == "bool" or T.is_float_scalar(s) and s.kind != "float"
                 or not T.is_float_scalar(s) and T.int_bits(s) != 32]
         if wide or not T.scalar_leaves(ft) and T.leaf_count(ft):
-            raise err(UNSUPPORTED, f"a buffer of interface '{name}' values holding {ft}, whose fields are not all "
-                      "32-bit numbers, is not supported", where)
+            raise err(UNSUPPORTED, f"interface '{name}' values in memory holding {ft}, whose fields are not all "
+                      "32-bit numbers, are not supported", where)
         if payload is not None and len(scalars) > payload:
             raise err(UNSUPPORTED, f"{ft} has {4 * len(scalars)} bytes of fields, more than the "
                       f"[anyValueSize({4 * payload})] of interface '{name}'", where)
@@ -73,7 +83,11 @@ def stride(dyn: T.Struct) -> int:
 
 def load(lw, buf, index, dyn: T.Struct) -> list:
     """The union value of element `index` (an index-typed SSA value) of a buffer of words."""
-    at = lw.v(arith.MuliOp(index, lw.index_const(stride(dyn))))
+    return load_at(lw, buf, lw.v(arith.MuliOp(index, lw.index_const(stride(dyn)))), dyn)
+
+
+def load_at(lw, buf, at, dyn: T.Struct) -> list:
+    """The union value whose element starts at word `at` (an index-typed SSA value)."""
     out = [lw.v(memref.LoadOp.get(buf, [lw.offset_by(at, TAG_WORD)]))]
     value = lw.offset_by(at, HEADER_WORDS)
     for _, ft, _ in dyn.fields[1:]:

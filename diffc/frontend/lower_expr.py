@@ -420,6 +420,8 @@ class ExprLowering:
 
     def load_mem(self, buf: SSAValue, off: SSAValue, t: T.Type) -> list[SSAValue]:
         """The leaves of a value of type t stored as consecutive scalars at buf[off...]."""
+        if dynamic_buffers.is_union(t):  # an interface value: Slang's layout of words
+            return dynamic_buffers.load_at(self, buf, off, t)  # type: ignore[arg-type]
         if isinstance(t, T.Scalar):
             return [self.v(memref.LoadOp.get(buf, [off]))]
         if isinstance(t, T.Vector):
@@ -463,7 +465,8 @@ class ExprLowering:
         """The memref and offset of `p[index]` (of `*p` when index is None)."""
         buf, off = self.expr(p)
         if index is not None:
-            size = len(T.scalar_leaves(p.ty.elem) or [])  # type: ignore[union-attr]
+            elem = p.ty.elem  # type: ignore[union-attr]
+            size = dynamic_buffers.stride(elem) if dynamic_buffers.is_union(elem) else len(T.scalar_leaves(elem) or [])
             i = self.index_value(index)
             if size != 1:
                 i = self.v(arith.MuliOp(i, self.index_const(size)))
@@ -485,6 +488,9 @@ class ExprLowering:
     def pointer_field(self, e: A.Member) -> tuple[SSAValue, SSAValue, T.Type]:
         t = e.base.ty
         assert isinstance(t, T.Pointer) and isinstance(t.elem, T.Struct)
+        if dynamic_buffers.is_union(t.elem):  # (its fields are not laid out as its words)
+            raise FrontendError(UNSUPPORTED, f"a field of an interface '{t.elem.dynamic_of}' value in memory is not "
+                                "supported: read the value (`*p`) first", *e.span)
         i, ft, _ = t.elem.field(e.name)  # type: ignore[misc]
         buf, off = self.expr(e.base)
         return buf, self.offset_by(off, self.mem_parts(t.elem)[i][0]), ft

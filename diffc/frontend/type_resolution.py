@@ -95,9 +95,10 @@ class TypeResolution:
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:
             raise err(UNSUPPORTED, "pointers to pointers are not supported", t)
-        if self.ifaces.is_interface(t.name):
-            raise err(UNSUPPORTED, f"a pointer to interface '{t.name}' (dynamic dispatch through memory) is not "
-                      "supported", t)
+        if self.ifaces.is_interface(t.name):  # words in Slang's layout (dynamic_buffers.py)
+            dyn = self._resolve_base(A.TypeRef(t.name, t.args, span=t.span))
+            dynamic_buffers.check_element(self, dyn, False, t)  # type: ignore[arg-type]
+            return T.Pointer(dyn)
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
         else:

@@ -430,6 +430,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
         return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
     if isinstance(t, Pointer):
+        if isinstance(t.elem, Struct) and t.elem.dynamic_of is not None:  # words (dynamic_buffers.py)
+            return [(MemRefType(IntegerType(32), [DYNAMIC_INDEX]), False), (IndexType(), False)]
         if t.by_value:
             return [(ir, False) for ir, _ in leaves(t.elem)]
         e = pointee_scalar(t.elem)
