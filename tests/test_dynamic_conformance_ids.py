@@ -151,3 +151,19 @@ def test_a_malformed_conformance_option_is_an_error(tmp_path, capsys):
     path.write_text(KERNEL.format(shapes=SHAPES, conformances=""))
     assert main(["run", str(path), "--conformance", "Exp=1"]) == 1
     assert "--conformance Exp=1: expected STRUCT:INTERFACE=ID" in capsys.readouterr().err
+
+
+def test_load_module_takes_conformance_ids(tmp_path):
+    """From Python: `diffc.load_module(path, conformance_ids=...)`; a module loaded with other
+    ids (or none) is another module, also where the module cache has the first."""
+    import diffc
+
+    path = tmp_path / "ids.slang"
+    path.write_text(SHAPES)
+    k, x = 0.6, 1.3
+    with_ids = diffc.load_module(str(path), conformance_ids={"IShape": {"Exp": 0}})
+    without = diffc.load_module(str(path))
+    assert float(with_ids.f(0, k, x).numpy()) == pytest.approx(IMPLS["Exp"](k, x), rel=1e-5)
+    assert float(without.f(0, k, x).numpy()) == pytest.approx(IMPLS["Quad"](k, x), rel=1e-5)
+    again = diffc.load_module(str(path), conformance_ids={"IShape": {"Exp": 0}})
+    assert float(again.f(0, k, x).numpy()) == pytest.approx(IMPLS["Exp"](k, x), rel=1e-5)

@@ -887,7 +887,7 @@ class Checker(TypeResolution):
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
-            if isinstance(base, A.Index) and is_interface_buffer(inner.ty) or is_interface_pointer(inner.ty):
+            if (isinstance(base, A.Index) and is_interface_buffer(inner.ty)) or is_interface_pointer(inner.ty):
                 raise err(UNSUPPORTED, f"writing an interface '{inner.ty.elem.dynamic_of}' value into memory is "
                           "not supported (interface values in memory are read-only: dynamic_buffers.py)", e)
             if isinstance(inner.ty, T.Buffer) and isinstance(base, A.Index):

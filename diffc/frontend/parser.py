@@ -423,8 +423,8 @@ class Parser:
             self.i, self.toks = save, toks
 
     def conformances(self) -> list[str]:
-        """`IFoo`, `IFoo & IBar`, `IModel<float[2]>` (the arguments of a generic interface are
-        not kept): interface names."""
+        """`IFoo`, `IFoo & IBar`, `IModel<float[2]>`: interface names (conformance is by name; a
+        generic interface's instance goes to `generic_bases`, for dynamic dispatch over it)."""
         out = [self.ident("an interface name").text]
         while True:
             if self.at("<"):  # (kept aside for dynamic dispatch over the instance: dynamic.py)
