@@ -167,3 +167,26 @@ def test_load_module_takes_conformance_ids(tmp_path):
     assert float(without.f(0, k, x).numpy()) == pytest.approx(IMPLS["Quad"](k, x), rel=1e-5)
     again = diffc.load_module(str(path), conformance_ids={"IShape": {"Exp": 0}})
     assert float(again.f(0, k, x).numpy()) == pytest.approx(IMPLS["Exp"](k, x), rel=1e-5)
+
+
+def test_without_ids_tags_follow_the_programs_order_imports_included(tmp_path):
+    """An imported file's structs come where its `import` is, before the structs after it."""
+    (tmp_path / "shapes_lib.slang").write_text(
+        "interface IShape : IDifferentiable { [Differentiable] float eval(float x); }\n"
+        "struct Lib : IShape { float k; [Differentiable] float eval(float x) { return k * x; } }\n")
+    main_src = """import shapes_lib;
+struct Own : IShape { float k; [Differentiable] float eval(float x) { return k + x; } }
+struct Late : IShape { float k; [Differentiable] float eval(float x) { return k - x; } }
+[Differentiable] float f(int id, float k, float x)
+{
+    IShape s;
+    if (id == 0) s = Own(k); else s = Late(k);
+    return s.eval(x);
+}
+int tagOf(int id) { IShape s; if (id == 0) s = Own(1.0); else s = Late(1.0); return s.__tag; }
+"""
+    path = tmp_path / "main.slang"
+    m = compile_slang(main_src, str(path))
+    apply_pipeline(m)
+    assert [run_function(m, "tagOf", i)[0] for i in (0, 1)] == [1, 2]  # Lib (imported first) is 0
+

@@ -36,6 +36,7 @@ class Checker(TypeResolution):
     def __init__(self):
         self.structs: dict[str, T.Struct] = {}
         self.struct_decls: list[A.Struct] = []
+        self.struct_order: dict[str, int] = {}  # struct (generic ones too) -> its place among them (dynamic.py)
         self.typedef_decls: dict[str, A.Typedef] = {}
         self.declared_early: set[int] = set()  # struct decls declared ahead of their turn (dynamic.py)
         self.typedefs: dict[str, T.Type] = {}
@@ -89,6 +90,7 @@ class Checker(TypeResolution):
         # every struct of the program, in order: a dynamic interface value's union (dynamic.py)
         # holds each implementation, also those declared after its first use
         self.struct_decls = [d for d in prog.decls if isinstance(d, A.Struct) and not d.generic_params]
+        self.struct_order = {d.name: i for i, d in enumerate(d for d in prog.decls if isinstance(d, A.Struct))}
         self.typedef_decls = {d.name: d for d in prog.decls if isinstance(d, A.Typedef)}
         for d in prog.decls:
             if isinstance(d, A.Extension):

@@ -71,10 +71,8 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
 
 
 def _declared_at(c: Checker, s: T.Struct) -> int:
-    """Where struct s (a generic struct's instance: the generic struct) is declared."""
-    d = c.struct_templates.get(s.template[0]) if s.template else next(
-        (d for d in c.struct_decls if d.name == s.sname), None)
-    return d.span[0] if d is not None else -1
+    """Where struct s (a generic struct's instance: the generic struct) is among the program's."""
+    return c.struct_order.get(s.template[0] if s.template else s.sname, -1)
 
 
 def _conformance_ids(c: Checker, name: str, impls: list[T.Struct], where) -> list[int]:
