@@ -31,14 +31,22 @@ DEFAULT_ENTRY = "computeMain"
 MAX_GROUPS = 2**31 - 1  # per dimension: OpenCL's sizes are size_t, pyopencl's casts fail far above
 
 
-def _frontend(path: str):
+def _frontend(path: str, conformance: Sequence[str] = ()):
+    """(module, text) of a file; a Slang file's dynamic interface values take the conformance ids
+    of its `//TEST_INPUT: type_conformance` lines and of `--conformance` (`conformance`)."""
+    from diffc.cli_run import conformance_ids, merge_conformance_options
     from diffc.compiler import parse_source
 
     p = Path(path)
     if not p.is_file():
         raise DiffcError(f"error: no such file '{path}'")
     text = read_source(p)
-    return parse_source(text, str(p)), text
+    options = {}
+    if p.suffix == ".slang":
+        options["conformance_ids"] = merge_conformance_options(conformance_ids(text, str(p)), list(conformance))
+    elif conformance:
+        raise DiffcError(f"error: --conformance applies to .slang files, not '{path}'")
+    return parse_source(text, str(p), frontend_options=options), text
 
 
 def choose_entry(module, wanted: str | None):
@@ -73,16 +81,17 @@ def choose_entry(module, wanted: str | None):
     )
 
 
-def lowered(path: str, entry: str | None = None, grow: list | None = None, check: bool = False):
+def lowered(path: str, entry: str | None = None, grow: list | None = None, check: bool = False,
+            conformance: Sequence[str] = ()):
     """(front-end module, lowered module with the entry as a kernel, entry name, source text).
     `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises (--grow-tape);
-    `check`: the sanitizer mode (runtime/sanitize.py)."""
+    `check`: the sanitizer mode (runtime/sanitize.py); `conformance`: --conformance options."""
     from diffc.compiler import apply_pipeline, lower_entry_points
     from diffc.passes.lower_entry_points import numthreads
     from diffc.runtime import dispatch
     from diffc.runtime.bounds import apply_bounds_check
 
-    module, text = _frontend(path)
+    module, text = _frontend(path, conformance)
     if grow:
         from diffc.runtime.status import grow_max_iters
 
@@ -115,7 +124,7 @@ def cmd_compile(args) -> int:
         saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
         saved_bounds, bounds.ENABLED = bounds.ENABLED, False
         try:
-            low, _, _, _ = lowered(args.file, args.entry)
+            low, _, _, _ = lowered(args.file, args.entry, conformance=args.conformance)
         finally:
             dispatch.REDUCE_ATOMICS = saved
             bounds.ENABLED = saved_bounds
@@ -124,10 +133,10 @@ def cmd_compile(args) -> int:
         apply_pass(AccumulateGradientsPass(report=True), low)
         return 0
     if args.emit == "mlir":
-        module, _ = _frontend(args.file)
+        module, _ = _frontend(args.file, args.conformance)
         print(module)
         return 0
-    low, _, _, _ = lowered(args.file, args.entry)
+    low, _, _, _ = lowered(args.file, args.entry, conformance=args.conformance)
     if args.emit == "lowered":
         print(low)
         return 0
@@ -168,7 +177,7 @@ def cmd_run(args) -> int:
     grow: list = []
     check = args.check or enabled_by_default()
     while True:
-        low, name, threads, text = lowered(args.file, args.entry, grow, check)
+        low, name, threads, text = lowered(args.file, args.entry, grow, check, args.conformance)
         buffers = parse_test_inputs(text, args.file)
         try:
             outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
@@ -224,7 +233,11 @@ def _main(argv: Sequence[str] | None) -> int:
                    help="emit for this device's atomics (default: portable cmpxchg atomics)")
     c.add_argument("--report", action="store_true",
                    help="say whether accumulate-gradients rewrites the entry point's gradient adds, or why not")
+    conformance_help = ("STRUCT:INTERFACE=ID: a dynamic INTERFACE value holding a STRUCT has tag ID (Slang's type "
+                        "conformance id; also from the file's //TEST_INPUT: type_conformance lines); repeatable")
+    c.add_argument("--conformance", action="append", default=[], metavar="STRUCT:INTERFACE=ID", help=conformance_help)
     r = sub.add_parser("run", help="compile and run an entry point, print its out buffers")
+    r.add_argument("--conformance", action="append", default=[], metavar="STRUCT:INTERFACE=ID", help=conformance_help)
     r.add_argument("file")
     r.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
                    help="the OpenCL device (default: $DIFFC_DEVICE, else auto)")

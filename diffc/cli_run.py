@@ -31,7 +31,8 @@ from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
 from diffc.runtime.input_textures import InputTexture, InputTextureGroup, input_texture
 
 _OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?::(?P<flags>.*))?$")
-_CONFORMANCE = re.compile(r"^type_conformance\s+(?P<struct>\w+)\s*:\s*(?P<iface>\w+)\s*=\s*(?P<id>\d+)\s*$")
+# (a generic type's name with its arguments too: `type_conformance Persp<float>:ISensor<float> = 0`)
+_CONFORMANCE = re.compile(r"^type_conformance\s+(?P<struct>[^:=]+?)\s*:\s*(?P<iface>[^:=]+?)\s*=\s*(?P<id>\d+)\s*;?\s*$")
 _NEW = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<out>out\s+)?ubuffer\((?P<opts>[^)]*)\)\s*$")
 
 
@@ -86,7 +87,6 @@ def _options(text: str, where, line) -> tuple[list[str], int | None, int]:
 def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
     """Every `//TEST_INPUT` ubuffer of the file; a malformed one is a located error."""
     buffers: list[TestBuffer] = []
-    conformances: dict[str, list[tuple[int, str, SourceLocation, str]]] = {}
     for n, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
         if not stripped.startswith("//TEST_INPUT"):
@@ -99,9 +99,7 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
             if texture.name:  # (a Sampler's is nothing to bind)
                 buffers.append(texture)
             continue
-        m = _CONFORMANCE.match(body)
-        if m:
-            conformances.setdefault(m.group("iface"), []).append((int(m.group("id")), m.group("struct"), where, line))
+        if _CONFORMANCE.match(body):  # (conformance_ids reads these)
             continue
         m = _NEW.match(body)
         if m:
@@ -126,7 +124,6 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
             "TEST_INPUT: cannot read this annotation; expected 'ubuffer(data=[...], stride=4):out,name=NAME' "
             "or 'set NAME = out ubuffer(data=[...], stride=4)'",
         )
-    _check_conformance_ids(text, conformances)
     seen: dict[str, TestBuffer] = {}
     for b in buffers:
         if b.name in seen:
@@ -135,21 +132,38 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
     return buffers
 
 
-def _check_conformance_ids(text: str, conformances: dict) -> None:
-    """`type_conformance A:IFoo = 0`: the id a dynamic IFoo value's tag has when it holds an A.
-    The front end numbers the structs implementing an interface in declaration order
-    (frontend/dynamic.py), so the ids must be 0, 1, ... in that order."""
-    for entries in conformances.values():
-        def declared_at(name: str) -> int:
-            m = re.search(rf"\bstruct\s+{name}\b", text)
-            return m.start() if m else len(text)
+def conformance_ids(text: str, filename: str) -> dict[str, dict[str, int]]:
+    """`//TEST_INPUT: type_conformance A:IFoo = 0` lines: interface -> {struct: id}, the tag a
+    dynamic IFoo value has when it holds an A (the front end's `conformance_ids`). One struct
+    given two ids, or one id given twice, is a located error."""
+    out: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        m = _CONFORMANCE.match(stripped[len("//TEST_INPUT"):].lstrip(":").strip()) \
+            if stripped.startswith("//TEST_INPUT") else None
+        if not m:
+            continue
+        where = SourceLocation(filename, n, len(line) - len(stripped) + 1)
+        struct, iface, k = "".join(m.group("struct").split()), "".join(m.group("iface").split()), int(m.group("id"))
+        ids = out.setdefault(iface, {})
+        if ids.get(struct, k) != k:
+            raise _error(where, line, f"TEST_INPUT: '{struct}' already has conformance id {ids[struct]} for '{iface}'")
+        other = next((t for t, v in ids.items() if v == k and t != struct), None)
+        if other is not None:
+            raise _error(where, line, f"TEST_INPUT: conformance id {k} of '{iface}' is already given to '{other}'")
+        ids[struct] = k
+    return out
 
-        entries = sorted(entries)
-        by_declaration = sorted(entries, key=lambda e: declared_at(e[1]))
-        for k, (e, d) in enumerate(zip(entries, by_declaration)):
-            if e[0] != k or e[1] != d[1]:
-                raise _error(e[2], e[3], "TEST_INPUT: type_conformance ids must be 0, 1, ... in the order the "
-                             "structs are declared (the tag of a dynamic interface value is that index)")
+
+def merge_conformance_options(ids: dict[str, dict[str, int]], options: list[str]) -> dict[str, dict[str, int]]:
+    """`--conformance A:IFoo=0` options over the file's own ids (an option wins)."""
+    for opt in options:
+        m = _CONFORMANCE.match(f"type_conformance {opt}")
+        if not m:
+            raise DiffcError(f"error: --conformance {opt}: expected STRUCT:INTERFACE=ID, as in --conformance A:IFoo=0")
+        iface = "".join(m.group("iface").split())
+        ids.setdefault(iface, {})["".join(m.group("struct").split())] = int(m.group("id"))
+    return ids
 
 
 _INT_DTYPES = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}

@@ -132,14 +132,19 @@ def parse_ir(
     return parser.parse_module(implicit_module)
 
 
-def parse_source(text: str, filename: str, error: type[DiffcError] = DiffcError) -> ModuleOp:
+def parse_source(text: str, filename: str, error: type[DiffcError] = DiffcError,
+                 frontend_options: dict | None = None) -> ModuleOp:
     """IR text (.mlir) or, through `registry.FRONTENDS`, another language; verified. Failures
-    are `error` (a DiffcError subclass) with a located message."""
+    are `error` (a DiffcError subclass) with a located message. `frontend_options`: keyword
+    arguments for the front end (the Slang one's `conformance_ids`)."""
     ext = Path(filename).suffix.lstrip(".")
     registry.load_installed_plugins()
     if ext in registry.FRONTENDS:
-        module = registry.FRONTENDS[ext]()(text, filename)
+        module = registry.FRONTENDS[ext]()(text, filename, **(frontend_options or {}))
     elif ext in ("mlir", ""):
+        if frontend_options:
+            raise error(f"error: '{filename}' is IR text: front-end options ({', '.join(frontend_options)}) do not "
+                        "apply to it")
         try:
             module = parse_ir(text, filename)
         except ParseError as e:  # xDSL's own type: the caller's, with the located message

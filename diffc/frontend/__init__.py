@@ -16,7 +16,7 @@ E0006/E0007 on the lowered IR come from derivative_checks.py (what the passes wo
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -24,10 +24,13 @@ from diffc.frontend.errors import FrontendError
 
 
 def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] | None = None,
-                  include_dirs: Iterable[str] = ()) -> ModuleOp:
+                  include_dirs: Iterable[str] = (),
+                  conformance_ids: Mapping[str, Mapping[str, int]] | None = None) -> ModuleOp:
     """Preprocesses, parses, checks and lowers Slang source; raises `DiffcError` with a located
     message. `filename` is where `#include "x"` looks first; `defines` are macros defined
-    beforehand (like `-D name=value`), `include_dirs` where `#include` looks next."""
+    beforehand (like `-D name=value`), `include_dirs` where `#include` looks next.
+    `conformance_ids`: interface -> {struct: id}, the tag a dynamic value of the interface has
+    when it holds that struct (Slang's type conformance ids; dynamic.py numbers the others)."""
     from diffc.frontend.checker import Checker
     from diffc.frontend.imports import Loader
     from diffc.frontend.lower import Lowering
@@ -42,6 +45,8 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
     try:
         prog = loader.parse(text, filename)  # with the files it imports (imports.py)
         checker = Checker()
+        checker.conformance_ids = {_no_spaces(i): {_no_spaces(t): int(k) for t, k in ids.items()}
+                                   for i, ids in (conformance_ids or {}).items()}
         checker.check_program(prog)
         module = Lowering(checker, sources).module(prog)
         _print_warnings(checker.warnings, sources)
@@ -50,6 +55,10 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
         raise e.to_diffc_error(sources) from None
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _no_spaces(type_name: str) -> str:
+    return "".join(type_name.split())  # `ISensor< float >` names what `ISensor<float>` does
 
 
 def _print_warnings(warnings, source_map) -> None:

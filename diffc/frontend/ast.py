@@ -278,6 +278,8 @@ class Struct(Node):
     aliases: list[Typedef] = field(default_factory=list)  # `typealias X = T;` inside the struct
     type_params: dict[str, list[str]] = field(default_factory=dict)  # type parameter -> its interfaces
     generic_defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> default (TypeRef or int Expr)
+    # the bases named with generic arguments (`: IFoo<8>`), for dynamic dispatch over `IFoo<8>`
+    generic_bases: list[TypeRef] = field(default_factory=list)
 
 
 @dataclass
@@ -289,6 +291,7 @@ class Interface(Node):
     methods: list[Func]  # requirements; one with a body is a default implementation
     assoc: dict[str, list[str]] = field(default_factory=dict)  # associatedtype -> its interfaces
     generic_params: list[str] = field(default_factory=list)
+    attrs: list[Attr] = field(default_factory=list)  # `[anyValueSize(16)]` (dynamic_buffers.py)
 
 
 @dataclass

@@ -150,9 +150,15 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
     if isinstance(callee, A.TypeExpr):
         t = c.resolve(callee.type)
-        if not (isinstance(t, T.Struct) and INIT in t.methods):
+        if isinstance(t, T.Struct) and INIT in t.method_templates:  # a generic `__init<T : I>(T v)`
+            bound = _method_callee(c, e, A.Member(callee, INIT, callee.span, span=callee.span))
+            if bound is not None:
+                return bound
+            callee = e.callee
+        elif not (isinstance(t, T.Struct) and INIT in t.methods):
             return _constructor(c, e, t)
-        e.callee = callee = A.Name(t.methods[INIT], span=callee.span)  # `S(...)` calls S's __init
+        else:
+            e.callee = callee = A.Name(t.methods[INIT], span=callee.span)  # `S(...)` calls S's __init
     if isinstance(callee, A.Member) and isinstance(callee.base, A.TypeExpr) and callee.name in ("dzero", "dadd"):
         t = T.differential(c.resolve(callee.base.type))
         e.kind = callee.name

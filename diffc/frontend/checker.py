@@ -14,6 +14,7 @@ from diffc.frontend.errors import (
 )
 from diffc.frontend.generics import const_int, infer, instance_name, substitute
 from diffc.frontend.declared_differential import settle_differential
+from diffc.frontend.dynamic_buffers import is_interface_buffer, is_interface_pointer
 from diffc.frontend.inits import INIT, as_constructor_call
 from diffc.frontend.symbols import (  # noqa: F401 (re-exported for the lowering)
     DIFF_ATTRS, SWIZZLE, FuncInfo, Local, PInfo, derivative_signature, err, ptr_param,
@@ -35,6 +36,7 @@ class Checker(TypeResolution):
     def __init__(self):
         self.structs: dict[str, T.Struct] = {}
         self.struct_decls: list[A.Struct] = []
+        self.struct_order: dict[str, int] = {}  # struct (generic ones too) -> its place among them (dynamic.py)
         self.typedef_decls: dict[str, A.Typedef] = {}
         self.declared_early: set[int] = set()  # struct decls declared ahead of their turn (dynamic.py)
         self.typedefs: dict[str, T.Type] = {}
@@ -53,6 +55,7 @@ class Checker(TypeResolution):
         self.ifaces = Interfaces(self)
         self.extensions: dict[str, list[A.Extension]] = {}  # struct name -> its `extension` blocks
         self.operator_overloads: set[str] = set()  # the operators the program overloads (operators.py)
+        self.conformance_ids: dict[str, dict[str, int]] = {}  # interface -> struct -> its tag (dynamic.py)
 
     def default_construction(self, s: A.VarDecl, ty: T.Struct) -> A.Expr | None:
         """`S()` when S has a constructor without parameters, else None (the fields start at zero)."""
@@ -88,6 +91,7 @@ class Checker(TypeResolution):
         # every struct of the program, in order: a dynamic interface value's union (dynamic.py)
         # holds each implementation, also those declared after its first use
         self.struct_decls = [d for d in prog.decls if isinstance(d, A.Struct) and not d.generic_params]
+        self.struct_order = {d.name: i for i, d in enumerate(d for d in prog.decls if isinstance(d, A.Struct))}
         self.typedef_decls = {d.name: d for d in prog.decls if isinstance(d, A.Typedef)}
         for d in prog.decls:
             if isinstance(d, A.Extension):
@@ -898,6 +902,9 @@ class Checker(TypeResolution):
             if isinstance(inner.ty, T.Texture) and isinstance(base, A.Index):
                 textures.check_write(e, inner.ty)
                 return t  # a texel: memory too
+            if (isinstance(base, A.Index) and is_interface_buffer(inner.ty)) or is_interface_pointer(inner.ty):
+                raise err(UNSUPPORTED, f"writing an interface '{inner.ty.elem.dynamic_of}' value into memory is "
+                          "not supported (interface values in memory are read-only: dynamic_buffers.py)", e)
             if isinstance(inner.ty, T.Buffer) and isinstance(base, A.Index):
                 return t  # a buffer element is memory, whatever holds the buffer (a struct's field: `this`)
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer

@@ -12,7 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from diffc.dialects import diff
 from diffc.frontend.groupshared import storage_type
 from diffc.frontend import ast as A
-from diffc.frontend import optional, textures
+from diffc.frontend import dynamic_buffers, optional, textures
 from diffc.frontend import types as T
 from diffc.frontend.builtins import MATH_UNARY
 from diffc.frontend.symbols import SWIZZLE, Local
@@ -117,7 +117,7 @@ class ExprLowering:
                    tag: SSAValue | None = None) -> list[SSAValue]:
         """A value of interface union `dyn` (dynamic.py) holding `vals` in field `slot` (the tag
         slot - 1 unless given), zeros elsewhere."""
-        out = [tag] if tag is not None else self.const(slot - 1, T.INT)
+        out = [tag] if tag is not None else self.const(T.union_tag(dyn, slot), T.INT)
         for i, (_, ft, _) in enumerate(dyn.fields[1:], 1):
             out += vals if i == slot else self.const(0, ft)
         return out
@@ -422,6 +422,8 @@ class ExprLowering:
 
     def load_mem(self, buf: SSAValue, off: SSAValue, t: T.Type) -> list[SSAValue]:
         """The leaves of a value of type t stored as consecutive scalars at buf[off...]."""
+        if dynamic_buffers.is_union(t):  # an interface value: Slang's layout of words
+            return dynamic_buffers.load_at(self, buf, off, t)  # type: ignore[arg-type]
         if isinstance(t, T.Scalar):
             return [self.v(memref.LoadOp.get(buf, [off]))]
         if isinstance(t, T.Vector):
@@ -465,7 +467,8 @@ class ExprLowering:
         """The memref and offset of `p[index]` (of `*p` when index is None)."""
         buf, off = self.expr(p)
         if index is not None:
-            size = len(T.scalar_leaves(p.ty.elem) or [])  # type: ignore[union-attr]
+            elem = p.ty.elem  # type: ignore[union-attr]
+            size = dynamic_buffers.stride(elem) if dynamic_buffers.is_union(elem) else len(T.scalar_leaves(elem) or [])
             i = self.index_value(index)
             if size != 1:
                 i = self.v(arith.MuliOp(i, self.index_const(size)))
@@ -487,6 +490,9 @@ class ExprLowering:
     def pointer_field(self, e: A.Member) -> tuple[SSAValue, SSAValue, T.Type]:
         t = e.base.ty
         assert isinstance(t, T.Pointer) and isinstance(t.elem, T.Struct)
+        if dynamic_buffers.is_union(t.elem):  # (its fields are not laid out as its words)
+            raise FrontendError(UNSUPPORTED, f"a field of an interface '{t.elem.dynamic_of}' value in memory is not "
+                                "supported: read the value (`*p`) first", *e.span)
         i, ft, _ = t.elem.field(e.name)  # type: ignore[misc]
         buf, off = self.expr(e.base)
         return buf, self.offset_by(off, self.mem_parts(t.elem)[i][0]), ft
@@ -570,6 +576,9 @@ class ExprLowering:
         t = e.base.ty
         if isinstance(t, T.Pointer):
             return self.deref(e.base, e.index, e.ty)
+        if dynamic_buffers.is_interface_buffer(t):
+            (buf,) = self.expr(e.base)
+            return dynamic_buffers.load(self, buf, self.index_value(e.index), t.elem)
         if isinstance(t, T.Buffer):
             (buf,) = self.expr(e.base)
             return [self.v(memref.LoadOp.get(buf, [self.index_value(e.index)]))]

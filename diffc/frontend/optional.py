@@ -197,7 +197,7 @@ def lower_type_test(lw, e: A.TypeTest) -> list:
         value = vals if same else lw.const(0, dst)
     else:
         slot = T.union_slot(src, dst)
-        hit = [lw.v(arith.CmpiOp(vals[0], lw.const(slot - 1, T.INT)[0], "eq"))]
+        hit = [lw.v(arith.CmpiOp(vals[0], lw.const(T.union_tag(src, slot), T.INT)[0], "eq"))]
         start, n = T.field_offset(src, slot)
         value = vals[start : start + n]  # (zeros where the tag selects another implementation)
     return hit if e.op == "is" else hit + value

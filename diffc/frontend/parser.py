@@ -107,6 +107,7 @@ class Parser:
         self.scoped_type_names: list[str] = []  # type parameters of the declarations being parsed
         self.generic_defaults: dict[str, A.Node] = {}  # default values of the generic parameters just parsed
         self.generic_structs: set[str] = set()
+        self.generic_bases: list[A.TypeRef] = []  # the bases with generic arguments just parsed (conformances)
         self.enum_names: set[str] = set()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
@@ -258,7 +259,9 @@ class Parser:
         if self.at(FUNC_EXTENSION):
             return parse_func_extension(self, attrs, start)
         if self.at("interface"):
-            return self.interface()
+            iface = self.interface()
+            iface.attrs = attrs
+            return iface
         if self.at("extension"):
             return self.extension()
         if self.at("__generic"):
@@ -422,16 +425,16 @@ class Parser:
             self.i, self.toks = save, toks
 
     def conformances(self) -> list[str]:
-        """`IFoo`, `IFoo & IBar`, `IModel<float[2]>` (the arguments of a generic interface are
-        not kept): interface names."""
+        """`IFoo`, `IFoo & IBar`, `IModel<float[2]>`: interface names (conformance is by name; a
+        generic interface's instance goes to `generic_bases`, for dynamic dispatch over it)."""
         out = [self.ident("an interface name").text]
-        if self.at("<"):
-            self.generic_args()
-        while self.accept("&"):
+        while True:
+            if self.at("<"):  # (kept aside for dynamic dispatch over the instance: dynamic.py)
+                at = self.tok.start
+                self.generic_bases.append(A.TypeRef(out[-1], self.generic_args(), span=self.span_from(at)))
+            if not self.accept("&"):
+                return out
             out.append(self.ident("an interface name").text)
-            if self.at("<"):
-                self.generic_args()
-        return out
 
     def bases(self) -> list[str]:
         """`: IFoo, IDifferentiable` after a struct, interface or extension name."""
@@ -485,7 +488,9 @@ class Parser:
             gparams, type_params = prefix[0] + gparams, {**prefix[1], **type_params}
         if gparams:
             self.generic_structs.add(name.text)
+        self.generic_bases = []
         bases = self.bases()
+        generic_bases = self.generic_bases
         self.where_clauses(type_params)
         if "IDifferentiable" in bases:
             self.type_names.add("Differential")  # inside, `Differential` is the struct's (checker)
@@ -519,7 +524,7 @@ class Parser:
                 self.type_names.add(aname.text)
                 aliases.append(A.Typedef(at, aname.text, span=self.span_from(fstart)))
                 continue
-            if self.at(INIT) and self.peek().text == "(":
+            if self.at(INIT) and self.peek().text in ("(", "<"):  # (`__init<T : I>(T v)`: a generic one)
                 ctor = self.function(attrs, mods, A.TypeRef(name.text), self.ident(), fstart)
                 methods.append(constructor_method(ctor, name.text, gparams))
                 continue
@@ -556,7 +561,7 @@ class Parser:
         self.accept(";")
         self.end_generic(mark)
         return A.Struct(name.text, bases, fields, methods, gparams, aliases, type_params, self.defaults_of(gparams),
-                        span=self.span_from(start))
+                        generic_bases, span=self.span_from(start))
 
     def function(self, attrs, ret_mods, ret, name: Token, start: int, arrow_result: bool = False,
                  prefix: tuple[list[str], dict[str, list[str]]] | None = None) -> A.Func:

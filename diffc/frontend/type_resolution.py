@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend import coopvec, matrices, textures
+from diffc.frontend import coopvec, dynamic_buffers, matrices, textures
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.generics import const_int
@@ -95,9 +95,10 @@ class TypeResolution:
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:
             raise err(UNSUPPORTED, "pointers to pointers are not supported", t)
-        if self.ifaces.is_interface(t.name):
-            raise err(UNSUPPORTED, f"a pointer to interface '{t.name}' (dynamic dispatch through memory) is not "
-                      "supported", t)
+        if self.ifaces.is_interface(t.name):  # words in Slang's layout (dynamic_buffers.py)
+            dyn = self._resolve_base(A.TypeRef(t.name, t.args, span=t.span))
+            dynamic_buffers.check_element(self, dyn, False, t)  # type: ignore[arg-type]
+            return T.Pointer(dyn)
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
         else:
@@ -170,6 +171,9 @@ class TypeResolution:
             a = t.args[0]
             atomic = isinstance(a, A.TypeRef) and a.name == "Atomic" and len(a.args) == 1
             elem = self._type_arg(t, a.args[0] if atomic else a)
+            if isinstance(elem, T.Struct) and elem.dynamic_of is not None:  # interface values
+                dynamic_buffers.check_element(self, elem, atomic, t)
+                return T.Buffer(elem, atomic)
             if not T.is_numeric(elem) and (atomic or T.pointee_scalar(elem) is None):
                 # one memref holds the elements: scalars, vectors, or aggregates of one scalar type
                 # laid out as consecutive scalars (as a pointer lays them out)

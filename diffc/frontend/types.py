@@ -91,6 +91,8 @@ class Struct(Type):
     conformances: list[str] = field(default_factory=list)  # the interfaces it names (interfaces.py)
     method_templates: dict[str, object] = field(default_factory=dict)  # generic methods: name -> ast.Func
     dynamic_of: str | None = None  # the interface whose tagged union this is (dynamic.py)
+    union_tags: list[int] = field(default_factory=list)  # that union's tag of each field after __tag
+    any_value_words: int | None = None  # that interface's [anyValueSize] in words (dynamic_buffers.py)
     optional_of: Type | None = None  # `Optional<T>` (optional.py): fields hasValue, value
     optional_diff_of: Struct | None = None  # the Differential of that Optional (its value's only)
 
@@ -359,7 +361,9 @@ def scalar_leaves(t: Type) -> list[Scalar] | None:
 
 def is_aggregate_buffer(t: Type) -> bool:
     """A buffer of structs or arrays: its memref holds their scalars one after another."""
-    return isinstance(t, Buffer) and isinstance(t.elem, Struct | Array | Matrix)
+    # (not interface values: dynamic_buffers.py reads those)
+    return isinstance(t, Buffer) and isinstance(t.elem, Struct | Array | Matrix) and \
+        getattr(t.elem, "dynamic_of", None) is None
 
 
 def pointee_scalar(t: Type) -> Scalar | None:
@@ -443,11 +447,15 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
     if isinstance(t, PtrPair):
         return [(ir, False) for ir, _ in leaves(t.elem) + leaves(differential(t.elem))]
     if isinstance(t, Buffer):
+        if isinstance(t.elem, Struct) and t.elem.dynamic_of is not None:  # words (dynamic_buffers.py)
+            return [(MemRefType(IntegerType(32), [DYNAMIC_INDEX]), False)]
         if is_aggregate_buffer(t):
             return [(MemRefType(ir_scalar(pointee_scalar(t.elem)), [DYNAMIC_INDEX]), False)]
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
         return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
     if isinstance(t, Pointer):
+        if isinstance(t.elem, Struct) and t.elem.dynamic_of is not None:  # words (dynamic_buffers.py)
+            return [(MemRefType(IntegerType(32), [DYNAMIC_INDEX]), False), (IndexType(), False)]
         if t.by_value:
             return [(ir, False) for ir, _ in leaves(t.elem)]
         e = pointee_scalar(t.elem)
@@ -538,6 +546,11 @@ def union_slot(dyn: Struct, t: Type) -> int | None:
         if i > 0 and ft is t:
             return i
     return None
+
+
+def union_tag(dyn: Struct, slot: int) -> int:
+    """The tag of interface union `dyn` whose value is in field `slot` (its conformance id)."""
+    return dyn.union_tags[slot - 1] if dyn.union_tags else slot - 1
 
 
 def same_layout_differential(a: Struct, b: Struct) -> bool:

@@ -54,39 +54,49 @@ WORK_GROUP = 256
 # -- loading ------------------------------------------------------------------------------
 
 
-def parse_source(text: str, filename: str) -> ModuleOp:
+def parse_source(text: str, filename: str, options: dict | None = None) -> ModuleOp:
     """IR text (.mlir) or, through `diffc.registry.FRONTENDS`, another language (the compiler's
-    parser), verified; failures are RuntimeDiffcError."""
+    parser), verified; failures are RuntimeDiffcError. `options`: the front end's keyword
+    arguments (the Slang one's `conformance_ids`)."""
     from diffc.compiler import parse_source as parse
     from diffc.frontend.api_signature import recording
 
     with recording():  # Slang functions keep their Slang-level signatures (runtime/layouts.py)
-        return parse(text, filename, RuntimeDiffcError)
+        return parse(text, filename, RuntimeDiffcError, options)
 
 
-def load_module(path: str | os.PathLike, check: bool | None = None) -> Module:
+def load_module(path: str | os.PathLike, check: bool | None = None,
+                conformance_ids: dict[str, dict[str, int]] | None = None) -> Module:
     """Reads an .mlir file (or a file a registered front end reads) into a callable Module.
-    `check=True` (default: DIFFC_CHECK=1) is the sanitizer mode (runtime/sanitize.py)."""
+    `check=True` (default: DIFFC_CHECK=1) is the sanitizer mode (runtime/sanitize.py).
+    `conformance_ids` (Slang): interface -> {struct: id}, the tags of dynamic interface values."""
     p = Path(path)
     if not p.is_file():
         raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
-    return _cached_module(str(p), {str(p): read_source(p)}, check)
+    return _cached_module(str(p), {str(p): read_source(p)}, check, _options(conformance_ids))
 
 
-def _cached_module(path: str, sources: dict[str, str], check: bool | None) -> Module:
+def _options(conformance_ids) -> dict:
+    return {"conformance_ids": conformance_ids} if conformance_ids else {}
+
+
+def _cached_module(path: str, sources: dict[str, str], check: bool | None, options: dict | None = None) -> Module:
     """The Module of file `path` whose text is `sources[path]`: from the module cache where an
     unchanged module is there (the front end skipped: module_cache.py), else compiled and stored."""
-    key = module_cache.module_key(sources)
+    # front-end options make another module: they are part of the key (as a file no source names)
+    key = module_cache.module_key({**sources, "\0frontend options": repr(options)} if options else sources)
     signatures = module_cache.load_signatures(key)
     if signatures is not None:
-        return Module(None, path, sources, signatures=signatures, cache_key=key, check=check)
-    m = Module(parse_source(sources[path], path), path, sources, cache_key=key, check=check)
+        return Module(None, path, sources, signatures=signatures, cache_key=key, check=check, options=options)
+    m = Module(parse_source(sources[path], path, options), path, sources, cache_key=key, check=check, options=options)
     module_cache.store_signatures(key, m._signatures)
     return m
 
 
-def load_module_from_string(text: str, filename: str = "<string>.mlir", check: bool | None = None) -> Module:
-    return Module(parse_source(text, filename), filename, {filename: text}, check=check)
+def load_module_from_string(text: str, filename: str = "<string>.mlir", check: bool | None = None,
+                            conformance_ids: dict[str, dict[str, int]] | None = None) -> Module:
+    options = _options(conformance_ids)
+    return Module(parse_source(text, filename, options), filename, {filename: text}, check=check, options=options)
 
 
 class Module:
@@ -94,11 +104,12 @@ class Module:
 
     def __init__(self, ir: ModuleOp | None, path: str = "<module>", sources: dict[str, str] | None = None, *,
                  signatures: dict[str, module_cache.FunctionSignature] | None = None, cache_key: str | None = None,
-                 check: bool | None = None):
+                 check: bool | None = None, options: dict | None = None):
         """`ir` may be None when `signatures` come from the module cache: the IR is then made
         from `sources[path]` when first wanted."""
         self._ir = ir
         self.path = path
+        self.options = dict(options or {})  # the front end's (conformance_ids), for each recompile
         self.sources = dict(sources or {})  # file -> text, for the source line of a located error
         if signatures is None:
             signatures = {op.sym_name.data: module_cache.signature_of(op) for op in ir.walk()
@@ -116,7 +127,7 @@ class Module:
     @property
     def ir(self) -> ModuleOp:
         if self._ir is None:
-            self._ir = parse_source(self.sources[self.path], self.path)
+            self._ir = parse_source(self.sources[self.path], self.path, self.options)
         return self._ir
 
     @property
@@ -147,7 +158,7 @@ class Module:
     def with_source(self, text: str) -> Module:
         """This module's file compiled from `text` instead (the module cache's entry where it has
         one): generic_calls.py appends the use of an instance to the source."""
-        return _cached_module(self.path, {**self.sources, self.path: text}, self.check)
+        return _cached_module(self.path, {**self.sources, self.path: text}, self.check, self.options)
 
     def __dir__(self):
         return [*super().__dir__(), *self._signatures]
