@@ -34,6 +34,7 @@ def int_literal_type(e: A.Num) -> T.Scalar:
 class Checker(TypeResolution):
     def __init__(self):
         self.structs: dict[str, T.Struct] = {}
+        self.fields_in_progress: list[T.Struct] = []  # structs whose fields are being resolved
         self.struct_decls: list[A.Struct] = []
         self.typedef_decls: dict[str, A.Typedef] = {}
         self.declared_early: set[int] = set()  # struct decls declared ahead of their turn (dynamic.py)
@@ -298,6 +299,19 @@ class Checker(TypeResolution):
     def restore(self, saved) -> None:
         self.scopes, self.func, self.alias_scopes = saved
 
+    def check_not_recursive(self, s: T.Struct, f: A.Field, ty: T.Type) -> None:
+        """A field that holds (by value, or through a pointer, which diffc passes as the struct it
+        points to) a struct whose fields are still being resolved: that struct would contain itself."""
+        held = T.struct_held(ty, self.fields_in_progress)
+        if held is None:
+            return
+        kind, inner = held
+        if kind == "pointer":
+            raise err(UNSUPPORTED, f"a pointer to '{inner}' inside '{s}' itself (a recursive pointer type, "
+                      f"field '{f.name}') is not supported", f)
+        raise err(TYPE_MISMATCH, f"'{inner}' would contain itself: field '{f.name}' of '{s}' holds a {ty} "
+                  "(a struct cannot contain a value of its own type)", f)
+
     def declare_struct(self, d: A.Struct, name: str, template=None, dynamic_of: str | None = None) -> T.Struct:
         from diffc.frontend.extensions import apply_extensions
 
@@ -315,8 +329,10 @@ class Checker(TypeResolution):
             s.aliases[a.name] = self.resolve(a.type)
         if "IDifferentiablePtrType" in self.ifaces.closure(d.bases):  # also through an interface
             s.ptr_differential = self.ptr_differential(d, s)
+        self.fields_in_progress.append(s)
         for f in d.fields:
             ty = self.resolve(f.type)
+            self.check_not_recursive(s, f, ty)
             if "extern" in f.mods:
                 raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
             if f.redeclared is not None and self.resolve(f.redeclared) != ty:
@@ -332,6 +348,7 @@ class Checker(TypeResolution):
                 raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
             else:
                 s.fields.append((f.name, ty, "no_diff" in f.mods))
+        self.fields_in_progress.pop()
         settle_differential(d, s)  # synthesized, or the one it declares (declared_differential.py)
         for m in d.methods:
             self.ifaces.implicit_generics(m)
@@ -971,6 +988,8 @@ class Checker(TypeResolution):
         i = self.expr(e.index)
         if not (T.is_int_scalar(i) or i == T.BOOL):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
+        if isinstance(t, T.Array | T.Vector):  # (a buffer's length is known only at run time)
+            _check_constant_index(t, e.index)
         if isinstance(t, T.Array | T.Buffer):
             return t.elem
         if isinstance(t, T.Pointer):
@@ -984,6 +1003,12 @@ class Checker(TypeResolution):
             matrices.check_row_index(t, e.index)
             return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
+
+
+def _check_constant_index(t: T.Array | T.Vector, index: A.Expr) -> None:
+    """A constant index must name an element (lowering takes it as a position among the leaves)."""
+    if isinstance(index, A.Num) and not index.is_float and not 0 <= int(index.value) < t.n:
+        raise err(TYPE_MISMATCH, f"index {int(index.value)} is out of bounds for {t} (0 to {t.n - 1})", index)
 
 
 def _whole(got: T.Type, member: T.Type) -> bool:

@@ -301,6 +301,28 @@ def make_differential_struct(s: Struct) -> Struct:
     return d
 
 
+def struct_held(t: Type, structs: list[Struct]) -> tuple[str, Struct] | None:
+    """Whether a value of `t` holds one of `structs` by value ("value") or through a pointer
+    ("pointer"): through arrays, struct fields (Optional's too) and pairs."""
+    seen: set[int] = set()
+
+    def walk(t: Type, via: str) -> tuple[str, Struct] | None:
+        if isinstance(t, Struct):
+            if any(t is s for s in structs):
+                return via, t
+            if id(t) in seen:
+                return None
+            seen.add(id(t))
+            return next((h for _, ft, _ in t.fields if (h := walk(ft, via))), None)
+        if isinstance(t, Array | Pair | PtrPair):
+            return walk(t.elem, via)
+        if isinstance(t, Pointer):
+            return walk(t.elem, "pointer")
+        return None
+
+    return walk(t, "value")
+
+
 def holds_pointer(t: Type) -> bool:
     if isinstance(t, Pointer):
         return True

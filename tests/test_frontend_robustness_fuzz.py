@@ -1,0 +1,56 @@
+"""Inputs found by fuzzing the front end (mutations of Slang's autodiff tests and of the
+groupshared / Optional / declared-Differential programs) that crashed it: each now gets a located
+diagnostic naming the rule it breaks, or (where the input was valid) the right result."""
+
+from __future__ import annotations
+
+import pytest
+from slang_harness import compile_error
+
+REFUSED = [
+    # `var` with neither a type nor a value: nothing to give the variable its type
+    ("float f(float x) {\n  var q;\n  return x;\n}\n", 2, 8, "E0001", "a 'var' needs a type or a value"),
+    # a struct that holds itself, directly, through another struct, an array, an Optional, a pair
+    ("struct A { float x; A y; };\nfloat f(A a) { return a.x; }\n", 1, 21, "E0003",
+     "'A' would contain itself: field 'y' of 'A'"),
+    ("struct A : IDifferentiable { float x; A y; };\n[Differentiable] float f(A a) { return a.x; }\n", 1, 39,
+     "E0003", "'A' would contain itself"),
+    ("struct B : IDifferentiable { A a; };\nstruct A : IDifferentiable { float x; B y; };\n"
+     "[Differentiable] float f(A a) { return a.x; }\n", 2, 39, "E0003", "'B' would contain itself: field 'y' of 'A'"),
+    ("struct A { float x; A y[2]; };\nfloat f(A a) { return a.x; }\n", 1, 21, "E0003", "holds a A[2]"),
+    ("struct N { float v; Optional<N> next; };\nfloat f(N n) { return n.v; }\n", 1, 21, "E0003",
+     "'N' would contain itself: field 'next'"),
+    ("struct A : IDifferentiable { float x; DifferentialPair<A> p; };\nfloat f(A a) { return a.x; }\n", 1, 39,
+     "E0003", "holds a DifferentialPair<A>"),
+    ("struct L<T> { T v; L<T> next; };\nfloat f(L<float> n) { return n.v; }\n", 1, 20, "E0003", "would contain itself"),
+    # a linked list: valid Slang, but diffc passes a pointer to a struct holding pointers by value
+    ("struct N { float v; N* next; };\nfloat f(N n) { return n.v; }\n", 1, 21, "E0008",
+     "a pointer to 'N' inside 'N' itself (a recursive pointer type, field 'next') is not supported"),
+    # a constant index past an array's or a vector's end, read or written
+    ("float f(float x) {\n  float a[2] = { x, x };\n  return a[2];\n}\n", 3, 12, "E0003",
+     "index 2 is out of bounds for float[2] (0 to 1)"),
+    ("struct D { float n; };\nfloat f(float x) {\n  D t[1][2];\n  t[1][0].n = x;\n  return x;\n}\n", 4, 5, "E0003",
+     "index 1 is out of bounds for D[2][1]"),
+    ("float f(float3 v) {\n  v[3] = 1.0;\n  return v.x;\n}\n", 2, 5, "E0003", "index 3 is out of bounds for float3"),
+]
+
+
+@pytest.mark.parametrize("src, line, col, code, words", REFUSED)
+def test_fuzz_found_inputs_get_located_errors(src, line, col, code, words):
+    msg = compile_error(src, "fz.slang")
+    assert f"fz.slang:{line}:{col}: error[{code}]" in msg, msg
+    assert words in msg, msg
+
+
+def test_a_struct_used_by_a_later_struct_that_holds_it_is_not_recursive():
+    """A method's signature naming a struct that holds this one is no cycle (only fields count):
+    d/dx of B.a.x * 3 where make() copies x."""
+    import numpy as np
+    from slang_harness import Compiled
+
+    src = """
+struct A : IDifferentiable { float x; [Differentiable] B make() { B b; b.a = this; return b; } };
+struct B : IDifferentiable { A a; };
+[Differentiable] float f(float x) { A a; a.x = x; return a.make().a.x * 3.0 * x; }
+"""
+    Compiled(src, "f").check_derivatives([np.float64(0.7)])
