@@ -32,6 +32,16 @@ REFUSED = [
     ("struct D { float n; };\nfloat f(float x) {\n  D t[1][2];\n  t[1][0].n = x;\n  return x;\n}\n", 4, 5, "E0003",
      "index 1 is out of bounds for D[2][1]"),
     ("float f(float3 v) {\n  v[3] = 1.0;\n  return v.x;\n}\n", 2, 5, "E0003", "index 3 is out of bounds for float3"),
+    # '!' of what has no truth value (it reached lowering as a value of no leaves)
+    ("float f(float x) {\n  return !none ? x : 0.0;\n}\n", 2, 11, "E0003", "operator '!' needs a bool or a number, got none"),
+    ("struct S { float a; };\nfloat f(S s) {\n  return !s ? 1.0 : 0.0;\n}\n", 3, 11, "E0003",
+     "operator '!' needs a bool or a number, got S"),
+    # Optional of a differentiable struct inside that struct's own declaration: its Differential is
+    # not known yet
+    ("struct A : IDifferentiable {\n  float x;\n  typealias Differential = Optional<A>;\n};\n", 3, 28, "E0008",
+     "Optional<A> inside the declaration of 'A' itself is not supported"),
+    ("struct A : IDifferentiable {\n  float x;\n  typealias M = Optional<A>;\n};\n", 3, 17, "E0008",
+     "Optional<A> inside the declaration of 'A' itself is not supported"),
 ]
 
 
@@ -54,3 +64,33 @@ struct B : IDifferentiable { A a; };
 [Differentiable] float f(float x) { A a; a.x = x; return a.make().a.x * 3.0 * x; }
 """
     Compiled(src, "f").check_derivatives([np.float64(0.7)])
+
+
+def test_groupshared_memory_beyond_the_device_is_an_error_not_an_abort(tmp_path, capsys):
+    """PoCL aborts the process when a kernel's __local arrays exceed the device's local memory;
+    the build checks each kernel's use first. 400 MB is beyond any device's work-group memory."""
+    from diffc import cli
+
+    src = """//TEST_INPUT: set out = out ubuffer(data=[0 0 0 0], stride=4)
+RWStructuredBuffer<float> out;
+groupshared float tile[100000000];
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID) {
+    tile[tid.x] = 1.0;
+    GroupMemoryBarrierWithGroupSync();
+    out[tid.x] = tile[3 - tid.x];
+}
+"""
+    path = tmp_path / "k.slang"
+    path.write_text(src)
+    rc = cli.main(["run", str(path)])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "error: kernel 'computeMain' needs 400000000 bytes of work-group memory" in err, err
+    # the same kernel with a small tile runs
+    path.write_text(src.replace("100000000", "4"))
+    rc = cli.main(["run", str(path)])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert [float(v) for v in out.out.split()[2:]] == [1.0] * 4

@@ -790,6 +790,8 @@ class Checker(TypeResolution):
                 if e.op not in ("-", "+"):
                     raise err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
                 return t
+            if e.op == "!" and not T.is_numeric(t):  # (a struct, none, a pointer: no truth value here)
+                raise err(TYPE_MISMATCH, f"operator '!' needs a bool or a number, got {t}", e.operand)
             if e.op == "!":
                 return T.BOOL if not isinstance(t, T.Vector) else T.Vector(T.BOOL, t.n)
             if not T.is_numeric(t):
