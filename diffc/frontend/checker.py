@@ -226,6 +226,14 @@ class Checker(TypeResolution):
             from diffc.frontend.overloads import pick_derivative
 
             target = pick_derivative(self, self.attr_func(attr, owner), f, key, attr)
+            if target == f.name:  # its signature could never be its own derivative's
+                raise err(TYPE_MISMATCH, f"[{attr.name}] names the function it is on: a function cannot be its "
+                          "own derivative", attr)
+            bwd = self.funcs[target] if key == "BackwardDerivative" else f if key == "BackwardDerivativeOf" else None
+            if bwd is not None and not isinstance(bwd.ret, T.Void):  # (lowering gives it the gradients as results)
+                raise err(TYPE_MISMATCH, f"a backward derivative returns void (its gradients go to its "
+                          f"'inout DifferentialPair' parameters), but [{attr.name}] names one that returns {bwd.ret}",
+                          attr)
             if key == "ForwardDerivative":
                 f.fwd_custom, self.funcs[target].fwd_of = target, f.name
             elif key == "BackwardDerivative":
@@ -1008,7 +1016,10 @@ class Checker(TypeResolution):
 
 
 def _check_constant_index(t: T.Array | T.Vector, index: A.Expr) -> None:
-    """A constant index must name an element (lowering takes it as a position among the leaves)."""
+    """A constant index must name an element (lowering takes it as a position among the leaves),
+    and an empty array has none for any index to name."""
+    if t.n == 0:
+        raise err(TYPE_MISMATCH, f"{t} has no elements to index", index)
     if isinstance(index, A.Num) and not index.is_float and not 0 <= int(index.value) < t.n:
         raise err(TYPE_MISMATCH, f"index {int(index.value)} is out of bounds for {t} (0 to {t.n - 1})", index)
 
