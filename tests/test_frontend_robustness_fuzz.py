@@ -117,3 +117,32 @@ void computeMain(uint3 tid : SV_DispatchThreadID) {
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert [float(v) for v in out.out.split()[2:]] == [1.0] * 4
+
+
+@pytest.mark.parametrize("name, want", [
+    # by hand: weigh(x, i) = x^2 partial[i], partial = [10, 6, ...] after the reduction of 1..4
+    ("groupshared_reduce", [10 + 20 * x + 24 for x in (1.0, 2.0, 3.0, 4.0)]),
+    # Square(2) picked; d/dx (2 sqrt(x) + 0.5) at 4 is 0.5, plus 1 for maybe[1]; 2 sqrt(9) + 0.5
+    ("optional_values", [2.0, 0.0, 1.5, 6.5]),
+])
+def test_fuzz_seeds_run_and_give_the_right_numbers(tmp_path, capsys, name, want):
+    """The seeds tests/test_bad_input_fuzz.py mutates are themselves valid programs."""
+    from pathlib import Path
+
+    from diffc import cli
+
+    rc = cli.main(["run", str(Path(__file__).parent / "fuzz_seeds" / f"{name}.slang")])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert [float(v) for v in out.out.split()[2:]] == pytest.approx(want)
+
+
+def test_declared_differential_seed_against_finite_differences():
+    """tests/fuzz_seeds/declared_differential.slang's `total`: both modes against float64 central
+    differences (the seed's main prints the same derivatives)."""
+    from pathlib import Path
+
+    from slang_harness import Compiled
+
+    src = (Path(__file__).parent / "fuzz_seeds" / "declared_differential.slang").read_text()
+    Compiled(src, "total").check_derivatives([2.0, 0.5, 3, 1.5, -0.5, 2.0])
