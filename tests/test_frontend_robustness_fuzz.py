@@ -50,6 +50,11 @@ REFUSED = [
     ("float h(float x) { return x; }\n[BackwardDerivative(h)]\nfloat g(float x) { return x; }\n", 2, 2, "E0003",
      "a backward derivative returns void (its gradients go to its 'inout DifferentialPair' parameters), "
      "but [BackwardDerivative] names one that returns float"),
+    # a compound bitwise or shift assignment on floats (the binary operator was refused already)
+    ("float f(float x) {\n  double s = x;\n  s >>= 1;\n  return float(s);\n}\n", 3, 3, "E0003",
+     "operator '>>=' needs integers, got double and int"),
+    ("float f(float x) {\n  x &= 3;\n  return x;\n}\n", 2, 3, "E0003", "operator '&=' needs integers"),
+    ("int f(int x) {\n  x <<= 1.5;\n  return x;\n}\n", 2, 3, "E0003", "operator '<<=' needs integers, got int and float"),
     # '!' of what has no truth value (it reached lowering as a value of no leaves)
     ("float f(float x) {\n  return !none ? x : 0.0;\n}\n", 2, 11, "E0003", "operator '!' needs a bool or a number, got none"),
     ("struct S { float a; };\nfloat f(S s) {\n  return !s ? 1.0 : 0.0;\n}\n", 3, 11, "E0003",
@@ -146,3 +151,18 @@ def test_declared_differential_seed_against_finite_differences():
 
     src = (Path(__file__).parent / "fuzz_seeds" / "declared_differential.slang").read_text()
     Compiled(src, "total").check_derivatives([2.0, 0.5, 3, 1.5, -0.5, 2.0])
+
+
+def test_compound_bitwise_and_shift_assignments_on_integers_still_compute():
+    from diffc.interp import run_function
+    from diffc.frontend import compile_slang
+
+    src = """int f(int x) {
+  int y = x; y >>= 1u; y &= 6; uint z = 5; z <<= 2; int v = 1; v ^= 3;
+  bool b = true; b &= false; b |= true; y |= 1; y ^= 8;
+  return y * 1000 + int(z) * 10 + v + int(b) * 100000;
+}"""
+    for x in (0, 5, 13, -7):
+        y = ((x >> 1) & 6 | 1) ^ 8
+        want = y * 1000 + 20 * 10 + (1 ^ 3) + 100000
+        assert run_function(compile_slang(src, "b.slang"), "f", x) == (want,), x

@@ -836,6 +836,8 @@ class Checker(TypeResolution):
                 v = self.expr(e.value)
                 if not (T.is_numeric(t) and T.convertible(v, t)):
                     raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
+                if e.op in ("&=", "|=", "^=", "<<=", ">>=") and T.is_floating(T.common_type(t, v) or t):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' needs integers, got {t} and {v}", e)  # as binary's
             return t
         if isinstance(e, A.IncDec):
             t = self.lvalue(e.target)
