@@ -166,3 +166,15 @@ def test_compound_bitwise_and_shift_assignments_on_integers_still_compute():
         y = ((x >> 1) & 6 | 1) ^ 8
         want = y * 1000 + 20 * 10 + (1 ^ 3) + 100000
         assert run_function(compile_slang(src, "b.slang"), "f", x) == (want,), x
+
+
+def test_a_static_field_of_the_struct_own_type_is_not_recursive():
+    """`static const A zero` is no part of an A's value: d/dy (A.zero.x + y * y) = 2 y."""
+    import numpy as np
+    from slang_harness import Compiled
+
+    src = """
+struct A : IDifferentiable { float x; static const A zero = { 0.5 }; };
+[Differentiable] float f(float y) { A a = A.zero; return a.x + y * y; }
+"""
+    Compiled(src, "f").check_derivatives([np.float64(0.3)])

@@ -337,26 +337,28 @@ class Checker(TypeResolution):
             s.aliases[a.name] = self.resolve(a.type)
         if "IDifferentiablePtrType" in self.ifaces.closure(d.bases):  # also through an interface
             s.ptr_differential = self.ptr_differential(d, s)
-        self.fields_in_progress.append(s)
-        for f in d.fields:
-            ty = self.resolve(f.type)
-            self.check_not_recursive(s, f, ty)
-            if "extern" in f.mods:
-                raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
-            if f.redeclared is not None and self.resolve(f.redeclared) != ty:
-                raise err(TYPE_MISMATCH, f"extern field '{f.name}' is declared {self.resolve(f.redeclared)}, but "
-                          f"'{name}' has it as {ty}", f.redeclared)
-            if "static" in f.mods:
-                if "const" not in f.mods or f.init is None or not _plain_value(ty):
-                    raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
-                              "structs of them) with an initializer", f)
-                self.expect_type(f.init, ty)
-                s.statics[f.name] = Local(f.name, ty, False, value=f.init)
-            elif f.init is not None:
-                raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
-            else:
-                s.fields.append((f.name, ty, "no_diff" in f.mods))
-        self.fields_in_progress.pop()
+        self.fields_in_progress.append(s)  # (a static field is no part of the struct's value)
+        try:
+            for f in d.fields:
+                ty = self.resolve(f.type)
+                if "extern" in f.mods:
+                    raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
+                if f.redeclared is not None and self.resolve(f.redeclared) != ty:
+                    raise err(TYPE_MISMATCH, f"extern field '{f.name}' is declared {self.resolve(f.redeclared)}, but "
+                              f"'{name}' has it as {ty}", f.redeclared)
+                if "static" in f.mods:
+                    if "const" not in f.mods or f.init is None or not _plain_value(ty):
+                        raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
+                                  "structs of them) with an initializer", f)
+                    self.expect_type(f.init, ty)
+                    s.statics[f.name] = Local(f.name, ty, False, value=f.init)
+                elif f.init is not None:
+                    raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
+                else:
+                    self.check_not_recursive(s, f, ty)
+                    s.fields.append((f.name, ty, "no_diff" in f.mods))
+        finally:
+            self.fields_in_progress.remove(s)
         settle_differential(d, s)  # synthesized, or the one it declares (declared_differential.py)
         for m in d.methods:
             self.ifaces.implicit_generics(m)
