@@ -55,6 +55,11 @@ REFUSED = [
      "operator '>>=' needs integers, got double and int"),
     ("float f(float x) {\n  x &= 3;\n  return x;\n}\n", 2, 3, "E0003", "operator '&=' needs integers"),
     ("int f(int x) {\n  x <<= 1.5;\n  return x;\n}\n", 2, 3, "E0003", "operator '<<=' needs integers, got int and float"),
+    # a negative or folded constant index: lowering selected element 0 for it, silently
+    ("float f(float x) {\n  float a[2] = { x, x };\n  return a[-1];\n}\n", 3, 12, "E0003",
+     "index -1 is out of bounds for float[2] (0 to 1)"),
+    ("float f(float3 v) {\n  return v[1 + 2];\n}\n", 2, 12, "E0003", "index 3 is out of bounds for float3 (0 to 2)"),
+    ("float f(float2x2 m) {\n  return m[-1][0];\n}\n", 2, 12, "E0003", "row -1 is out of range for float2x2 (rows 0 to 1)"),
     # '!' of what has no truth value (it reached lowering as a value of no leaves)
     ("float f(float x) {\n  return !none ? x : 0.0;\n}\n", 2, 11, "E0003", "operator '!' needs a bool or a number, got none"),
     ("struct S { float a; };\nfloat f(S s) {\n  return !s ? 1.0 : 0.0;\n}\n", 3, 11, "E0003",
@@ -178,3 +183,21 @@ struct A : IDifferentiable { float x; static const A zero = { 0.5 }; };
 [Differentiable] float f(float y) { A a = A.zero; return a.x + y * y; }
 """
     Compiled(src, "f").check_derivatives([np.float64(0.3)])
+
+
+def test_folded_constant_indices_in_range_pick_their_element():
+    """`a[2 - 1]` and `v[1 + 1]` name elements 1 and 2 (lowering selects them at run time)."""
+    import numpy as np
+    from slang_harness import Compiled
+
+    src = """[Differentiable] float f(float x) {
+  float a[2] = { x, x * x }; float3 v = float3(1.0, 2.0, x * x * x);
+  return a[2 - 1] + v[1 + 1] + a[4 / 4 - 1];
+}"""
+    c = Compiled(src, "f")
+    c.check_derivatives([np.float64(0.7)])
+    from diffc.interp import run_function
+    from diffc.frontend import compile_slang
+
+    (got,) = run_function(compile_slang(src, "i.slang"), "f", 0.5)
+    assert got == pytest.approx(0.5 ** 2 + 0.5 ** 3 + 0.5)

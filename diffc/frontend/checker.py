@@ -1002,7 +1002,7 @@ class Checker(TypeResolution):
         i = self.expr(e.index)
         if not (T.is_int_scalar(i) or i == T.BOOL):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
-        if isinstance(t, T.Array | T.Vector):  # (a buffer's length is known only at run time)
+        if isinstance(t, T.Array | T.Vector | T.Matrix):  # (a buffer's length is known only at run time)
             _check_constant_index(t, e.index)
         if isinstance(t, T.Array | T.Buffer):
             return t.elem
@@ -1019,13 +1019,18 @@ class Checker(TypeResolution):
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
 
 
-def _check_constant_index(t: T.Array | T.Vector, index: A.Expr) -> None:
-    """A constant index must name an element (lowering takes it as a position among the leaves),
-    and an empty array has none for any index to name."""
-    if t.n == 0:
+def _check_constant_index(t: T.Array | T.Vector | T.Matrix, index: A.Expr) -> None:
+    """A constant index (`2`, `-1`, `1 + 1`) must name an element: lowering takes a literal as a
+    position among the leaves, and selects among them for any other index, element 0 where none
+    matches. An empty array has no element for any index to name."""
+    n = t.rows if isinstance(t, T.Matrix) else t.n
+    if n == 0:
         raise err(TYPE_MISMATCH, f"{t} has no elements to index", index)
-    if isinstance(index, A.Num) and not index.is_float and not 0 <= int(index.value) < t.n:
-        raise err(TYPE_MISMATCH, f"index {int(index.value)} is out of bounds for {t} (0 to {t.n - 1})", index)
+    k = const_int(index)  # (literals only: a name may be a local that shadows a constant)
+    if k is not None and not 0 <= k < n and isinstance(t, T.Matrix):
+        raise err(TYPE_MISMATCH, f"row {k} is out of range for {t} (rows 0 to {n - 1})", index)  # (matrices.py's words)
+    if k is not None and not 0 <= k < n:
+        raise err(TYPE_MISMATCH, f"index {k} is out of bounds for {t} (0 to {n - 1})", index)
 
 
 def _whole(got: T.Type, member: T.Type) -> bool:
