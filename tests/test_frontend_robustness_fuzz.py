@@ -40,6 +40,12 @@ REFUSED = [
     ("struct S { float a[2]; float b; };\nfloat f(S s[40000]) { return s[0].b; }\n", 2, 9, "E0008",
      "an array of 120000 scalars (S[40000])"),
     ("float f(Array<float, 70000> a) { return a[0]; }\n", 1, 9, "E0008", "an array of 70000 scalars"),
+    # values (SSA leaves) of more than 1024 scalars took minutes to compile (4096: over three)
+    ("float f(int i) {\n  float a[4096];\n  for (int k = 0; k < 4096; k++) a[k] = float(k);\n  return a[i];\n}\n", 2, 3,
+     "E0008", "a value of type float[4096] (4096 scalars) is not supported (at most 1024 in a local"),
+    ("struct Big { float4 rows[300]; };\nfloat f(Big b) { return b.rows[0].x; }\n", 1, 14, "E0008",
+     "a value of type float4[300] (1200 scalars)"),
+    ("float[2000] f() { float a[2]; return a; }\n", 1, 1, "E0008", "a value of type float[2000]"),
     ("float f(Optional<float> a[0], int i) {\n  if (let x = a[i]) return x;\n  return 0.0;\n}\n", 2, 17,
      "E0003", "Optional<float>[0] has no elements to index"),
     # a custom backward derivative that is the function itself, or returns a value
@@ -201,3 +207,14 @@ def test_folded_constant_indices_in_range_pick_their_element():
 
     (got,) = run_function(compile_slang(src, "i.slang"), "f", 0.5)
     assert got == pytest.approx(0.5 ** 2 + 0.5 ** 3 + 0.5)
+
+
+def test_groupshared_memory_may_be_larger_than_a_value():
+    """The 1024-scalar limit is for values (SSA leaves); a groupshared tile of 64 x 64 is memory."""
+    from diffc.frontend import compile_slang
+
+    compile_slang("""groupshared float tile[64][64];
+RWStructuredBuffer<float> out;
+[shader("compute")] [numthreads(4, 1, 1)]
+void computeMain(uint3 t : SV_DispatchThreadID) { tile[t.x][63] = 1.0; out[t.x] = tile[3 - t.x][63]; }
+""", "tile.slang")

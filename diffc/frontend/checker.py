@@ -271,11 +271,11 @@ class Checker(TypeResolution):
             params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
-            params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
+            params.append(PInfo(p.name, self.resolve_value(p.type), direction, "no_diff" in p.mods, p.semantic))
         from diffc.frontend.defaults import check_defaults
 
         check_defaults(self, d, params)
-        return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
+        return FuncInfo(name or d.name, params, self.resolve_value(d.ret), "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 
     def check_func(self, f: FuncInfo, d: A.Func) -> None:
@@ -340,7 +340,7 @@ class Checker(TypeResolution):
         self.fields_in_progress.append(s)  # (a static field is no part of the struct's value)
         try:
             for f in d.fields:
-                ty = self.resolve(f.type)
+                ty = self.resolve_value(f.type) if "static" not in f.mods else self.resolve(f.type)
                 if "extern" in f.mods:
                     raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
                 if f.redeclared is not None and self.resolve(f.redeclared) != ty:
@@ -575,7 +575,7 @@ class Checker(TypeResolution):
                 ty = self.expr(s.init)  # `IFoo x = A(...);`: x is an A, statically
                 self.ifaces.check_constraints(ty, s.name, [s.type.name], s.init)
             elif s.type is not None:
-                ty = self.resolve(s.type)
+                ty = self.resolve_value(s.type)
                 if s.init is None and s.name != "this" and isinstance(ty, T.Struct) and INIT in ty.methods \
                         and not s.type.dims:
                     s.init = self.default_construction(s, ty)  # `S s;` runs S's __init() where it has one

@@ -39,6 +39,17 @@ class TypeResolution:
             ty = _sized_array(ty, size, t)
         return ty
 
+    def resolve_value(self, t: A.TypeRef) -> T.Type:
+        """The type of a local, parameter, result or field: values the IR holds as one SSA value
+        per scalar, which past T.MAX_VALUE_SCALARS take the passes minutes (memory does not:
+        groupshared variables and buffers may be larger)."""
+        ty = self.resolve(t)
+        if T.scalar_count(ty) > T.MAX_VALUE_SCALARS:
+            raise err(UNSUPPORTED, f"a value of type {ty} ({T.scalar_count(ty)} scalars) is not supported (at most "
+                      f"{T.MAX_VALUE_SCALARS} in a local, parameter, result or field: diffc holds it as one value "
+                      "per scalar; use a buffer or groupshared memory)", t)
+        return ty
+
     def static_const_int(self, name: str) -> int | None:
         """The value of a `static const` int (an array size): `S.N` of struct S, or N of the
         struct being checked (innermost first) or of the globals, whose initializer is an int

@@ -304,6 +304,7 @@ def make_differential_struct(s: Struct) -> Struct:
 # Arrays are SSA values (one per scalar) in the IR and memory (groupshared) is small: beyond this
 # many scalars a type would exhaust the compiler long before any device could hold it.
 MAX_SCALARS = 1 << 16
+MAX_VALUE_SCALARS = 1 << 10  # a value's (type_resolution.resolve_value): 1024 compile in seconds, 4096 in minutes
 
 
 def scalar_count(t: Type) -> int:
