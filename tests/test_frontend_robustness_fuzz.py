@@ -66,6 +66,10 @@ REFUSED = [
      "index -1 is out of bounds for float[2] (0 to 1)"),
     ("float f(float3 v) {\n  return v[1 + 2];\n}\n", 2, 12, "E0003", "index 3 is out of bounds for float3 (0 to 2)"),
     ("float f(float2x2 m) {\n  return m[-1][0];\n}\n", 2, 12, "E0003", "row -1 is out of range for float2x2 (rows 0 to 1)"),
+    # dzero/dadd of a type that has no Differential
+    ("struct M { float a; };\nfloat f(float x) {\n  M m = M.dzero();\n  return x;\n}\n", 3, 9, "E0003",
+     "type M is not differentiable (it has no dzero)"),
+    ("float f(int x) {\n  return float(int.dadd(x, x));\n}\n", 2, 16, "E0003", "type int is not differentiable"),
     # '!' of what has no truth value (it reached lowering as a value of no leaves)
     ("float f(float x) {\n  return !none ? x : 0.0;\n}\n", 2, 11, "E0003", "operator '!' needs a bool or a number, got none"),
     ("struct S { float a; };\nfloat f(S s) {\n  return !s ? 1.0 : 0.0;\n}\n", 3, 11, "E0003",
