@@ -66,6 +66,11 @@ REFUSED = [
      "index -1 is out of bounds for float[2] (0 to 1)"),
     ("float f(float3 v) {\n  return v[1 + 2];\n}\n", 2, 12, "E0003", "index 3 is out of bounds for float3 (0 to 2)"),
     ("float f(float2x2 m) {\n  return m[-1][0];\n}\n", 2, 12, "E0003", "row -1 is out of range for float2x2 (rows 0 to 1)"),
+    # a primal substitute of another signature: derivative code called it with the wrong arguments
+    ("float g(float x, Optional<bool> b) { return x; }\n[Differentiable, PrimalSubstituteOf(g)]\n"
+     "float g2(float x, bool b) { return x * x; }\n", 2, 18, "E0003",
+     "[PrimalSubstituteOf]: a primal substitute takes and returns what the function it replaces does, but one is "
+     "(float, Optional<bool>) -> float and the other (float, bool) -> float"),
     # dzero/dadd of a type that has no Differential
     ("struct M { float a; };\nfloat f(float x) {\n  M m = M.dzero();\n  return x;\n}\n", 3, 9, "E0003",
      "type M is not differentiable (it has no dzero)"),

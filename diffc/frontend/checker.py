@@ -219,6 +219,11 @@ class Checker(TypeResolution):
             if key in ("PrimalSubstitute", "PrimalSubstituteOf"):  # derivative code calls the substitute
                 target = self.attr_func(attr, owner)
                 orig, subst = (f, target) if key == "PrimalSubstitute" else (self.funcs[target], f.name)
+                a, b = orig, self.funcs[subst]
+                if [(p.ty, p.direction) for p in a.params] != [(p.ty, p.direction) for p in b.params] or a.ret != b.ret:
+                    sig = lambda g: f"({', '.join(str(p.ty) for p in g.params)}) -> {g.ret}"  # noqa: E731
+                    raise err(TYPE_MISMATCH, f"[{attr.name}]: a primal substitute takes and returns what the function "
+                              f"it replaces does, but one is {sig(a)} and the other {sig(b)}", attr)
                 orig.substitute = subst
                 continue
             if key not in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
