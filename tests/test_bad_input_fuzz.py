@@ -26,8 +26,10 @@ from diffc.diagnostics import DiffcError
 from diffc.tools import diffc_opt
 
 ROOT = Path(__file__).resolve().parents[1]
+# tests/fuzz_seeds/: small programs of features the others do not reach (groupshared, Optional,
+# declared Differential types), so that mutations start from them too
 SLANG = sorted([*ROOT.glob("examples/*.slang"), ROOT / "examples/mlp/mlp.slang",
-                *ROOT.glob("tests/filecheck/frontend/*.slang")])
+                *ROOT.glob("tests/filecheck/frontend/*.slang"), *ROOT.glob("tests/fuzz_seeds/*.slang")])
 MLIR = sorted(p for p in ROOT.glob("tests/filecheck/*/*.mlir") if "RUN: diffc-opt" in p.read_text()
               or "RUN: not diffc-opt" in p.read_text())
 

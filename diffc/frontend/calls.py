@@ -160,7 +160,11 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         else:
             e.callee = callee = A.Name(t.methods[INIT], span=callee.span)  # `S(...)` calls S's __init
     if isinstance(callee, A.Member) and isinstance(callee.base, A.TypeExpr) and callee.name in ("dzero", "dadd"):
-        t = T.differential(c.resolve(callee.base.type))
+        base = c.resolve(callee.base.type)
+        if not (T.is_differentiable(base) or T.is_ptr_differentiable(base)) or (
+                isinstance(base, T.Struct) and base.diff_struct is None and base.ptr_differential is None):
+            raise err(TYPE_MISMATCH, f"type {base} is not differentiable (it has no {callee.name})", callee)
+        t = T.differential(base)
         e.kind = callee.name
         e.target = t
         _count(e, f"{callee.base.type.name}.{callee.name}", 0 if callee.name == "dzero" else 2)

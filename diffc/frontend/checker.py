@@ -35,6 +35,7 @@ def int_literal_type(e: A.Num) -> T.Scalar:
 class Checker(TypeResolution):
     def __init__(self):
         self.structs: dict[str, T.Struct] = {}
+        self.fields_in_progress: list[T.Struct] = []  # structs whose fields are being resolved
         self.struct_decls: list[A.Struct] = []
         self.struct_order: dict[str, int] = {}  # struct (generic ones too) -> its place among them (dynamic.py)
         self.typedef_decls: dict[str, A.Typedef] = {}
@@ -225,6 +226,11 @@ class Checker(TypeResolution):
             if key in ("PrimalSubstitute", "PrimalSubstituteOf"):  # derivative code calls the substitute
                 target = self.attr_func(attr, owner)
                 orig, subst = (f, target) if key == "PrimalSubstitute" else (self.funcs[target], f.name)
+                a, b = orig, self.funcs[subst]
+                if [(p.ty, p.direction) for p in a.params] != [(p.ty, p.direction) for p in b.params] or a.ret != b.ret:
+                    sig = lambda g: f"({', '.join(str(p.ty) for p in g.params)}) -> {g.ret}"  # noqa: E731
+                    raise err(TYPE_MISMATCH, f"[{attr.name}]: a primal substitute takes and returns what the function "
+                              f"it replaces does, but one is {sig(a)} and the other {sig(b)}", attr)
                 orig.substitute = subst
                 continue
             if key not in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
@@ -232,6 +238,14 @@ class Checker(TypeResolution):
             from diffc.frontend.overloads import pick_derivative
 
             target = pick_derivative(self, self.attr_func(attr, owner), f, key, attr)
+            if target == f.name:  # its signature could never be its own derivative's
+                raise err(TYPE_MISMATCH, f"[{attr.name}] names the function it is on: a function cannot be its "
+                          "own derivative", attr)
+            bwd = self.funcs[target] if key == "BackwardDerivative" else f if key == "BackwardDerivativeOf" else None
+            if bwd is not None and not isinstance(bwd.ret, T.Void):  # (lowering gives it the gradients as results)
+                raise err(TYPE_MISMATCH, f"a backward derivative returns void (its gradients go to its "
+                          f"'inout DifferentialPair' parameters), but [{attr.name}] names one that returns {bwd.ret}",
+                          attr)
             if key == "ForwardDerivative":
                 f.fwd_custom, self.funcs[target].fwd_of = target, f.name
             elif key == "BackwardDerivative":
@@ -269,12 +283,13 @@ class Checker(TypeResolution):
             params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
         for p in d.params:
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
-            params.append(PInfo(p.name, self.resolve(p.type), direction, "no_diff" in p.mods, p.semantic))
+            params.append(PInfo(p.name, self.resolve_value(p.type), direction, "no_diff" in p.mods, p.semantic))
         from diffc.frontend.defaults import check_defaults
 
         check_defaults(self, d, params)
-        textures.check_signature(params, self.resolve(d.ret), d)
-        return FuncInfo(name or d.name, params, self.resolve(d.ret), "no_diff" in d.ret_mods, d,
+        ret = self.resolve_value(d.ret)
+        textures.check_signature(params, ret, d)
+        return FuncInfo(name or d.name, params, ret, "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 
     def check_func(self, f: FuncInfo, d: A.Func) -> None:
@@ -306,6 +321,19 @@ class Checker(TypeResolution):
     def restore(self, saved) -> None:
         self.scopes, self.func, self.alias_scopes = saved
 
+    def check_not_recursive(self, s: T.Struct, f: A.Field, ty: T.Type) -> None:
+        """A field that holds (by value, or through a pointer, which diffc passes as the struct it
+        points to) a struct whose fields are still being resolved: that struct would contain itself."""
+        held = T.struct_held(ty, self.fields_in_progress)
+        if held is None:
+            return
+        kind, inner = held
+        if kind == "pointer":
+            raise err(UNSUPPORTED, f"a pointer to '{inner}' inside '{s}' itself (a recursive pointer type, "
+                      f"field '{f.name}') is not supported", f)
+        raise err(TYPE_MISMATCH, f"'{inner}' would contain itself: field '{f.name}' of '{s}' holds a {ty} "
+                  "(a struct cannot contain a value of its own type)", f)
+
     def declare_struct(self, d: A.Struct, name: str, template=None, dynamic_of: str | None = None) -> T.Struct:
         from diffc.frontend.extensions import apply_extensions
 
@@ -323,23 +351,28 @@ class Checker(TypeResolution):
             s.aliases[a.name] = self.resolve(a.type)
         if "IDifferentiablePtrType" in self.ifaces.closure(d.bases):  # also through an interface
             s.ptr_differential = self.ptr_differential(d, s)
-        for f in d.fields:
-            ty = self.resolve(f.type)
-            if "extern" in f.mods:
-                raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
-            if f.redeclared is not None and self.resolve(f.redeclared) != ty:
-                raise err(TYPE_MISMATCH, f"extern field '{f.name}' is declared {self.resolve(f.redeclared)}, but "
-                          f"'{name}' has it as {ty}", f.redeclared)
-            if "static" in f.mods:
-                if "const" not in f.mods or f.init is None or not _plain_value(ty):
-                    raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
-                              "structs of them) with an initializer", f)
-                self.expect_type(f.init, ty)
-                s.statics[f.name] = Local(f.name, ty, False, value=f.init)
-            elif f.init is not None:
-                raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
-            else:
-                s.fields.append((f.name, ty, "no_diff" in f.mods))
+        self.fields_in_progress.append(s)  # (a static field is no part of the struct's value)
+        try:
+            for f in d.fields:
+                ty = self.resolve_value(f.type) if "static" not in f.mods else self.resolve(f.type)
+                if "extern" in f.mods:
+                    raise err(UNSUPPORTED, "an 'extern' field outside an extension is not supported", f)
+                if f.redeclared is not None and self.resolve(f.redeclared) != ty:
+                    raise err(TYPE_MISMATCH, f"extern field '{f.name}' is declared {self.resolve(f.redeclared)}, but "
+                              f"'{name}' has it as {ty}", f.redeclared)
+                if "static" in f.mods:
+                    if "const" not in f.mods or f.init is None or not _plain_value(ty):
+                        raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
+                                  "structs of them) with an initializer", f)
+                    self.expect_type(f.init, ty)
+                    s.statics[f.name] = Local(f.name, ty, False, value=f.init)
+                elif f.init is not None:
+                    raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
+                else:
+                    self.check_not_recursive(s, f, ty)
+                    s.fields.append((f.name, ty, "no_diff" in f.mods))
+        finally:
+            self.fields_in_progress.remove(s)
         settle_differential(d, s)  # synthesized, or the one it declares (declared_differential.py)
         for m in d.methods:
             self.ifaces.implicit_generics(m)
@@ -556,7 +589,7 @@ class Checker(TypeResolution):
                 ty = self.expr(s.init)  # `IFoo x = A(...);`: x is an A, statically
                 self.ifaces.check_constraints(ty, s.name, [s.type.name], s.init)
             elif s.type is not None:
-                ty = self.resolve(s.type)
+                ty = self.resolve_value(s.type)
                 if s.init is None and s.name != "this" and isinstance(ty, T.Struct) and INIT in ty.methods \
                         and not s.type.dims:
                     s.init = self.default_construction(s, ty)  # `S s;` runs S's __init() where it has one
@@ -783,6 +816,8 @@ class Checker(TypeResolution):
                 if e.op not in ("-", "+"):
                     raise err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
                 return t
+            if e.op == "!" and not T.is_numeric(t):  # (a struct, none, a pointer: no truth value here)
+                raise err(TYPE_MISMATCH, f"operator '!' needs a bool or a number, got {t}", e.operand)
             if e.op == "!":
                 return T.BOOL if not isinstance(t, T.Vector) else T.Vector(T.BOOL, t.n)
             if not T.is_numeric(t):
@@ -821,6 +856,8 @@ class Checker(TypeResolution):
                 v = self.expr(e.value)
                 if not (T.is_numeric(t) and T.convertible(v, t)):
                     raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
+                if e.op in ("&=", "|=", "^=", "<<=", ">>=") and T.is_floating(T.common_type(t, v) or t):
+                    raise err(TYPE_MISMATCH, f"operator '{e.op}' needs integers, got {t} and {v}", e)  # as binary's
             return t
         if isinstance(e, A.IncDec):
             t = self.lvalue(e.target)
@@ -993,6 +1030,8 @@ class Checker(TypeResolution):
         i = self.expr(e.index)
         if not (T.is_int_scalar(i) or i == T.BOOL):
             raise err(TYPE_MISMATCH, f"an index must be an integer, got {i}", e.index)
+        if isinstance(t, T.Array | T.Vector | T.Matrix):  # (a buffer's length is known only at run time)
+            _check_constant_index(t, e.index)
         if isinstance(t, T.Array | T.Buffer):
             textures.check_array_index(e, t)
             return t.elem
@@ -1007,6 +1046,20 @@ class Checker(TypeResolution):
             matrices.check_row_index(t, e.index)
             return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
+
+
+def _check_constant_index(t: T.Array | T.Vector | T.Matrix, index: A.Expr) -> None:
+    """A constant index (`2`, `-1`, `1 + 1`) must name an element: lowering takes a literal as a
+    position among the leaves, and selects among them for any other index, element 0 where none
+    matches. An empty array has no element for any index to name."""
+    n = t.rows if isinstance(t, T.Matrix) else t.n
+    if n == 0:
+        raise err(TYPE_MISMATCH, f"{t} has no elements to index", index)
+    k = const_int(index)  # (literals only: a name may be a local that shadows a constant)
+    if k is not None and not 0 <= k < n and isinstance(t, T.Matrix):
+        raise err(TYPE_MISMATCH, f"row {k} is out of range for {t} (rows 0 to {n - 1})", index)  # (matrices.py's words)
+    if k is not None and not 0 <= k < n:
+        raise err(TYPE_MISMATCH, f"index {k} is out of bounds for {t} (0 to {n - 1})", index)
 
 
 def _whole(got: T.Type, member: T.Type) -> bool:

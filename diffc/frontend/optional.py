@@ -57,6 +57,10 @@ def optional_type(c: Checker, inner: T.Type, where: A.Node) -> T.Struct:
                  differentiable=T.is_differentiable(inner), optional_of=inner,
                  template=("Optional", (inner,)))  # (so that `Optional<T>` infers T: generics.infer)
     if s.differentiable:
+        if isinstance(inner, T.Struct) and inner.diff_struct is None and inner.ptr_differential is None:
+            # named inside inner's own declaration (a typealias), before inner's Differential exists
+            raise err(UNSUPPORTED, f"Optional<{inner}> inside the declaration of '{inner}' itself is not supported",
+                      where)
         s.diff_struct = T.make_differential_struct(s)
         s.diff_struct.optional_diff_of = s
     cache[key] = s

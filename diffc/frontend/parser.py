@@ -980,6 +980,8 @@ class Parser:
                 init = self.expr() if self.accept("=") else None
                 if kind == "let" and init is None:
                     self.error("expected '=' (a 'let' needs a value)")
+                if kind == "var" and ty is None and init is None:  # nothing to infer its type from
+                    self.error("expected ':' or '=' (a 'var' needs a type or a value)")
                 decls.append(A.VarDecl(kind, ty, name.text, init, is_const, span=self.span_from(dstart)))
                 if kind != "typed" or not self.accept(","):
                     break

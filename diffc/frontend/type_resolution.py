@@ -36,7 +36,18 @@ class TypeResolution:
             size = n if isinstance(n, int) else self.static_const_int(n)
             if size is None:
                 raise err(UNDEFINED, f"array size '{n}' is not a compile-time int", t)
-            ty = T.Array(ty, size)
+            ty = _sized_array(ty, size, t)
+        return ty
+
+    def resolve_value(self, t: A.TypeRef) -> T.Type:
+        """The type of a local, parameter, result or field: values the IR holds as one SSA value
+        per scalar, which past T.MAX_VALUE_SCALARS take the passes minutes (memory does not:
+        groupshared variables and buffers may be larger)."""
+        ty = self.resolve(t)
+        if T.scalar_count(ty) > T.MAX_VALUE_SCALARS:
+            raise err(UNSUPPORTED, f"a value of type {ty} ({T.scalar_count(ty)} scalars) is not supported (at most "
+                      f"{T.MAX_VALUE_SCALARS} in a local, parameter, result or field: diffc holds it as one value "
+                      "per scalar; use a buffer or groupshared memory)", t)
         return ty
 
     def static_const_int(self, name: str) -> int | None:
@@ -152,7 +163,7 @@ class TypeResolution:
             e = self._type_arg(t, t.args[0])
             if not isinstance(t.args[1], int) or t.args[1] < 0:
                 raise err(UNDEFINED, f"the size of {t.name}<...> must be a compile-time int, got '{t.args[1]}'", t)
-            return T.Array(e, t.args[1])
+            return _sized_array(e, t.args[1], t)
         if n == "Optional" and len(t.args) == 1:
             return optional_type(self, self._type_arg(t, t.args[0]), t)
         if n == "Ptr":  # (resolve turned every Ptr<T, ...> with a type T into T*)
@@ -205,3 +216,11 @@ class TypeResolution:
             named = self.typedef_decls[t.name].type
             t = A.TypeRef(named.name, named.args, named.dims, named.pointer, span=t.span)
         return t
+
+
+def _sized_array(elem: T.Type, n: int, where: A.Node) -> T.Array:
+    ty = T.Array(elem, n)
+    if T.scalar_count(ty) > T.MAX_SCALARS:
+        raise err(UNSUPPORTED, f"an array of {T.scalar_count(ty)} scalars ({ty}) is not supported (at most "
+                  f"{T.MAX_SCALARS}: diffc holds an array as one value per scalar)", where)
+    return ty

@@ -324,6 +324,47 @@ def make_differential_struct(s: Struct) -> Struct:
     return d
 
 
+# Arrays are SSA values (one per scalar) in the IR and memory (groupshared) is small: beyond this
+# many scalars a type would exhaust the compiler long before any device could hold it.
+MAX_SCALARS = 1 << 16
+MAX_VALUE_SCALARS = 1 << 10  # a value's (type_resolution.resolve_value): 1024 compile in seconds, 4096 in minutes
+
+
+def scalar_count(t: Type) -> int:
+    """How many scalars (leaves) a value of t has, counted without listing them."""
+    if isinstance(t, Array):
+        return t.n * scalar_count(t.elem)
+    if isinstance(t, Vector):
+        return t.n
+    if isinstance(t, Matrix):
+        return t.rows * t.cols
+    if isinstance(t, Struct):
+        return sum(scalar_count(ft) for _, ft, _ in t.fields)
+    return 1
+
+
+def struct_held(t: Type, structs: list[Struct]) -> tuple[str, Struct] | None:
+    """Whether a value of `t` holds one of `structs` by value ("value") or through a pointer
+    ("pointer"): through arrays, struct fields (Optional's too) and pairs."""
+    seen: set[int] = set()
+
+    def walk(t: Type, via: str) -> tuple[str, Struct] | None:
+        if isinstance(t, Struct):
+            if any(t is s for s in structs):
+                return via, t
+            if id(t) in seen:
+                return None
+            seen.add(id(t))
+            return next((h for _, ft, _ in t.fields if (h := walk(ft, via))), None)
+        if isinstance(t, Array | Pair | PtrPair):
+            return walk(t.elem, via)
+        if isinstance(t, Pointer):
+            return walk(t.elem, "pointer")
+        return None
+
+    return walk(t, "value")
+
+
 def holds_pointer(t: Type) -> bool:
     if isinstance(t, Pointer):
         return True

@@ -83,8 +83,22 @@ def build_program(source: str, options: tuple[str, ...] = ()):
         prg = _memory.get(key)
         if prg is None:
             prg = _load_or_build(source, options, dev, key)
+            _check_local_memory(prg, dev)
             _memory[key] = prg
     return prg
+
+
+def _check_local_memory(prg, dev: DeviceInfo) -> None:
+    """A kernel whose work-group memory (groupshared arrays) exceeds the device's: an error here,
+    where some drivers (PoCL) would abort the process at launch."""
+    import pyopencl as cl
+
+    limit = int(dev.cl_device.local_mem_size)
+    for k in prg.all_kernels():
+        used = int(k.get_work_group_info(cl.kernel_work_group_info.LOCAL_MEM_SIZE, dev.cl_device))
+        if used > limit:
+            raise BuildError(f"error: kernel '{k.function_name}' needs {used} bytes of work-group memory (its "
+                             f"groupshared variables), more than the device's {limit} bytes")
 
 
 @contextlib.contextmanager
