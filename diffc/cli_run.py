@@ -325,7 +325,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
 
     from diffc.backend.opencl import build_options, emit_opencl, options_for_device
     from diffc.runtime.device import device
-    from diffc.runtime.program import build_program
+    from diffc.runtime.program import build_program, check_work_group_memory
 
     fn = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == entry)
     by_name = {b.name: b for b in buffers}
@@ -393,6 +393,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         sizes[name] = dev_arr.size
         arrays.append((b, arr, mem, dev_arr, layout))
     options = options_for_device(dev.cl_device)
+    check_work_group_memory(module)
     program = build_program(emit_opencl(module, options), tuple(build_options(options)))
     local = tuple(threads)
     global_size = tuple(t * g for t, g in zip(threads, groups))

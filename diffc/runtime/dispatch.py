@@ -151,7 +151,7 @@ def _build(module: Module) -> EntryProgram:
     )
     from diffc.compiler import differentiate, make_context
     from diffc.runtime.errors import located_failure, with_source_line
-    from diffc.runtime.program import build_program
+    from diffc.runtime.program import build_program, check_work_group_memory
 
     entries = {f.sym_name.data: f for f in module.ir.ops if isinstance(f, func.FuncOp) and is_compute_entry(f)}
     thread_ids = {}
@@ -193,6 +193,7 @@ def _build(module: Module) -> EntryProgram:
     except (DiagnosticException, PassFailedException, VerifyException) as e:
         raise located_failure(e, module, "lowering the compute entry points failed: ") from None
     options = options_for_device(device().cl_device)
+    check_work_group_memory(low)
     emitter = ModuleEmitter(low, options)
     source = with_source_line(emitter.emit, module.sources)()
     program = build_program(source, tuple(build_options(options)))

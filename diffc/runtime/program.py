@@ -88,6 +88,31 @@ def build_program(source: str, options: tuple[str, ...] = ()):
     return prg
 
 
+def check_work_group_memory(module) -> None:
+    """Before building: a kernel of `module` (lowered) whose work-group memory (its groupshared
+    arrays, `kernel.local_alloc`) exceeds the device's is an error, in the same words on every
+    device (NVIDIA's compiler refuses such a program with a ptxas log; PoCL aborts at launch)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import IndexType
+
+    from diffc.dialects import kernel
+
+    limit = int(device().cl_device.local_mem_size)
+    for fn in module.ops:
+        if not (isinstance(fn, func.FuncOp) and kernel.is_kernel(fn)):
+            continue
+        used = 0
+        for op in fn.walk():
+            if isinstance(op, kernel.LocalAllocOp):
+                t = op.result.type
+                el = t.element_type
+                width = 64 if isinstance(el, IndexType) else el.bitwidth
+                used += (width // 8) * max(1, t.element_count())
+        if used > limit:
+            raise BuildError(f"error: kernel '{fn.sym_name.data}' needs {used} bytes of work-group memory (its "
+                             f"groupshared variables), more than the device's {limit} bytes")
+
+
 def _check_local_memory(prg, dev: DeviceInfo) -> None:
     """A kernel whose work-group memory (groupshared arrays) exceeds the device's: an error here,
     where some drivers (PoCL) would abort the process at launch."""
