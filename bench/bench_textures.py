@@ -11,7 +11,11 @@ a float64 numpy reference of the filter on a sample of work-items before timing 
 
 Measured (PoCL on 2 shared CPU cores, 2026-11-24, --size 256 --runs 3, min device time):
 readTexture 0.194 ms, readBuffer 0.184 ms (1.06), sample 2.675 ms, sampleBackward 3.452 ms;
-max error 1.7e-06. GPU: not measured yet.
+max error 1.7e-06.
+NVIDIA H100 80GB HBM3 (OpenCL 3.0 CUDA, driver 580.159.04; after f97ac29; 2048 x 2048 float4, 10
+runs, min device time): readTexture 0.034 ms, readBuffer 0.033 (texture / buffer 1.03), sample
+0.056, sampleBackward 0.066; max error of sampled values and uv gradients 2.9e-4 (float32 against
+the float64 filter and finite differences).
 """
 
 from __future__ import annotations
