@@ -92,6 +92,8 @@ void sampleBackward(uint3 tid : SV_DispatchThreadID, uniform uint n)
 
 
 def bilinear(tex: np.ndarray, u: float, v: float) -> np.ndarray:
+    """D3D's bilinear filter with clamp-to-edge addressing, in float64: texel (i, j)'s centre is
+    at ((i + 0.5) / W, (j + 0.5) / H). (tests/test_textures.py checks SampleLevel against it.)"""
     h, w = tex.shape[:2]
     px, py = u * w - 0.5, v * h - 0.5
     x0, y0 = int(np.floor(px)), int(np.floor(py))

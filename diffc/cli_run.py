@@ -29,6 +29,7 @@ import numpy as np
 
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
 from diffc.runtime.input_textures import InputTexture, InputTextureGroup, input_texture
+from diffc.runtime.textures import NAMED as TEXTURE_NAMED, ROLES as TEXTURE_ROLES
 
 _OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?::(?P<flags>.*))?$")
 # (a generic type's name with its arguments too: `type_conformance Persp<float>:ISensor<float> = 0`)
@@ -348,9 +349,9 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
     textures = {}  # texture name -> (its texels' array, its buffers)
     for param in kparams:
         t, name = param.type, param.name
-        if param.role in ("texels", "width", "height", "dims"):
+        if param.role in TEXTURE_ROLES:
             args.append(texture_arg(param, by_name, textures, sizes, dev, filename, entry,
-                                    [q.of for q in kparams if q.role in ("texels", "dims")]))
+                                    [q.of for q in kparams if q.role in TEXTURE_NAMED]))
             continue
         if param.role == "status" and param.of in slots:  # a status buffer (runtime/status.py), checked below
             args.append(status.buffers[mine.index(slots[param.of])])

@@ -5,6 +5,9 @@ reads a texture against float64 central differences; binding errors and refusals
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from slang_harness import compile_error
@@ -14,25 +17,15 @@ from diffc.runtime.errors import CallError
 from diffc.runtime.module import load_module_from_string
 from diffc.runtime.tensor import Tensor
 
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+from bench_textures import bilinear  # noqa: E402  (the float64 reference filter, shared with the benchmark)
+
+sys.path.remove(str(BENCH))
+
 
 def _load(src: str):
     return load_module_from_string(src, "k.slang")
-
-
-def bilinear(tex: np.ndarray, u: float, v: float) -> np.ndarray:
-    """D3D's bilinear filter with clamp-to-edge addressing, in float64: texel (i, j)'s centre is
-    at ((i + 0.5) / W, (j + 0.5) / H)."""
-    h, w = tex.shape[:2]
-    px, py = u * w - 0.5, v * h - 0.5
-    x0, y0 = int(np.floor(px)), int(np.floor(py))
-    fx, fy = px - x0, py - y0
-
-    def at(x, y):
-        return tex[min(max(y, 0), h - 1), min(max(x, 0), w - 1)].astype(np.float64)
-
-    top = at(x0, y0) * (1 - fx) + at(x0 + 1, y0) * fx
-    bottom = at(x0, y0 + 1) * (1 - fx) + at(x0 + 1, y0 + 1) * fx
-    return top * (1 - fy) + bottom * fy
 
 
 READS = """

@@ -54,7 +54,8 @@ from diffc.runtime.bounds import (
 from diffc.runtime.sanitize import apply_nan_check, primal_functions
 from diffc.runtime.status import StatusBuffers, status_slots
 from diffc.runtime.tensor import Tensor, TensorPointer
-from diffc.runtime.textures import ROLES as TEXTURE_ROLES, BoundTexture, bind_texture
+from diffc.runtime.textures import NAMED as TEXTURE_NAMED, ROLES as TEXTURE_ROLES, SIZES as TEXTURE_SIZES
+from diffc.runtime.textures import BoundTexture, bind_texture
 
 if TYPE_CHECKING:
     from diffc.runtime.module import Function, Module
@@ -373,7 +374,7 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, k
         uninit.start()
     by_name = {p.name: p for p in kernel.params if not p.supplied and p.kind not in TEXTURE_SIZES}
     for p in kernel.params:  # a texture is one argument, named as the texture
-        if p.kind in ("texels", "dims"):
+        if p.kind in TEXTURE_NAMED:
             by_name.setdefault(p.of, p)
     textures: dict[str, BoundTexture] = {}
     for key, value in kwargs.items():
@@ -426,9 +427,6 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, k
         else:
             args.append(_scalar(where, p.type, value, index_dtype, path))
     return args
-
-
-TEXTURE_SIZES = ("width", "height", "dims")  # passed with the texture (runtime/textures.py)
 
 
 def _texture_arg(where, kernel, p, leaves, textures, sizes, bound, keep):

@@ -13,7 +13,9 @@ import numpy as np
 from diffc.runtime.errors import CallError
 from diffc.runtime.tensor import Tensor
 
-ROLES = ("texels", "width", "height", "dims")
+ROLES = ("texels", "width", "height", "dims")  # a texture's parameters' ABI roles (dialects/abi.py)
+SIZES = ("width", "height", "dims")  # the ones passed with the texture, not named by the caller
+NAMED = ("texels", "dims")  # the ones whose `of` is the texture's argument name
 
 
 class BoundTexture:
