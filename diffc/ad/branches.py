@@ -89,9 +89,9 @@ def primal(rev, op: Operation, regions: list[Region], vmap: dict, ctx, mode: str
 
 def vjp(rev, op: Operation, regions: list[Region], adj: dict, vmap: dict, em, ctx, make: Make) -> None:
     free = free_varied(regions, rev.act)
-    if not free and not any(r in adj for r in op.results):
-        # nothing to reverse; but with a cotangent coming in, a branch may still call a custom
-        # derivative that acts on state of its own (activity: reaches_custom)
+    if not free and not any(r in adj for r in op.results) and not rev.calls_custom_bwd(op):
+        # nothing to reverse: no derivative flows through the branch, and no custom backward
+        # derivative inside it acts on state of its own (a buffer's gradient, say)
         return
     blocks = []
     for region in regions:

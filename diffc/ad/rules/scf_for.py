@@ -98,7 +98,8 @@ class ForRule(LoopRule):
         carried = body.args[1:]
         J = [j for j, a in enumerate(carried) if a in rev.act]
         free = free_varied([op.body], rev.act)
-        if not J and not free:
+        if not J and not free and not rev.calls_custom_bwd(op):
+            # a custom backward derivative in the body may act on state of its own: it still runs
             return
         lb, ub, st = vmap[op.lb], vmap[op.ub], vmap[op.step]
         tc = trip_count(op)
