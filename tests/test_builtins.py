@@ -450,3 +450,33 @@ def test_intrinsics_through_opencl(tmp_path):
 ])
 def test_intrinsic_errors_are_located(src, code, col, words):
     expect_error(src, code, 1, col, words)
+
+
+FMOD_KERNEL = """
+RWStructuredBuffer<float> X;
+RWStructuredBuffer<float> Y;
+RWStructuredBuffer<float> R;
+[numthreads(8, 1, 1)] void remainders(uint3 t : SV_DispatchThreadID, uniform uint n) {
+  if (t.x >= n) return;
+  R[2 * t.x] = fmod(X[t.x], Y[t.x]);
+  R[2 * t.x + 1] = X[t.x] % Y[t.x];
+}
+"""
+
+
+def test_fmod_is_exact_in_float32_on_the_device(tmp_path):
+    # x - y * trunc(x / y) rounds x / y first: fmod(1, 1/6) came out 0 where C's fmod gives 1/6
+    import diffc
+
+    path = tmp_path / "fmod.slang"
+    path.write_text(FMOD_KERNEL)
+    m = diffc.load_module(str(path))
+    x = np.float32([1.0, -7.5, 5.5, 1.0, 100.0, -3.25, 0.7, 1e6])
+    y = np.float32([1.0, 2.0, -2.0, 0.3, 1.0 / 3.0, 0.5, 0.1, 7.0])
+    y[0] = np.float32(1.0) / np.float32(6.0)
+    r = diffc.Tensor.from_numpy(np.zeros(16, np.float32))
+    T = diffc.Tensor.from_numpy
+    m.remainders.dispatch(thread_count=8, X=T(x), Y=T(y), R=r, n=8)
+    out = r.to_numpy().reshape(8, 2)
+    np.testing.assert_array_equal(out[:, 0], np.fmod(x, y))
+    np.testing.assert_array_equal(out[:, 1], np.fmod(x, y))

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, I
 from xdsl.ir import Operation, SSAValue
 
 from diffc.dialects import diff
+from diffc.rules.arith_ext import RemFOp
 from diffc.frontend.groupshared import storage_type
 from diffc.frontend import ast as A
 from diffc.frontend import dynamic_buffers, optional, textures
@@ -723,8 +724,8 @@ class ExprLowering:
         self.emit(op)
 
     def fmod(self, x: SSAValue, y: SSAValue) -> SSAValue:
-        q = self.v(math.TruncOp(self.v(arith.DivfOp(x, y))))
-        return self.v(arith.SubfOp(x, self.v(arith.MulfOp(y, q))))
+        # C's fmod, exact: x - y * trunc(x / y) rounds x / y first (fmod(1, 1/6) gave 0, not 1/6)
+        return self.v(RemFOp(x, y))
 
     def math_unary(self, name: str, x: SSAValue) -> SSAValue:
         return self.v(getattr(math, MATH_UNARY[name])(x))
