@@ -59,7 +59,9 @@ class FuncInfo:
 
     @property
     def backward(self) -> bool:
-        return bool({"Differentiable", "BackwardDifferentiable"} & set(self.attrs)) or bool(self.bwd_custom)
+        """Whether reverse mode differentiates the body: not when a custom backward derivative
+        replaces it (the body then only runs as primal code, whose loops need no bound)."""
+        return bool({"Differentiable", "BackwardDifferentiable"} & set(self.attrs)) and not self.bwd_custom
 
 
 @dataclass
