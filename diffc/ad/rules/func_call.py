@@ -4,7 +4,9 @@ Activity: the callee's differentiable results vary when a varied argument reache
 differentiable parameter, or when the callee has (or reaches through its differentiable
 callees) a custom derivative of the mode (`Activity.reaches_custom`): such a derivative may
 read derivatives from state of its own. A varied argument passed to a function that is neither
-diff.differentiable nor has a custom derivative of the mode is an error.
+diff.differentiable nor has a custom derivative of the mode is an error, unless no derivative of
+the call's results is used (`feeds_a_derivative`: they only reach an int conversion, say): then,
+as in Slang, the call is primal code.
 Forward: `@g_fwd` (generated once by the driver, or g's diff.fwd_derivative) called over
 pairs for the differentiable parameters and results.
 Reverse: the forward sweep calls g itself; the adjoint calls `@g_bwd` (or g's
@@ -21,6 +23,7 @@ from xdsl.dialects.builtin import SymbolRefAttr
 from xdsl.ir import Block
 from xdsl.rewriter import InsertPoint
 
+from diffc.ad.uses import feeds_a_derivative
 from diffc.ad.interface import DerivativeRule, register
 from diffc.ad.tape import Emitter, adjoint_type
 from diffc.dialects import diff
@@ -71,8 +74,8 @@ class CallRule(DerivativeRule):
             # (as forward mode's jvp_op does): only the others are refused
             bad = [i for i, a in enumerate(op.arguments)
                    if a in act.varied and (not isinstance(callee, func.FuncOp) or diff.arg_is_differentiable(callee, i))]
-            if not bad:
-                return
+            if not bad or not feeds_a_derivative(op.results):
+                return  # (nothing uses a derivative of the results: Slang drops it too)
             act.refuse(
                 f"a derivative-carrying value (operand {bad[0]}) is passed to "
                 f"@{op.callee.root_reference.data}, which is not differentiable "
@@ -95,7 +98,9 @@ class CallRule(DerivativeRule):
         active = [i for i, t in enumerate(tans) if t is not None]
         if callee is not None:
             active = [i for i in active if arg_is_differentiable(callee, i)]
-        if not active and not (callee is not None and fwd.gen.reaches_custom_fwd(callee)):
+        dropped = callee is not None and not is_differentiable_func(callee) and (
+            custom_derivative(callee, FWD_DERIVATIVE) is None) and not feeds_a_derivative(op.results)
+        if dropped or not active and not (callee is not None and fwd.gen.reaches_custom_fwd(callee)):
             new = b.insert(op.clone(value_mapper=fwd.primal))
             if isinstance(callee, func.FuncOp) and callee.sym_name.data != op.callee.root_reference.data:
                 new.properties["callee"] = SymbolRefAttr(callee.sym_name.data)  # the primal substitute

@@ -1,0 +1,30 @@
+"""What the uses of a value ask of it: whether a derivative of it could be needed at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xdsl.dialects import func
+from xdsl.ir import SSAValue
+from xdsl.traits import is_side_effect_free
+
+from diffc.dialects import diff
+
+
+def feeds_a_derivative(values: Iterable[SSAValue], _seen: set | None = None) -> bool:
+    """Whether a derivative of `values` could be needed: False only when every use ends, through
+    pure ops without regions, in ops whose results have no differentiable type (an int
+    conversion, a comparison). Slang's rule for a call of a non-differentiable function: its
+    derivative is dropped, and that is an error only where a derivative of its result is used."""
+    seen = set() if _seen is None else _seen
+    for v in values:
+        if v in seen or not diff.is_differentiable_type(v.type):
+            continue
+        seen.add(v)
+        for use in v.uses:
+            op = use.operation
+            if op.regions or not op.results or not is_side_effect_free(op) or isinstance(op, func.CallOp):
+                return True
+            if feeds_a_derivative(op.results, seen):
+                return True
+    return False
