@@ -870,7 +870,8 @@ class Checker(TypeResolution):
             return self.index(e)
         if isinstance(e, A.Cast):
             src, dst = self.expr(e.operand), self.resolve(e.type)
-            if not (T.convertible(src, dst) or src == dst or _same_memory_pointers(src, dst)):
+            if not (T.convertible(src, dst) or src == dst or _same_memory_pointers(src, dst)
+                    or matrices.truncates(src, dst)):
                 raise err(TYPE_MISMATCH, f"cannot cast {src} to {dst}", e)
             return dst
         if isinstance(e, A.Call):

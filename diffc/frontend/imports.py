@@ -81,6 +81,8 @@ class Loader:
         self.type_names: set[str] = set()
         self.generic_structs: set[str] = set()
         self.interfaces: set[str] = set()
+        self.namespaces: set[str] = set()
+        self.interface_aliases: dict[str, str] = {}
 
     def parse(self, text: str, filename: str) -> A.Program:
         """The program of `filename`, its imports spliced in."""
@@ -93,6 +95,8 @@ class Loader:
         self.type_names |= p.type_names
         self.interfaces |= p.interfaces
         p.type_names, p.generic_structs, p.interfaces = self.type_names, self.generic_structs, self.interfaces
+        self.namespaces |= p.namespaces
+        p.namespaces, p.interface_aliases = self.namespaces, self.interface_aliases
         p.loader = self
         return p.parse_program()
 
@@ -109,7 +113,7 @@ class Loader:
         if kind == "module":
             return []
         importer = self.sources.file_at(where[0])
-        path = self._find(name, quoted, importer)
+        path = self._find(name, quoted, importer, parents=kind == "implementing")
         if path is None:
             tried = ", ".join(self._candidates(name, quoted))
             raise FrontendError(UNDEFINED, f"cannot find the file of {kind} '{name}' (looked for {tried})", *where)
@@ -127,8 +131,16 @@ class Loader:
         stems = [stem] if "_" not in stem or quoted else [stem, stem.replace("_", "-")]
         return [s if s.endswith(".slang") else s + ".slang" for s in stems]
 
-    def _find(self, name: str, quoted: bool, importer: str) -> str | None:
-        dirs = [os.getcwd() if importer.startswith("<") else os.path.dirname(os.path.abspath(importer)), self.main_dir]
+    def _find(self, name: str, quoted: bool, importer: str, parents: bool = False) -> str | None:
+        """The file: beside the importer, beside the main file, in the include directories; for
+        `implementing` (a file of a module whose own file is often a folder up) also in the
+        importer's parent folders."""
+        here = os.getcwd() if importer.startswith("<") else os.path.dirname(os.path.abspath(importer))
+        dirs = [here, self.main_dir, *self.include_dirs]
+        d = here
+        while parents and os.path.dirname(d) != d and len(dirs) < 16:
+            d = os.path.dirname(d)
+            dirs.append(d)
         for d in dirs:
             for cand in self._candidates(name, quoted):
                 path = os.path.join(d, cand)

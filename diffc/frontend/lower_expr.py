@@ -12,6 +12,7 @@ from xdsl.ir import Operation, SSAValue
 from diffc.dialects import diff
 from diffc.rules.arith_ext import RemFOp
 from diffc.frontend.groupshared import storage_type
+from diffc.frontend.matrices import truncates
 from diffc.frontend import ast as A
 from diffc.frontend import dynamic_buffers, optional, textures
 from diffc.frontend import types as T
@@ -276,6 +277,8 @@ class ExprLowering:
         if isinstance(e, A.Index):
             return self.index(e)
         if isinstance(e, A.Cast):
+            if truncates(e.operand.ty, e.ty):
+                return self.truncate(self.expr(e.operand), e.operand.ty, e.ty)  # type: ignore[attr-defined]
             return self.convert(self.expr(e.operand), e.operand.ty, e.ty)
         if isinstance(e, A.Call):
             return self.call(e)  # type: ignore[attr-defined]

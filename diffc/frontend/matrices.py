@@ -283,6 +283,22 @@ class MatrixLowering:
         comps += self.const(0, t.elem) * (t.rows * t.cols - len(comps))
         return self.rows_of(comps, t)
 
+    def truncate(self, vals: list[SSAValue], src: T.Vector | T.Matrix, dst: T.Type) -> list[SSAValue]:
+        """An explicit cast that drops trailing components (`truncates`): the kept ones, then
+        converted to dst's element type."""
+        if isinstance(src, T.Matrix):
+            assert isinstance(dst, T.Matrix)
+            kept = T.Matrix(src.elem, dst.rows, dst.cols)
+            rows = [self.truncate([r], src.row, kept.row)[0] if src.cols != dst.cols else r
+                    for r in vals[: dst.rows]]
+            return self.convert(rows, kept, dst)
+        n = dst.n if isinstance(dst, T.Vector) else 1
+        (x,) = vals
+        comps = [self.v(vector.ExtractOp(x, [i], T.ir_scalar(src.elem))) for i in range(n)]
+        kept_t = T.Vector(src.elem, n) if n > 1 else src.elem
+        kept = self.build_vector(comps, kept_t) if n > 1 else comps
+        return self.convert(kept, kept_t, dst)
+
     def matrix_convert(self, vals: list[SSAValue], src: T.Type, dst: T.Matrix) -> list[SSAValue]:
         if isinstance(src, T.Matrix):
             return [self.convert([x], src.row, dst.row)[0] for x in vals]
@@ -380,3 +396,13 @@ class MatrixLowering:
             else:
                 acc = self.arith("-" if j % 2 else "+", [acc], [term], elem)[0]
         return acc
+
+
+def truncates(src: T.Type, dst: T.Type) -> bool:
+    """An explicit cast HLSL allows that drops trailing components: `(float3x3)m4x4` keeps the
+    top-left 3x3, `(float2)v4` the first two (element types may convert too)."""
+    if isinstance(src, T.Matrix) and isinstance(dst, T.Matrix):
+        return (dst.rows, dst.cols) != (src.rows, src.cols) and dst.rows <= src.rows and dst.cols <= src.cols
+    if isinstance(src, T.Vector) and isinstance(dst, T.Vector):
+        return dst.n < src.n
+    return False

@@ -19,13 +19,25 @@ SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
 # Fixed-width spellings of the scalars (Slang's stdint-style names).
 SCALAR_ALIASES = {"uint32_t": "uint", "int32_t": "int", "float32_t": "float", "float16_t": "half",
                   "float64_t": "double"}
+_SIZED_ALIAS = re.compile(r"^(uint32_t|int32_t|float32_t|float16_t|float64_t)([1-4](?:x[1-4])?)$")
+
+
+def canonical_type_name(name: str) -> str:
+    """The built-in spelling of a fixed-width name: `uint32_t` -> `uint`, `uint32_t3` -> `uint3`,
+    `float16_t2x2` -> `half2x2`; other names as they are."""
+    if name in SCALAR_ALIASES:
+        return SCALAR_ALIASES[name]
+    m = _SIZED_ALIAS.match(name)
+    return SCALAR_ALIASES[m.group(1)] + m.group(2) if m else name
+
+
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector", "Ptr",
                  "CoopVec", "Optional",
                  "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock"}  # (a texture's <T> may be left out)
 RESOURCE_TYPES = {"SamplerState"}  # frontend/textures.py
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
-PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref"}
+PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref", "constexpr"}
 # Matrix layout qualifiers: values are the same either way (memory layout is row-major).
 MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
@@ -36,7 +48,11 @@ TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) decl
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
-GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
+# Slang modifiers that change nothing here: `override` marks a method that replaces an
+# interface's default (the struct's own method is what a call finds anyway); `constexpr` a value
+# that is a compile-time constant (constants are folded where sizes need them).
+NO_EFFECT_MODS = {"override", "constexpr"}
+GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY | NO_EFFECT_MODS
 
 # Attributes that change what a program means and that this front end does not implement: each
 # is a located E0008 (attributes not named here, such as [ForceInline], change no result and are
@@ -44,7 +60,11 @@ GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBIL
 REFUSED_ATTRS = {"DerivativeMember"}
 IMPORT_WORDS = {"import", "__include", "module", "implementing"}  # imports.py reads the files
 # the standard library's interfaces, as names (values of these types are refused: interfaces.py)
-BUILTIN_INTERFACE_NAMES = {"IDifferentiable", "IFloat", "IArithmetic", "IInteger", "IComparable"}
+BUILTIN_INTERFACE_NAMES = {"IDifferentiable", "IFloat", "IArithmetic", "IInteger", "IComparable",
+                           "IDifferentiablePtrType", "IDefaultInitializable", "IArray", "IRealArray",
+                           "IFloatArray", "__BuiltinFloatingPointType", "__BuiltinRealType",
+                           "__BuiltinArithmeticType", "__BuiltinType", "__BuiltinIntegerType",
+                           "__BuiltinSignedArithmeticType"}
 KEYWORDS = {"if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case",
             "default", "no_diff", "true", "false", "let", "var", "const"}
 BINARY_PREC = [
@@ -83,7 +103,8 @@ def derivative_member(attrs: list[A.Attr]) -> tuple[str, A.Span] | None:
 
 
 def is_builtin_type_name(name: str) -> bool:
-    return name in SCALARS or name in SCALAR_ALIASES or name in GENERIC_TYPES or name in RESOURCE_TYPES or bool(_VEC.match(name) or _MAT.match(name))
+    name = canonical_type_name(name)
+    return name in SCALARS or name in GENERIC_TYPES or name in RESOURCE_TYPES or bool(_VEC.match(name) or _MAT.match(name))
 
 
 class Parser:
@@ -109,8 +130,86 @@ class Parser:
         self.generic_structs: set[str] = set()
         self.generic_bases: list[A.TypeRef] = []  # the bases with generic arguments just parsed (conformances)
         self.enum_names: set[str] = set()
+        # namespaces (this file's and, through the loader, earlier files'): `ns::f` and `ns.f` are f
+        self.namespaces: set[str] = set()
+        self.interface_aliases: dict[str, str] = {}  # `typealias IReal = IFloat;`: IReal -> IFloat
+        self.hoisted: list[A.Global] = []  # groupshared locals, declared as globals (shared_local)
+        self.find_namespaces()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
+
+    # ---- namespaces ----
+    def find_namespaces(self) -> None:
+        """`namespace a.b {`, `namespace a::b {`: the names, whose qualifiers strip_qualifiers drops."""
+        toks = self.toks
+        for i, t in enumerate(toks):
+            if t.kind == "ident" and t.text == "namespace" and toks[i + 1].kind == "ident":
+                k = i + 1
+                while toks[k].kind == "ident":
+                    self.namespaces.add(toks[k].text)
+                    if toks[k + 1].text not in (".", "::"):
+                        break
+                    k += 2
+
+    def strip_qualifiers(self) -> None:
+        """Drops `ns::` and `ns.` (ns a namespace) from the tokens not yet parsed: a namespace's
+        declarations join the one program, so a qualified name is the name itself. (Two namespaces
+        declaring the same name then collide, as two files importing it would.)"""
+        if not self.namespaces and not self.interface_aliases:
+            return
+        out = self.toks[: self.i]
+        rest = self.toks[self.i:]
+        k = 0
+        while k < len(rest):
+            t = rest[k]
+            prev = out[-1].text if out else ""
+            qualified = prev in (".", "::", "->")
+            if (t.kind == "ident" and t.text in self.namespaces and k + 1 < len(rest)
+                    and rest[k + 1].text in ("::", ".") and not qualified and prev != "namespace"):
+                k += 2
+                continue
+            if t.kind == "ident" and t.text in self.interface_aliases and not qualified and prev != "typealias":
+                t = Token("ident", self.interface_aliases[t.text], t.start, t.end)
+            out.append(t)
+            k += 1
+        self.toks = out
+
+    def interface_alias(self, name: Token, start: int) -> A.Program:
+        """`typealias IReal = IFloat;`: a second name of an interface (a constraint, a base), the
+        interface itself from here on and in the files that import this one."""
+        target = self.ident("an interface name").text
+        self.expect(";")
+        self.interface_aliases[name.text] = self.interface_aliases.get(target, target)
+        self.interfaces.add(name.text)
+        self.strip_qualifiers()
+        return A.Program([], span=self.span_from(start))
+
+    def namespace_decl(self, start: int) -> A.Program:
+        """`namespace a { ... }` (also `a.b`, `a::b`): its declarations, spliced into the program."""
+        self.expect("namespace")
+        self.ident("a namespace name")
+        while self.accept(".") or self.accept("::"):
+            self.ident("a namespace name")
+        self.expect("{")
+        decls: list[A.Node] = []
+        while not self.accept("}"):
+            if self.tok.kind == "eof":
+                self.error("expected '}'")
+            mark = len(self.scoped_type_names)
+            d = self.top_decl()
+            decls.extend(d.decls if isinstance(d, A.Program) else [d])
+            self.end_generic(mark)
+        return A.Program(decls, span=self.span_from(start))
+
+    def using_decl(self, start: int) -> A.Program:
+        """`using namespace a;` / `using a;`: the names are visible unqualified anyway."""
+        self.expect("using")
+        self.accept("namespace")
+        self.ident("a namespace name")
+        while self.accept(".") or self.accept("::"):
+            self.ident("a namespace name")
+        self.expect(";")
+        return A.Program([], span=self.span_from(start))
 
     # ---- token helpers ----
     @property
@@ -193,6 +292,7 @@ class Parser:
 
     # ---- top level ----
     def parse_program(self) -> A.Program:
+        self.strip_qualifiers()
         self.prescan_type_names()
         decls: list[A.Node] = []
         if self.loader is not None and any(t.kind == "ident" and t.text in TUPLE_WORDS for t in self.toks):
@@ -200,6 +300,8 @@ class Parser:
         while self.tok.kind != "eof":
             mark = len(self.scoped_type_names)
             d = self.top_decl()
+            decls.extend(self.hoisted)  # groupshared locals of d's functions (shared_local)
+            self.hoisted.clear()
             decls.extend(d.decls if isinstance(d, A.Program) else [d])  # an import: its file's declarations
             self.end_generic(mark)
         return A.Program(decls, span=(0, len(self.text)))
@@ -255,7 +357,13 @@ class Parser:
         if self.at("struct"):
             return self.struct()
         if self.starts_import():
-            return self.import_decl(start)
+            program = self.import_decl(start)
+            self.strip_qualifiers()  # the imported files' namespaces
+            return program
+        if self.at("namespace") and self.peek().kind == "ident":
+            return self.namespace_decl(start)
+        if self.at("using") and self.peek().kind == "ident":
+            return self.using_decl(start)
         if self.at(FUNC_EXTENSION):
             return parse_func_extension(self, attrs, start)
         if self.at("interface"):
@@ -276,6 +384,8 @@ class Parser:
             self.i += 1
             name = self.ident("a type name")
             self.expect("=")
+            if self.tok.text in self.interfaces and self.peek().text == ";":
+                return self.interface_alias(name, start)
             t = self.type_ref()
             self.expect(";")
             self.type_names.add(name.text)
@@ -295,8 +405,9 @@ class Parser:
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
             return self.function(attrs, mods, t, name, start)
-        t = self.array_dims(t)  # `static const float W[3] = {...};`
+        t = self.array_dims(t, unsized_ok=True)  # `static const float W[3] = {...};`
         init = self.expr() if self.accept("=") else None
+        t = self.sized_by_init(t, init)
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
 
@@ -796,13 +907,18 @@ class Parser:
         self.expect(">")
         return args
 
-    def array_dims(self, t: A.TypeRef, type_position: bool = False) -> A.TypeRef:
+    def array_dims(self, t: A.TypeRef, type_position: bool = False, unsized_ok: bool = False) -> A.TypeRef:
         """`[N]...` after a type (`type_position`: `D[2][1]` is an array of 1 of D[2], as in Slang) or
-        after a declared name (`D x[1][2]`: x is an array of 1 of D[2], as in C)."""
+        after a declared name (`D x[1][2]`: x is an array of 1 of D[2], as in C). `unsized_ok`: a
+        declared name's outermost size may be left out (`[]`), for an initializer to give it."""
         dims = []
         while self.at("["):
             self.i += 1
             n = self.tok
+            if n.text == "]" and unsized_ok and not dims:
+                self.i += 1
+                dims.append(None)  # `C[] = {...}`: the initializer's length (sized_by_init)
+                continue
             if self.peek().text != "]" and n.kind in ("ident", "int", "punct") and n.text != "]":
                 dims.append(self.expr())  # `D - 1`: evaluated once generic parameters are substituted
                 self.expect("]")
@@ -820,6 +936,30 @@ class Parser:
         dims = dims[::-1] + t.dims if type_position else dims + t.dims  # outermost first
         return A.TypeRef(t.name, t.args, dims, t.pointer, span=self.span_from(t.span[0]))
 
+    def shared_local(self, start: int) -> A.Stmt:
+        """`static groupshared float tile[64];` in a function: work-group memory, which lives as
+        long as the work-group does, so it is the global of that name (a second one is E0005)."""
+        mods = set()
+        while self.tok.text in ("static", "groupshared"):
+            mods.add(self.ident().text)
+        t = self.array_dims(self.type_ref(), type_position=True)
+        name = self.ident("a variable name")
+        t = self.array_dims(t)
+        if self.at("="):
+            self.error("groupshared memory cannot have an initializer")
+        self.expect(";")
+        self.hoisted.append(A.Global(mods, t, name.text, None, span=self.span_from(start)))
+        return A.Block([], span=self.span_from(start))
+
+    def sized_by_init(self, t: A.TypeRef, init: A.Expr | None) -> A.TypeRef:
+        """`float C[] = {1, 2, 3}`: the left-out outermost size is the initializer list's length."""
+        if not t.dims or t.dims[0] is not None:
+            return t
+        if not isinstance(init, A.InitList):
+            raise FrontendError(SYNTAX, "an array declared with '[]' needs an initializer list to give its size",
+                                t.span[0], t.span[1])
+        return A.TypeRef(t.name, t.args, [len(init.items), *t.dims[1:]], t.pointer, span=t.span)
+
     # ---- statements ----
     def block(self) -> A.Block:
         start = self.expect("{").start
@@ -834,7 +974,7 @@ class Parser:
         t = self.tok
         if t.kind != "ident":
             return False
-        if t.text in ("let", "var", "const", "static"):
+        if t.text in ("let", "var", "const", "static", "constexpr"):
             return True
         nxt = self.peek()
         if not self.is_type_name(t.text):  # `Foo x`: a declaration with an unknown type
@@ -955,9 +1095,11 @@ class Parser:
 
     def decl_or_expr_stmt(self) -> A.Stmt:
         start = self.tok.start
+        if self.at("groupshared") or self.at("static") and self.peek().text == "groupshared":
+            return self.shared_local(start)
         if self.starts_decl():
             kind = "typed"
-            is_const = False
+            is_const = bool(self.accept("constexpr"))
             self.accept("static")
             if self.at("const"):
                 self.i += 1
@@ -976,8 +1118,10 @@ class Parser:
                 if kind != "typed" and self.accept(":"):
                     ty = self.type_ref()
                 if ty is not None:
-                    ty = self.array_dims(ty)
+                    ty = self.array_dims(ty, unsized_ok=True)
                 init = self.expr() if self.accept("=") else None
+                if ty is not None:
+                    ty = self.sized_by_init(ty, init)
                 if kind == "let" and init is None:
                     self.error("expected '=' (a 'let' needs a value)")
                 if kind == "var" and ty is None and init is None:  # nothing to infer its type from

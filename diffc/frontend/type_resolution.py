@@ -13,7 +13,7 @@ from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.generics import const_int
 from diffc.frontend.optional import optional_type
-from diffc.frontend.parser import SCALAR_ALIASES
+from diffc.frontend.parser import canonical_type_name
 from diffc.frontend.symbols import err
 
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
@@ -125,7 +125,7 @@ class TypeResolution:
             for m in t.name.split(".")[1:]:
                 ty = self.member_type(ty, m, t)
             return ty
-        n = SCALAR_ALIASES.get(t.name, t.name)
+        n = canonical_type_name(t.name)
         for scope in reversed(self.alias_scopes):
             if n in scope:
                 return scope[n]
