@@ -159,3 +159,26 @@ def test_implementing_finds_the_module_in_a_parent_folder(tmp_path):
     c = Compiled(module, "scale")
     assert c.primal([1.5, 2.0])[0] == pytest.approx(6.0)
     c.check_derivatives([1.5, 2.0])
+
+
+TALL_MATRIX = """
+static const int R = 6;
+static const int K = 3;
+[Differentiable] float f(matrix<float, R, K> m, float3 v) {
+    float s = 0.0;
+    for (int i = 0; i < R; i++) s += dot(m[i], v) * float(i + 1);
+    return s;
+}
+"""
+
+
+def test_matrix_sized_by_static_consts_with_more_than_four_rows():
+    m, v = RNG.normal(size=(6, 3)), RNG.normal(size=3)
+    c = Compiled(TALL_MATRIX, "f")
+    assert c.primal([*m, v])[0] == pytest.approx(float(np.arange(1, 7) @ (m @ v)))
+    c.check_derivatives([*m, v])
+
+
+def test_a_product_wider_than_four_is_refused_where_it_is_made():
+    expect_error(TALL_MATRIX + "float3 h(matrix<float, R, K> m) { return mul(transpose(m), m)[0]; }",
+                 "E0008", 9, 46, "transpose(...) gives float3x6")

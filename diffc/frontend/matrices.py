@@ -16,13 +16,14 @@ from xdsl.ir import SSAValue
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER
+from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
 
 MATRIX_NAME = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 MATRIX_FUNCS = {"mul", "transpose", "determinant"}
+MAX_ROWS = 64
 ELEMENTWISE = {"+", "-", "*", "/", "%"}
 # `_m01` (row 0, column 1, from zero) and `_12` (row 1, column 2, from one), repeated for a vector
 _MEMBER_PART = re.compile(r"_m([0-3])([0-3])|_([1-4])([1-4])")
@@ -52,13 +53,15 @@ def resolve(c: Checker, name: str, t: A.TypeRef) -> T.Matrix | None:
         return T.Matrix(T.Scalar(m.group(1)), int(m.group(2)), int(m.group(3)))
     if name != "matrix":
         return None
-    if len(t.args) != 3 or not all(isinstance(n, int) for n in t.args[1:]) or not isinstance(t.args[0], A.TypeRef):
+    sizes = [c.int_arg(n) for n in t.args[1:]]
+    if len(t.args) != 3 or None in sizes or not isinstance(t.args[0], A.TypeRef):
         raise _err(TYPE_MISMATCH, "matrix<T, R, C> needs an element type and two compile-time int sizes", t)
     elem = c.resolve(t.args[0])
-    rows, cols = t.args[1], t.args[2]
-    if not isinstance(elem, T.Scalar) or not (1 <= rows <= 4 and 1 <= cols <= 4):
-        raise _err(TYPE_MISMATCH, f"matrix<{elem}, {rows}, {cols}>: the element must be a scalar type and "
-                   "the sizes 1 to 4", t)
+    rows, cols = sizes
+    # a row is one vector value, so at most 4 columns; rows are values of their own (any number)
+    if not isinstance(elem, T.Scalar) or not (1 <= rows <= MAX_ROWS and 1 <= cols <= 4):
+        raise _err(TYPE_MISMATCH, f"matrix<{elem}, {rows}, {cols}>: the element must be a scalar type, "
+                   f"the rows 1 to {MAX_ROWS} and the columns 1 to 4", t)
     return T.Matrix(elem, rows, cols)
 
 
@@ -116,6 +119,15 @@ def member_cells(name: str) -> list[tuple[int, int]] | None:
 
 
 def check_call(c: Checker, e: A.Call, name: str) -> T.Type:
+    out = _check_call(c, e, name)
+    wide = out.cols if isinstance(out, T.Matrix) else out.n if isinstance(out, T.Vector) else 1
+    if wide > 4:  # (a matrix of more than 4 rows, transposed or multiplied by a vector)
+        raise _err(UNSUPPORTED, f"{name}(...) gives {out}: vectors and matrix rows of more than 4 "
+                   "components are not supported", e)
+    return out
+
+
+def _check_call(c: Checker, e: A.Call, name: str) -> T.Type:
     from diffc.frontend.symbols import count_args as _count
 
     _count(e, name, 2 if name == "mul" else 1)

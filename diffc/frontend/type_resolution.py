@@ -50,6 +50,17 @@ class TypeResolution:
                       "per scalar; use a buffer or groupshared memory)", t)
         return ty
 
+    def int_arg(self, arg) -> int | None:
+        """A generic type's int argument: a literal, a `static const` int's name, or an int
+        expression of those (`matrix<float, ROWS, 2 * K>`); None if it has no compile-time value."""
+        if isinstance(arg, int):
+            return arg
+        if isinstance(arg, str):
+            return self.static_const_int(arg)
+        if isinstance(arg, A.Expr):
+            return const_int(arg, self.static_const_int)
+        return None
+
     def static_const_int(self, name: str) -> int | None:
         """The value of a `static const` int (an array size): `S.N` of struct S, or N of the
         struct being checked (innermost first) or of the globals, whose initializer is an int
