@@ -182,3 +182,28 @@ def test_matrix_sized_by_static_consts_with_more_than_four_rows():
 def test_a_product_wider_than_four_is_refused_where_it_is_made():
     expect_error(TALL_MATRIX + "float3 h(matrix<float, R, K> m) { return mul(transpose(m), m)[0]; }",
                  "E0008", 9, 46, "transpose(...) gives float3x6")
+
+
+def test_generic_parameter_list_may_end_with_a_comma_and_name_later_types():
+    src = """
+    interface IModel<In, Out> { Out forward(In x); }
+    struct Pair<A : IDifferentiable, B : IDifferentiable,> : IModel<Box<A>, Box<B>> {
+        Box<B> forward(Box<A> x) { Box<B> r; return r; }
+    }
+    struct Box<T> { T v; }
+    [Differentiable] float f(float x) { Box<float> b = { x }; return b.v * b.v; }
+    """
+    c = Compiled(src, "f")
+    c.check_derivatives([1.25])
+
+
+def test_an_interface_alias_does_not_rename_an_included_file(tmp_path):
+    (tmp_path / "IReal.slang").write_text("implementing lib;\ntypealias IReal = __BuiltinFloatingPointType;\n")
+    (tmp_path / "ops.slang").write_text(
+        "implementing lib;\n__include IReal;\n[Differentiable] public T sq<T : IReal>(T x) { return x * x; }\n")
+    (tmp_path / "lib.slang").write_text("module lib;\n__include IReal;\n__include ops;\n")
+    main = tmp_path / "main.slang"
+    main.write_text("import lib;\n[Differentiable] float f(float x) { return sq<float>(x) * x; }\n")
+    c = Compiled(compile_slang(main.read_text(), str(main)), "f")
+    assert c.primal([1.5])[0] == pytest.approx(1.5**3)
+    c.check_derivatives([1.5])

@@ -168,7 +168,8 @@ class Parser:
                     and rest[k + 1].text in ("::", ".") and not qualified and prev != "namespace"):
                 k += 2
                 continue
-            if t.kind == "ident" and t.text in self.interface_aliases and not qualified and prev != "typealias":
+            if (t.kind == "ident" and t.text in self.interface_aliases and not qualified
+                    and prev != "typealias" and prev not in IMPORT_WORDS):  # (`__include IReal;` names a file)
                 t = Token("ident", self.interface_aliases[t.text], t.start, t.end)
             out.append(t)
             k += 1
@@ -497,7 +498,7 @@ class Parser:
             if self.accept("="):  # `int M = N - 1`, `T = float`: used when an instance does not give it
                 p = names[-1]
                 self.generic_defaults[p] = self.array_dims(self.type_ref()) if p in type_params else self.binary(8)
-            if not self.accept(","):
+            if not self.accept(",") or self.at(">"):  # (Slang accepts a trailing comma)
                 break
         self.expect(">")
         return names, type_params
@@ -892,8 +893,8 @@ class Parser:
                 kind, case = self.tok, self.peek(2)
                 self.i += 3
                 args.append(A.TypeRef(f"{kind.text}.{case.text}", span=(kind.start, case.end)))
-            elif self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
-                args.append(self.tok.text)
+            elif self.tok.kind == "ident" and not self.is_type_name(self.tok.text) and self.peek().text != "<":
+                args.append(self.tok.text)  # (a name with arguments is a generic type declared later)
                 self.i += 1
             elif (self.tok.text in self.enum_names and self.peek().text in (".", "::")
                   and self.peek(2).kind == "ident"):  # `MyEnum.A`: a case, for an enum-typed parameter
