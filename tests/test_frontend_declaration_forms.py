@@ -207,3 +207,28 @@ def test_an_interface_alias_does_not_rename_an_included_file(tmp_path):
     c = Compiled(compile_slang(main.read_text(), str(main)), "f")
     assert c.primal([1.5])[0] == pytest.approx(1.5**3)
     c.check_derivatives([1.5])
+
+
+def _module_tree(tmp_path):
+    """A module whose files name each other's types in any order and name paths from the
+    module's folder: nn.slang includes parts/uses.slang (a Layer<Box> before box.slang is read),
+    then parts/box.slang; parts/uses.slang includes `parts.common` (a path from nn's folder)."""
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "nn.slang").write_text('module nn;\n__include parts.uses;\n__include parts.box;\n')
+    (tmp_path / "parts" / "common.slang").write_text(
+        "implementing nn;\nstatic const float GAIN = 2.5;\n")
+    (tmp_path / "parts" / "uses.slang").write_text(
+        "implementing nn;\n__include parts.common;\n"
+        "struct Layer<T : IDifferentiable> { T w; }\n"
+        "[Differentiable] float apply(Layer<Box> l, float x) { return l.w.v * x * x * GAIN; }\n")
+    (tmp_path / "parts" / "box.slang").write_text(
+        "implementing nn;\nstruct Box : IDifferentiable { float v; }\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("entry", ["nn.slang", "parts/uses.slang"])
+def test_a_module_is_order_free_across_its_files(tmp_path, entry):
+    path = _module_tree(tmp_path) / entry
+    c = Compiled(compile_slang(path.read_text(), str(path)), "apply")
+    assert c.primal([0.5, 2.0])[0] == pytest.approx(0.5 * 4 * 2.5)
+    c.check_derivatives([0.5, 2.0])

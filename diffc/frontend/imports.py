@@ -29,7 +29,8 @@ from collections.abc import Iterable
 from diffc.diagnostics import SourceLocation
 from diffc.frontend import ast as A
 from diffc.frontend.errors import UNDEFINED, FrontendError
-from diffc.frontend.parser import Parser
+from diffc.frontend.lexer import tokenize
+from diffc.frontend.parser import Parser, declared_type_names, imported_names
 from diffc.frontend.preprocess import Preprocessed, preprocess
 from diffc.frontend.source_map import SourceMap
 
@@ -83,9 +84,39 @@ class Loader:
         self.interfaces: set[str] = set()
         self.namespaces: set[str] = set()
         self.interface_aliases: dict[str, str] = {}
+        self.module_dirs: list[str] = []  # folders of the modules that `implementing` names
+
+    def prescan(self, text: str, filename: str) -> None:
+        """Slang's declarations are order-free across the files of a program (a module's file may
+        name a struct of a file included after it): before the main file is parsed, the type names
+        of every file it reaches through imports are known. A file that does not read, lex or
+        preprocess is skipped here; parsing reports it where it is imported."""
+        todo, seen = [(text, filename)], set()
+        while todo:
+            text, filename = todo.pop()
+            key = filename if filename.startswith("<") else os.path.realpath(filename)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                toks = tokenize(preprocess(text, filename, self.defines, self.include_dirs).text, filename)
+            except FrontendError:
+                continue
+            declared_type_names(toks, self.type_names, self.interfaces, self.generic_structs, set())
+            for kind, name, quoted in imported_names(toks):
+                path = self._find(name, quoted, filename, parents=kind == "implementing")
+                if path is None:
+                    continue
+                try:
+                    with open(path, encoding="utf-8") as fh:
+                        todo.append((fh.read(), path))
+                except (OSError, UnicodeDecodeError):
+                    continue
 
     def parse(self, text: str, filename: str) -> A.Program:
         """The program of `filename`, its imports spliced in."""
+        if not self.loaded:
+            self.prescan(text, filename)
         if not filename.startswith("<"):
             self.loaded.add(os.path.realpath(filename))
         pre = preprocess(text, filename, self.defines, self.include_dirs)  # each file on its own
@@ -117,6 +148,8 @@ class Loader:
         if path is None:
             tried = ", ".join(self._candidates(name, quoted))
             raise FrontendError(UNDEFINED, f"cannot find the file of {kind} '{name}' (looked for {tried})", *where)
+        if kind == "implementing" and os.path.dirname(path) not in self.module_dirs:
+            self.module_dirs.append(os.path.dirname(path))  # the module's other files name paths from there
         if os.path.realpath(path) in self.loaded:
             return []
         try:
@@ -132,11 +165,12 @@ class Loader:
         return [s if s.endswith(".slang") else s + ".slang" for s in stems]
 
     def _find(self, name: str, quoted: bool, importer: str, parents: bool = False) -> str | None:
-        """The file: beside the importer, beside the main file, in the include directories; for
+        """The file: beside the importer, beside the main file, beside the file of a module that
+        an `implementing` named, in the include directories; for
         `implementing` (a file of a module whose own file is often a folder up) also in the
         importer's parent folders."""
         here = os.getcwd() if importer.startswith("<") else os.path.dirname(os.path.abspath(importer))
-        dirs = [here, self.main_dir, *self.include_dirs]
+        dirs = [here, self.main_dir, *self.module_dirs, *self.include_dirs]
         d = here
         while parents and os.path.dirname(d) != d and len(dirs) < 16:
             d = os.path.dirname(d)

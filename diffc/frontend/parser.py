@@ -107,6 +107,43 @@ def is_builtin_type_name(name: str) -> bool:
     return name in SCALARS or name in GENERIC_TYPES or name in RESOURCE_TYPES or bool(_VEC.match(name) or _MAT.match(name))
 
 
+def declared_type_names(toks: list[Token], types: set[str], interfaces: set[str], generic_structs: set[str],
+                        enums: set[str]) -> None:
+    """Adds the names of the structs, interfaces and enums declared in `toks` to the sets."""
+    for i in range(len(toks) - 1):
+        kw, name = toks[i], toks[i + 1]
+        if kw.kind != "ident" or name.kind != "ident" or kw.text not in ("struct", "interface", "enum"):
+            continue
+        if kw.text == "interface":
+            interfaces.add(name.text)
+        elif kw.text == "enum":  # `enum E`, `enum class E`: an integer type (generic value parameters may have it)
+            named = toks[i + 2] if name.text in ("class", "struct") and i + 2 < len(toks) else name
+            enums.add(named.text)
+            types.add(named.text)
+        else:
+            types.add(name.text)
+            if i + 2 < len(toks) and toks[i + 2].text == "<" and kw.text == "struct":
+                generic_structs.add(name.text)
+
+
+def imported_names(toks: list[Token]) -> list[tuple[str, str, bool]]:
+    """The (kind, name, quoted) of each `import` / `__include` / `implementing` in `toks`."""
+    out = []
+    for i, t in enumerate(toks[:-1]):
+        if t.kind != "ident" or t.text not in IMPORT_WORDS or t.text == "module" or (i and toks[i - 1].text == "."):
+            continue
+        nxt = toks[i + 1]
+        if nxt.kind == "string":
+            out.append((t.text, str(nxt.value), True))
+        elif nxt.kind == "ident":
+            parts, k = [nxt.text], i + 2
+            while k + 1 < len(toks) and toks[k].text == "." and toks[k + 1].kind == "ident":
+                parts.append(toks[k + 1].text)
+                k += 2
+            out.append((t.text, ".".join(parts), False))
+    return out
+
+
 class Parser:
     def __init__(self, text: str, filename: str, base: int = 0):
         """`base`: where this file's offsets start in a program of several files (imports.py)."""
@@ -310,21 +347,7 @@ class Parser:
     def prescan_type_names(self) -> None:
         """The structs, interfaces and enums this file declares, known as types from its first line:
         Slang's declarations are order-free (a typedef may name a struct declared further down)."""
-        toks = self.toks
-        for i in range(len(toks) - 1):
-            kw, name = toks[i], toks[i + 1]
-            if kw.kind != "ident" or name.kind != "ident" or kw.text not in ("struct", "interface", "enum"):
-                continue
-            if kw.text == "interface":
-                self.interfaces.add(name.text)
-            elif kw.text == "enum":  # `enum E`, `enum class E`: an integer type (generic value parameters may have it)
-                named = toks[i + 2] if name.text in ("class", "struct") and i + 2 < len(toks) else name
-                self.enum_names.add(named.text)
-                self.type_names.add(named.text)
-            else:
-                self.type_names.add(name.text)
-                if i + 2 < len(toks) and toks[i + 2].text == "<" and kw.text == "struct":
-                    self.generic_structs.add(name.text)
+        declared_type_names(self.toks, self.type_names, self.interfaces, self.generic_structs, self.enum_names)
 
     def attributes(self) -> list[A.Attr]:
         attrs = []
