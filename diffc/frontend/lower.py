@@ -572,7 +572,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         trip = trip_count(s)
         if inclusive and trip is not None and diff.MAX_ITERS not in op.attributes:
             # `i <= B` gives ub = B + 1, which is not a constant before canonicalization
-            op.attributes[diff.MAX_ITERS] = IntegerAttr(trip, 64)
+            op.attributes[diff.MAX_ITERS] = IntegerAttr(max(trip, 1), 64)
         self.assign_results(keys, list(op.results))
 
     def while_loop(self, cond: A.Expr, body: A.Stmt, step, attrs, do_while: bool, s: A.Stmt,
@@ -609,7 +609,8 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
         op = self.emit(scf.WhileOp(init, types, Region(before_blk), Region(after_blk)))
         self.loop_attrs(op, attrs)
         if bound is not None and diff.MAX_ITERS not in op.attributes:
-            op.attributes[diff.MAX_ITERS] = IntegerAttr(bound, 64)
+            # (a loop that never runs still gets a bound the tape can have: 1 covers it)
+            op.attributes[diff.MAX_ITERS] = IntegerAttr(max(bound, 1), 64)
         self.assign_results(keys, list(op.results))
 
     def loop_attrs(self, op, attrs: list[A.Attr]) -> None:

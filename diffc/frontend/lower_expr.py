@@ -49,7 +49,10 @@ class ExprLowering:
             ir = T.ir_scalar(t)
             if T.is_float_scalar(t):
                 return [self.v(arith.ConstantOp(FloatAttr(float(value), ir)))]
-            return [self.v(arith.ConstantOp(IntegerAttr(int(value), ir)))]
+            if t.kind == "bool":  # any nonzero value is true (`bool b = 2;`, `if (2)`)
+                return [self.v(arith.ConstantOp(IntegerAttr(int(bool(value)), ir)))]
+            # an int converts as C does: its low bits (`uint8_t b = 300;` is 44)
+            return [self.v(arith.ConstantOp(IntegerAttr(int(value) & ((1 << T.int_bits(t)) - 1), ir)))]
         if isinstance(t, T.Array):
             return self.const(value, t.elem) * t.n
         if isinstance(t, T.Matrix):
