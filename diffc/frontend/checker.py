@@ -281,7 +281,9 @@ class Checker(TypeResolution):
             no_diff_this = any(a.name == "NoDiffThis" for a in d.attrs)  # `this` carries no derivative
             carries = (owner.differentiable or T.is_ptr_differentiable(owner)) and not no_diff_this
             params.append(PInfo("this", owner, "inout" if mutating else "in", not carries))
-        for p in d.params:
+        for k, p in enumerate(d.params):
+            if any(q.name == p.name for q in d.params[:k]):
+                raise err(REDEFINED, f"a second parameter named '{p.name}' in '{d.name}'", p)
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
             params.append(PInfo(p.name, self.resolve_value(p.type), direction, "no_diff" in p.mods, p.semantic))
         from diffc.frontend.defaults import check_defaults
@@ -369,6 +371,8 @@ class Checker(TypeResolution):
                 elif f.init is not None:
                     raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
                 else:
+                    if any(g[0] == f.name for g in s.fields):
+                        raise err(REDEFINED, f"a second field named '{f.name}' in struct '{name}'", f)
                     self.check_not_recursive(s, f, ty)
                     s.fields.append((f.name, ty, "no_diff" in f.mods))
         finally:

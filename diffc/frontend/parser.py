@@ -58,6 +58,12 @@ GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBIL
 # is a located E0008 (attributes not named here, such as [ForceInline], change no result and are
 # accepted and ignored).
 REFUSED_ATTRS = {"DerivativeMember"}
+# attributes of functions, structs and fields, which Slang refuses on a statement
+DECLARATION_ATTRS = {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable", "TreatAsDifferentiable",
+                     "BackwardDerivative", "ForwardDerivative", "BackwardDerivativeOf", "ForwardDerivativeOf",
+                     "PrimalSubstitute", "PrimalSubstituteOf", "PreferRecompute", "PreferCheckpoint",
+                     "numthreads", "shader", "mutating", "NoDiffThis", "DerivativeMember", "CUDAKernel",
+                     "AutoPyBindCUDA"}
 IMPORT_WORDS = {"import", "__include", "module", "implementing"}  # imports.py reads the files
 # the standard library's interfaces, as names (values of these types are refused: interfaces.py)
 BUILTIN_INTERFACE_NAMES = {"IDifferentiable", "IFloat", "IArithmetic", "IInteger", "IComparable",
@@ -1028,6 +1034,10 @@ class Parser:
     def _stmt(self) -> A.Stmt:
         start = self.tok.start
         attrs = self.attributes()
+        for a in attrs:
+            if a.name in DECLARATION_ATTRS:
+                raise FrontendError(SYNTAX, f"[{a.name}] applies to a declaration, not to a statement",
+                                    a.span[0], a.span[1])
         t = self.tok
         if t.kind == "punct" and t.text == "{":
             return self.block()
