@@ -5,7 +5,7 @@ outside a buffer), instead of a silently wrong (or NaN) number.
 Each check site gets its own `memref.global "private" @diffc_status_<k> : memref<1xi32> =
 dense<0>` that says what it checks in its attributes:
 
-    diffc.status = "overrun"        the check's kind
+    diffc.status = "overrun"        the check's kind ("stopped": a while loop derivative code ended)
     diffc.where = "file:line:col"   the Slang source of the loop / access ("" when unknown)
     diffc.function = "f"            the function it sits in
     diffc.max_iters = N             (overrun) the loop's bound
@@ -87,10 +87,12 @@ def record_max(block: Block, name: str, value: SSAValue) -> None:
     block.add_ops([buf, zero, rmw])
 
 
-def report_overrun(loop: Operation, count: SSAValue, overran: SSAValue, bound: int, block: Block) -> None:
+def report_overrun(loop: Operation, count: SSAValue, overran: SSAValue, bound: int, block: Block,
+                   stopped: bool = False) -> None:
     """Appends to `block`: if `overran`, record `count` (an index: the iterations the loop ran)
-    in a new status global about `loop` with diffc.max_iters = bound."""
-    name = new_status_global(loop, "overrun", loop, max_iters=bound)
+    in a new status global about `loop` with diffc.max_iters = bound. `stopped`: derivative code
+    stopped the loop after bound + 1 iterations (kind "stopped"), so count says only "more"."""
+    name = new_status_global(loop, "stopped" if stopped else "overrun", loop, max_iters=bound)
     body = Block()
     cap = arith.ConstantOp(IntegerAttr(I32_MAX, IndexType()))
     capped = arith.MinUIOp(count, cap.results[0])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from diffc.frontend import ast as A
 from diffc.frontend import matrices, operators, optional, properties, subscripts, textures
 from diffc.frontend import types as T
-from diffc.frontend.loop_bounds import assigns_to, static_bound
+from diffc.frontend.loop_bounds import assigns_to, never_ends, static_bound
 from diffc.frontend.errors import (
     ARG_COUNT, TYPE_MISMATCH, UNBOUNDED_LOOP, UNDEFINED, UNKNOWN_MEMBER,
     REDEFINED, UNSUPPORTED, FrontendError,
@@ -678,6 +678,11 @@ class Checker(TypeResolution):
     def loop_bound(self, s: A.For | A.While) -> None:
         if self.func is None or not self.func.backward:
             return
+        if never_ends(s):  # (derivative code would stop it at [MaxIters]; Slang refuses the program)
+            kw = "for" if isinstance(s, A.For) else "do-while" if s.do_while else "while"
+            raise err(UNBOUNDED_LOOP, f"'{kw}' loop in backward-differentiable function '{self.func.name}' never "
+                      "ends (its condition is constant and nothing in it breaks or returns), so the function "
+                      "never returns", (s.span[0], s.span[0] + len(kw)))
         if any(a.name == "MaxIters" for a in s.attrs) or static_bound(s) is not None:
             return
         kw = "for" if isinstance(s, A.For) else "do-while" if s.do_while else "while"

@@ -181,3 +181,16 @@ def static_bound(s: A.For | A.While) -> int | None:
     if n is None and runs_at_most_once(s.body):
         return 1
     return n
+
+
+def never_ends(s: A.For | A.While) -> bool:
+    """A loop whose condition is a nonzero constant (or missing: `for (;;)`) and whose body has no
+    `break` of its own and no `return`: nothing can leave it."""
+    cond = s.cond
+    if cond is not None:
+        value = int(cond.value) if isinstance(cond, A.BoolLit) else int_constant(cond)
+        if not value:
+            return False
+    if any(isinstance(j, A.Break) for j in own_jumps(s.body)):
+        return False
+    return not any(isinstance(n, A.Return) for n in walk(s.body))

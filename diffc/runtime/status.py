@@ -27,7 +27,7 @@ STATUS_PREFIX = "diffc_status_"
 @dataclass(frozen=True)
 class StatusSlot:
     name: str  # the global's (and then the kernel parameter's) name
-    kind: str  # "overrun"
+    kind: str  # "overrun", "stopped" (a while loop that derivative code stopped: count is a lower bound), "nan"
     where: str  # file:line:col or ""
     function: str
     max_iters: int = 0
@@ -87,9 +87,14 @@ def _location(where: str) -> SourceLocation | None:
 
 def overrun_error(slot: StatusSlot, count: int, what: str, sources: dict[str, str] | None) -> LoopOverrunError:
     loc = _location(slot.where)
-    message = (f"{what}: the loop in '{slot.function}' ran {count} iterations, more than its [MaxIters({slot.max_iters})] "
-               f"(diff.max_iters): its backward pass tapes {slot.max_iters} iterations, so the gradients through "
-               f"it are NaN. Raise [MaxIters] to at least {count}, or set grow_tape (module.grow_tape = True, "
+    if slot.kind == "stopped":  # a while loop: derivative code ends it one iteration past the bound
+        ran, at_least = f"did not end within its [MaxIters({slot.max_iters})] (diff.max_iters), so derivative code " \
+            f"stopped it after {count} iterations", "Raise [MaxIters]"
+    else:
+        ran, at_least = f"ran {count} iterations, more than its [MaxIters({slot.max_iters})] (diff.max_iters)", \
+            f"Raise [MaxIters] to at least {count}"
+    message = (f"{what}: the loop in '{slot.function}' {ran}: its backward pass tapes {slot.max_iters} iterations, "
+               f"so the gradients through it are NaN. {at_least}, or set grow_tape (module.grow_tape = True, "
                f"DIFFC_GROW_TAPE=1, diffc run --grow-tape) to rerun with a larger tape")
     source = (sources or {}).get(loc.file) if loc else None
     text = format_diagnostic(loc, message, "E0010", source) if loc else f"error[E0010]: {message}"
@@ -174,7 +179,7 @@ class StatusBuffers:
 
     def _raise_from(self, values: list[int], what: str, sources: dict[str, str] | None, kernel: str) -> None:
         for slot, value in zip(self.slots, values):
-            if value and slot.kind == "overrun":
+            if value and slot.kind in ("overrun", "stopped"):
                 raise overrun_error(slot, value, what, sources)
             if value and slot.kind == "nan":
                 raise non_finite_error(slot, value, kernel, what, sources)

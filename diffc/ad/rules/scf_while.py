@@ -6,7 +6,8 @@ Forward: one scf.while carrying, next to the primal values, a tangent for each a
 forwarded value) that has one (a fixed point, as for scf.for).
 Reverse: `diff.max_iters = N` bounds the tape (N + 1 slots: the condition runs once more than the
 body). The forward sweep's copy counts its iterations in an extra carried index, stores the
-carried values per iteration (slot `min(iteration, N)`) and, after the loop, the count. The
+carried values per iteration (slot `min(iteration, N)`) and, after the loop, the count; it stops
+after N + 1 iterations, so a loop past its bound cannot hang derivative code. The
 adjoint first reverses the last evaluation of the condition region, then runs an scf.for over
 the `min(count, N)` taped iterations backwards; when the count exceeded N every adjoint that flows
 out of the loop is NaN (a wrong bound gives a NaN gradient, never a silently wrong one).
@@ -95,7 +96,12 @@ class WhileRule(LoopRule):
         rev.forward(ops[:-1], v2, eb, ctx2, mode, nested=True)
         cond = ops[-1]
         assert isinstance(cond, scf.ConditionOp)
-        eb(scf.ConditionOp(v2[cond.condition], *[v2[a] for a in cond.args], bb.args[-1]))
+        # Derivative code never runs past the bound: one iteration more than N shows the overrun
+        # (count > N: NaN gradients, and the host's LoopOverrunError), and a loop that would never
+        # end stops there instead of hanging the device.
+        within = eb.v(arith.CmpiOp(bb.args[-1], eb.index(n - 1), "ule"))
+        go = eb.v(arith.AndIOp(v2[cond.condition], within))
+        eb(scf.ConditionOp(go, *[v2[a] for a in cond.args], bb.args[-1]))
         ab = Block(arg_types=[a.type for a in after.args] + [idx])
         ea = Emitter(ab)
         ka = rev.counter(ea, ab.args[-1], lid, n)
@@ -134,7 +140,7 @@ class WhileRule(LoopRule):
         taped = rev.load_taped((op, -1), IndexType(), em, ctx)
         last_slot = em.index(n - 1)
         overran = em.v(arith.CmpiOp(taped, last_slot, "ugt"))
-        report_overrun(op, taped, overran, n - 1, em.block)  # the host raises LoopOverrunError
+        report_overrun(op, taped, overran, n - 1, em.block, stopped=True)  # the host raises LoopOverrunError
         count = em.v(arith.MinUIOp(taped, last_slot))
         # 1. the last evaluation of the condition region, which produced the results
         ctx_last = ctx + [(count, n)]
