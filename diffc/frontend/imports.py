@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from diffc.diagnostics import SourceLocation
 from diffc.frontend import ast as A
 from diffc.frontend.errors import UNDEFINED, FrontendError
+from diffc.frontend.library import LIBRARY_DIRS
 from diffc.frontend.parser import Parser
 from diffc.frontend.preprocess import Preprocessed, preprocess
 from diffc.frontend.source_map import SourceMap
@@ -128,7 +129,8 @@ class Loader:
         return [s if s.endswith(".slang") else s + ".slang" for s in stems]
 
     def _find(self, name: str, quoted: bool, importer: str) -> str | None:
-        dirs = [os.getcwd() if importer.startswith("<") else os.path.dirname(os.path.abspath(importer)), self.main_dir]
+        dirs = [os.getcwd() if importer.startswith("<") else os.path.dirname(os.path.abspath(importer)), self.main_dir,
+                *LIBRARY_DIRS]  # (last: a program's own file of that name wins)
         for d in dirs:
             for cand in self._candidates(name, quoted):
                 path = os.path.join(d, cand)

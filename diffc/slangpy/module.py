@@ -1,0 +1,164 @@
+"""SlangPy's Device, Module and function calls over diffc's runtime (see calls.py for a call)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from diffc.runtime.errors import CallError, RuntimeDiffcError
+from diffc.slangpy.calls import ENTRY, plan_call
+from diffc.slangpy.signature import Declarations, Function, read_declarations
+from diffc.slangpy.tensor import Format, Texture
+from diffc.slangpy.values import _Vector, element_type
+
+# where `import slangpy;` is found (a folder to give as an include path, as SlangPy's SHADER_PATH)
+SHADER_PATH = str(Path(__file__).parent)
+
+
+class DeviceType:
+    automatic = "automatic"
+    vulkan = "vulkan"
+    d3d12 = "d3d12"
+    metal = "metal"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+class Device:
+    """diffc runs every device on its one OpenCL device (runtime/device.py): the type and most
+    options are accepted and not read; `include_paths` (or `compiler_options["include_paths"]`)
+    are where Module.load_from_file looks for a file not found as given."""
+
+    def __init__(self, type=DeviceType.automatic, enable_debug_layers=False, compiler_options=None,
+                 include_paths=(), **_options):
+        self.type = type
+        paths = list(include_paths or ())
+        paths += list((compiler_options or {}).get("include_paths", ()))
+        self.include_paths = [str(p) for p in paths]
+
+    def create_texture(self, data=None, width=None, height=None, format=Format.rgba32_float, usage=0, **_options):
+        """A 2D float texture; `data` rows are its height (shape (height, width, components))."""
+        components = int(format)
+        if data is not None and (width is None or height is None):
+            height, width = data.shape[0], data.shape[1]
+        return Texture(width, height, components, data)
+
+    def __repr__(self) -> str:
+        return f"<slangpy.Device (diffc, {self.type})>"
+
+
+def create_device(type=DeviceType.automatic, enable_debug_layers=False, include_paths=(), **options) -> Device:
+    return Device(type, enable_debug_layers, include_paths=include_paths, **options)
+
+
+def create_torch_device(type=DeviceType.automatic, include_paths=(), **options) -> Device:
+    return Device(type, include_paths=include_paths, **options)
+
+
+class Module:
+    """A Slang module: `module.f(...)`, `module.f.bwds(...)`, and its types (`module.float4`)."""
+
+    def __init__(self, device: Device | None, path: str, text: str):
+        self.device = device
+        self.path = path
+        self.text = text
+        self.declarations: Declarations = read_declarations(text, path)
+        self._kernels: dict[str, object] = {}  # generated source -> its compiled diffc Module
+
+    @classmethod
+    def load_from_file(cls, device: Device | None, path, link=None, options=None) -> Module:
+        p = Path(path)
+        if not p.is_file():
+            for d in (device.include_paths if device is not None else []):
+                if (Path(d) / p).is_file():
+                    p = Path(d) / p
+                    break
+            else:
+                raise RuntimeDiffcError(f"error: slangpy: no module file '{path}' (looked in the current folder and "
+                                        "the device's include paths)")
+        return cls(device, str(p.resolve()), p.read_text(encoding="utf-8"))
+
+    @classmethod
+    def load_from_source(cls, device: Device | None, name: str, source: str, link=None, options=None) -> Module:
+        path = name if name.endswith(".slang") else name + ".slang"
+        return cls(device, os.path.abspath(path), source)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        overloads = self.declarations.functions.get(name)
+        if overloads:
+            return FunctionHandle(self, overloads)
+        et = element_type(name)
+        if et is not None:
+            return et
+        if name in self.declarations.structs:
+            return StructType(name)
+        raise AttributeError(f"slangpy module '{self.path}' has no function or type '{name}'")
+
+    def kernel_module(self, source: str):
+        """The diffc Module of this module's text with a generated call kernel appended."""
+        found = self._kernels.get(source)
+        if found is None:
+            from diffc.runtime.module import _cached_module
+
+            text = self.text + "\n" + source
+            found = self._kernels[source] = _cached_module(self.path, {self.path: text}, None)
+        return found
+
+
+class StructType:
+    """`module.S`: calling it gives the dict of fields a struct argument takes."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, **fields) -> dict:
+        return {**fields, "_type": self.name}
+
+    def __repr__(self) -> str:
+        return f"<slangpy struct {self.name}>"
+
+
+class FunctionHandle:
+    def __init__(self, module: Module, overloads: list[Function]):
+        self.module = module
+        self.overloads = overloads
+        self.name = overloads[0].name
+
+    def _pick(self, args: tuple, kwargs: dict) -> Function:
+        n = len(args) + len(kwargs)
+        fits = [f for f in self.overloads if len(f.params) == n]
+        if not fits:
+            counts = sorted({len(f.params) for f in self.overloads})
+            raise CallError(f"error: {self.name}() takes {' or '.join(map(str, counts))} arguments, got {n}", self.name)
+        return fits[0]
+
+    def _run(self, mode: str, args: tuple, kwargs: dict, result):
+        fn = self._pick(args, kwargs)
+        plan = plan_call(fn, self.module.declarations, mode, args, kwargs, result)
+        m = self.module.kernel_module(plan.source)
+        if plan.threads:
+            getattr(m, ENTRY).dispatch(plan.threads, **plan.kwargs)
+        return plan.result
+
+    def __call__(self, *args, _result=None, **kwargs):
+        out = self._run("call", args, kwargs, _result)
+        if out is None:
+            return None
+        if isinstance(_result, str) and _result == "numpy":
+            return out.to_numpy()
+        if _result is None and not out.shape:  # a call of no dimensions returns a value
+            v = out.to_numpy()
+            if not out.dtype.shape:
+                return v.item()
+            vec = getattr(__import__("diffc.slangpy.values", fromlist=[out.dtype.name]), out.dtype.name, None)
+            return vec(*v.tolist()) if isinstance(vec, type) and issubclass(vec, _Vector) else v
+        return out
+
+    def bwds(self, *args, _result=None, **kwargs) -> None:
+        """Backward: gradients of the tensor arguments (their .grad) from `_result.grad`."""
+        self._run("bwds", args, kwargs, _result)
+
+    def __repr__(self) -> str:
+        return f"<slangpy function {self.name}>"
