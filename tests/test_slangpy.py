@@ -39,6 +39,14 @@ float sumRow(int r, Tensor<float2, 2> t) { return t.load(int2(0, r)).x + t[r, 1]
 void scatter(int i, Tensor<float, 1> x, AtomicTensor<float2, 1> acc) { acc.add(0, float2(x[i], 1.0)); }
 
 struct Params { float2 origin; float scale; };
+
+// SlangPy's interface names: read-only differentiable (ITensor) and written (IRWTensor) tensors
+[Differentiable]
+float3 tint(ITensor<float, 2> v, ITensor<float, 1> c, uint2 cell)
+{
+    float2 p = float2(v[0, 0], v[1, 1]);
+    return float3(c[0], c[1], c[2]) * (p.x * float(cell.x) + p.y * float(cell.y));
+}
 [Differentiable] float affine(no_diff Params p, float2 v) { return dot(v - p.origin, v) * p.scale; }
 """
 
@@ -219,3 +227,24 @@ def test_struct_arguments_are_dicts(m):
     assert np.allclose(vt.grad.to_numpy(), fd, rtol=1e-5)
     with pytest.raises(CallError, match="element by element"):
         m.affine(np.zeros((2, 3), np.float32), v)
+
+
+def test_interface_tensor_names_bind_differentiable_tensors(m):
+    v = np.array([[0.5, 9.0], [9.0, -0.25]], np.float32)
+    c = np.array([1.0, 2.0, 3.0], np.float32)
+    got = m.tint(v, c, spy.grid(shape=(2, 3)), _result="numpy")  # tensors without gradients
+    ys, xs = np.meshgrid(range(2), range(3), indexing="ij")  # cell.x: the last dimension
+    want = c * (0.5 * xs - 0.25 * ys)[..., None]
+    assert np.allclose(got, want)
+    vt = spy.Tensor.from_numpy(None, v).with_grads()
+    ct = spy.Tensor.from_numpy(None, c).with_grads()
+    out = m.tint(vt, ct, spy.grid(shape=(2, 3))).with_grads()
+    out.grad.copy_from_numpy(np.ones((2, 3, 3), np.float32))
+    m.tint.bwds(vt, ct, spy.grid(shape=(2, 3)), _result=out)
+
+    def total(vv, cc):
+        return np.sum(cc * (vv[0, 0] * xs + vv[1, 1] * ys)[..., None])
+
+    gv = _fd(lambda q: total(q, c.astype(np.float64)), v)
+    gc = _fd(lambda q: total(v.astype(np.float64), q), c)
+    assert np.allclose(vt.grad.to_numpy(), gv, rtol=1e-5) and np.allclose(ct.grad.to_numpy(), gc, rtol=1e-5)

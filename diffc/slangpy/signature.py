@@ -13,8 +13,10 @@ from diffc.slangpy.values import ElementType, element_type
 # SlangPy's tensor types (diffc/slangpy/slangpy.slang): a parameter of one takes a whole Tensor
 TENSOR_TYPES = {
     "Tensor": "plain", "NDBuffer": "plain", "RWTensor": "plain", "WTensor": "plain", "RWNDBuffer": "plain",
-    "AtomicTensor": "atomic", "GradOutTensor": "grad_out", "GradInTensor": "grad_in",
-    "GradInOutTensor": "grad_inout",
+    "AtomicTensor": "atomic",
+    **{name: "grad_out" for name in ("GradOutTensor", "DiffTensor", "IDiffTensor", "ITensor")},
+    **{name: "grad_in" for name in ("GradInTensor", "WDiffTensor", "IWDiffTensor", "IWTensor")},
+    **{name: "grad_inout" for name in ("GradInOutTensor", "RWDiffTensor", "IRWDiffTensor", "IRWTensor")},
 }
 TEXTURE_TYPES = {"Texture2D", "RWTexture2D"}
 _FLOATS = re.compile(r"^(float|half|double|float16_t|float32_t|float64_t)([1-4](x[1-4])?)?$")
