@@ -248,3 +248,26 @@ def test_interface_tensor_names_bind_differentiable_tensors(m):
     gv = _fd(lambda q: total(q, c.astype(np.float64)), v)
     gc = _fd(lambda q: total(v.astype(np.float64), q), c)
     assert np.allclose(vt.grad.to_numpy(), gv, rtol=1e-5) and np.allclose(ct.grad.to_numpy(), gc, rtol=1e-5)
+
+
+def test_torch_tensors_run_through_autograd(m):
+    torch = pytest.importorskip("torch")
+    v = torch.tensor([[0.5, 2.0], [3.0, -0.25]], requires_grad=True)
+    c = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    out = m.tint(v, c, spy.grid(shape=(2, 3)))
+    assert isinstance(out, torch.Tensor) and tuple(out.shape) == (2, 3, 3)
+    w = torch.linspace(-1.0, 1.0, 18).reshape(2, 3, 3)
+    (out * w).sum().backward()
+    ys, xs = np.meshgrid(range(2), range(3), indexing="ij")
+    wn = w.numpy().astype(np.float64)
+
+    def total(vv, cc):
+        return np.sum(wn * cc * (vv[0, 0] * xs + vv[1, 1] * ys)[..., None])
+
+    vn, cn = v.detach().numpy(), c.detach().numpy()
+    assert np.allclose(v.grad.numpy(), _fd(lambda q: total(q, cn.astype(np.float64)), vn), rtol=1e-5, atol=1e-6)
+    assert np.allclose(c.grad.numpy(), _fd(lambda q: total(vn.astype(np.float64), q), cn), rtol=1e-5, atol=1e-6)
+    # a _result tensor is written in place and joins the graph; its call shape comes from it
+    img = torch.zeros((2, 3, 3))
+    m.tint(v, c, spy.call_id(), _result=img)
+    assert img.grad_fn is not None and torch.allclose(img, out.detach())

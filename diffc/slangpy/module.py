@@ -143,6 +143,10 @@ class FunctionHandle:
         return plan.result
 
     def __call__(self, *args, _result=None, **kwargs):
+        from diffc.slangpy import torch_calls
+
+        if torch_calls.holds_torch(args, kwargs, _result):  # a torch.autograd.Function (torch_calls.py)
+            return torch_calls.call(self, args, kwargs, _result)
         out = self._run("call", args, kwargs, _result)
         if out is None:
             return None
