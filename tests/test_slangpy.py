@@ -271,3 +271,13 @@ def test_torch_tensors_run_through_autograd(m):
     img = torch.zeros((2, 3, 3))
     m.tint(v, c, spy.call_id(), _result=img)
     assert img.grad_fn is not None and torch.allclose(img, out.detach())
+
+
+def test_call_shape_info_is_a_located_e0008(tmp_path):
+    from diffc.diagnostics import DiffcError
+
+    path = tmp_path / "callshape.slang"
+    path.write_text("import slangpy;\nvoid f(int i)\n{\n    int c = CallShapeInfo::get_call_id().shape[0];\n}\n")
+    with pytest.raises(DiffcError) as e:
+        spy.Module.load_from_file(None, str(path))
+    assert "callshape.slang:4:13: error[E0008]" in str(e.value) and "call_id()" in str(e.value)
