@@ -40,6 +40,15 @@ void scatter(int i, Tensor<float, 1> x, AtomicTensor<float2, 1> acc) { acc.add(0
 
 struct Params { float2 origin; float scale; };
 
+// the usual bounds check before the tensor accesses
+[Differentiable]
+void squareFirst(int i, GradInOutTensor<float, 1> x, GradInOutTensor<float, 1> y)
+{
+    if (i >= 3)
+        return;
+    y.set({i}, x[i] * x[i]);
+}
+
 // SlangPy's interface names: read-only differentiable (ITensor) and written (IRWTensor) tensors
 [Differentiable]
 float3 tint(ITensor<float, 2> v, ITensor<float, 1> c, uint2 cell)
@@ -281,3 +290,16 @@ def test_call_shape_info_is_a_located_e0008(tmp_path):
     with pytest.raises(DiffcError) as e:
         spy.Module.load_from_file(None, str(path))
     assert "callshape.slang:4:13: error[E0008]" in str(e.value) and "call_id()" in str(e.value)
+
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22 B1: bwd_diff drops custom-derivative reads and writes inside "
+                   "an if when none of their arguments carries a derivative (the gradients come out 0)")
+def test_tensor_gradients_behind_a_bounds_check(m):
+    x = spy.Tensor.from_numpy(None, np.array([1.0, 2.0, 3.0, 4.0], np.float32)).with_grads()
+    y = spy.Tensor.zeros(None, (4,), float).with_grads()
+    y.grad_in.copy_from_numpy(np.ones(4, np.float32))
+    m.squareFirst(spy.grid(shape=(4,)), x, y)
+    assert y.to_numpy().tolist() == [1.0, 4.0, 9.0, 0.0]
+    m.squareFirst.bwds(spy.grid(shape=(4,)), x, y)
+    assert np.allclose(x.grad_out.to_numpy(), [2.0, 4.0, 6.0, 0.0])
