@@ -21,6 +21,7 @@ int coord1(int c) { return c; }
 int2 coordArray(int c[2]) { return int2(c[0], c[1]); }
 void step(inout float v, inout float g, float lr) { v -= lr * g; g = 0.0; }
 void fill(out float4 v, float k) { v = float4(k, 2.0 * k, 3.0 * k, 4.0 * k); }
+float2 ff2(float2 v) { return 2.0 * v; }
 
 // a tensor read at a neighbour and written through a differentiable store
 [Differentiable]
@@ -303,3 +304,21 @@ def test_tensor_gradients_behind_a_bounds_check(m):
     assert y.to_numpy().tolist() == [1.0, 4.0, 9.0, 0.0]
     m.squareFirst.bwds(spy.grid(shape=(4,)), x, y)
     assert np.allclose(x.grad_out.to_numpy(), [2.0, 4.0, 6.0, 0.0])
+
+
+def test_a_texture_as_result_and_as_element_wise_argument(m):
+    dev = spy.create_device()
+    tex = dev.create_texture(width=3, height=2, format=spy.Format.rgba32_float)
+    m.fill(tex, 2.0)  # an out float4 parameter: one thread per texel
+    assert np.allclose(tex.to_numpy(), np.broadcast_to([2.0, 4.0, 6.0, 8.0], (2, 3, 4)))
+    # a texture as an element-wise input: its texels, rows (y) first
+    data = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2)
+    src = dev.create_texture(data=data, format=spy.Format.rg32_float)
+    out = spy.Tensor.zeros(None, (2, 3), spy.float2)
+    m.ff2(src, _result=out)
+    assert np.allclose(out.to_numpy(), data * 2.0)
+
+
+def test_messages_name_the_parameter(m):
+    with pytest.raises(CallError, match="'p'"):
+        m.affine({"origin": spy.float2(0, 0), "scale": 1.0, "bogus": 2.0}, np.zeros((1, 2), np.float32))

@@ -120,6 +120,8 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
             raise CallError(f"error: {where}: parameter '{p.name}' is a {p.text}: pass a texture "
                             f"(device.create_texture), got {type(value).__name__}", p.name)
         return _Arg(k, p, "texture", value)
+    if isinstance(value, Texture):  # element by element: its texels, (height, width) of floatN
+        value = value.as_tensor()
     if isinstance(value, (Tensor, np.ndarray)):
         dense = p.dense()
         if dense is None:
@@ -307,6 +309,8 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
             raise CallError(f"error: {where}: {fn.name} returns {res_t.name}{''.join(f'[{n}]' for n in res_t.dims)}; "
                             "calls return scalars, vectors and matrices (write other results through a tensor "
                             "parameter)", "_result")
+    if isinstance(result, Texture):
+        result = result.as_tensor()
     given = result if isinstance(result, Tensor) else None
     if mode == "bwds" and not void and (given is None or given.grad_in is None):
         raise CallError(f"error: {where}: '_result' must be the result Tensor with gradients (.with_grads(), its "
@@ -329,7 +333,8 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
 
     for a in bound:
         i, p = a.index, a.param
-        local = f"_spy_v{i}"
+        # the parameter's own name (dispatch's messages then name it), unless it is the function's
+        local = p.name if p.name != fn.name and not p.name.startswith("_spy_") else f"_spy_v{i}"
         if a.kind == "elementwise":
             et, dims = a.dense
             t: Tensor = a.value

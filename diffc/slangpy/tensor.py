@@ -154,6 +154,11 @@ class Texture:
     def to_numpy(self) -> np.ndarray:
         return self.storage.to_numpy()
 
+    def as_tensor(self) -> Tensor:
+        """Its texels as a Tensor of shape (height, width) (a call's last dimension is x)."""
+        et = to_element_type("float" if self.components == 1 else f"float{self.components}")
+        return Tensor(self.storage, et, (self.height, self.width))
+
     def copy_from_numpy(self, data) -> Texture:
         self.storage.copy_from_numpy(np.asarray(data, np.float32).reshape(self.height, self.width, self.components))
         return self
