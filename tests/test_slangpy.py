@@ -22,6 +22,7 @@ int2 coordArray(int c[2]) { return int2(c[0], c[1]); }
 void step(inout float v, inout float g, float lr) { v -= lr * g; g = 0.0; }
 void fill(out float4 v, float k) { v = float4(k, 2.0 * k, 3.0 * k, 4.0 * k); }
 float2 ff2(float2 v) { return 2.0 * v; }
+[Differentiable] float leaky(float x, no_diff float slope = 0.25) { return max(x, 0.0) + slope * min(x, 0.0); }
 
 // a tensor read at a neighbour and written through a differentiable store
 [Differentiable]
@@ -322,3 +323,11 @@ def test_a_texture_as_result_and_as_element_wise_argument(m):
 def test_messages_name_the_parameter(m):
     with pytest.raises(CallError, match="'p'"):
         m.affine({"origin": spy.float2(0, 0), "scale": 1.0, "bogus": 2.0}, np.zeros((1, 2), np.float32))
+
+
+def test_parameters_left_to_their_defaults(m):
+    x = np.array([-2.0, 3.0], np.float32)
+    assert m.leaky(x, _result="numpy").tolist() == [-0.5, 3.0]
+    assert m.leaky(x, 0.5, _result="numpy").tolist() == [-1.0, 3.0]
+    with pytest.raises(CallError, match="missing argument 'x'"):
+        m.leaky(slope=0.5)

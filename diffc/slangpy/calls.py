@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from diffc.runtime.errors import CallError
-from diffc.slangpy.signature import Declarations, Function, Param
+from diffc.slangpy.signature import Declarations, Function, Param, type_text
 from diffc.slangpy.tensor import Tensor, Texture
 from diffc.slangpy.values import ElementType, _Vector, call_id, element_type, grid
 
@@ -89,10 +89,15 @@ def _bind(fn: Function, args: tuple, kwargs: dict) -> list[tuple[Param, object]]
         if k in values:
             raise CallError(f"error: {fn.name}() got argument '{k}' twice", k)
         values[k] = v
-    missing = [n for n in names if n not in values]
-    if missing:
-        raise CallError(f"error: {fn.name}() is missing argument '{missing[0]}'", missing[0])
-    return [(p, values[p.name]) for p in fn.params]
+    missing = [p for p in fn.params if p.name not in values]
+    if missing and not all(p.has_default for p in missing):
+        name = next(p.name for p in missing if not p.has_default)
+        raise CallError(f"error: {fn.name}() is missing argument '{name}'", name)
+    bound = [(p, values[p.name]) for p in fn.params if p.name in values]
+    if [p for p, _ in bound] != fn.params[: len(bound)]:  # Slang fills defaults only at the end
+        raise CallError(f"error: {fn.name}(): only its last parameters may be left to their defaults "
+                        f"('{missing[0].name}' is followed by given ones)", missing[0].name)
+    return bound
 
 
 def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Arg:
@@ -153,8 +158,6 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
 
 def _tensor_element(where: str, p: Param) -> ElementType:
     t = p.type.args[0] if p.type.args else None
-    from diffc.slangpy.signature import type_text
-
     et = element_type(type_text(t)) if t is not None and not isinstance(t, (int, str)) else None
     if et is None:
         raise CallError(f"error: {where}: parameter '{p.name}' is a {p.text}: tensors of {t if t is not None else '?'} "

@@ -128,9 +128,10 @@ class FunctionHandle:
 
     def _pick(self, args: tuple, kwargs: dict) -> Function:
         n = len(args) + len(kwargs)
-        fits = [f for f in self.overloads if len(f.params) == n]
+        fits = [f for f in self.overloads
+                if len([q for q in f.params if not q.has_default]) <= n <= len(f.params)]
         if not fits:
-            counts = sorted({len(f.params) for f in self.overloads})
+            counts = sorted({len(f.params) for f in self.overloads})  # (with their defaulted ones)
             raise CallError(f"error: {self.name}() takes {' or '.join(map(str, counts))} arguments, got {n}", self.name)
         return fits[0]
 

@@ -47,6 +47,7 @@ class Param:
     type: A.TypeRef
     direction: str  # in | out | inout
     no_diff: bool
+    has_default: bool = False  # `float s = 2.0`: a call may leave it out (the last ones only)
 
     @property
     def text(self) -> str:
@@ -94,7 +95,7 @@ class Declarations:
         for d in program.decls:
             if isinstance(d, A.Func) and d.body is not None and not d.generic_params:
                 params = [Param(p.name, p.type, "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in",
-                                "no_diff" in p.mods) for p in d.params]
+                                "no_diff" in p.mods, p.default is not None) for p in d.params]
                 self.functions.setdefault(d.name, []).append(Function(d.name, params, d.ret, _differentiable_attr(d)))
             elif isinstance(d, A.Struct):
                 self.structs[d.name] = d
