@@ -331,3 +331,12 @@ def test_parameters_left_to_their_defaults(m):
     assert m.leaky(x, 0.5, _result="numpy").tolist() == [-1.0, 3.0]
     with pytest.raises(CallError, match="missing argument 'x'"):
         m.leaky(slope=0.5)
+
+
+def test_a_numpy_result_is_written_and_gives_an_unset_grid_dimension(m):
+    res = np.zeros((3, 4, 2), np.int32)
+    assert m.coord(spy.grid(shape=(-1, -1), stride=(5, 2)), _result=res) is res
+    rows, cols = np.meshgrid(range(3), range(4), indexing="ij")
+    assert (res[..., 0] == 2 * cols).all() and (res[..., 1] == 5 * rows).all()
+    with pytest.raises(CallError, match="_result"):
+        m.coord(spy.grid(shape=(3, 4)), _result=np.zeros((3, 4, 3), np.int32))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.slangpy.calls import ENTRY, plan_call
 from diffc.slangpy.signature import Declarations, Function, read_declarations
-from diffc.slangpy.tensor import Format, Texture
+from diffc.slangpy.tensor import Format, Tensor, Texture
 from diffc.slangpy.values import _Vector, element_type
 
 # where `import slangpy;` is found (a folder to give as an include path, as SlangPy's SHADER_PATH)
@@ -148,9 +150,13 @@ class FunctionHandle:
 
         if torch_calls.holds_torch(args, kwargs, _result):  # a torch.autograd.Function (torch_calls.py)
             return torch_calls.call(self, args, kwargs, _result)
-        out = self._run("call", args, kwargs, _result)
+        target = _result if isinstance(_result, np.ndarray) else None
+        out = self._run("call", args, kwargs, self._result_tensor(args, kwargs, target) if target is not None else _result)
         if out is None:
             return None
+        if target is not None:  # written into the caller's array
+            np.copyto(target, out.to_numpy().reshape(target.shape), casting="unsafe")
+            return target
         if isinstance(_result, str) and _result == "numpy":
             return out.to_numpy()
         if _result is None and not out.shape:  # a call of no dimensions returns a value
@@ -160,6 +166,15 @@ class FunctionHandle:
             vec = getattr(__import__("diffc.slangpy.values", fromlist=[out.dtype.name]), out.dtype.name, None)
             return vec(*v.tolist()) if isinstance(vec, type) and issubclass(vec, _Vector) else v
         return out
+
+    def _result_tensor(self, args: tuple, kwargs: dict, target: np.ndarray):
+        """A Tensor for a numpy `_result`: its leading dimensions, the function's result elements."""
+        et = element_type(self._pick(args, kwargs).result.name)
+        k = len(et.shape) if et is not None else 0
+        if et is None or tuple(target.shape[target.ndim - k:]) != et.shape:
+            raise CallError(f"error: {self.name}(): '_result' of shape {target.shape} does not hold the function's "
+                            f"{self._pick(args, kwargs).result.name} results", "_result")
+        return Tensor.empty(None, tuple(target.shape[: target.ndim - k]), et)
 
     def bwds(self, *args, _result=None, **kwargs) -> None:
         """Backward: gradients of the tensor arguments (their .grad) from `_result.grad`."""
