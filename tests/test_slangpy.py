@@ -340,3 +340,14 @@ def test_a_numpy_result_is_written_and_gives_an_unset_grid_dimension(m):
     assert (res[..., 0] == 2 * cols).all() and (res[..., 1] == 5 * rows).all()
     with pytest.raises(CallError, match="_result"):
         m.coord(spy.grid(shape=(3, 4)), _result=np.zeros((3, 4, 3), np.int32))
+
+
+def test_a_struct_of_pointers_takes_tensors_and_bad_fields_name_the_parameter(tmp_path):
+    path = tmp_path / "ptrs.slang"
+    path.write_text("import slangpy;\nstruct Span { float* p; int n; };\n"
+                    "float total(Span s, int k) { float t = 0; for (int i = 0; i < s.n; i++) t += s.p[i]; return t * k; }\n")
+    mod = spy.Module.load_from_file(None, str(path))
+    data = spy.Tensor.from_numpy(None, np.array([1.0, 2.0, 4.0], np.float32))
+    assert mod.total({"p": data, "n": 3}, np.array([1, 2], np.int32), _result="numpy").tolist() == [7.0, 14.0]
+    with pytest.raises(CallError, match=r"total\(\): argument 's_p'"):
+        mod.total({"p": [1.0], "n": 1}, 1)

@@ -64,13 +64,16 @@ class CallPlan:
 
 def _plain(value):
     """A uniform value as dispatch takes it: vectors as lists, dicts of fields (SlangPy's `_type`
-    key dropped), objects with `get_this()` as what it returns."""
+    key dropped), objects with `get_this()` as what it returns, a Tensor (for a pointer) as its
+    memory."""
     if hasattr(value, "get_this") and callable(value.get_this):
         value = value.get_this()
     if isinstance(value, Mapping):
         return {k: _plain(v) for k, v in value.items() if k != "_type"}
     if isinstance(value, _Vector):
         return list(value)
+    if isinstance(value, Tensor):  # a pointer field: the tensor's memory from element 0
+        return value.storage
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, np.ndarray):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
+from diffc.diagnostics import DiffcError
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.slangpy.calls import ENTRY, plan_call
 from diffc.slangpy.signature import Declarations, Function, read_declarations
@@ -109,6 +111,18 @@ class Module:
         return found
 
 
+def _in_generated_kernel(e: DiffcError, module: Module, name: str, mode: str, source: str) -> DiffcError:
+    """An error in the program is the program's (located in its file); one in the kernel the call
+    generated says so and shows the kernel (the arguments asked for something it cannot do)."""
+    lines = module.text.count("\n") + 1
+    m = re.search(re.escape(module.path) + r":(\d+):\d+:", str(e))
+    if m is None or int(m.group(1)) <= lines:
+        return e
+    return CallError(f"error: {name}{'.bwds' if mode == 'bwds' else ''}(): the kernel this call generates for "
+                     f"its arguments does not compile (diffc/slangpy/calls.py says how arguments map):\n{e}\n"
+                     f"the kernel:\n{source}", name)
+
+
 class StructType:
     """`module.S`: calling it gives the dict of fields a struct argument takes."""
 
@@ -140,9 +154,15 @@ class FunctionHandle:
     def _run(self, mode: str, args: tuple, kwargs: dict, result):
         fn = self._pick(args, kwargs)
         plan = plan_call(fn, self.module.declarations, mode, args, kwargs, result)
-        m = self.module.kernel_module(plan.source)
+        try:
+            m = self.module.kernel_module(plan.source)
+        except DiffcError as e:
+            raise _in_generated_kernel(e, self.module, fn.name, mode, plan.source) from None
         if plan.threads:
-            getattr(m, ENTRY).dispatch(plan.threads, **plan.kwargs)
+            try:
+                getattr(m, ENTRY).dispatch(plan.threads, **plan.kwargs)
+            except CallError as e:  # (binding a uniform value: named as the call's, not the kernel's)
+                raise CallError(str(e).replace(f"{ENTRY}.dispatch", f"{fn.name}()"), e.argument) from None
         return plan.result
 
     def __call__(self, *args, _result=None, **kwargs):
