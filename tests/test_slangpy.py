@@ -295,6 +295,7 @@ def test_call_shape_info_is_a_located_e0008(tmp_path):
 
 
 
+# (main fixes B1 in 50ce696: with it merged, this passes and the marker goes)
 @pytest.mark.xfail(strict=True, reason="issue 22 B1: bwd_diff drops custom-derivative reads and writes inside "
                    "an if when none of their arguments carries a derivative (the gradients come out 0)")
 def test_tensor_gradients_behind_a_bounds_check(m):
