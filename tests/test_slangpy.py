@@ -22,6 +22,7 @@ int2 coordArray(int c[2]) { return int2(c[0], c[1]); }
 void step(inout float v, inout float g, float lr) { v -= lr * g; g = 0.0; }
 void fill(out float4 v, float k) { v = float4(k, 2.0 * k, 3.0 * k, 4.0 * k); }
 float2 ff2(float2 v) { return 2.0 * v; }
+void twice(int i, Tensor<float, 1> x, RWTensor<float, 1> y) { y[i] = 2.0 * x[i]; y[i] += 1.0; }
 [Differentiable] float leaky(float x, no_diff float slope = 0.25) { return max(x, 0.0) + slope * min(x, 0.0); }
 
 // a tensor read at a neighbour and written through a differentiable store
@@ -352,3 +353,23 @@ def test_a_struct_of_pointers_takes_tensors_and_bad_fields_name_the_parameter(tm
     assert mod.total({"p": data, "n": 3}, np.array([1, 2], np.int32), _result="numpy").tolist() == [7.0, 14.0]
     with pytest.raises(CallError, match=r"total\(\): argument 's_p'"):
         mod.total({"p": [1.0], "n": 1}, 1)
+
+
+def test_rw_tensor_subscript_stores(m):
+    x = spy.Tensor.from_numpy(None, np.array([1.0, -2.0, 0.5], np.float32))
+    y = spy.Tensor.zeros(None, (3,), float)
+    m.twice(spy.grid(shape=(3,)), x, y)
+    assert y.to_numpy().tolist() == [3.0, -3.0, 2.0]
+
+
+def test_a_nonmutating_setter_writes_through_a_handle(tmp_path):
+    # (a mutating setter of a struct holding a pointer cannot be emitted: [nonmutating] leaves `this`)
+    path = tmp_path / "handle.slang"
+    path.write_text("import slangpy;\n"
+                    "struct View { float* d; __subscript(int i) -> float { get { return d[i]; } "
+                    "[nonmutating] set { d[i] = newValue; } } };\n"
+                    "void put(int i, View v, float k) { v[i] = k * float(i); v[i] += 0.5; }\n")
+    mod = spy.Module.load_from_file(None, str(path))
+    data = spy.Tensor.zeros(None, (4,), float)
+    mod.put(spy.grid(shape=(4,)), {"d": data}, 3.0)
+    assert data.to_numpy().tolist() == [0.5, 3.5, 6.5, 9.5]
