@@ -373,3 +373,8 @@ def test_a_nonmutating_setter_writes_through_a_handle(tmp_path):
     data = spy.Tensor.zeros(None, (4,), float)
     mod.put(spy.grid(shape=(4,)), {"d": data}, 3.0)
     assert data.to_numpy().tolist() == [0.5, 3.5, 6.5, 9.5]
+
+
+def test_a_call_of_no_dimensions_returns_a_vector(m):
+    got = m.ff2(spy.float2(1.5, -2.0))
+    assert isinstance(got, spy.float2) and got == spy.float2(3.0, -4.0)

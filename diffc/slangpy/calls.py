@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,7 +59,6 @@ class CallPlan:
     kwargs: dict
     threads: int
     result: Tensor | None
-    keep: list = field(default_factory=list)
 
 
 def _plain(value):

@@ -13,6 +13,7 @@ from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.slangpy.calls import ENTRY, plan_call
 from diffc.slangpy.signature import Declarations, Function, read_declarations
 from diffc.slangpy.tensor import Format, Tensor, Texture
+from diffc.slangpy import values
 from diffc.slangpy.values import _Vector, element_type
 
 # where `import slangpy;` is found (a folder to give as an include path, as SlangPy's SHADER_PATH)
@@ -183,7 +184,7 @@ class FunctionHandle:
             v = out.to_numpy()
             if not out.dtype.shape:
                 return v.item()
-            vec = getattr(__import__("diffc.slangpy.values", fromlist=[out.dtype.name]), out.dtype.name, None)
+            vec = getattr(values, out.dtype.name, None)  # float2 -> spy.float2
             return vec(*v.tolist()) if isinstance(vec, type) and issubclass(vec, _Vector) else v
         return out
 

@@ -72,9 +72,6 @@ class _Vector(tuple):
             raise ValueError(f"{cls.slang_name} takes {cls._n} components, got {len(flat)}")
         return super().__new__(cls, [cls._kind(v) for v in flat])
 
-    def _get(self, k: int):
-        return self[k]
-
     x = property(lambda self: self[0])
     y = property(lambda self: self[1])
     z = property(lambda self: self[2])
