@@ -30,6 +30,7 @@ from diffc.diagnostics import SourceLocation
 from diffc.frontend import ast as A
 from diffc.frontend.errors import UNDEFINED, FrontendError
 from diffc.frontend.lexer import tokenize
+from diffc.frontend.library import LIBRARY_DIRS
 from diffc.frontend.parser import Parser, declared_type_names, imported_names
 from diffc.frontend.preprocess import Preprocessed, preprocess
 from diffc.frontend.source_map import SourceMap
@@ -166,15 +167,16 @@ class Loader:
 
     def _find(self, name: str, quoted: bool, importer: str, parents: bool = False) -> str | None:
         """The file: beside the importer, beside the main file, beside the file of a module that
-        an `implementing` named, in the include directories; for
-        `implementing` (a file of a module whose own file is often a folder up) also in the
-        importer's parent folders."""
+        an `implementing` named, in the include directories; for `implementing` (a file of a
+        module whose own file is often a folder up) also in the importer's parent folders; last,
+        diffc's own library (`import slangpy;`), so a program's own file of that name wins."""
         here = os.getcwd() if importer.startswith("<") else os.path.dirname(os.path.abspath(importer))
         dirs = [here, self.main_dir, *self.module_dirs, *self.include_dirs]
         d = here
         while parents and os.path.dirname(d) != d and len(dirs) < 16:
             d = os.path.dirname(d)
             dirs.append(d)
+        dirs += LIBRARY_DIRS
         for d in dirs:
             for cand in self._candidates(name, quoted):
                 path = os.path.join(d, cand)

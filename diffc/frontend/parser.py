@@ -8,6 +8,7 @@ from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend.func_extensions import CALL_METHOD, KEYWORD as FUNC_EXTENSION, parse_func_extension
 from diffc.frontend.inits import INIT, constructor_method
+from diffc.frontend.library import REFUSED_LIBRARY_NAMES
 from diffc.frontend.operators import at_operator, parse_operator
 from diffc.frontend.optional import if_let
 from diffc.frontend.properties import parse_property
@@ -1269,6 +1270,8 @@ class Parser:
                         args.append(self.assignment())
                 self.expect(")")
                 e = A.Call(e, args, span=self.span_from(start))
+            elif self.at("::") and isinstance(e, A.Name) and e.id in REFUSED_LIBRARY_NAMES:  # (library.py)
+                raise FrontendError(UNSUPPORTED, REFUSED_LIBRARY_NAMES[e.id], *e.span)
             elif self.at(".") or self.at("->") or (self.at("::") and isinstance(e, A.TypeExpr)):
                 arrow = self.tok.text == "->"
                 self.i += 1

@@ -56,13 +56,17 @@ def parse_subscript(p: Parser, mods: set[str], start: int, requirement: bool,
         elif not requirement:
             raise FrontendError(UNSUPPORTED, f"a subscript accessor without a body ('{acc.text};') is not "
                                 "supported in a struct", acc.start, acc.end)
-        attrs = [a for a in attrs if a.name != "nonmutating"]  # a getter never mutates here
+        # a getter never mutates here; a `[nonmutating] set` (a handle's, writing memory it points at)
+        # leaves `this` as it is
+        keeps_this = any(a.name == "nonmutating" for a in attrs)
+        attrs = [a for a in attrs if a.name != "nonmutating"]
         if acc.text == "get":
             methods.append(_method(p, attrs, ret_mods, ret, GET, list(params), body, astart, span, mods,
                                    gparams, type_params))
         else:
             value = A.Param(set(), ret, "newValue", span=span)
-            methods.append(_method(p, attrs + [A.Attr("mutating", span=span)], set(), A.TypeRef("void", span=span),
+            mutating = [] if keeps_this else [A.Attr("mutating", span=span)]
+            methods.append(_method(p, attrs + mutating, set(), A.TypeRef("void", span=span),
                                    SET, list(params) + [value], body, astart, span, mods, gparams, type_params))
     p.accept(";")
     if not methods:

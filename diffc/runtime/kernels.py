@@ -486,8 +486,11 @@ def lower_kernel_module(module: ModuleOp, spec) -> None:
     from diffc.compiler import differentiate
     from diffc.runtime.errors import RuntimeDiffcError
 
+    from diffc.runtime.kernel_scope import keep_kernel_scope
+
     module.verify()
     differentiate(module)
+    keep_kernel_scope(module, spec.function)  # (globals only entry points bind: kernel_scope.py)
     left = {op.name for op in module.walk() if op.name.startswith("diff.")}
     if left:
         raise RuntimeDiffcError(f"error: {spec.mode} of @{spec.function}: ops {sorted(left)} remain after the pipeline")

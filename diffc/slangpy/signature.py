@@ -1,0 +1,122 @@
+"""The Slang-level declarations a SlangPy call needs: a function's parameters as written (type
+text, direction, no_diff), whether it is differentiable, and the program's structs. Read from the
+front end's parse of the module (with its imports), before any checking."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from diffc.frontend import ast as A
+from diffc.slangpy.values import ElementType, element_type
+
+# SlangPy's tensor types (diffc/slangpy/slangpy.slang): a parameter of one takes a whole Tensor
+TENSOR_TYPES = {
+    "Tensor": "plain", "NDBuffer": "plain", "RWTensor": "plain", "WTensor": "plain", "RWNDBuffer": "plain",
+    "AtomicTensor": "atomic",
+    **{name: "grad_out" for name in ("GradOutTensor", "DiffTensor", "IDiffTensor", "ITensor")},
+    **{name: "grad_in" for name in ("GradInTensor", "WDiffTensor", "IWDiffTensor", "IWTensor")},
+    **{name: "grad_inout" for name in ("GradInOutTensor", "RWDiffTensor", "IRWDiffTensor", "IRWTensor")},
+}
+TEXTURE_TYPES = {"Texture2D", "RWTexture2D"}
+_FLOATS = re.compile(r"^(float|half|double|float16_t|float32_t|float64_t)([1-4](x[1-4])?)?$")
+
+
+def type_text(t: A.TypeRef) -> str:
+    """The type as Slang spells it, without array dimensions."""
+    args = ""
+    if t.args:
+        args = "<" + ", ".join(type_text(a) if isinstance(a, A.TypeRef) else str(a) for a in t.args) + ">"
+    return t.name + args + "*" * t.pointer
+
+
+def dims_text(t: A.TypeRef) -> str:
+    out = ""
+    for n in t.dims:
+        if isinstance(n, A.Name):
+            n = n.id
+        elif not isinstance(n, (int, str)):
+            raise ValueError("array size")
+        out += f"[{n}]"
+    return out
+
+
+@dataclass
+class Param:
+    name: str
+    type: A.TypeRef
+    direction: str  # in | out | inout
+    no_diff: bool
+    has_default: bool = False  # `float s = 2.0`: a call may leave it out (the last ones only)
+
+    @property
+    def text(self) -> str:
+        return type_text(self.type)
+
+    def declare(self, name: str) -> str:
+        return f"{self.text} {name}{dims_text(self.type)}"
+
+    @property
+    def tensor_kind(self) -> str | None:
+        return TENSOR_TYPES.get(self.type.name) if not self.type.dims else None
+
+    @property
+    def is_texture(self) -> bool:
+        return self.type.name in TEXTURE_TYPES and not self.type.dims
+
+    def dense(self) -> tuple[ElementType, tuple[int, ...]] | None:
+        """(the scalar-shaped element type, the array dimensions before it) of a parameter that
+        an array argument fills element by element, or None."""
+        et = element_type(self.text)
+        if et is None or not all(isinstance(n, int) for n in self.type.dims):
+            return None
+        return et, tuple(self.type.dims)
+
+
+@dataclass
+class Function:
+    name: str
+    params: list[Param]
+    result: A.TypeRef
+    differentiable: bool
+
+
+def _differentiable_attr(f: A.Func) -> bool:
+    return any(a.name in ("Differentiable", "BackwardDifferentiable", "ForwardDifferentiable")
+               or a.name.startswith("BackwardDerivative") for a in f.attrs)
+
+
+class Declarations:
+    """The functions and structs of one parsed program."""
+
+    def __init__(self, program: A.Program):
+        self.functions: dict[str, list[Function]] = {}
+        self.structs: dict[str, A.Struct] = {}
+        for d in program.decls:
+            if isinstance(d, A.Func) and d.body is not None and not d.generic_params:
+                params = [Param(p.name, p.type, "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in",
+                                "no_diff" in p.mods, p.default is not None) for p in d.params]
+                self.functions.setdefault(d.name, []).append(Function(d.name, params, d.ret, _differentiable_attr(d)))
+            elif isinstance(d, A.Struct):
+                self.structs[d.name] = d
+
+    def is_differentiable(self, p: Param) -> bool:
+        """Whether a parameter carries a derivative (Slang's rules, read from the declaration)."""
+        if p.no_diff or p.tensor_kind or p.is_texture:
+            return False
+        if _FLOATS.match(p.type.name) or re.match(r"^(vector|matrix)$", p.type.name) and p.type.args and \
+                isinstance(p.type.args[0], A.TypeRef) and _FLOATS.match(p.type.args[0].name):
+            return True
+        s = self.structs.get(p.type.name)
+        return s is not None and "IDifferentiable" in s.bases
+
+
+def read_declarations(text: str, filename: str) -> Declarations:
+    from diffc.frontend.errors import FrontendError
+    from diffc.frontend.imports import Loader
+
+    loader = Loader(filename)
+    try:
+        return Declarations(loader.parse(text, filename))
+    except FrontendError as e:
+        raise e.to_diffc_error(loader.sources) from None

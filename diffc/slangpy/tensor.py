@@ -1,0 +1,167 @@
+"""SlangPy's Python Tensor and Texture over diffc's device memory (runtime/tensor.py).
+
+A Tensor of `shape` whose elements are `dtype` (a scalar, vector or matrix type) is one diffc
+Tensor of shape `shape + dtype.shape` of the scalar type, packed row-major, as the Slang-side
+tensors of diffc/slangpy/slangpy.slang read it. `with_grads()` gives a Tensor on the same memory
+with a gradient Tensor; `grad_in` (the cotangents a backward pass reads for stored values) and
+`grad_out` (where it adds the gradients of read values) are that one gradient unless given apart.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from diffc.runtime.tensor import Tensor as Storage
+from diffc.slangpy.values import ElementType, to_element_type
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+class Tensor:
+    def __init__(self, storage: Storage, dtype: ElementType, shape: tuple[int, ...],
+                 grad_in: Tensor | None = None, grad_out: Tensor | None = None):
+        self.storage = storage
+        self.dtype = dtype
+        self.shape = shape
+        self.grad_in = grad_in
+        self.grad_out = grad_out
+
+    # -- making ------------------------------------------------------------------------------
+
+    @classmethod
+    def empty(cls, device=None, shape=(), dtype=float) -> Tensor:
+        et = to_element_type(dtype)
+        s = _shape(shape)
+        return cls(Storage.empty((*s, *et.shape), et.scalar), et, s)
+
+    @classmethod
+    def zeros(cls, device=None, shape=(), dtype=float) -> Tensor:
+        et = to_element_type(dtype)
+        s = _shape(shape)
+        return cls(Storage.zeros((*s, *et.shape), et.scalar), et, s)
+
+    @classmethod
+    def from_numpy(cls, device, ndarray: np.ndarray, dtype=None) -> Tensor:
+        """Elements are the array's scalars unless `dtype` (a vector or matrix type) takes its
+        trailing dimensions."""
+        a = np.ascontiguousarray(ndarray)
+        et = to_element_type(dtype if dtype is not None else a.dtype)
+        k = len(et.shape)
+        if k and tuple(a.shape[a.ndim - k:]) != et.shape:
+            raise ValueError(f"slangpy.Tensor.from_numpy: an array of {et.name} elements ends in {et.shape}, "
+                             f"got shape {a.shape}")
+        return cls(Storage.from_numpy(a.astype(et.scalar, copy=False)), et, tuple(a.shape[: a.ndim - k]))
+
+    @classmethod
+    def zeros_like(cls, other: Tensor) -> Tensor:
+        return cls.zeros(None, other.shape, other.dtype)
+
+    @classmethod
+    def empty_like(cls, other: Tensor) -> Tensor:
+        return cls.empty(None, other.shape, other.dtype)
+
+    def with_grads(self, grad_in: Tensor | None = None, grad_out: Tensor | None = None, zero: bool = True) -> Tensor:
+        """This tensor's memory with gradients (a new gradient Tensor unless given)."""
+        if grad_in is None and grad_out is None:
+            grad_in = grad_out = Tensor.zeros(None, self.shape, self.dtype) if zero else Tensor.empty_like(self)
+        elif grad_in is None:
+            grad_in = grad_out
+        elif grad_out is None:
+            grad_out = grad_in
+        for g in (grad_in, grad_out):
+            if g.shape != self.shape or g.dtype != self.dtype:
+                raise ValueError(f"slangpy.Tensor.with_grads: a gradient must be a {self.dtype.name} tensor of shape "
+                                 f"{self.shape}, got {g.dtype.name} {g.shape}")
+        return Tensor(self.storage, self.dtype, self.shape, grad_in, grad_out)
+
+    def detach(self) -> Tensor:
+        return Tensor(self.storage, self.dtype, self.shape)
+
+    # -- reading and writing -----------------------------------------------------------------
+
+    @property
+    def grad(self) -> Tensor | None:
+        return self.grad_out
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides, row-major."""
+        out, k = [], 1
+        for n in reversed(self.shape):
+            out.append(k)
+            k *= n
+        return tuple(reversed(out))
+
+    def to_numpy(self) -> np.ndarray:
+        return self.storage.to_numpy()
+
+    def copy_from_numpy(self, data) -> Tensor:
+        a = np.asarray(data, dtype=self.dtype.scalar)
+        want = (*self.shape, *self.dtype.shape)
+        if a.size != math.prod(want):
+            raise ValueError(f"slangpy.Tensor.copy_from_numpy: {a.size} values for a tensor of shape {want}")
+        self.storage.copy_from_numpy(a.reshape(want))
+        return self
+
+    def clear(self) -> Tensor:
+        self.storage.fill(0)
+        return self
+
+    def __repr__(self) -> str:
+        grads = ", with grads" if self.grad_out is not None else ""
+        return f"<slangpy.Tensor {self.dtype.name} {self.shape}{grads}>"
+
+
+class Format:
+    """Texel formats (components of float32)."""
+
+    r32_float = 1
+    rg32_float = 2
+    rgba32_float = 4
+
+
+class TextureUsage:
+    shader_resource = 1
+    unordered_access = 2
+    render_target = 4
+
+
+class Texture:
+    """A 2D float texture: texels in a diffc Tensor of shape (height, width, components)."""
+
+    def __init__(self, width: int, height: int, components: int = 4, data=None):
+        self.width, self.height, self.components = int(width), int(height), int(components)
+        shape = (self.height, self.width, self.components)
+        if data is None:
+            self.storage = Storage.zeros(shape, np.float32)
+        else:
+            a = np.asarray(data, np.float32)
+            if a.size != math.prod(shape):
+                raise ValueError(f"slangpy: texture data of shape {a.shape} for a {self.width}x{self.height} texture "
+                                 f"of {self.components} components (rows are height)")
+            self.storage = Storage.from_numpy(np.ascontiguousarray(a.reshape(shape)))
+
+    def to_numpy(self) -> np.ndarray:
+        return self.storage.to_numpy()
+
+    def as_tensor(self) -> Tensor:
+        """Its texels as a Tensor of shape (height, width) (a call's last dimension is x)."""
+        et = to_element_type("float" if self.components == 1 else f"float{self.components}")
+        return Tensor(self.storage, et, (self.height, self.width))
+
+    def copy_from_numpy(self, data) -> Texture:
+        self.storage.copy_from_numpy(np.asarray(data, np.float32).reshape(self.height, self.width, self.components))
+        return self
+
+    def __repr__(self) -> str:
+        return f"<slangpy.Texture {self.width}x{self.height}x{self.components}>"

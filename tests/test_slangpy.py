@@ -1,0 +1,378 @@
+"""diffc.slangpy: SlangPy's Python API (module calls over tensors, grid, call_id, _result, bwds)
+and the Slang `slangpy` module's tensors. Values against numpy; derivatives against float64
+central differences of the same functions written in numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import diffc.slangpy as spy
+from diffc.runtime.errors import CallError
+
+SRC = """
+import slangpy;
+
+[Differentiable] float wave(float a, float x) { return a * x * x + sin(x); }
+[Differentiable] double waved(double a, double x) { return a * x * x + sin(x); }
+[Differentiable] float3 twist(float3 p, float t) { return float3(p.x * cos(t) - p.y * sin(t), p.x * sin(t) + p.y * cos(t), p.z * t); }
+int2 coord(int2 c) { return c; }
+int coord1(int c) { return c; }
+int2 coordArray(int c[2]) { return int2(c[0], c[1]); }
+void step(inout float v, inout float g, float lr) { v -= lr * g; g = 0.0; }
+void fill(out float4 v, float k) { v = float4(k, 2.0 * k, 3.0 * k, 4.0 * k); }
+float2 ff2(float2 v) { return 2.0 * v; }
+void twice(int i, Tensor<float, 1> x, RWTensor<float, 1> y) { y[i] = 2.0 * x[i]; y[i] += 1.0; }
+[Differentiable] float leaky(float x, no_diff float slope = 0.25) { return max(x, 0.0) + slope * min(x, 0.0); }
+
+// a tensor read at a neighbour and written through a differentiable store
+[Differentiable]
+void smooth(int i, GradInOutTensor<float, 1> x, GradInOutTensor<float, 1> y)
+{
+    int j = min(i + 1, int(x.primal.shape[0]) - 1);
+    float a = x[i];
+    float b = x.load(j);
+    y.set({i}, a * b + exp(0.5 * a));
+}
+
+// vectors in a 2D tensor, read through a vector index (x is the last dimension)
+float sumRow(int r, Tensor<float2, 2> t) { return t.load(int2(0, r)).x + t[r, 1].y; }
+
+// many threads adding into one element
+void scatter(int i, Tensor<float, 1> x, AtomicTensor<float2, 1> acc) { acc.add(0, float2(x[i], 1.0)); }
+
+struct Params { float2 origin; float scale; };
+
+// the usual bounds check before the tensor accesses
+[Differentiable]
+void squareFirst(int i, GradInOutTensor<float, 1> x, GradInOutTensor<float, 1> y)
+{
+    if (i >= 3)
+        return;
+    y.set({i}, x[i] * x[i]);
+}
+
+// SlangPy's interface names: read-only differentiable (ITensor) and written (IRWTensor) tensors
+[Differentiable]
+float3 tint(ITensor<float, 2> v, ITensor<float, 1> c, uint2 cell)
+{
+    float2 p = float2(v[0, 0], v[1, 1]);
+    return float3(c[0], c[1], c[2]) * (p.x * float(cell.x) + p.y * float(cell.y));
+}
+[Differentiable] float affine(no_diff Params p, float2 v) { return dot(v - p.origin, v) * p.scale; }
+"""
+
+
+@pytest.fixture(scope="module")
+def m(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spy") / "calls.slang"
+    path.write_text(SRC)
+    return spy.Module.load_from_file(spy.create_device(), str(path))
+
+
+def _fd(f, x, h=1e-6):
+    """Central differences of the sum of f's results with respect to each element of x (float64)."""
+    x = np.asarray(x, np.float64)
+    g = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[k] = h
+        g[k] = (np.sum(f(x + e)) - np.sum(f(x - e))) / (2 * h)
+    return g
+
+
+def test_elementwise_call_and_gradient(m):
+    x = np.array([0.25, -1.5, 2.0, 0.75], np.float32)
+    got = m.wave(3.0, x, _result="numpy")
+    assert np.allclose(got, 3.0 * x.astype(np.float64) ** 2 + np.sin(x), rtol=1e-6)
+    xt = spy.Tensor.from_numpy(None, x).with_grads()
+    y = m.wave(3.0, xt).with_grads()
+    w = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    y.grad.copy_from_numpy(w)
+    m.wave.bwds(3.0, xt, _result=y)
+    fd = _fd(lambda v: w * (3.0 * v**2 + np.sin(v)), x)
+    assert np.allclose(xt.grad.to_numpy(), fd, rtol=1e-5, atol=1e-5)
+
+
+def test_double_gradient_against_the_kernels_own_differences(m):
+    x = np.array([0.3, -0.7, 1.9])
+    xt = spy.Tensor.from_numpy(None, x).with_grads()
+    y = m.waved(0.5, xt).with_grads()
+    y.grad.copy_from_numpy(np.ones(3))
+    m.waved.bwds(0.5, xt, _result=y)
+    h = 1e-6
+    fd = (m.waved(0.5, x + h, _result="numpy") - m.waved(0.5, x - h, _result="numpy")) / (2 * h)
+    assert np.allclose(xt.grad.to_numpy(), fd, rtol=1e-8)
+
+
+def test_broadcasting_and_its_accumulated_gradient(m):
+    a = np.array([[1.0], [2.0], [-0.5]], np.float32)  # (3, 1)
+    x = np.array([0.1, 0.2, 0.3, 0.4], np.float32)  # (4,)
+    got = m.wave(a, x, _result="numpy")
+    assert got.shape == (3, 4)
+    assert np.allclose(got, a * x * x + np.sin(x), rtol=1e-6)
+    at = spy.Tensor.from_numpy(None, a).with_grads()
+    xt = spy.Tensor.from_numpy(None, x).with_grads()
+    y = m.wave(at, xt).with_grads()
+    y.grad.copy_from_numpy(np.ones((3, 4)))
+    m.wave.bwds(at, xt, _result=y)
+    # a's gradient sums over the 4 columns it is broadcast along, x's over the 3 rows
+    ga = _fd(lambda v: v * x.astype(np.float64) ** 2 + np.sin(x), a)
+    gx = _fd(lambda v: a.astype(np.float64) * v**2 + np.sin(v), x)
+    assert np.allclose(at.grad.to_numpy(), ga, rtol=1e-5)
+    assert np.allclose(xt.grad.to_numpy(), gx, rtol=1e-5)
+
+
+def test_shapes_that_do_not_broadcast_are_a_call_error(m):
+    with pytest.raises(CallError, match="does not broadcast"):
+        m.wave(np.ones(3, np.float32), np.ones(4, np.float32))
+
+
+def test_vectors_take_the_trailing_dimension(m):
+    p = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
+    got = m.twist(p, 0.3, _result="numpy")
+    c, s = np.cos(0.3), np.sin(0.3)
+    want = np.stack([p[:, 0] * c - p[:, 1] * s, p[:, 0] * s + p[:, 1] * c, p[:, 2] * 0.3], -1)
+    assert got.shape == (5, 3) and np.allclose(got, want, rtol=1e-5, atol=1e-6)
+    pt = spy.Tensor.from_numpy(None, p, spy.float3).with_grads()
+    assert pt.shape == (5,)
+    y = m.twist(pt, 0.3).with_grads()
+    y.grad.copy_from_numpy(np.ones((5, 3)))
+    m.twist.bwds(pt, 0.3, _result=y)
+
+    def f(q):
+        return np.stack([q[:, 0] * c - q[:, 1] * s, q[:, 0] * s + q[:, 1] * c, q[:, 2] * 0.3], -1)
+
+    assert np.allclose(pt.grad.to_numpy(), _fd(f, p), rtol=1e-5, atol=1e-6)
+
+
+def test_grid_and_call_id(m):
+    got = m.coord(spy.grid(shape=(2, 3)), _result="numpy")
+    assert got.shape == (2, 3, 2)
+    rows, cols = np.meshgrid(range(2), range(3), indexing="ij")
+    assert (got[..., 0] == cols).all() and (got[..., 1] == rows).all()  # x: the last dimension
+    arr = m.coordArray(spy.grid(shape=(2, 3)), _result="numpy")
+    assert (arr[..., 0] == rows).all() and (arr[..., 1] == cols).all()  # an array: in order
+    strided = m.coord(spy.grid(shape=(2, 3), stride=(4, 10)), _result="numpy")
+    assert (strided[..., 0] == 10 * cols).all() and (strided[..., 1] == 4 * rows).all()
+    # call_id takes the call's shape from the result
+    out = spy.Tensor.zeros(None, (4,), spy.int2)
+    m.coord(spy.call_id(), _result=out)
+    assert out.to_numpy()[:, 0].tolist() == [0, 1, 2, 3]
+    assert m.coord1(spy.grid(shape=(5,)), _result="numpy").tolist() == [0, 1, 2, 3, 4]
+
+
+def test_result_forms(m):
+    x = np.array([0.5, 1.0], np.float32)
+    t = m.wave(1.0, x)
+    assert isinstance(t, spy.Tensor) and t.shape == (2,)
+    given = spy.Tensor.zeros(None, (2,), float)
+    assert m.wave(1.0, x, _result=given) is given
+    assert np.allclose(given.to_numpy(), x * x + np.sin(x))
+    assert abs(m.wave(2.0, 0.5) - (0.5 + np.sin(0.5))) < 1e-6  # no dimensions: a value
+    with pytest.raises(CallError, match="_result"):
+        m.wave(1.0, x, _result=spy.Tensor.zeros(None, (3,), float))
+    with pytest.raises(CallError, match="_result"):
+        m.wave(1.0, x, _result=spy.Tensor.zeros(None, (2,), spy.float2))
+
+
+def test_out_and_inout_parameters_write_their_tensors(m):
+    v = spy.Tensor.from_numpy(None, np.array([1.0, 2.0, 3.0], np.float32))
+    g = spy.Tensor.from_numpy(None, np.array([0.5, -1.0, 2.0], np.float32))
+    m.step(v, g, 0.1)
+    assert np.allclose(v.to_numpy(), [0.95, 2.1, 2.8]) and (g.to_numpy() == 0).all()
+    out = spy.Tensor.empty(None, (2, 2), spy.float4)
+    m.fill(out, 1.5)
+    assert np.allclose(out.to_numpy(), np.broadcast_to([1.5, 3.0, 4.5, 6.0], (2, 2, 4)))
+
+
+def test_grad_inout_tensors_accumulate_read_gradients(m):
+    n = 6
+    x = np.linspace(-1.0, 1.0, n).astype(np.float32)
+    xt = spy.Tensor.from_numpy(None, x).with_grads()
+    yt = spy.Tensor.zeros(None, (n,), float).with_grads()
+    w = np.arange(1, n + 1, dtype=np.float32)
+    yt.grad_in.copy_from_numpy(w)
+
+    def model(v):
+        j = np.minimum(np.arange(n) + 1, n - 1)
+        return v * v[j] + np.exp(0.5 * v)
+
+    m.smooth(spy.grid(shape=(n,)), xt, yt)
+    assert np.allclose(yt.to_numpy(), model(x.astype(np.float64)), rtol=1e-6)
+    m.smooth.bwds(spy.grid(shape=(n,)), xt, yt)
+    # x[i] is read by thread i and by thread i - 1: its gradient is both cotangents' sum
+    assert np.allclose(xt.grad_out.to_numpy(), _fd(lambda v: w * model(v), x), rtol=1e-5, atol=1e-6)
+
+
+def test_bwds_of_a_tensor_without_gradients_is_a_call_error(m):
+    x = spy.Tensor.from_numpy(None, np.ones(3, np.float32))
+    y = spy.Tensor.zeros(None, (3,), float).with_grads()
+    with pytest.raises(CallError, match="with_grads"):
+        m.smooth.bwds(spy.grid(shape=(3,)), x, y)
+
+
+def test_tensor_views_and_atomic_adds(m):
+    t = np.arange(12, dtype=np.float32).reshape(3, 2, 2)  # 3 x 2 of float2
+    tt = spy.Tensor.from_numpy(None, t, spy.float2)
+    got = m.sumRow(spy.grid(shape=(3,)), tt, _result="numpy")
+    assert np.allclose(got, t[:, 0, 0] + t[:, 1, 1])
+    x = spy.Tensor.from_numpy(None, np.arange(100, dtype=np.float32))
+    acc = spy.Tensor.zeros(None, (1,), spy.float2)
+    m.scatter(spy.grid(shape=(100,)), x, acc)
+    assert acc.to_numpy().tolist() == [[4950.0, 100.0]]
+    with pytest.raises(CallError, match="float2"):
+        m.sumRow(spy.grid(shape=(3,)), spy.Tensor.zeros(None, (3, 2), float))
+
+
+def test_struct_arguments_are_dicts(m):
+    v = np.array([[1.0, 2.0], [0.5, -1.0]], np.float32)
+    p = {"origin": spy.float2(0.5, 0.25), "scale": 2.0, "_type": "Params"}
+    got = m.affine(p, v, _result="numpy")
+    want = np.sum((v - [0.5, 0.25]) * v, -1) * 2.0
+    assert np.allclose(got, want)
+    vt = spy.Tensor.from_numpy(None, v, spy.float2).with_grads()
+    y = m.affine(p, vt).with_grads()
+    y.grad.copy_from_numpy(np.ones(2))
+    m.affine.bwds(p, vt, _result=y)
+    fd = _fd(lambda q: np.sum((q - [0.5, 0.25]) * q, -1) * 2.0, v)
+    assert np.allclose(vt.grad.to_numpy(), fd, rtol=1e-5)
+    with pytest.raises(CallError, match="element by element"):
+        m.affine(np.zeros((2, 3), np.float32), v)
+
+
+def test_interface_tensor_names_bind_differentiable_tensors(m):
+    v = np.array([[0.5, 9.0], [9.0, -0.25]], np.float32)
+    c = np.array([1.0, 2.0, 3.0], np.float32)
+    got = m.tint(v, c, spy.grid(shape=(2, 3)), _result="numpy")  # tensors without gradients
+    ys, xs = np.meshgrid(range(2), range(3), indexing="ij")  # cell.x: the last dimension
+    want = c * (0.5 * xs - 0.25 * ys)[..., None]
+    assert np.allclose(got, want)
+    vt = spy.Tensor.from_numpy(None, v).with_grads()
+    ct = spy.Tensor.from_numpy(None, c).with_grads()
+    out = m.tint(vt, ct, spy.grid(shape=(2, 3))).with_grads()
+    out.grad.copy_from_numpy(np.ones((2, 3, 3), np.float32))
+    m.tint.bwds(vt, ct, spy.grid(shape=(2, 3)), _result=out)
+
+    def total(vv, cc):
+        return np.sum(cc * (vv[0, 0] * xs + vv[1, 1] * ys)[..., None])
+
+    gv = _fd(lambda q: total(q, c.astype(np.float64)), v)
+    gc = _fd(lambda q: total(v.astype(np.float64), q), c)
+    assert np.allclose(vt.grad.to_numpy(), gv, rtol=1e-5) and np.allclose(ct.grad.to_numpy(), gc, rtol=1e-5)
+
+
+def test_torch_tensors_run_through_autograd(m):
+    torch = pytest.importorskip("torch")
+    v = torch.tensor([[0.5, 2.0], [3.0, -0.25]], requires_grad=True)
+    c = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    out = m.tint(v, c, spy.grid(shape=(2, 3)))
+    assert isinstance(out, torch.Tensor) and tuple(out.shape) == (2, 3, 3)
+    w = torch.linspace(-1.0, 1.0, 18).reshape(2, 3, 3)
+    (out * w).sum().backward()
+    ys, xs = np.meshgrid(range(2), range(3), indexing="ij")
+    wn = w.numpy().astype(np.float64)
+
+    def total(vv, cc):
+        return np.sum(wn * cc * (vv[0, 0] * xs + vv[1, 1] * ys)[..., None])
+
+    vn, cn = v.detach().numpy(), c.detach().numpy()
+    assert np.allclose(v.grad.numpy(), _fd(lambda q: total(q, cn.astype(np.float64)), vn), rtol=1e-5, atol=1e-6)
+    assert np.allclose(c.grad.numpy(), _fd(lambda q: total(vn.astype(np.float64), q), cn), rtol=1e-5, atol=1e-6)
+    # a _result tensor is written in place and joins the graph; its call shape comes from it
+    img = torch.zeros((2, 3, 3))
+    m.tint(v, c, spy.call_id(), _result=img)
+    assert img.grad_fn is not None and torch.allclose(img, out.detach())
+
+
+def test_call_shape_info_is_a_located_e0008(tmp_path):
+    from diffc.diagnostics import DiffcError
+
+    path = tmp_path / "callshape.slang"
+    path.write_text("import slangpy;\nvoid f(int i)\n{\n    int c = CallShapeInfo::get_call_id().shape[0];\n}\n")
+    with pytest.raises(DiffcError) as e:
+        spy.Module.load_from_file(None, str(path))
+    assert "callshape.slang:4:13: error[E0008]" in str(e.value) and "call_id()" in str(e.value)
+
+
+
+def test_tensor_gradients_behind_a_bounds_check(m):
+    # (issue 22 B1: custom-derivative reads and writes behind an early return came out 0)
+    x = spy.Tensor.from_numpy(None, np.array([1.0, 2.0, 3.0, 4.0], np.float32)).with_grads()
+    y = spy.Tensor.zeros(None, (4,), float).with_grads()
+    y.grad_in.copy_from_numpy(np.ones(4, np.float32))
+    m.squareFirst(spy.grid(shape=(4,)), x, y)
+    assert y.to_numpy().tolist() == [1.0, 4.0, 9.0, 0.0]
+    m.squareFirst.bwds(spy.grid(shape=(4,)), x, y)
+    assert np.allclose(x.grad_out.to_numpy(), [2.0, 4.0, 6.0, 0.0])
+
+
+def test_a_texture_as_result_and_as_element_wise_argument(m):
+    dev = spy.create_device()
+    tex = dev.create_texture(width=3, height=2, format=spy.Format.rgba32_float)
+    m.fill(tex, 2.0)  # an out float4 parameter: one thread per texel
+    assert np.allclose(tex.to_numpy(), np.broadcast_to([2.0, 4.0, 6.0, 8.0], (2, 3, 4)))
+    # a texture as an element-wise input: its texels, rows (y) first
+    data = np.arange(2 * 3 * 2, dtype=np.float32).reshape(2, 3, 2)
+    src = dev.create_texture(data=data, format=spy.Format.rg32_float)
+    out = spy.Tensor.zeros(None, (2, 3), spy.float2)
+    m.ff2(src, _result=out)
+    assert np.allclose(out.to_numpy(), data * 2.0)
+
+
+def test_messages_name_the_parameter(m):
+    with pytest.raises(CallError, match="'p'"):
+        m.affine({"origin": spy.float2(0, 0), "scale": 1.0, "bogus": 2.0}, np.zeros((1, 2), np.float32))
+
+
+def test_parameters_left_to_their_defaults(m):
+    x = np.array([-2.0, 3.0], np.float32)
+    assert m.leaky(x, _result="numpy").tolist() == [-0.5, 3.0]
+    assert m.leaky(x, 0.5, _result="numpy").tolist() == [-1.0, 3.0]
+    with pytest.raises(CallError, match="missing argument 'x'"):
+        m.leaky(slope=0.5)
+
+
+def test_a_numpy_result_is_written_and_gives_an_unset_grid_dimension(m):
+    res = np.zeros((3, 4, 2), np.int32)
+    assert m.coord(spy.grid(shape=(-1, -1), stride=(5, 2)), _result=res) is res
+    rows, cols = np.meshgrid(range(3), range(4), indexing="ij")
+    assert (res[..., 0] == 2 * cols).all() and (res[..., 1] == 5 * rows).all()
+    with pytest.raises(CallError, match="_result"):
+        m.coord(spy.grid(shape=(3, 4)), _result=np.zeros((3, 4, 3), np.int32))
+
+
+def test_a_struct_of_pointers_takes_tensors_and_bad_fields_name_the_parameter(tmp_path):
+    path = tmp_path / "ptrs.slang"
+    path.write_text("import slangpy;\nstruct Span { float* p; int n; };\n"
+                    "float total(Span s, int k) { float t = 0; for (int i = 0; i < s.n; i++) t += s.p[i]; return t * k; }\n")
+    mod = spy.Module.load_from_file(None, str(path))
+    data = spy.Tensor.from_numpy(None, np.array([1.0, 2.0, 4.0], np.float32))
+    assert mod.total({"p": data, "n": 3}, np.array([1, 2], np.int32), _result="numpy").tolist() == [7.0, 14.0]
+    with pytest.raises(CallError, match=r"total\(\): argument 's_p'"):
+        mod.total({"p": [1.0], "n": 1}, 1)
+
+
+def test_rw_tensor_subscript_stores(m):
+    x = spy.Tensor.from_numpy(None, np.array([1.0, -2.0, 0.5], np.float32))
+    y = spy.Tensor.zeros(None, (3,), float)
+    m.twice(spy.grid(shape=(3,)), x, y)
+    assert y.to_numpy().tolist() == [3.0, -3.0, 2.0]
+
+
+def test_a_nonmutating_setter_writes_through_a_handle(tmp_path):
+    # (a mutating setter of a struct holding a pointer cannot be emitted: [nonmutating] leaves `this`)
+    path = tmp_path / "handle.slang"
+    path.write_text("import slangpy;\n"
+                    "struct View { float* d; __subscript(int i) -> float { get { return d[i]; } "
+                    "[nonmutating] set { d[i] = newValue; } } };\n"
+                    "void put(int i, View v, float k) { v[i] = k * float(i); v[i] += 0.5; }\n")
+    mod = spy.Module.load_from_file(None, str(path))
+    data = spy.Tensor.zeros(None, (4,), float)
+    mod.put(spy.grid(shape=(4,)), {"d": data}, 3.0)
+    assert data.to_numpy().tolist() == [0.5, 3.5, 6.5, 9.5]
+
+
+def test_a_call_of_no_dimensions_returns_a_vector(m):
+    got = m.ff2(spy.float2(1.5, -2.0))
+    assert isinstance(got, spy.float2) and got == spy.float2(3.0, -4.0)
