@@ -196,6 +196,7 @@ def cmd_run(args) -> int:
 
 # how a process killed by SIGPIPE exits, as `diffc compile x.slang | head -1` expects
 EXIT_BROKEN_PIPE = 128 + 13
+EXIT_INTERRUPTED = 128 + 2  # as a shell reports a process that SIGINT ended
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -209,6 +210,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        # Ctrl-C, also while waiting for the device (runtime/waiting.py). A kernel still running
+        # cannot be stopped, and the OpenCL library would wait for it at a normal exit: leave now.
+        print("error: interrupted (Ctrl-C); nothing more was written", file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(EXIT_INTERRUPTED)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from diffc.runtime.waiting import finish
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
 from diffc.runtime.input_textures import InputTexture, InputTextureGroup, input_texture
 from diffc.runtime.textures import NAMED as TEXTURE_NAMED, ROLES as TEXTURE_ROLES
@@ -419,7 +420,7 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         if bounds is not None:
             bounds.reset()
         cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
-        dev.queue.finish()
+        finish(dev.queue)
     except cl.Error as e:
         raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
                          f"in groups of {local}: {e}") from None
@@ -444,9 +445,9 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
             continue
         arr, mem, dev_arr, layout = hit
         cl.enqueue_copy(dev.queue, dev_arr, mem)
-        dev.queue.finish()
+        finish(dev.queue)
         if layout:
             layout.from_device(dev_arr, arr)
         out.append((b, arr))
-    dev.queue.finish()
+    finish(dev.queue)
     return out

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
+from diffc.runtime.waiting import wait
 
 ENABLED = os.environ.get("DIFFC_ACCUMULATE", "1") != "0"
 # The default: per-group partial sums and the finish kernel (deterministic), which measured faster
@@ -199,7 +200,7 @@ class Events:
         self.first, self.last = first, last
 
     def wait(self) -> None:
-        self.last.wait()
+        wait(self.last)
 
     @property
     def profile(self):

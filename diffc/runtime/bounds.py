@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from diffc.runtime.waiting import copy
 from diffc.diagnostics import format_diagnostic
 from diffc.runtime.errors import RuntimeDiffcError
 from diffc.runtime.status import _location
@@ -161,7 +162,7 @@ class BoundsBuffer:
 
         from diffc.runtime.device import device
 
-        cl.enqueue_copy(device().queue, self.host, self.buffer, is_blocking=True)
+        copy(device().queue, self.host, self.buffer)
         self._raise_from(self.host, kernel, what, sources)
 
     def read_later(self, kernel: str, what: str, sources: dict[str, str] | None = None):

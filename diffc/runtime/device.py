@@ -13,6 +13,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from diffc.runtime.waiting import finish
 from diffc.runtime.errors import DeviceError
 
 _CHOICES = ("auto", "gpu", "cpu")
@@ -192,5 +193,5 @@ def synchronize() -> None:
     launch left for this moment (runtime/pending.py)."""
     from diffc.runtime import pending
 
-    device().queue.finish()
+    finish(device().queue)
     pending.settle()

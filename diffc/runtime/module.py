@@ -22,6 +22,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
+from diffc.runtime.waiting import finish
 from diffc.diagnostics import read_source
 from diffc.dialects import diff
 from diffc.runtime.device import device
@@ -451,7 +452,7 @@ class Function:
         """Waits for `_start_host`'s copies. (By finishing the queue, which a blocking read would
         wait for too: on PoCL an event's wait costs ~14 us more than either.)"""
         if events:
-            device().queue.finish()
+            finish(device().queue)
         pending.settle()  # a checked launch's error comes before its values (runtime/pending.py)
 
     def _run_bound(self, mode: str, values: list, result):

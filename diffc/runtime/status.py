@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from diffc.runtime.waiting import finish
 from diffc.diagnostics import SourceLocation, format_diagnostic
 from diffc.runtime.errors import RuntimeDiffcError
 
@@ -157,7 +158,7 @@ class StatusBuffers:
         q = device().queue
         for i, b in enumerate(self.buffers):
             cl.enqueue_copy(q, out[i : i + 1], b, is_blocking=False)
-        q.finish()
+        finish(q)
         return [int(v) for v in out]
 
     def check(self, what: str, sources: dict[str, str] | None = None, kernel: str = "") -> None:

@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 
+from diffc.runtime.waiting import copy
 from diffc.runtime import pending
 from diffc.runtime.device import device
 from diffc.runtime.errors import CallError
@@ -295,7 +296,7 @@ class Tensor:
             tail = np.empty(k, self._dtype)
             q = device().queue
             cl.enqueue_copy(q, head, self.buffer, src_offset=0, is_blocking=False)
-            cl.enqueue_copy(q, tail, self.buffer, src_offset=(self._size - k) * self._dtype.itemsize, is_blocking=True)
+            copy(q, tail, self.buffer, src_offset=(self._size - k) * self._dtype.itemsize)
         except Exception as e:  # a repr must not fail: the values are a courtesy
             return f"<values unavailable: {type(e).__name__}>"
         fmt = lambda a: np.array2string(a, precision=4, separator=", ")[1:-1]  # noqa: E731
@@ -315,7 +316,7 @@ class Tensor:
                 raise CallError(f"error: copy_from_numpy: array of shape {a.shape} into a Tensor of shape {self._shape}")
         a = np.ascontiguousarray(a, dtype=self._dtype)
         if self._size:
-            cl.enqueue_copy(device().queue, self.buffer, a, is_blocking=True)
+            copy(device().queue, self.buffer, a)
         self.uninitialized = False
         return self
 
@@ -325,7 +326,7 @@ class Tensor:
 
         out = np.empty(self._shape, self._dtype)
         if self._size:
-            cl.enqueue_copy(device().queue, out, self.buffer, is_blocking=True)
+            copy(device().queue, out, self.buffer)
         pending.settle()  # a checked launch's error comes before its values (runtime/pending.py)
         return out
 

@@ -19,6 +19,7 @@ import weakref
 
 import numpy as np
 
+from diffc.runtime.waiting import copy
 from diffc.diagnostics import format_diagnostic
 from diffc.runtime.bounds import Site
 from diffc.runtime.errors import UninitializedReadError
@@ -116,11 +117,11 @@ class UninitStatus:
             if shadow is None or not tensor.uninitialized:
                 continue
             flags = np.empty(max(tensor.size, 1), np.int32)
-            cl.enqueue_copy(queue, flags, shadow, is_blocking=True)
+            copy(queue, flags, shadow)
             if flags[: tensor.size].all():
                 tensor.uninitialized = False  # every element written: nothing left to track
                 del _shadows[tensor]
-        cl.enqueue_copy(queue, self.host, self.buffer, is_blocking=True)
+        copy(queue, self.host, self.buffer)
         tracked, self.tracked = self.tracked, []
         hits = np.flatnonzero(self.host[0 : 3 * len(self.sites) : 3])
         if not len(hits):
