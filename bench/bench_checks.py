@@ -10,7 +10,7 @@ two kernels from OpenCL profiling):
                          state before launch-time proofs and lazy reads)
   checks, lazy read      the status read at the next synchronizing point (runtime/pending.py)
   checks, lazy + proofs  the default: accesses proven in bounds at launch run unchecked
-                         (passes/bounds_proofs.py: learnGradient's accumulated kernels, the
+                         (kernel_support/bounds_proofs.py: learnGradient's accumulated kernels, the
                          layers' weight reads through pointers, adjustParameters; the
                          "reduce-atomics only" rows, DIFFC_ACCUMULATE=0, run the entry kernel
                          itself)
@@ -30,9 +30,9 @@ NVIDIA H100 80GB HBM3 (2026-11-24, MLP batch 2^14, 7 runs, min device ms; ratio 
 no checks 0.087; checks, blocking read 0.161 (1.86); lazy read 0.157 (1.81); lazy read + proofs
 (the default) 0.129 (1.49); reduce-atomics only: none 0.170, checks 0.211 (1.24). Copy kernel:
 checks cost nothing measurable. That run predates proofs for the accumulated kernels and for
-accesses inside callees (passes/bounds_proofs.py): learnGradient__accum's checks then stayed in
-its grid-stride loop. Now the default launches learnGradient__accum__inbounds, which has no bounds
-check left (the finish kernel's variant keeps one, in its one work-group).
+accesses inside callees (kernel_support/bounds_proofs.py): learnGradient__accum's checks then
+stayed in its grid-stride loop. Now the default launches learnGradient__accum__inbounds, which
+has no bounds check left (the finish kernel's variant keeps one, in its one work-group).
 The same H100 after those proofs, merge-calls and the one-group-per-slot finish kernel (one run of
 `python bench/bench_checks.py`, min of 7; ratio to no checks): MLP step device time no checks
 0.038 ms, checks with blocking read 0.039 (1.02), lazy read 0.037 (0.97), lazy read + proofs (the

@@ -18,7 +18,7 @@ and the parameters the checks add, which the runtime supplies itself:
   #diff.abi<shadow of "b">    b's written-elements shadow (uninit-check, the sanitizer)
   #diff.abi<track of "b">     b's track number (uninit-check)
   #diff.abi<status of "c">    a status buffer: c is "bounds", "uninit", or a status global's name
-                              (passes/status_report.py)
+                              (diffc/kernel_support/status_report.py)
 
 The front end writes pointer/offset where it splits a pointer into its two leaves (the name
 `"p"` only ties the pair together; binding goes by position and the parameter names); the check

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     Float16Type,
     Float32Type,
     IndexType,
@@ -89,7 +90,7 @@ def is_kernel(func: FuncOp) -> bool:
 def mark_kernel(func: FuncOp, reqd_work_group_size: Sequence[int] | None = None) -> FuncOp:
     """Marks `func` as a kernel entry point (what the runtime calls); each parameter that has no
     kernel ABI role yet gets its plain one (dialects/abi.py: a memref is a buffer, else a value)."""
-    from xdsl.dialects.builtin import ArrayAttr, i64
+    from xdsl.dialects.builtin import i64
 
     func.attributes[ENTRY] = UnitAttr()
     fill_roles(func)
@@ -98,6 +99,15 @@ def mark_kernel(func: FuncOp, reqd_work_group_size: Sequence[int] | None = None)
             [IntegerAttr(int(n), i64) for n in reqd_work_group_size]
         )
     return func
+
+
+def work_group_size(func: FuncOp) -> tuple[int, int, int] | None:
+    """The kernel's `kernel.reqd_work_group_size` as (x, y, z), missing sizes 1; None without it."""
+    attr = func.attributes.get(REQD_WORK_GROUP_SIZE)
+    if not isinstance(attr, ArrayAttr):
+        return None
+    sizes = [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
+    return tuple((sizes + [1, 1, 1])[:3])  # type: ignore[return-value]
 
 
 def memory_space(t: Attribute) -> int | None:

@@ -31,10 +31,10 @@ Which kernels (else @K is left as it is, for reduce-atomics, and `report=true` s
 `kernel.reqd_work_group_size` of more than one work-item; one block; no barrier, local memory
 or nested return; every atomic add on global memory is an f16/f32 addf whose old value is
 unused (`kernel.atomic_add` f32, `kernel.atomic_rmw addf`), into memory the kernel only adds to
-(reduce-atomics' `_only_added`), at an address computed from kernel arguments, constants and
-induction variables of constant-trip loops, each of which is unrolled (at most `max_slots` adds
-after unrolling). Calls holding adds are inlined first. Other atomics (max, integer adds into
-counters) stay per-work-item atomics in the loop.
+(diffc/kernel_support/atomic_adds.py, as for reduce-atomics), at an address computed from kernel
+arguments, constants and induction variables of constant-trip loops, each of which is unrolled
+(at most `max_slots` adds after unrolling). Calls holding adds are inlined first. Other atomics
+(max, integer adds into counters) stay per-work-item atomics in the loop.
 
 @K__accum carries `diffc.accumulate_of = "K"`, `diffc.accumulate_slots = S` and its own
 `kernel.reqd_work_group_size` [R, 1, 1]; the finish kernel `diffc.accumulate_finish_of = "K"` and
@@ -68,8 +68,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
 
 from diffc.dialects import kernel
-from diffc.passes.bounds_check import append_params
-from diffc.passes.reduce_atomics import _KernelReducer, _work_group_size
+from diffc.kernel_support.atomic_adds import only_added
+from diffc.kernel_support.kernel_params import append_params
 
 ACCUMULATED = "diffc.accumulated"
 ACCUMULATE_OF = "diffc.accumulate_of"
@@ -150,7 +150,7 @@ class _Accumulator:
         self.fn, self.funcs, self.opts = fn, funcs, opts
 
     def run(self) -> tuple[int, list[str]]:
-        sizes = _work_group_size(self.fn)
+        sizes = kernel.work_group_size(self.fn)
         if sizes is None or sizes[1] != 1 or sizes[2] != 1 or sizes[0] <= 1:
             raise _Refused("needs a 1-D kernel.reqd_work_group_size of more than one work-item")
         F = self.opts.finish_group
@@ -172,11 +172,10 @@ class _Accumulator:
                 and isinstance(op.memref.type.element_type, Float16Type | Float32Type)]
         if not adds:
             raise _Refused("no floating-point atomic adds into global memory")
-        checker = _KernelReducer(work, self.funcs, 1)
         for a in adds:
             if isinstance(a, kernel.AtomicRMWOp) and a.result.uses:
                 raise _Refused(f"an atomic add whose old value is used ({a.name})")
-            if not checker._only_added(a.memref):
+            if not only_added(a.memref, self.funcs):
                 raise _Refused("a buffer that is added to is also read or written")
         adds = self._unroll(adds)
         self.memo: dict[SSAValue, bool] = {}
@@ -184,7 +183,7 @@ class _Accumulator:
             for v in (a.memref, *a.indices):
                 if not self._invariant(v):
                     raise _Refused("an add whose address depends on the work-item or on a loop of unknown trip count")
-        exact = self._exact_slots(checker)
+        exact = self._exact_slots()
         self._rewrite(adds, exact)
         self.exact_kinds = [_exact_kind(op) for op in exact]
         finish = self._finish_kernel(adds)
@@ -194,7 +193,7 @@ class _Accumulator:
         parent.insert_op_after(work, self.fn)
         return len(adds), self.exact_kinds
 
-    def _exact_slots(self, checker: _KernelReducer) -> list[Operation]:
+    def _exact_slots(self) -> list[Operation]:
         """Integer atomics (addi, max, min on i32) at one address for every work-item, into
         memory only they touch (a batch's largest loss, a counter): exact in any order, so each
         becomes a private slot too, combined once per group and issued as one atomic per group
@@ -204,7 +203,7 @@ class _Accumulator:
             kind = _exact_kind(op)
             if kind is None or not all(self._invariant(v) for v in (op.memref, *op.indices)):
                 continue
-            if checker._only_added(op.memref, lambda u, kind=kind: _exact_kind(u) == kind):
+            if only_added(op.memref, self.funcs, lambda u, kind=kind: _exact_kind(u) == kind):
                 out.append(op)
         return sorted(out, key=lambda op: list(EXACT_IDENTITY).index(_exact_kind(op)))
 

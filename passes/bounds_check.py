@@ -20,12 +20,12 @@ against its static size, and reported as site buffer "groupshared <name>".
   [3k+1] = the largest index (clamped to int range), [3k+2] = the length.
 * The module attribute `diffc.bounds_sites` lists the sites in order, one string
   "function|buffer|what|file:line:col" each ("what": load, store or atomic).
-* Proofs at launch (passes/bounds_proofs.py): an access of a kernel, or of a function it calls
-  through its pointer parameters, whose index is `offset + scale x thread + extra` (thread: a
-  global id, or the counter of a grid-stride loop below c x a parameter; extra <= hi from
-  constants and constant-bound loop counters) is in bounds whenever, with n the thread's range
-  (the global size, or c x that parameter's value; min(n, count) under `if (thread < count)`),
-  `offset + scale x (n - 1) + hi < length`. For a kernel with such accesses the pass adds
+* Proofs at launch (diffc/kernel_support/bounds_proofs.py): an access of a kernel, or of a
+  function it calls through its pointer parameters, whose index is `offset + scale x thread +
+  extra` (thread: a global id, or the counter of a grid-stride loop below c x a parameter;
+  extra <= hi from constants and constant-bound loop counters) is in bounds whenever, with n the
+  thread's range (the global size, or c x that parameter's value; min(n, count) under
+  `if (thread < count)`), `offset + scale x (n - 1) + hi < length`. For a kernel with such accesses the pass adds
   `@<kernel>__inbounds` (same parameters) and clones `@<fn>__inbounds` of the functions it
   reaches, where the proven accesses run unguarded. `diffc.bounds_proofs` lists the proofs, one
   "kernel|variant|buffer|offset parameter or ''|d or '<param>*<c>'|count parameter or ''|scale|extra"
@@ -45,8 +45,6 @@ from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    DictionaryAttr,
-    FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -54,57 +52,24 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i32,
 )
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
 from diffc.dialects.kernel import NULL_POINTER_ATTR
-from diffc.dialects.abi import AbiRoleAttr, added_attrs
-from diffc.passes.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants, host_buffer
-from diffc.passes.status_report import where
+from diffc.dialects.abi import AbiRoleAttr
+from diffc.kernel_support.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants
+from diffc.kernel_support.kernel_params import NAME, append_params, host_buffer, param_name
+from diffc.kernel_support.status_report import record_site, where
 
 SITES = "diffc.bounds_sites"
 PROOFS = "diffc.bounds_proofs"
 LEN_PREFIX = "diffc_len_"
 GROUPSHARED_PREFIX = "groupshared "  # a site's buffer name that is a groupshared global's
 STATUS_NAME = "diffc_bounds"
-NAME = "diffc.name"
 I32_MAX = 2**31 - 1
 _ACCESS = (memref.LoadOp, memref.StoreOp, kernel.AtomicAddOp, kernel.AtomicRMWOp)
-
-
-def hint_for(name: str) -> str | None:
-    """The name as an SSA name hint, where one can hold it (not with a `_<digits>` ending)."""
-    import re
-
-    return None if re.search(r"_\d+$", name) else name
-
-
-def append_params(f: func.FuncOp, params: list[tuple[Attribute, str] | tuple[Attribute, str, AbiRoleAttr]]
-                  ) -> list[SSAValue]:
-    """Adds parameters (type, name[, ABI role]) after `f`'s last one: block arguments with the
-    names as hints where they fit, the function type, and each name (and, on a kernel, its role:
-    the one given, else a buffer or a value) in its argument attributes, which the kernel ABI
-    reads."""
-    block = f.body.block
-    n_old = len(f.function_type.inputs.data)
-    added = []
-    for t, name, *_ in params:
-        arg = block.insert_arg(t, len(block.args))
-        arg.name_hint = hint_for(name)
-        added.append(arg)
-    old = f.arg_attrs.data if f.arg_attrs is not None else [DictionaryAttr({}) for _ in range(n_old)]
-    f.arg_attrs = ArrayAttr([*old, *(added_attrs(f, p[0], {NAME: StringAttr(p[1])}, p[2] if len(p) > 2 else None)
-                                     for p in params)])
-    f.function_type = FunctionType.from_lists([a.type for a in block.args], f.function_type.outputs.data)
-    return added
-
-
-def param_name(fn: func.FuncOp, i: int) -> str:
-    from diffc.passes.lower_entry_points import param_names
-
-    return param_names(fn)[i]
 
 
 @dataclass(frozen=True)
@@ -115,7 +80,7 @@ class BoundsCheckPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # the variants that launches proven in bounds run (before any parameter is added)
-        variants = add_variants(op, param_name) if self.prove else Variants()
+        variants = add_variants(op) if self.prove else Variants()
         if variants.proofs:
             op.attributes[PROOFS] = ArrayAttr([StringAttr(p) for p in variants.proofs])
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
@@ -268,35 +233,3 @@ def _zero_of(t, block: Block) -> SSAValue:
     b = vector.BroadcastOp(c.result, t)
     block.add_op(b)
     return b.results[0]
-
-
-def record_site(block: Block, idx: SSAValue, length: SSAValue, status: SSAValue, site: int) -> None:
-    """Appends to `block` the recording of site `site`: [3k] = 1 (2 for a negative index), [3k+1] =
-    the index, [3k+2] = `length` (index values, clamped to int range), with atomic maxes."""
-    def const(v: int, t=IndexType()) -> SSAValue:
-        c = arith.ConstantOp(IntegerAttr(v, t))
-        block.add_op(c)
-        return c.result
-
-    def as_i32(v: SSAValue) -> SSAValue:
-        # signed view: negative stays negative (then -1), above int range clamps
-        big = const(I32_MAX)
-        neg = arith.CmpiOp(v, const(0), "slt")
-        capped = arith.MinSIOp(v, big)
-        block.add_ops([neg, capped])
-        cast = arith.IndexCastOp(capped.result, i32)
-        minus1 = arith.ConstantOp(IntegerAttr(-1, i32))
-        sel = arith.SelectOp(neg.result, minus1.result, cast.result)
-        block.add_ops([cast, minus1, sel])
-        return sel.result
-
-    def put(slot: int, value: SSAValue) -> None:
-        rmw = kernel.AtomicRMWOp("maxs", value, status, [const(3 * site + slot)])
-        block.add_op(rmw)
-
-    negative = arith.CmpiOp(idx, const(0), "slt")
-    flag = arith.SelectOp(negative.result, const(2, i32), const(1, i32))  # 2: a negative index
-    block.add_ops([negative, flag])
-    put(0, flag.result)
-    put(1, as_i32(idx))
-    put(2, as_i32(length))

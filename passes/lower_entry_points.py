@@ -65,16 +65,15 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from diffc.passes.status_report import STATUS_PREFIX, stash_slots
-
 from diffc.diagnostics import pass_error
 from diffc.dialects.abi import ABI, AbiRoleAttr, abi_problem, role_of, with_role
 from diffc.dialects import kernel
+from diffc.kernel_support.kernel_params import NAME, param_names
+from diffc.kernel_support.status_report import STATUS_PREFIX, stash_slots
 
 SHADER = "diffc.shader"
 NUMTHREADS = "diffc.numthreads"
 SEMANTIC = "diffc.semantic"
-NAME = "diffc.name"  # a parameter's name where its name hint cannot hold it (see param_names)
 _QUERIES = {
     "SV_DispatchThreadID": kernel.GlobalIdOp,
     "SV_GroupThreadID": kernel.LocalIdOp,
@@ -96,22 +95,6 @@ def numthreads(fn: func.FuncOp) -> tuple[int, int, int]:
         vals = []
     vals = (vals + [1, 1, 1])[:3]
     return (vals[0], vals[1], vals[2])
-
-
-def param_names(fn: func.FuncOp) -> list[str]:
-    """The names of `fn`'s parameters: `diffc.name`, else the name hint, else `arg<i>`."""
-    attrs = fn.arg_attrs.data if fn.arg_attrs is not None else ()
-    args = fn.body.blocks[0].args if fn.body.blocks else ()
-    names = []
-    for i in range(len(fn.function_type.inputs.data)):
-        name = attrs[i].data.get(NAME) if i < len(attrs) else None
-        if isinstance(name, StringAttr):
-            names.append(name.data)
-        elif i < len(args) and args[i].name_hint:
-            names.append(args[i].name_hint)
-        else:
-            names.append(f"arg{i}")
-    return names
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
-from diffc.passes.status_report import I32_MAX, enclosing_function, new_status_global, record_max, where
+from diffc.kernel_support.status_report import I32_MAX, enclosing_function, new_status_global, record_max, where
 
 SITES = "diffc.nan_sites"
 KIND = "nan"

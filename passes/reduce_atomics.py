@@ -47,7 +47,6 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
@@ -67,33 +66,19 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free, is_speculatable
 
 from diffc.dialects import kernel
+from diffc.kernel_support.atomic_adds import is_global_add, only_added
 
 # Work-group queries whose value is the same in every work-item of a group.
 _UNIFORM_QUERIES = (kernel.GroupIdOp, kernel.LocalSizeOp, kernel.NumGroupsOp, kernel.GlobalSizeOp)
 # Local memory for one batch's contributions stays under this many bytes.
 _LOCAL_BYTES = 16384
-
-
-def _is_add(op: Operation) -> bool:
-    """An atomic add on global memory whose old value is unused."""
-    if isinstance(op, kernel.AtomicAddOp):
-        return kernel.memory_space(op.memref.type) is None
-    if isinstance(op, kernel.AtomicRMWOp):
-        return op.kind.data in ("addf", "addi") and not op.result.uses and kernel.memory_space(op.memref.type) is None
-    return False
+# (the name diffc/runtime/accumulate.py imports; the size is read in diffc.dialects.kernel)
+_work_group_size = kernel.work_group_size
 
 
 def _safe(op: Operation) -> bool:
     """Whether an inactive work-item may run `op` on arbitrary operands: no effect, no trap."""
     return not op.regions and is_side_effect_free(op) and is_speculatable(op)
-
-
-def _work_group_size(fn: func.FuncOp) -> tuple[int, int, int] | None:
-    attr = fn.attributes.get(kernel.REQD_WORK_GROUP_SIZE)
-    if not isinstance(attr, ArrayAttr):
-        return None
-    sizes = [a.value.data for a in attr.data if isinstance(a, IntegerAttr)]
-    return tuple((sizes + [1, 1, 1])[:3])  # type: ignore[return-value]
 
 
 @dataclass(eq=False)
@@ -178,10 +163,9 @@ class _KernelReducer:
         self.fn = fn
         self.funcs = funcs
         self.batch = batch
-        self.checking: set[func.FuncOp] = set()  # callees whose parameters _only_added is following
 
     def run(self) -> None:
-        sizes = _work_group_size(self.fn)
+        sizes = kernel.work_group_size(self.fn)
         if sizes is None or sizes[0] * sizes[1] * sizes[2] <= 1:
             return
         self.sizes = sizes
@@ -242,7 +226,7 @@ class _KernelReducer:
             return False
         seen.add(name)
         for op in self.funcs[name].walk():
-            if _is_add(op):
+            if is_global_add(op):
                 return True
             if isinstance(op, func.CallOp) and self._holds_adds(op.callee.root_reference.data, seen):
                 return True
@@ -281,58 +265,20 @@ class _KernelReducer:
     # -- which adds ---------------------------------------------------------------------------
 
     def _candidates(self) -> dict[_Guard | None, list[Operation]]:
-        only_added: dict[SSAValue, bool] = {}
+        added_only: dict[SSAValue, bool] = {}
         for op in self.entry.walk():
             for v in op.operands:
-                if isinstance(v.type, MemRefType) and v not in only_added:
-                    only_added[v] = self._only_added(v)
+                if isinstance(v.type, MemRefType) and v not in added_only:
+                    added_only[v] = only_added(v, self.funcs)
         found: dict[_Guard | None, list[Operation]] = {}
         for block, guard in self._positions():
             for op in block.ops:
-                if not _is_add(op):
+                if not is_global_add(op):
                     continue
                 target = op.memref  # type: ignore[attr-defined]
-                if only_added.get(target) and self.uniform(target) and all(self.uniform(i) for i in op.indices):  # type: ignore[attr-defined]
+                if added_only.get(target) and self.uniform(target) and all(self.uniform(i) for i in op.indices):  # type: ignore[attr-defined]
                     found.setdefault(guard, []).append(op)
         return found
-
-    def _only_added(self, start: SSAValue, is_update=_is_add) -> bool:
-        """Whether the memory behind `start` is only added to (or only touched by ops for which
-        `is_update` holds): through scf results and carried values, and through callees'
-        parameters."""
-        seen: set[SSAValue] = set()
-        todo = [start]
-        while todo:
-            v = todo.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            for use in v.uses:
-                user = use.operation
-                if is_update(user) and use.index == 1:
-                    continue
-                if isinstance(user, scf.YieldOp):
-                    parent = user.parent_op()
-                    if isinstance(parent, scf.IfOp | scf.ForOp):
-                        todo.append(parent.results[use.index])
-                        continue
-                    return False
-                if isinstance(user, scf.ForOp) and use.index >= 3:
-                    todo += [user.body.blocks[0].args[use.index - 2], user.results[use.index - 3]]
-                    continue
-                if isinstance(user, func.CallOp):
-                    callee = self.funcs.get(user.callee.root_reference.data)
-                    if callee is None or not callee.body.blocks or callee in self.checking:
-                        return False
-                    self.checking.add(callee)
-                    try:
-                        if not self._only_added(callee.body.blocks[0].args[use.index], is_update):
-                            return False
-                    finally:
-                        self.checking.discard(callee)
-                    continue
-                return False
-        return True
 
     # -- a guard becomes a predicate -----------------------------------------------------------
 

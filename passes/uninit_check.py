@@ -45,8 +45,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
 from diffc.dialects.abi import AbiRoleAttr
-from diffc.passes.bounds_check import append_params, host_buffer, param_name, record_site
-from diffc.passes.status_report import where
+from diffc.kernel_support.kernel_params import append_params, host_buffer, param_name
+from diffc.kernel_support.status_report import record_site, where
 
 SITES = "diffc.uninit_sites"
 WRITTEN_PREFIX = "diffc_written_"

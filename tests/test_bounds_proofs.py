@@ -1,6 +1,6 @@
 """Launch-time bounds proofs through calls and over accumulate-gradients' grid-stride loop, on
-PoCL (passes/bounds_proofs.py): a dispatch whose arguments keep every access in bounds runs the
-accumulated kernel's __inbounds variant, with the right sums; one an argument makes out of
+PoCL (diffc/kernel_support/bounds_proofs.py): a dispatch whose arguments keep every access in
+bounds runs the accumulated kernel's __inbounds variant, with the right sums; one an argument makes out of
 bounds runs the checked kernel and reports the located E0011 error."""
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
-"""No import circles among diffc's modules.
+"""No import circles among diffc's modules, and no upward import of a pass.
 
-An import anywhere in a module (at the top or inside a function) is an edge; an import under
-`if TYPE_CHECKING:` is not (it never runs). A package `import a.b.c` depends on `a.b.c`, not on
-the packages above it. The front end's modules share the checker's symbols through
-frontend/symbols.py and name the Checker only for type checking, so none imports it back."""
+Every import is an edge: at the top, inside a function, or under `if TYPE_CHECKING:` (an
+annotation-only import still says that one module knows the other). A package `import a.b.c`
+depends on `a.b.c`, not on the packages above it. Passes share their helpers through
+diffc/kernel_support/, which imports no pass; the differentiation core and the backend import
+no pass either."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # import name -> folder (pyproject.toml's package-dir)
@@ -26,14 +29,8 @@ def modules() -> dict[str, Path]:
 
 def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     tree = ast.parse(path.read_text())
-    type_only = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            type_only.update(id(n) for n in ast.walk(node))
     out: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -91,11 +88,56 @@ def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return found
 
 
-def test_no_import_circles():
+def import_graph() -> dict[str, set[str]]:
     known = modules()
-    graph = {m: imports(m, p, known) for m, p in known.items()}
-    circles = cycles(graph)
-    assert not circles, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in circles)
+    return {m: imports(m, p, known) for m, p in known.items()}
+
+
+def described(circles: list[set[str]]) -> str:
+    return "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in circles)
+
+
+# The packages whose circles are still to be broken (the front end's feature modules and the
+# checker; runtime dispatch <-> module).
+STILL_CIRCULAR = ("diffc.frontend", "diffc.runtime")
+
+
+def _inside(circle: set[str], package: str) -> bool:
+    return all(m == package or m.startswith(package + ".") for m in circle)
+
+
+@pytest.mark.xfail(strict=True, reason=f"import circles remain in {' and '.join(STILL_CIRCULAR)}")
+def test_no_import_circles():
+    circles = cycles(import_graph())
+    assert not circles, described(circles)
+
+
+def test_no_import_circles_outside_the_packages_still_to_fix():
+    circles = [c for c in cycles(import_graph()) if not any(_inside(c, p) for p in STILL_CIRCULAR)]
+    assert not circles, described(circles)
+
+
+def test_no_upward_import_of_a_pass():
+    """The differentiation core, the backend and the passes' shared helpers import no pass; a
+    pass imports no other pass (what two passes share lives in diffc/kernel_support/)."""
+    graph = import_graph()
+    wrong = []
+    for m, deps in graph.items():
+        below = m.startswith(("diffc.ad.", "diffc.backend.", "diffc.kernel_support.")) or m in (
+            "diffc.ad", "diffc.backend", "diffc.kernel_support")
+        passes = sorted(d for d in deps if d.startswith("diffc.passes.") or d == "diffc.passes")
+        if passes and (below or m.startswith("diffc.passes.")):
+            wrong.append(f"{m} -> {', '.join(passes)}")
+    assert not wrong, "imports of pass modules: " + "; ".join(wrong)
+
+
+def test_annotation_only_imports_count(tmp_path):
+    (tmp_path / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
+    (tmp_path / "b.py").write_text("def f():\n    from . import a\n")
+    known = {"p.a": tmp_path / "a.py", "p.b": tmp_path / "b.py"}
+    graph = {m: imports(m, path, known) for m, path in known.items()}
+    assert graph == {"p.a": {"p.b"}, "p.b": {"p.a"}}
+    assert cycles(graph) == [{"p.a", "p.b"}]
 
 
 def test_the_checker_sees_a_circle():

@@ -18,7 +18,7 @@ from diffc.runtime.errors import CallError
 from diffc.compiler import lower_entry_points, parse_ir, parse_source
 from diffc.dialects.abi import ABI, AbiRoleAttr, abi_problem
 from diffc.dialects.diff import verify_op_facts
-from diffc.passes.bounds_check import append_params
+from diffc.kernel_support.kernel_params import append_params
 from diffc.passes.lower_entry_points import kernel_params
 from diffc.runtime.module import load_module_from_string
 

@@ -22,7 +22,7 @@ from xdsl.rewriter import InsertPoint
 
 from diffc.ad.interface import register
 from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, LoopRule, adjoint_type, free_varied, i64, nan_if, trip_count
-from diffc.passes.status_report import report_overrun
+from diffc.kernel_support.status_report import report_overrun
 
 
 class ForRule(LoopRule):
@@ -114,7 +114,7 @@ class ForRule(LoopRule):
             count = em.v(arith.DivSIOp(span, sti))
             # More iterations than diff.max_iters: the tape kept n slots (the forward sweep wrote
             # the later iterations into the last). As for scf.while: reverse the taped ones, make
-            # every gradient out of the loop NaN, and tell the host (passes/status_report.py).
+            # every gradient out of the loop NaN, and tell the host (diffc/kernel_support/status_report.py).
             overran = em.v(arith.CmpiOp(count, em.index(n), "sgt"))
             report_overrun(op, count, overran, n, em.block)
             count = em.v(arith.MinSIOp(count, em.index(n)))

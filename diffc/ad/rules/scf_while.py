@@ -24,7 +24,7 @@ from xdsl.rewriter import InsertPoint
 from diffc.ad.interface import register
 from diffc.ad.tape import LOOP, TRIP, Ctx, Emitter, LoopRule, adjoint_type, free_varied, i64, nan_if
 from diffc.dialects.diff import differential_type
-from diffc.passes.status_report import report_overrun
+from diffc.kernel_support.status_report import report_overrun
 
 
 class WhileRule(LoopRule):
@@ -136,7 +136,7 @@ class WhileRule(LoopRule):
         free = free_varied([op.before_region, op.after_region], rev.act)
         # More iterations than diff.max_iters: the tape kept the first n - 1 only. The reverse
         # sweep then runs over those (in bounds) and its gradients are NaN, not silently wrong;
-        # a status global tells the host, which raises (passes/status_report.py).
+        # a status global tells the host, which raises (diffc/kernel_support/status_report.py).
         taped = rev.load_taped((op, -1), IndexType(), em, ctx)
         last_slot = em.index(n - 1)
         overran = em.v(arith.CmpiOp(taped, last_slot, "ugt"))

@@ -4,7 +4,6 @@ hand side of `T result = ...;` (or a literal, for constants)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
@@ -20,12 +19,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 
 from .atomics import FLOAT_TO_HALF_BITS, HALF_BITS_TO_FLOAT
+from .function_context import FunctionContext
 from .naming import ctype, float_literal, int_literal, unsigned_ctype
 
-if TYPE_CHECKING:
-    from .statements import FunctionEmitter
-
-Handler = Callable[["FunctionEmitter", Operation], str]
+Handler = Callable[[FunctionContext, Operation], str]
 EXPRESSIONS: dict[str, Handler] = {}  # keyed by op name, so ops xDSL lacks (arith.remf) fit
 
 
@@ -41,7 +38,7 @@ def _integer(template: str) -> Handler:
     """A binary integer op as `template`, which sees {t} (the result's C type), {a} and {b}
     (the operands) and {ua} and {ub} (the operands cast to the unsigned type of the result)."""
 
-    def emit(fe: FunctionEmitter, op: Operation) -> str:
+    def emit(fe: FunctionContext, op: Operation) -> str:
         t = op.results[0].type
         u = unsigned_ctype(t, fe.options)
         a, b = (fe.expr(v) for v in op.operands)
@@ -58,21 +55,21 @@ def _unsigned_call(name: str) -> Handler:
     return _integer(f"({{t}}){name}({{ua}}, {{ub}})")
 
 
-def _cast(to: Attribute, value: str, fe: FunctionEmitter) -> str:
+def _cast(to: Attribute, value: str, fe: FunctionContext) -> str:
     c = ctype(to, fe.options)
     if isinstance(to, VectorType):
         return f"convert_{c}({value})"
     return f"({c}){value}"
 
 
-def _convert(fe: FunctionEmitter, op: Operation) -> str:
+def _convert(fe: FunctionContext, op: Operation) -> str:
     src, dst = op.operands[0].type, op.results[0].type
     if ctype(src, fe.options) == ctype(dst, fe.options):
         return fe.expr(op.operands[0])  # f16 <-> f32 are both float here
     return _cast(dst, fe.expr(op.operands[0]), fe)
 
 
-def _unsigned_source(fe: FunctionEmitter, op: Operation) -> str:
+def _unsigned_source(fe: FunctionContext, op: Operation) -> str:
     """uitofp, extui, index_castui, fptoui: go through the unsigned type of the narrower side."""
     src, dst = op.operands[0].type, op.results[0].type
     value = fe.expr(op.operands[0])
@@ -83,7 +80,7 @@ def _unsigned_source(fe: FunctionEmitter, op: Operation) -> str:
     return _cast(dst, f"({unsigned_ctype(src, fe.options)}){value}", fe)
 
 
-def _extsi(fe: FunctionEmitter, op: Operation) -> str:
+def _extsi(fe: FunctionContext, op: Operation) -> str:
     src = op.operands[0].type
     value = fe.expr(op.operands[0])
     if isinstance(src, IntegerType) and src.width.data == 1:
@@ -91,14 +88,14 @@ def _extsi(fe: FunctionEmitter, op: Operation) -> str:
     return _cast(op.results[0].type, value, fe)
 
 
-def _trunci(fe: FunctionEmitter, op: Operation) -> str:
+def _trunci(fe: FunctionContext, op: Operation) -> str:
     dst = op.results[0].type
     if isinstance(dst, IntegerType) and dst.width.data == 1:
         return f"({fe.expr(op.operands[0])} & 1) != 0"
     return _cast(dst, fe.expr(op.operands[0]), fe)
 
 
-def _bitcast(fe: FunctionEmitter, op: Operation) -> str:
+def _bitcast(fe: FunctionContext, op: Operation) -> str:
     src, dst = op.operands[0].type, op.results[0].type
     value = fe.expr(op.operands[0])
     # f16 values are floats in C: their bits come from / go to half with integer arithmetic
@@ -113,7 +110,7 @@ def _bitcast(fe: FunctionEmitter, op: Operation) -> str:
     return f"as_{ctype(dst, fe.options)}({value})"
 
 
-def constant_literal(fe: FunctionEmitter, op: arith.ConstantOp) -> str:
+def constant_literal(fe: FunctionContext, op: arith.ConstantOp) -> str:
     value = op.value
     t = op.result.type
     if isinstance(value, FloatAttr):
@@ -133,7 +130,7 @@ def constant_literal(fe: FunctionEmitter, op: arith.ConstantOp) -> str:
     raise fe.error(op, f"has a constant value the OpenCL emitter cannot print: {value}")
 
 
-def _select(fe: FunctionEmitter, op: Operation) -> str:
+def _select(fe: FunctionContext, op: Operation) -> str:
     c, a, b = (fe.expr(v) for v in op.operands)
     if isinstance(op.operands[0].type, VectorType):
         return f"select({b}, {a}, {c})"
@@ -151,13 +148,13 @@ _CMPI = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=
          "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 
 
-def _cmpf(fe: FunctionEmitter, op: arith.CmpfOp) -> str:
+def _cmpf(fe: FunctionContext, op: arith.CmpfOp) -> str:
     pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
     a, b = (fe.expr(v) for v in op.operands)
     return _CMPF[pred].format(a=a, b=b)
 
 
-def _cmpi(fe: FunctionEmitter, op: arith.CmpiOp) -> str:
+def _cmpi(fe: FunctionContext, op: arith.CmpiOp) -> str:
     pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
     a, b = (fe.expr(v) for v in op.operands)
     if pred.startswith("u"):
@@ -174,17 +171,17 @@ _ceildivui = _integer("({t})({ua} / {ub} + ({ua} % {ub} != 0))")
 _shrui = _integer("({t})({ua} >> {b})")
 
 
-def _absi(fe: FunctionEmitter, op: Operation) -> str:
+def _absi(fe: FunctionContext, op: Operation) -> str:
     return f"({ctype(op.results[0].type, fe.options)})abs({fe.expr(op.operands[0])})"
 
 
-def _cttz(fe: FunctionEmitter, op: Operation) -> str:
+def _cttz(fe: FunctionContext, op: Operation) -> str:
     t = op.results[0].type
     a = fe.expr(op.operands[0])
     return f"({ctype(t, fe.options)})popcount(({a} & -{a}) - 1)"
 
 
-def _fpowi(fe: FunctionEmitter, op: Operation) -> str:
+def _fpowi(fe: FunctionContext, op: Operation) -> str:
     a, b = (fe.expr(v) for v in op.operands)
     return f"pown({a}, (int){b})"
 
@@ -228,14 +225,14 @@ EXPRESSIONS.update({math.AbsIOp.name: _absi, math.CountTrailingZerosOp.name: _ct
 EXPRESSIONS.update({"arith.remf": _call("fmod"), "arith.index_castui": _unsigned_source})
 
 
-def _broadcast(fe: FunctionEmitter, op: Operation) -> str:
+def _broadcast(fe: FunctionContext, op: Operation) -> str:
     t = op.results[0].type
     if not isinstance(op.operands[0].type, VectorType):
         return f"({ctype(t, fe.options)})({fe.expr(op.operands[0])})"
     raise fe.error(op, "broadcasts a vector; only scalars to vectors are supported")
 
 
-def _lane_position(fe: FunctionEmitter, op: Operation) -> tuple[int | None, str | None]:
+def _lane_position(fe: FunctionContext, op: Operation) -> tuple[int | None, str | None]:
     """The one position of a vector.extract / insert on a 1-d vector: (lane, None) when it is
     static, (None, C expression of the index) when it is a runtime value."""
     position = op.static_position.get_values()  # type: ignore[attr-defined]
@@ -254,7 +251,7 @@ def _lanes_of(expr: str) -> str:
     return expr if expr.replace("_", "a").isalnum() else f"({expr})"
 
 
-def _extract(fe: FunctionEmitter, op: Operation) -> str:
+def _extract(fe: FunctionContext, op: Operation) -> str:
     lane, index = _lane_position(fe, op)
     vec = _lanes_of(fe.expr(op.operands[0]))
     if index is None:
@@ -268,7 +265,7 @@ def _extract(fe: FunctionEmitter, op: Operation) -> str:
     return f"({out})"
 
 
-def _insert(fe: FunctionEmitter, op: Operation) -> str:
+def _insert(fe: FunctionContext, op: Operation) -> str:
     lane, index = _lane_position(fe, op)
     t = op.results[0].type
     n = t.get_shape()[0]  # type: ignore[attr-defined]

@@ -5,110 +5,17 @@ from __future__ import annotations
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
-from xdsl.ir import Attribute, Operation
 
 from diffc.dialects.kernel import REQD_WORK_GROUP_SIZE, is_kernel
 
-from . import atomics, ptx_atomics
-from .naming import Namer, ctype, uses_double
+from .module_parts import ModuleParts
+from .naming import ctype
 from .options import EmitOptions, OpenCLEmitError
 from .statements import FunctionEmitter
 
-_CMPXCHG_HELPER = """\
-void {name}(volatile {space} float* p, float v) {{
-    volatile {space} uint* bits = (volatile {space} uint*)p;
-    uint expected = *bits;
-    while (true) {{
-        uint desired = as_uint(as_float(expected) + v);
-        uint seen = atomic_cmpxchg(bits, expected, desired);
-        if (seen == expected) break;
-        expected = seen;
-    }}
-}}"""
-_EXT_HELPER = """\
-void {name}(volatile {space} float* p, float v) {{
-    atomic_fetch_add_explicit((volatile {space} atomic_float*)p, v, memory_order_relaxed, {scope});
-}}"""
 
-
-class ModuleEmitter:
-    def __init__(self, module: ModuleOp, options: EmitOptions):
-        self.module = module
-        self.options = options
-        self.fp64 = False
-        self.helpers: dict[str, str] = {}  # atomic helper name -> its C text
-        self.structs: dict[str, str] = {}  # struct name -> its typedef
-        self.functions: dict[str, func.FuncOp] = {}
-        self.names: dict[str, str] = {}  # symbol -> C name
-        namer = Namer()
-        for op in module.ops:
-            if isinstance(op, func.FuncOp):
-                self.functions[op.sym_name.data] = op
-                self.names[op.sym_name.data] = namer.fresh(op.sym_name.data, "fn")
-            else:
-                raise OpenCLEmitError.at(op, "at module level is not supported by the OpenCL emitter")
-        self.global_names = (
-            set(self.names.values()) | {f"{n}_result" for n in self.names.values()} | set(atomics.HELPER_NAMES)
-            | set(ptx_atomics.HELPER_NAMES)
-        )
-
-    def note_type(self, t: Attribute) -> None:
-        if uses_double(t):
-            self.fp64 = True
-
-    def function_name(self, symbol: str, op: Operation) -> str:
-        if symbol not in self.names:
-            raise OpenCLEmitError.at(op, f"calls @{symbol}, which is not defined in this module")
-        return self.names[symbol]
-
-    def result_struct_of(self, symbol: str, op: Operation) -> str:
-        self.function_name(symbol, op)
-        return self.result_struct(self.functions[symbol])
-
-    def result_struct(self, fn: func.FuncOp) -> str:
-        """Several results come back as `typedef struct { T0 r0; T1 r1; } <name>_result;`."""
-        name = f"{self.names[fn.sym_name.data]}_result"
-        if name not in self.structs:
-            fields = []
-            for i, t in enumerate(fn.function_type.outputs.data):
-                try:
-                    self.note_type(t)
-                    fields.append(f"{ctype(t, self.options)} r{i};")
-                except TypeError:
-                    raise OpenCLEmitError.at(fn, f"returns type {t}, which has no OpenCL C equivalent") from None
-            self.structs[name] = "typedef struct {\n" + "".join(f"    {f}\n" for f in fields) + f"}} {name};"
-        return name
-
-    def atomic_helper(self, strategy: str, local: bool) -> str:
-        space = "__local" if local else "__global"
-        if strategy == "ptx" and not local:
-            return self.warp_add_helper("f32")
-        if strategy == "ext":
-            name = f"diffc_atomic_add_ext_{space[2:]}"
-            scope = "memory_scope_work_group" if local else "memory_scope_device"
-            self.helpers.setdefault(name, _EXT_HELPER.format(name=name, space=space, scope=scope))
-            return name
-        name = f"diffc_atomic_add_cmpxchg_{space[2:]}"
-        self.helpers.setdefault(name, _CMPXCHG_HELPER.format(name=name, space=space))
-        return name
-
-    def warp_add_helper(self, element: str) -> str:
-        """The "ptx" mode's warp-aggregated `red` add into global memory ("f32", "f16", "i32")."""
-        name, text = ptx_atomics.warp_add(element)
-        self.helpers.setdefault(name, text)
-        return name
-
-    def half_conversions(self) -> None:
-        for name, text in atomics.half_conversions().items():
-            self.helpers.setdefault(name, text)
-
-    def fetch_add_helper(self, half: bool, space: str) -> str:
-        """The helper that atomically adds a float to a half (or float) and returns the old value."""
-        if half:
-            self.half_conversions()
-        name, text = (atomics.half_fetch_add if half else atomics.float_fetch_add)(space)
-        self.helpers.setdefault(name, text)
-        return name
+class ModuleEmitter(ModuleParts):
+    """The module's functions, each through a FunctionEmitter, then the program around them."""
 
     def signature(self, fn: func.FuncOp) -> str:
         if is_kernel(fn):

@@ -7,15 +7,11 @@ type: %f for floats (and %v<N>hlf for float vectors), %d / %ld for integers, %ld
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr, VectorType
 from xdsl.ir import Attribute, Operation
 
+from .function_context import FunctionContext
 from .naming import ctype
-
-if TYPE_CHECKING:
-    from .statements import FunctionEmitter
 
 
 def c_string(text: str) -> str:
@@ -68,7 +64,7 @@ def c_format_of(op: Operation) -> str:
     return "".join(out)
 
 
-def emit_printf(fe: FunctionEmitter, op: Operation) -> None:
+def emit_printf(fe: FunctionContext, op: Operation) -> None:
     try:
         fmt = c_format_of(op)
     except TypeError as e:

@@ -4,24 +4,20 @@ flow, memref becomes pointer and array accesses, kernel ops become OpenCL builti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref, printf, scf
 from xdsl.dialects.builtin import Float32Type, IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import kernel
-from diffc.dialects.kernel import LOCAL_MEMORY_SPACE, NULL_POINTER_ATTR, is_kernel, memory_space
+from diffc.dialects.kernel import LOCAL_MEMORY_SPACE, NULL_POINTER_ATTR, memory_space
 
 from . import atomics
 from .expressions import EXPRESSIONS, constant_literal
-from .naming import Namer, address_space, ctype, is_half_storage, pointer_ctype
-from .options import OpenCLEmitError
+from .function_context import FunctionContext
+from .naming import address_space, is_half_storage, pointer_ctype
+from .printf import emit_printf
 
-if TYPE_CHECKING:
-    from .module import ModuleEmitter
-
-INDENT = "    "
 _ID_BUILTINS = {
     kernel.GlobalIdOp: "get_global_id", kernel.LocalIdOp: "get_local_id",
     kernel.GroupIdOp: "get_group_id", kernel.GlobalSizeOp: "get_global_size",
@@ -29,54 +25,9 @@ _ID_BUILTINS = {
 }
 
 
-class FunctionEmitter:
-    def __init__(self, module: ModuleEmitter, fn: func.FuncOp):
-        self.module = module
-        self.options = module.options
-        self.fn = fn
-        self.kernel = is_kernel(fn)
-        self.namer = Namer(module.global_names)
-        self.values: dict[SSAValue, str] = {}
-        self.arrays: set[SSAValue] = set()  # memrefs declared here as C arrays (not pointers)
-        self.lines: list[str] = []
-        self.depth = 1
-
-    # -- helpers ---------------------------------------------------------------------------
-
-    def error(self, op: Operation, message: str) -> OpenCLEmitError:
-        return OpenCLEmitError.at(op, message)
-
-    def expr(self, value: SSAValue) -> str:
-        try:
-            return self.values[value]
-        except KeyError:  # IR that uses a value above its definition (xDSL does not check dominance)
-            owner = value.owner if isinstance(value.owner, Operation) else self.fn
-            name = f"%{value.name_hint}" if value.name_hint else "its result"
-            raise self.error(owner, f"defines {name} after an op that uses it") from None
-
-    def ctype(self, t: Attribute, op: Operation) -> str:
-        try:
-            self.module.note_type(t)
-            return ctype(t, self.options)
-        except TypeError:
-            raise self.error(op, f"uses type {t}, which has no OpenCL C equivalent here") from None
-
-    def line(self, text: str) -> None:
-        self.lines.append(INDENT * self.depth + text)
-
-    def fresh(self, value: SSAValue | None, default: str = "v") -> str:
-        return self.namer.fresh(value.name_hint if value is not None else None, default)
-
-    def declare(self, value: SSAValue, rhs: str, op: Operation) -> str:
-        name = self.fresh(value)
-        self.line(f"{self.ctype(value.type, op)} {name} = {rhs};")
-        self.values[value] = name
-        return name
-
-    def declare_uninitialized(self, value: SSAValue, op: Operation, default: str) -> str:
-        name = self.fresh(value, default)
-        self.line(f"{self.ctype(value.type, op)} {name};")
-        return name
+class FunctionEmitter(FunctionContext):
+    """A function's statements: control flow, calls, memory and kernel ops (expressions come
+    from expressions.py, printf from printf.py)."""
 
     def assign_all(self, targets: Sequence[str], values: Sequence[SSAValue], op: Operation) -> None:
         """targets[i] = values[i] for all i at once (a swap goes through temporaries)."""
@@ -444,16 +395,9 @@ _STATEMENTS = {
     kernel.VLoadOp: FunctionEmitter.vload,
     kernel.VStoreOp: FunctionEmitter.vstore,
     **{t: FunctionEmitter.work_item for t in _ID_BUILTINS},
+    arith.ConstantOp: FunctionEmitter.constant,
+    printf.PrintFormatOp: emit_printf,
 }
-from xdsl.dialects.arith import ConstantOp  # noqa: E402
-
-_STATEMENTS[ConstantOp] = FunctionEmitter.constant
-
-from xdsl.dialects.printf import PrintFormatOp  # noqa: E402
-
-from .printf import emit_printf  # noqa: E402
-
-_STATEMENTS[PrintFormatOp] = emit_printf
 
 
 def _constant_trip_count(op: scf.ForOp) -> int | None:

@@ -1,0 +1,64 @@
+"""One function's emission state, as the op handlers (statements.py, expressions.py, printf.py)
+see it: the C name or expression of each SSA value, the lines written so far at their depth,
+and the module's shared parts (module_parts.py)."""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from diffc.dialects.kernel import is_kernel
+
+from .module_parts import ModuleParts
+from .naming import Namer, ctype
+from .options import OpenCLEmitError
+
+INDENT = "    "
+
+
+class FunctionContext:
+    def __init__(self, module: ModuleParts, fn: func.FuncOp):
+        self.module = module
+        self.options = module.options
+        self.fn = fn
+        self.kernel = is_kernel(fn)
+        self.namer = Namer(module.global_names)
+        self.values: dict[SSAValue, str] = {}
+        self.arrays: set[SSAValue] = set()  # memrefs declared here as C arrays (not pointers)
+        self.lines: list[str] = []
+        self.depth = 1
+
+    def error(self, op: Operation, message: str) -> OpenCLEmitError:
+        return OpenCLEmitError.at(op, message)
+
+    def expr(self, value: SSAValue) -> str:
+        try:
+            return self.values[value]
+        except KeyError:  # IR that uses a value above its definition (xDSL does not check dominance)
+            owner = value.owner if isinstance(value.owner, Operation) else self.fn
+            name = f"%{value.name_hint}" if value.name_hint else "its result"
+            raise self.error(owner, f"defines {name} after an op that uses it") from None
+
+    def ctype(self, t: Attribute, op: Operation) -> str:
+        try:
+            self.module.note_type(t)
+            return ctype(t, self.options)
+        except TypeError:
+            raise self.error(op, f"uses type {t}, which has no OpenCL C equivalent here") from None
+
+    def line(self, text: str) -> None:
+        self.lines.append(INDENT * self.depth + text)
+
+    def fresh(self, value: SSAValue | None, default: str = "v") -> str:
+        return self.namer.fresh(value.name_hint if value is not None else None, default)
+
+    def declare(self, value: SSAValue, rhs: str, op: Operation) -> str:
+        name = self.fresh(value)
+        self.line(f"{self.ctype(value.type, op)} {name} = {rhs};")
+        self.values[value] = name
+        return name
+
+    def declare_uninitialized(self, value: SSAValue, op: Operation, default: str) -> str:
+        name = self.fresh(value, default)
+        self.line(f"{self.ctype(value.type, op)} {name};")
+        return name
