@@ -4,7 +4,8 @@ A module may declare global buffers (`RWStructuredBuffer<float> G;`, a `memref.g
 only its compute entry points bind (dispatch.py). The kernels of `m.f(...)` have no way to bind
 one, and the OpenCL emitter has no module-level globals, so the kernel module drops every
 function the kernel does not call and every global nothing left uses. A global the called
-function does use is a CallError naming it.
+function does use is a CallError naming it (the status globals of the checks aside: the
+runtime binds those itself).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 
 from diffc.dialects.kernel import ENTRY
+from diffc.kernel_support.status_report import STATUS_PREFIX
 from diffc.runtime.errors import CallError
 
 
@@ -52,6 +54,8 @@ def keep_kernel_scope(module: ModuleOp, function: str) -> None:
         if op.name != "memref.global":
             continue
         name = op.sym_name.data
+        if name.startswith(STATUS_PREFIX):
+            continue  # the checks' own status buffers: the runtime binds them (status.status_for)
         if name in used:
             raise CallError(
                 f"error: {function}(): it reads or writes the global '{name}', which calls over tensors cannot "
