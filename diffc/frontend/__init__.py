@@ -31,9 +31,9 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
     beforehand (like `-D name=value`), `include_dirs` where `#include` looks next.
     `conformance_ids`: interface -> {struct: id}, the tag a dynamic value of the interface has
     when it holds that struct (Slang's type conformance ids; dynamic.py numbers the others)."""
-    from diffc.frontend.checker import Checker
-    from diffc.frontend.imports import Loader
-    from diffc.frontend.lower import Lowering
+    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.parser.imports import Loader
+    from diffc.frontend.lowering.lower import Lowering
     from diffc.frontend.parser import MAX_NESTING
 
     # The parser caps nesting (parser.MAX_NESTING); each level is a dozen or so Python frames

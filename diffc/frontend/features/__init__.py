@@ -1,0 +1,1 @@
+"""Language features, one module each."""

@@ -1,0 +1,111 @@
+"""Subscript operators: `__subscript(int i, int j) -> T { get {...} set {...} }` in a struct, and
+`__subscript(int i) -> T { get; set; }` as an interface requirement. Parsing turns the accessors
+into methods, as properties.py does for properties: `get` is `T __subscript_get(int i, int j)`,
+`set` a `[mutating] void __subscript_set(int i, int j, T newValue)`; attributes on an accessor stay
+on its method, so `[Differentiable] get` is a differentiable method and a custom derivative names
+it as `fwd_diff(S::__subscript::get)`. The checker rewrites `obj[i, j]` into the getter's call and
+`obj[i, j] = v` (or `op=`) into the setter's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from diffc.frontend import ast as A
+from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
+
+if TYPE_CHECKING:
+    from diffc.frontend.parser.parser import Parser
+
+KEYWORD = "__subscript"
+GET, SET = "__subscript_get", "__subscript_set"
+ACCESSORS = {"get": GET, "set": SET}
+
+
+def parse_subscript(p: Parser, mods: set[str], start: int, requirement: bool,
+                    prefix: tuple[list[str], dict[str, list[str]]] | None = None) -> list[A.Func]:
+    """At `__subscript`: its accessor methods (without bodies when `requirement`, in an interface);
+    `prefix`: the generic parameters of a `__generic<...>` before it."""
+    kw = p.expect(KEYWORD)
+    gparams, type_params = prefix or ([], {})
+    params = p.param_list()
+    ret_mods = set(mods) & {"no_diff"}
+    p.expect("->")
+    while p.tok.text == "no_diff":
+        ret_mods.add("no_diff")
+        p.i += 1
+    ret = p.array_dims(p.type_ref(), type_position=True)
+    if p.accept(";"):  # `__subscript(int i) -> T;`: a getter
+        if not requirement:
+            raise FrontendError(SYNTAX, "a subscript in a struct needs accessors: '{ get { ... } }'", kw.start, kw.end)
+        return [_method(p, [], ret_mods, ret, GET, params, None, start, (kw.start, kw.end), mods, gparams, type_params)]
+    p.expect("{")
+    methods: list[A.Func] = []
+    while not p.accept("}"):
+        astart = p.tok.start
+        attrs = p.attributes()
+        acc = p.ident("'get' or 'set'")
+        if acc.text not in ACCESSORS:
+            raise FrontendError(UNSUPPORTED if acc.text == "ref" else SYNTAX,
+                                f"a subscript accessor '{acc.text}' is not supported (only 'get' and 'set')"
+                                if acc.text == "ref" else f"expected 'get' or 'set', found '{acc.text}'",
+                                acc.start, acc.end)
+        span = (acc.start, acc.end)
+        body = None
+        if not p.accept(";"):
+            body = p.block()
+        elif not requirement:
+            raise FrontendError(UNSUPPORTED, f"a subscript accessor without a body ('{acc.text};') is not "
+                                "supported in a struct", acc.start, acc.end)
+        attrs = [a for a in attrs if a.name != "nonmutating"]  # a getter never mutates here
+        if acc.text == "get":
+            methods.append(_method(p, attrs, ret_mods, ret, GET, list(params), body, astart, span, mods,
+                                   gparams, type_params))
+        else:
+            value = A.Param(set(), ret, "newValue", span=span)
+            methods.append(_method(p, attrs + [A.Attr("mutating", span=span)], set(), A.TypeRef("void", span=span),
+                                   SET, list(params) + [value], body, astart, span, mods, gparams, type_params))
+    p.accept(";")
+    if not methods:
+        raise FrontendError(SYNTAX, "a subscript has no accessor", kw.start, kw.end)
+    return methods
+
+
+def _method(p: Parser, attrs, ret_mods, ret, name, params, body, start, span, mods, gparams, type_params) -> A.Func:
+    return A.Func(attrs, set(ret_mods), ret, name, params, body, span=p.span_from(start), name_span=span,
+                  generic_params=list(gparams), mods=set(mods) - {"no_diff"}, type_params=dict(type_params))
+
+
+def accessor_name(p: Parser, target: A.Member) -> None:
+    """After `S::__subscript` in `fwd_diff(S::__subscript::get)`: names the accessor's method."""
+    p.expect("::")
+    acc = p.ident("'get' or 'set'")
+    if acc.text not in ACCESSORS:
+        raise FrontendError(SYNTAX, f"expected 'get' or 'set', found '{acc.text}'", acc.start, acc.end)
+    target.name = ACCESSORS[acc.text]
+
+
+def indices(e: A.Index) -> list[A.Expr]:
+    return [e.index, *e.more]
+
+
+def read(e: A.Index) -> None:
+    """`obj[i, j]` -> `obj.__subscript_get(i, j)`, in place (the parent keeps its reference)."""
+    args = indices(e)
+    member = A.Member(e.base, GET, e.base.span, False, span=e.span)
+    del e.base, e.index, e.more  # type: ignore[attr-defined]
+    e.__class__ = A.Call  # type: ignore[assignment]
+    e.callee, e.args, e.no_diff, e.kind, e.target = member, args, False, "", None  # type: ignore[attr-defined]
+
+
+def write(e: A.Assign) -> None:
+    """`obj[i] = v` -> `obj.__subscript_set(i, v)`; `obj[i] op= v` -> `obj.__subscript_set(i, obj[i] op v)`."""
+    target = e.target
+    assert isinstance(target, A.Index)
+    value = e.value
+    if e.op != "=":
+        value = A.Binary(e.op[:-1], A.Index(target.base, target.index, list(target.more), span=target.span),
+                         value, span=e.span)
+    member = A.Member(target.base, SET, target.base.span, False, span=target.span)
+    del e.op, e.value  # type: ignore[attr-defined]
+    e.__class__ = A.Call  # type: ignore[assignment]
+    e.callee, e.args, e.no_diff, e.kind, e.target = member, indices(target) + [value], False, "", None  # type: ignore[attr-defined]
