@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from xdsl.dialects.builtin import ModuleOp
 
 from diffc.frontend.errors import FrontendError
+from diffc.frontend.features import FEATURES  # noqa: F401 (installs the language features' hooks)
 
 
 def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] | None = None,

@@ -19,7 +19,7 @@ from diffc.frontend.checker.symbols import FuncInfo, PInfo, err
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 _BITS_TO = {"asfloat": T.FLOAT, "asint": T.INT, "asuint": T.UINT}
 _VECTOR_ONLY = {"dot", "cross", "reflect", "refract"}
@@ -30,7 +30,7 @@ def _count(e: A.Call, what: str, n: int) -> None:
         raise err(ARG_COUNT, f"{what} expects {n} argument{'s' if n != 1 else ''}, got {len(e.args)}", e)
 
 
-def check_builtin(c: Checker, e: A.Call, name: str) -> T.Type:
+def check_builtin(c: Checking, e: A.Call, name: str) -> T.Type:
     b = BUILTINS[name]
     _count(e, name, b.arity)
     outs = [i for i, k in enumerate(b.params) if k == "o"]
@@ -113,7 +113,7 @@ def _matrix_common(name: str, ts: list[T.Type], args: list[A.Node], m: T.Matrix)
     return T.Matrix(elem, m.rows, m.cols)
 
 
-def check_type_method(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
+def check_type_method(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
     """`float.getPi()` and the like: a constant of a float type (None: not such a call)."""
     if callee.name not in FLOAT_CONSTANTS:
         return None
@@ -129,7 +129,7 @@ def check_type_method(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
 # ---- intrinsics as functions: fwd_diff(sin), bwd_diff(cross) -----------------------------------
 
 
-def instantiate_builtin(c: Checker, ref: T.BuiltinRef, e: A.Call) -> T.FuncRef:
+def instantiate_builtin(c: Checking, ref: T.BuiltinRef, e: A.Call) -> T.FuncRef:
     """The instance of intrinsic `ref.builtin` that call `e` of `ref` (a derivative of it) needs,
     as a reference to a function with the same derivative modes."""
     b = BUILTINS[ref.builtin]
@@ -157,7 +157,7 @@ def instantiate_builtin(c: Checker, ref: T.BuiltinRef, e: A.Call) -> T.FuncRef:
     return T.FuncRef(fname, ref.mode)
 
 
-def _declare_instance(c: Checker, fname: str, name: str, params: list[T.Type], result: T.Type, kinds: str,
+def _declare_instance(c: Checking, fname: str, name: str, params: list[T.Type], result: T.Type, kinds: str,
                       at: A.Node) -> None:
     span = at.span
     names = [f"a{i}" for i in range(len(params))]

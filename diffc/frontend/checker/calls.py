@@ -6,27 +6,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
-from diffc.frontend.features import coopvec, textures
+from diffc.frontend import feature
 from diffc.frontend import types as T
 from diffc.frontend.checker.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
 from diffc.frontend.checker.builtin_types import check_builtin, check_type_method, instantiate_builtin
-from diffc.frontend.features.matrices import MATRIX_FUNCS, check_ctor as check_matrix_ctor
-from diffc.frontend.features.matrices import check_call as check_matrix_call
-from diffc.frontend.features.optional import check_constructor as check_optional_constructor
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker.symbols import count_args as _count
 from diffc.frontend.checker.symbols import derivative_signature, err
-from diffc.frontend.features.func_extensions import CALL_METHOD
+from diffc.frontend.parser.parser import CALL_METHOD
 from diffc.frontend.checker.defaults import fill_defaults, is_default_arg
 from diffc.frontend.checker.inits import INIT
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 DERIV = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
 
 
-def check_call(c: Checker, e: A.Call) -> T.Type:
+def check_call(c: Checking, e: A.Call) -> T.Type:
     _bound_method_derivative(c, e)
     callee = e.callee
     local = c.lookup(callee.id) if isinstance(callee, A.Name) else None
@@ -123,11 +120,10 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
                     raise err(TYPE_MISMATCH, f"printf cannot print a value of type {t}", a)
             e.kind = "printf"
             return T.VOID
-        if name in MATRIX_FUNCS:
-            _no_diff_meaningless(c, e, name, True)
-            return check_matrix_call(c, e, name)
+        if (checked := feature.first("check_call", c, e, name)) is not None:  # (`mul`: matrices.py)
+            return checked
         if name in BUILTINS:
-            _no_diff_meaningless(c, e, name, slang_differentiable(name))
+            no_diff_meaningless(c, e, name, slang_differentiable(name))
             return check_builtin(c, e, name)
         if name in WAVE_IDENTITY or name in WAVE_CONSTANT:
             return _wave(c, e, name)
@@ -145,8 +141,6 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return T.VOID
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
-        if name in coopvec.REFUSED_FUNCTIONS:
-            raise err(UNSUPPORTED, f"the CoopVec operation '{name}' is not supported", callee)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
     if isinstance(callee, A.TypeExpr):
         t = c.resolve(callee.type)
@@ -186,7 +180,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
         # [BackwardDerivative(h)] on g is `bwd_diff(g)(dp, dOut)` (h's IR has g's bwd signature)
         f = T.FuncRef(fi.bwd_of, ("bwd",)) if fi.bwd_of else T.FuncRef(fi.fwd_of, ("fwd",))
         fi = c.funcs[f.func]
-    _no_diff_meaningless(c, e, fi.name, fi.differentiable or bool(f.mode))
+    no_diff_meaningless(c, e, fi.name, fi.differentiable or bool(f.mode))
     params, ret = derivative_signature(fi, f.mode)
     what = f"'{fi.owner.sname}'" if fi.decl is not None and fi.decl.name == INIT and fi.owner else f"'{f.name()}'"
     fill_defaults(c, e, params)
@@ -219,7 +213,7 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
     return ret
 
 
-def _no_diff_meaningless(c: Checker, e: A.Call, name: str, differentiable: bool) -> None:
+def no_diff_meaningless(c: Checking, e: A.Call, name: str, differentiable: bool) -> None:
     """Slang's `no_diff f(x)` makes a call of a non-differentiable function constant; on a call of
     a differentiable one it has no meaning: a warning, and the derivative flows."""
     if e.no_diff and differentiable:
@@ -229,7 +223,7 @@ def _no_diff_meaningless(c: Checker, e: A.Call, name: str, differentiable: bool)
         e.no_diff_written = True  # type: ignore[attr-defined]  # the IDifferentiablePtrType twin choice reads it
 
 
-def _bound_method_derivative(c: Checker, e: A.Call) -> None:
+def _bound_method_derivative(c: Checking, e: A.Call) -> None:
     """`fwd_diff(obj.m)(args)` and `obj.m.fwd_diff(args)`: the derivative of method S::m with obj
     as its `this`, which carries no derivative (a pair with a zero derivative when S is
     differentiable); rewritten in place into `fwd_diff(S::m)(obj, args)`."""
@@ -261,7 +255,7 @@ def _bound_method_derivative(c: Checker, e: A.Call) -> None:
     e.args = [obj] + list(e.args)
 
 
-def _instantiate_differentiated(c: Checker, e: A.Call) -> None:
+def _instantiate_differentiated(c: Checking, e: A.Call) -> None:
     """`bwd_diff(f)(dpx, dpy, dOut)` with f generic: f's instance is inferred from the
     arguments of its derivative (a DifferentialPair<X> argument for a parameter T gives T = X)."""
     inner = e.callee
@@ -274,7 +268,7 @@ def _instantiate_differentiated(c: Checker, e: A.Call) -> None:
         inner.id = c.instantiate_func(inner.id, inner, e.args, through_pairs=True)
 
 
-def _select(c: Checker, e: A.Call) -> T.Type:
+def _select(c: Checking, e: A.Call) -> T.Type:
     """`select(cond, a, b)`: a where cond holds, else b (lane by lane for a vector condition);
     both sides are evaluated, as in HLSL."""
     _count(e, "select", 3)
@@ -301,7 +295,7 @@ def _bind_method(e: A.Call, fi, this: A.Expr | None) -> None:
         e.args = [this] + list(e.args)
 
 
-def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
+def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
     """`obj.m(...)`, `ptr->m(...)`, `S::m(...)`, `S<4>::m(...)`, and the atomic operations
     `p.max(v)` / `buf[i].add(v)`: binds the call (returning None so the caller checks it as a
     call of a function) or checks an atomic operation (returning its type)."""
@@ -333,12 +327,10 @@ def _method_callee(c: Checker, e: A.Call, callee: A.Member) -> T.Type | None:
         to = A.TypeRef(SCALAR_CONVERSIONS[callee.name], span=callee.name_span)
         e.callee, e.args = A.TypeExpr(to, span=callee.span), [callee.base]
         return _constructor(c, e, c.resolve(to))
-    if isinstance(bt, T.Texture):
-        return textures.check_method(c, e, callee, bt)
+    if (checked := feature.first("check_method", c, e, callee, bt)) is not None:  # (a texture's, a CoopVec's)
+        return checked
     if isinstance(bt, T.Array) and callee.name == "getCount":
         return _array_count(e, callee, bt)
-    if isinstance(bt, T.Vector) and callee.name in coopvec.METHODS | coopvec.REFUSED_METHODS:
-        return coopvec.check_method(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
     fname = _method_function(c, e, callee, st)
     if fname is not None:
@@ -364,7 +356,7 @@ SCALAR_CONVERSIONS = {"toInt": "int", "toUInt": "uint", "toFloat": "float", "toI
                       "toUInt64": "uint64_t", "toDouble": "double", "toHalf": "half"}
 
 
-def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str | None:
+def _method_function(c: Checking, e: A.Call, callee: A.Member, st: T.Type) -> str | None:
     """The function of method `callee.name` of struct st, or None: for a generic method
     (`obj.m<float>(x)`, `S::make<4>()`), the instance the call needs (named `S_m_float`)."""
     if not isinstance(st, T.Struct):
@@ -376,7 +368,7 @@ def _method_function(c: Checker, e: A.Call, callee: A.Member, st: T.Type) -> str
     return st.methods.get(callee.name)
 
 
-def _means_generic(c: Checker, template: A.Func | None, plain: str | None, args: list[A.Expr],
+def _means_generic(c: Checking, template: A.Func | None, plain: str | None, args: list[A.Expr],
                    named: A.Name) -> bool:
     """Whether a call `named(args)` means the generic function (or method) `template` rather than
     the plain overloads of symbol `plain` beside it (`write(float)` and `write<let N: int>(vector<float,
@@ -407,7 +399,7 @@ def _array_count(e: A.Call, callee: A.Member, bt: T.Array) -> T.Type:
     return T.INT
 
 
-def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Type:
+def _atomic_method(c: Checking, e: A.Call, callee: A.Member, bt: T.Type) -> T.Type:
     elem = bt.elem if isinstance(bt, T.Pointer) else bt
     if callee.name not in ATOMIC_KINDS:
         raise err(UNKNOWN_MEMBER, f"Atomic<{elem}> has no method '{callee.name}' (supported: "
@@ -421,7 +413,7 @@ def _atomic_method(c: Checker, e: A.Call, callee: A.Member, bt: T.Type) -> T.Typ
     return elem
 
 
-def _interlocked_add(c: Checker, e: A.Call, name: str) -> T.Type:
+def _interlocked_add(c: Checking, e: A.Call, name: str) -> T.Type:
     """`InterlockedAddF16Emulated(ptr, value, out original)`: an atomic add of a half in memory."""
     _count(e, name, 3)
     pt = c.expr(e.args[0])
@@ -443,15 +435,13 @@ GROUP_BARRIERS = {"GroupMemoryBarrierWithGroupSync": False, "AllMemoryBarrierWit
 HLSL_INTERLOCKED = {"InterlockedAdd": (1, 1), "InterlockedMax": (4, 5), "InterlockedMin": (7, 8)}
 
 
-def _interlocked(c: Checker, e: A.Call, name: str) -> T.Type:
+def _interlocked(c: Checking, e: A.Call, name: str) -> T.Type:
     """`InterlockedAdd(buf[i], v [, out original])` on an element of a RWStructuredBuffer<int> or
     <uint>, or on an int or uint in groupshared memory."""
-    from diffc.frontend.features.groupshared import in_groupshared
-
     _count(e, name, (2, 3))
     target = e.args[0]
     t = c.lvalue(target)
-    memory = isinstance(target, A.Index) and isinstance(target.base.ty, T.Buffer) or in_groupshared(target)
+    memory = isinstance(target, A.Index) and isinstance(target.base.ty, T.Buffer) or any(h(target) for h in feature.hooks("shared_memory"))
     if not (memory and t in (T.INT, T.UINT)):
         raise err(TYPE_MISMATCH, f"{name} needs an int or uint element of a buffer or of groupshared memory, "
                   f"got {t}", target)
@@ -463,7 +453,7 @@ def _interlocked(c: Checker, e: A.Call, name: str) -> T.Type:
     return T.VOID
 
 
-def _wave(c: Checker, e: A.Call, name: str) -> T.Type:
+def _wave(c: Checking, e: A.Call, name: str) -> T.Type:
     """Wave intrinsics over waves of one lane (as Slang's CPU target runs them)."""
     e.kind = "wave"
     e.target = name
@@ -477,7 +467,7 @@ def _wave(c: Checker, e: A.Call, name: str) -> T.Type:
     return t
 
 
-def _bit_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
+def _bit_cast(c: Checking, e: A.Call, callee: A.Name) -> T.Type:
     _count(e, "bit_cast", 1)
     if len(callee.targs) != 1 or not isinstance(callee.targs[0], A.TypeRef):
         raise err(ARG_COUNT, "bit_cast needs one type argument: bit_cast<T>(value)", callee)
@@ -490,7 +480,7 @@ def _bit_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
     return dst
 
 
-def _noop_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
+def _noop_cast(c: Checking, e: A.Call, callee: A.Name) -> T.Type:
     """`__slang_noop_cast<To, From>(x)`: x as To, where the two are one type (T and T.Differential
     under `where T.Differential == T`)."""
     _count(e, "__slang_noop_cast", 1)
@@ -504,7 +494,7 @@ def _noop_cast(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
     return dst
 
 
-def _dynamic_object(c: Checker, e: A.Call, callee: A.Name) -> T.Type:
+def _dynamic_object(c: Checking, e: A.Call, callee: A.Name) -> T.Type:
     """`createDynamicObject<I>(id, data)`: a value of interface I's union (dynamic.py) whose tag is
     id; each implementation laid out as data's leaves holds data, the others zeros (the bits of an
     'any value' reinterpreted, as far as the leaves match)."""
@@ -536,7 +526,7 @@ def _can_carry_out(fi) -> bool:
     return any(p.direction != "in" and T.is_differentiable(p.ty) and not p.no_diff for p in fi.params)
 
 
-def _builtin_ref(c: Checker, a: A.Expr) -> T.Type:
+def _builtin_ref(c: Checking, a: A.Expr) -> T.Type:
     """The function a derivative operator is applied to; an intrinsic's name (not shadowed by a
     variable or a function) is a BuiltinRef."""
     if isinstance(a, A.Name) and a.id in BUILTINS and c.lookup(a.id) is None and a.id not in c.funcs:
@@ -545,7 +535,7 @@ def _builtin_ref(c: Checker, a: A.Expr) -> T.Type:
     return c.expr(a)
 
 
-def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
+def _constructor(c: Checking, e: A.Call, t: T.Type) -> T.Type:
     e.kind = "ctor"
     e.target = t
     if isinstance(t, T.Scalar):
@@ -562,16 +552,14 @@ def _constructor(c: Checker, e: A.Call, t: T.Type) -> T.Type:
         if not (total == t.n or (len(e.args) == 1 and total == 1)):
             raise err(ARG_COUNT, f"{t} constructor needs {t.n} components, got {total}", e)
         return t
-    if isinstance(t, T.Matrix):
-        return check_matrix_ctor(c, e, t)
+    if (checked := feature.first("check_constructor", c, e, t)) is not None:  # (a matrix's, an Optional's)
+        return checked
     if isinstance(t, T.Pair):  # DifferentialPair<T>(primal, differential): what diffPair builds
         _count(e, t.name(), 2)
         c.expect_type(e.args[0], t.elem)
         c.expect_type(e.args[1], T.differential(t.elem))
         e.kind = "diffPair"
         return t
-    if isinstance(t, T.Struct) and t.optional_of is not None:
-        return check_optional_constructor(c, e, t)
     if isinstance(t, T.PtrPair):  # DifferentialPtrPair<T>(primal, differential)
         _count(e, t.name(), 2)
         c.expect_type(e.args[0], t.elem)

@@ -5,7 +5,7 @@ E0006 (non-differentiable call on a derivative-carrying value), E0007 (unbounded
 from __future__ import annotations
 
 from diffc.frontend import ast as A
-from diffc.frontend.features import matrices, operators, optional, properties, subscripts, textures
+from diffc.frontend import feature
 from diffc.frontend import types as T
 from diffc.frontend.checker.loop_bounds import assigns_to, static_bound
 from diffc.frontend.errors import (
@@ -13,11 +13,9 @@ from diffc.frontend.errors import (
     REDEFINED, UNSUPPORTED, FrontendError,
 )
 from diffc.frontend.generics import const_int, infer, instance_name, substitute
-from diffc.frontend.features.declared_differential import settle_differential
-from diffc.frontend.features.dynamic_buffers import is_interface_buffer, is_interface_pointer
 from diffc.frontend.checker.inits import INIT, as_constructor_call
 from diffc.frontend.checker.symbols import (  # noqa: F401 (re-exported for the lowering)
-    DIFF_ATTRS, SWIZZLE, FuncInfo, Local, PInfo, derivative_signature, err, ptr_param,
+    DIFF_ATTRS, SWIZZLE, FuncInfo, Local, PInfo, as_this_member, derivative_signature, err, ptr_param,
 )
 from diffc.frontend.checker.interfaces import Interfaces, mark_nondiff_generic_values
 from diffc.frontend.checker.type_resolution import TypeResolution
@@ -129,11 +127,7 @@ class Checker(TypeResolution):
                 if d.name in self.scopes[0]:
                     raise err(REDEFINED, f"a second global named '{d.name}'", d)
                 ty = self.resolve(d.type)
-                if "groupshared" in d.mods:
-                    from diffc.frontend.features.groupshared import check_groupshared
-
-                    check_groupshared(d, ty)
-                    self.scopes[0][d.name] = Local(d.name, ty, True, True, shared=True)
+                if feature.first("declare_global", self, d, ty):  # (groupshared.py)
                     continue
                 if "static" in d.mods and "const" in d.mods and d.init is not None and _plain_value(ty):
                     self.expect_type(d.init, ty)
@@ -144,8 +138,8 @@ class Checker(TypeResolution):
                     self.expect_type(d.init, ty)
             elif isinstance(d, A.Func):
                 self.ifaces.implicit_generics(d)
-                if operators.is_operator(d.name):
-                    operators.declare(self, d)
+                for declare in feature.hooks("declare_func"):
+                    declare(self, d)
                 if d.generic_params:
                     if d.name in self.func_templates:  # (one generic beside plain overloads: calls.py)
                         raise err(UNSUPPORTED, f"overloading generic function '{d.name}' with another generic "
@@ -288,7 +282,8 @@ class Checker(TypeResolution):
 
         check_defaults(self, d, params)
         ret = self.resolve_value(d.ret)
-        textures.check_signature(params, ret, d)
+        for check in feature.hooks("check_signature"):
+            check(self, params, ret, d)
         return FuncInfo(name or d.name, params, ret, "no_diff" in d.ret_mods, d,
                         {a.name: a for a in d.attrs}, owner=owner, is_static=is_static)
 
@@ -335,9 +330,8 @@ class Checker(TypeResolution):
                   "(a struct cannot contain a value of its own type)", f)
 
     def declare_struct(self, d: A.Struct, name: str, template=None, dynamic_of: str | None = None) -> T.Struct:
-        from diffc.frontend.features.extensions import apply_extensions
-
-        d = apply_extensions(self, d, template)
+        for extend in feature.hooks("extend_struct"):
+            d = extend(self, d, template)  # (extensions.py)
         self.ifaces.complete_struct(d)
         s = T.Struct(name, differentiable=self.ifaces.makes_differentiable(d.bases), template=template,
                      conformances=list(d.bases), dynamic_of=dynamic_of)
@@ -373,7 +367,8 @@ class Checker(TypeResolution):
                     s.fields.append((f.name, ty, "no_diff" in f.mods))
         finally:
             self.fields_in_progress.remove(s)
-        settle_differential(d, s)  # synthesized, or the one it declares (declared_differential.py)
+        for declared in feature.hooks("declare_struct"):
+            declared(self, d, s)  # its Differential, synthesized or declared (declared_differential.py)
         for m in d.methods:
             self.ifaces.implicit_generics(m)
             if m.generic_params and m.name in s.method_templates:  # (one generic beside plain overloads)
@@ -490,11 +485,10 @@ class Checker(TypeResolution):
         values = self.bind_generics(name, d, env, t)
         iname = instance_name(name, values)
         if iname not in self.structs:
-            from diffc.frontend.features.extensions import extension_constraints
-
             inst = substitute(d, env)
             inst.generic_params, inst.type_params = [], {}
-            mark_nondiff_generic_values(inst, d, self.ifaces, extension_constraints(self, d, (name, values)))
+            constraints = feature.first("instance_constraints", self, d, (name, values))  # (extensions.py)
+            mark_nondiff_generic_values(inst, d, self.ifaces, constraints)
             self.declare_struct(inst, iname, (name, values))
         return self.structs[iname]
 
@@ -691,16 +685,13 @@ class Checker(TypeResolution):
             raise err(TYPE_MISMATCH, f"expected a value of type {want}, got {got}", e)
 
     def init_list(self, e: A.InitList, want: T.Type) -> None:
-        if isinstance(want, T.Matrix):
-            matrices.check_init_list(self, e, want)
+        if feature.first("check_init_list", self, e, want):
             return
         if isinstance(want, T.Struct) and INIT in want.methods and (e.items or self._has_default_ctor(want)):
             as_constructor_call(e, want.methods[INIT])
             self.expect_type(e, want)
             return
         e.ty = want
-        if isinstance(want, T.Struct) and want.optional_of is not None:
-            optional.check_init_list(e, want)
         if isinstance(want, T.Array):
             items = [want.elem] * want.n
         elif isinstance(want, T.Struct):
@@ -778,10 +769,10 @@ class Checker(TypeResolution):
                     return e.sym.ty
                 # in an instance method, or a constructor (inits.py: a static with a local `this`)
                 if owner.field(e.id) is not None and (not self.func.is_static or self.lookup("this")):  # type: ignore[union-attr]
-                    _as_this_member(e)
+                    as_this_member(e)
                     return self._expr(e)
-                if properties.has_property(owner.methods, e.id) and not self.func.is_static:  # type: ignore[union-attr]
-                    _as_this_member(e)
+                if self.implicit_member(owner, e.id) and not self.func.is_static:  # type: ignore[union-attr]
+                    as_this_member(e)
                     return self._expr(e)
                 if e.id in owner.methods:
                     return T.FuncRef(owner.methods[e.id])
@@ -799,9 +790,9 @@ class Checker(TypeResolution):
             if e.id in BUILTINS:
                 raise err(UNSUPPORTED, f"intrinsic '{e.id}' used as a value is not supported: call it, or give it "
                           "to fwd_diff / bwd_diff", e)
-            null = optional.check_name(e)
-            if null is not None:
-                return null
+            known = feature.first("check_name", self, e)  # (`none`: optional.py)
+            if known is not None:
+                return known
             raise err(UNDEFINED, f"undefined name '{e.id}'", e)
         if isinstance(e, A.Unary) and e.op == "*":
             t = self.expr(e.operand)
@@ -810,12 +801,8 @@ class Checker(TypeResolution):
             return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
-            if self.operator_overloads and (overloaded := operators.unary(self, e, t)) is not None:
-                return overloaded
-            if isinstance(t, T.Matrix):
-                if e.op not in ("-", "+"):
-                    raise err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
-                return t
+            if (checked := feature.first("check_unary", self, e, t)) is not None:
+                return checked
             if e.op == "!" and not T.is_numeric(t):  # (a struct, none, a pointer: no truth value here)
                 raise err(TYPE_MISMATCH, f"operator '!' needs a bool or a number, got {t}", e.operand)
             if e.op == "!":
@@ -830,28 +817,20 @@ class Checker(TypeResolution):
             a, b = self.expr(e.a), self.expr(e.b)
             if a == b:
                 return a
-            if isinstance(a, T.Null) or isinstance(b, T.Null):
-                return optional.check_ternary(e, a, b)
+            if (checked := feature.first("check_ternary", self, e, a, b)) is not None:
+                return checked
             c = T.common_type(a, b)
             if c is None:
                 raise err(TYPE_MISMATCH, f"the branches of '?:' have types {a} and {b}", e)
             return c
         if isinstance(e, A.Assign):
-            if self._is_property(e.target):
-                properties.write(e)
-                return self._expr(e)
-            if isinstance(e.target, A.Index) and _subscripted(self.expr(e.target.base), subscripts.SET):
-                subscripts.write(e)
-                return self._expr(e)
+            if (checked := feature.first("check_assign", self, e)) is not None:  # (a property, a subscript)
+                return checked
             t = self.lvalue(e.target)
-            if e.op != "=" and self.operator_overloads and (overloaded := operators.compound(self, e, t)) is not None:
-                return overloaded
+            if e.op != "=" and (checked := feature.first("check_compound", self, e, t)) is not None:
+                return checked
             if e.op == "=":
                 self.expect_type(e.value, t)
-            elif isinstance(t, T.Matrix):
-                v = self.expr(e.value)
-                if not matrices.compound_ok(e.op, t, v):
-                    raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
             else:
                 v = self.expr(e.value)
                 if not (T.is_numeric(t) and T.convertible(v, t)):
@@ -881,31 +860,22 @@ class Checker(TypeResolution):
             raise err(TYPE_MISMATCH, f"type '{e.type.name}' used as a value", e)
         if isinstance(e, A.InitList):
             raise err(TYPE_MISMATCH, "an initializer list needs a declared type", e)
-        if isinstance(e, A.TypeTest):
-            return optional.check_type_test(self, e)
+        check = feature.expr_kinds().get(type(e))  # an expression a feature adds (`x is S`: optional.py)
+        if check is not None:
+            return check(self, e)
         raise err(UNSUPPORTED, f"unsupported expression {type(e).__name__}", e)
 
-    def _is_property(self, target: A.Expr) -> bool:
-        if isinstance(target, A.Name) and self.lookup(target.id) is None and self.func is not None \
-                and self.func.owner is not None and properties.has_property(self.func.owner.methods, target.id):
-            _as_this_member(target)  # a sibling property inside a method
-        if not isinstance(target, A.Member) or isinstance(target.base, A.TypeExpr):
-            return False
-        t = self.expr(target.base)
-        st = t.elem if isinstance(t, T.Pointer) else t
-        return isinstance(st, T.Struct) and st.field(target.name) is None and properties.has_property(st.methods, target.name)
+    def implicit_member(self, owner: T.Struct, name: str) -> bool:
+        """Whether bare `name` inside a method of `owner` is `this.name` of a member a feature
+        adds (a property)."""
+        return any(h(self, owner, name) for h in feature.hooks("implicit_member"))
 
     def binary(self, e: A.Binary) -> T.Type:
         a, b = self.expr(e.lhs), self.expr(e.rhs)
-        if isinstance(a, T.Null) or isinstance(b, T.Null):
-            return optional.check_null_compare(e, a, b)
-        if self.operator_overloads and (overloaded := operators.binary(self, e, a, b)) is not None:
-            return overloaded
+        if (checked := feature.first("check_binary", self, e, a, b)) is not None:
+            return checked
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
-            optional.pointers_compared(e, a, b)
             return self.pointer_arith(e, a, b)
-        if isinstance(a, T.Matrix) or isinstance(b, T.Matrix):
-            return matrices.check_binary(e, a, b)
         if e.op in ("&&", "||"):
             for x, t in ((e.lhs, a), (e.rhs, b)):
                 if not T.convertible(t, T.BOOL):
@@ -936,12 +906,8 @@ class Checker(TypeResolution):
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
-            if isinstance(inner.ty, T.Texture) and isinstance(base, A.Index):
-                textures.check_write(e, inner.ty)
-                return t  # a texel: memory too
-            if (isinstance(base, A.Index) and is_interface_buffer(inner.ty)) or is_interface_pointer(inner.ty):
-                raise err(UNSUPPORTED, f"writing an interface '{inner.ty.elem.dynamic_of}' value into memory is "
-                          "not supported (interface values in memory are read-only: dynamic_buffers.py)", e)
+            if feature.first("check_write", self, e, base, inner.ty):
+                return t  # memory a feature owns (a texel: textures.py)
             if isinstance(inner.ty, T.Buffer) and isinstance(base, A.Index):
                 return t  # a buffer element is memory, whatever holds the buffer (a struct's field: `this`)
             if isinstance(inner.ty, T.Pointer):  # a write to memory, whatever holds the pointer
@@ -987,28 +953,20 @@ class Checker(TypeResolution):
         if isinstance(t, T.Pointer):
             if isinstance(t.elem, T.Struct) and t.elem.field(e.name) is not None:
                 return t.elem.field(e.name)[1]  # type: ignore[index]
-            if isinstance(t.elem, T.Struct) and properties.has_property(t.elem.methods, e.name):
-                properties.read(e)
-                return self._expr(e)
+            if (checked := feature.first("check_member", self, e, t)) is not None:
+                return checked
             raise err(UNKNOWN_MEMBER, f"type {t.elem} has no member '{e.name}'", e.name_span)
         if e.arrow:
             raise err(TYPE_MISMATCH, f"'->' needs a pointer, got {t}", e.base)
+        if isinstance(t, T.Struct) and (f := t.field(e.name)) is not None:
+            return f[1]
+        if (checked := feature.first("check_member", self, e, t)) is not None:
+            return checked
         if isinstance(t, T.Pair | T.PtrPair):
             if e.name in ("p", "primal", "getPrimal"):
                 return t.elem
             if e.name in ("d", "differential", "getDifferential"):
-                return optional.pair_differential(self, t, e) if isinstance(t, T.Pair) else T.differential(t.elem)
-        elif isinstance(t, T.Struct):
-            f = t.field(e.name)
-            if f is not None:
-                return f[1]
-            if properties.has_property(t.methods, e.name):
-                properties.read(e)
-                return self._expr(e)
-        elif isinstance(t, T.Matrix):
-            mt = matrices.member(t, e.name, e.name_span)
-            if mt is not None:
-                return mt
+                return T.differential(t.elem)
         elif isinstance(t, T.Vector | T.Scalar) and e.name and all(c in SWIZZLE for c in e.name):
             n = t.n if isinstance(t, T.Vector) else 1
             idx = [SWIZZLE[c] for c in e.name]
@@ -1020,11 +978,8 @@ class Checker(TypeResolution):
 
     def index(self, e: A.Index) -> T.Type:
         t = self.expr(e.base)
-        if isinstance(t, T.Texture):
-            return textures.check_index(self, e, t)
-        if _subscripted(t, subscripts.GET):
-            subscripts.read(e)
-            return self._expr(e)
+        if (checked := feature.first("check_index", self, e, t)) is not None:  # (a texture, a __subscript)
+            return checked
         if e.more:
             raise err(TYPE_MISMATCH, f"type {t} takes one index, got {1 + len(e.more)}", e.more[0])
         i = self.expr(e.index)
@@ -1033,7 +988,6 @@ class Checker(TypeResolution):
         if isinstance(t, T.Array | T.Vector | T.Matrix):  # (a buffer's length is known only at run time)
             _check_constant_index(t, e.index)
         if isinstance(t, T.Array | T.Buffer):
-            textures.check_array_index(e, t)
             return t.elem
         if isinstance(t, T.Pointer):
             if t.by_value and not (isinstance(e.index, A.Num) and e.index.value == 0):
@@ -1043,7 +997,6 @@ class Checker(TypeResolution):
         if isinstance(t, T.Vector):
             return t.elem
         if isinstance(t, T.Matrix):
-            matrices.check_row_index(t, e.index)
             return t.row
         raise err(TYPE_MISMATCH, f"type {t} cannot be indexed", e.base)
 
@@ -1079,19 +1032,6 @@ def _scalar_count(t: T.Type) -> int:
     if isinstance(t, T.Matrix):
         return t.rows * t.cols
     return 1
-
-
-def _subscripted(t: T.Type, accessor: str) -> bool:
-    """Whether `t[...]` calls a subscript operator's accessor (`p[i]` on a pointer indexes memory)."""
-    return isinstance(t, T.Struct) and (accessor in t.methods or accessor in t.method_templates)
-
-
-def _as_this_member(e: A.Name) -> None:
-    """Turns a bare field name inside a method into `this.name`, in place (the parent keeps its
-    reference to this node)."""
-    name, span = e.id, e.span
-    e.__class__ = A.Member  # type: ignore[assignment]
-    e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
 
 
 def _same_memory_pointers(src: T.Type, dst: T.Type) -> bool:

@@ -11,13 +11,13 @@ from diffc.frontend import types as T
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
     from diffc.frontend.checker.symbols import PInfo
 
 _DEFAULT_MARK = "is_default_arg"
 
 
-def check_defaults(c: Checker, d: A.Func, params: list[PInfo]) -> None:
+def check_defaults(c: Checking, d: A.Func, params: list[PInfo]) -> None:
     """Types each default against its parameter; defaults must be trailing and on `in` parameters."""
     from diffc.frontend.checker.symbols import err
 
@@ -40,7 +40,7 @@ def is_default_arg(a: A.Expr) -> bool:
     return bool(getattr(a, _DEFAULT_MARK, False))
 
 
-def fill_defaults(c: Checker, e: A.Call, params: list[PInfo]) -> None:
+def fill_defaults(c: Checking, e: A.Call, params: list[PInfo]) -> None:
     """Adds the defaults of the last omitted defaulted parameters to `e.args`, in place. Leaves
     the arguments alone when too few parameters have defaults (the count check reports it)."""
     missing = len(params) - len(e.args)

@@ -21,7 +21,7 @@ from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 FLOAT_INTERFACES = {"IFloat", "__BuiltinFloatingPointType", "__BuiltinRealType", "IRealArray", "IFloatArray"}
 ARITHMETIC_INTERFACES = {"IArithmetic", "__BuiltinArithmeticType", "IComparable", "__BuiltinType",
@@ -33,7 +33,7 @@ BUILTIN_INTERFACES = DIFFERENTIABLE_ROOTS | ARITHMETIC_INTERFACES | INTEGER_INTE
 
 
 class Interfaces:
-    def __init__(self, checker: Checker):
+    def __init__(self, checker: Checking):
         self.c = checker
         self.decls: dict[str, A.Interface] = {}
         self.frozen: dict[str, int] = {}  # interfaces whose tagged union (dynamic.py) is made

@@ -19,11 +19,11 @@ from diffc.frontend.errors import REDEFINED, TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.checker.inits import INIT
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
     from diffc.frontend.checker.symbols import FuncInfo, PInfo
 
 _RESOLVED = "overload_resolved"  # set on a Name whose id is already one overload's symbol
-TYPED_ONCE = "typed_for_overloads"  # an argument typed to pick an overload: Checker.expr reuses it once
+TYPED_ONCE = "typed_for_overloads"  # an argument typed to pick an overload: Checking.expr reuses it once
 DERIV = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
 
 
@@ -31,7 +31,7 @@ def same_signature(a: FuncInfo, b: FuncInfo) -> bool:
     return [(p.ty, p.direction) for p in a.params] == [(p.ty, p.direction) for p in b.params]
 
 
-def overload_symbol(c: Checker, base: str, f: FuncInfo) -> str:
+def overload_symbol(c: Checking, base: str, f: FuncInfo) -> str:
     """A fresh symbol for a further overload of `base`, readable in the IR: `f__float_float3`."""
     if f.is_static != c.funcs[base].is_static:
         raise err(UNSUPPORTED, f"overloads of '{base}' that mix static and instance methods are not supported",
@@ -47,7 +47,7 @@ def _type_tag(t: T.Type) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in str(t)).strip("_")
 
 
-def add_overload(c: Checker, base: str, f: FuncInfo) -> None:
+def add_overload(c: Checking, base: str, f: FuncInfo) -> None:
     """Records `f` (already given its own symbol) as a further overload of `base`; a second
     definition with the same parameter types is an error."""
     group = c.overloads.setdefault(base, [base])
@@ -98,7 +98,7 @@ def _scalar_cost(a: T.Scalar, b: T.Scalar) -> float:
     return 4 if a.kind in _INTS else 6  # int to float before float to int
 
 
-def _call_cost(c: Checker, params: list[PInfo], args: list[A.Expr], allow_defaults: bool) -> int | None:
+def _call_cost(c: Checking, params: list[PInfo], args: list[A.Expr], allow_defaults: bool) -> int | None:
     n = len(args)
     if n > len(params):
         return _NOT_VIABLE
@@ -121,7 +121,7 @@ def _call_cost(c: Checker, params: list[PInfo], args: list[A.Expr], allow_defaul
     return total
 
 
-def _arg_types(c: Checker, args: list[A.Expr]) -> list[str]:
+def _arg_types(c: Checking, args: list[A.Expr]) -> list[str]:
     shown = []
     for a in args:
         if isinstance(a, A.InitList):
@@ -132,7 +132,7 @@ def _arg_types(c: Checker, args: list[A.Expr]) -> list[str]:
     return shown
 
 
-def arg_costs(c: Checker, syms: list[str], args: list[A.Expr]) -> list[int]:
+def arg_costs(c: Checking, syms: list[str], args: list[A.Expr]) -> list[int]:
     """The conversion cost of each of the functions `syms` (methods: after `this`) that takes
     `args` at all."""
     _arg_types(c, args)
@@ -145,7 +145,7 @@ def arg_costs(c: Checker, syms: list[str], args: list[A.Expr]) -> list[int]:
     return costs
 
 
-def pick(c: Checker, base: str, args: list[A.Expr], where: A.Node, modes: tuple[str, ...] = ()) -> str:
+def pick(c: Checking, base: str, args: list[A.Expr], where: A.Node, modes: tuple[str, ...] = ()) -> str:
     """The overload of `base` a call with `args` means (through fwd_diff/bwd_diff when `modes`)."""
     shown = _arg_types(c, args)
     scored: list[tuple[int, str]] = []
@@ -169,7 +169,7 @@ def pick(c: Checker, base: str, args: list[A.Expr], where: A.Node, modes: tuple[
     return scored[0][1]
 
 
-def _source_name(c: Checker, base: str) -> str:
+def _source_name(c: Checking, base: str) -> str:
     """How the source names the function: `f`, a method `m`, a constructor `S`."""
     fi = c.funcs[base]
     if fi.decl is None:
@@ -183,7 +183,7 @@ def _signature(fi: FuncInfo) -> str:
     return f"({', '.join(str(p.ty) for p in fi.params if p.name != 'this')})"
 
 
-def resolve_call(c: Checker, e: A.Call) -> None:
+def resolve_call(c: Checking, e: A.Call) -> None:
     """Rewrites an overloaded callee of `e` to the chosen overload's symbol: a plain name, a bound
     method (`this` is already the first argument), or the function inside `fwd_diff(...)` /
     `bwd_diff(...)` chains."""
@@ -204,14 +204,14 @@ def resolve_call(c: Checker, e: A.Call) -> None:
     setattr(callee, _RESOLVED, True)
 
 
-def check_unresolved(c: Checker, e: A.Name) -> None:
+def check_unresolved(c: Checking, e: A.Name) -> None:
     """An overloaded function named other than as a callee (or inside fwd_diff/bwd_diff of one)."""
     if e.id in c.overloads and not getattr(e, _RESOLVED, False):
         raise err(UNSUPPORTED, f"'{_source_name(c, e.id)}' is overloaded: naming it other than in a call "
                   "is not supported", e)
 
 
-def pick_derivative(c: Checker, name: str, f: FuncInfo, key: str, where: A.Node) -> str:
+def pick_derivative(c: Checking, name: str, f: FuncInfo, key: str, where: A.Node) -> str:
     """For `[ForwardDerivative(g)]` on f (key names the attribute): the overload of g whose
     parameters are f's derivative signature; for `[...DerivativeOf(f)]` on g, f's overload whose
     derivative signature is g's parameters."""

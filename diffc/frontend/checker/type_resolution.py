@@ -8,11 +8,10 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend.features import coopvec, dynamic_buffers, matrices, textures
+from diffc.frontend import feature
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.generics import const_int
-from diffc.frontend.features.optional import optional_type
 from diffc.frontend.parser.parser import SCALAR_ALIASES
 from diffc.frontend.checker.symbols import err
 
@@ -108,7 +107,7 @@ class TypeResolution:
             raise err(UNSUPPORTED, "pointers to pointers are not supported", t)
         if self.ifaces.is_interface(t.name):  # words in Slang's layout (dynamic_buffers.py)
             dyn = self._resolve_base(A.TypeRef(t.name, t.args, span=t.span))
-            dynamic_buffers.check_element(self, dyn, False, t)  # type: ignore[arg-type]
+            self.check_element(dyn, False, t)
             return T.Pointer(dyn)
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
@@ -118,6 +117,14 @@ class TypeResolution:
             raise err(UNSUPPORTED, f"pointer to {p.elem}: a pointee must be laid out as scalars of one type "
                       "(a struct may hold pointers only as a whole, passed by value)", t)
         return p
+
+    def check_element(self, dyn: T.Struct, atomic: bool, where: A.TypeRef) -> None:
+        """An interface value as a buffer's element or a pointee: the features say whether its
+        layout in memory is known (dynamic_buffers.py); without one that does, it is refused."""
+        if not feature.hooks("check_element"):
+            raise err(UNSUPPORTED, f"interface values in memory ({dyn}) are not supported", where)
+        for check in feature.hooks("check_element"):
+            check(self, dyn, atomic, where)
 
     def _resolve_base(self, t: A.TypeRef) -> T.Type:
         if t.fixed is not None:  # a generic instance's type parameter (generics.py), maybe `T.Differential`
@@ -134,10 +141,11 @@ class TypeResolution:
             return self.member_type(self._resolve_base(A.TypeRef(head, t.args, span=t.span)), m, t)
         if n in self.struct_templates:
             return self.instantiate_struct(n, t)
-        if self.ifaces.is_interface(n):  # a value whose implementation is chosen at run time
-            from diffc.frontend.features.dynamic import union_of
-
-            return union_of(self, n, t)
+        if self.ifaces.is_interface(n):  # a value whose implementation is chosen at run time (dynamic.py)
+            dyn = feature.first("resolve_interface", self, n, t)
+            if dyn is None:
+                raise err(UNSUPPORTED, f"a value of interface '{n}' is not supported here", t)
+            return dyn
         if n == "void":
             return T.VOID
         if n in T.RANK:
@@ -145,15 +153,10 @@ class TypeResolution:
         m = _VEC.match(n)
         if m:
             return T.Vector(T.Scalar(m.group(1)), int(m.group(2))) if m.group(2) != "1" else T.Scalar(m.group(1))
-        mat = matrices.resolve(self, n, t)
-        if mat is not None:
-            return mat
-        if n == "CoopVec":
-            return coopvec.resolve(self, t)
+        if (named := feature.first("resolve_type", self, n, t)) is not None:  # (a matrix, a texture, ...)
+            return named
         if n == "ParameterBlock" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             return self._type_arg(t, t.args[0])  # its struct, a global (textures.resource_global)
-        if n in textures.TEXTURES or n == "SamplerState":
-            return textures.resolve(self, t)
         if n == "vector" and len(t.args) == 2:
             e = self._type_arg(t, t.args[0])
             if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:
@@ -164,8 +167,6 @@ class TypeResolution:
             if not isinstance(t.args[1], int) or t.args[1] < 0:
                 raise err(UNDEFINED, f"the size of {t.name}<...> must be a compile-time int, got '{t.args[1]}'", t)
             return _sized_array(e, t.args[1], t)
-        if n == "Optional" and len(t.args) == 1:
-            return optional_type(self, self._type_arg(t, t.args[0]), t)
         if n == "Ptr":  # (resolve turned every Ptr<T, ...> with a type T into T*)
             raise err(TYPE_MISMATCH, "Ptr<T, ...> needs a type T as its first argument", t)
         if n == "DifferentialPair" and len(t.args) == 1:
@@ -183,7 +184,7 @@ class TypeResolution:
             atomic = isinstance(a, A.TypeRef) and a.name == "Atomic" and len(a.args) == 1
             elem = self._type_arg(t, a.args[0] if atomic else a)
             if isinstance(elem, T.Struct) and elem.dynamic_of is not None:  # interface values
-                dynamic_buffers.check_element(self, elem, atomic, t)
+                self.check_element(elem, atomic, t)
                 return T.Buffer(elem, atomic)
             if not T.is_numeric(elem) and (atomic or T.pointee_scalar(elem) is None):
                 # one memref holds the elements: scalars, vectors, or aggregates of one scalar type

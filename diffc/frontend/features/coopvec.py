@@ -19,9 +19,10 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
+from diffc.frontend.feature import Feature
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 MAX_ELEMENTS = 4  # a CoopVec is a vector: OpenCL vectors of 2 to 4 lanes (1 is a scalar)
 METHODS = {"store"}
@@ -33,7 +34,7 @@ REFUSED_FUNCTIONS = {"coopVecMatMul", "coopVecMatMulAdd", "coopVecMatMulPacked",
                      "coopVecLoadGroupshared", "coopVecStore"}
 
 
-def resolve(c: Checker, t: A.TypeRef) -> T.Type:
+def resolve(c: Checking, t: A.TypeRef) -> T.Type:
     """`CoopVec<T, N>`: T a numeric scalar, N a compile-time int (a literal, a `static const`, or a
     generic int parameter of an instance)."""
     if len(t.args) != 2:
@@ -54,7 +55,7 @@ def resolve(c: Checker, t: A.TypeRef) -> T.Type:
     return T.Vector(elem, n) if n > 1 else elem
 
 
-def check_method(c: Checker, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Type:
+def check_method(c: Checking, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Type:
     """`v.store(buffer, byteOffset)`: v's elements into `buffer` (a buffer of v's element type)
     from `byteOffset`, a multiple of the element's size."""
     if callee.name in REFUSED_METHODS:
@@ -87,3 +88,15 @@ def lower_store(lw, e: A.Call) -> list[SSAValue]:
     size = lw.v(arith.ConstantOp(IntegerAttr(element_bytes(vt.elem), IndexType())))
     lw.store_mem(buf, lw.v(arith.DivUIOp(at, size)), vt, [vec])
     return []
+
+
+def _check_call(c: Checking, e: A.Call, name: str) -> None:
+    if name in REFUSED_FUNCTIONS:
+        raise err(UNSUPPORTED, f"the CoopVec operation '{name}' is not supported", e.callee)
+
+
+FEATURE = Feature(
+    "CoopVec", resolve_type=lambda c, name, t: resolve(c, t) if name == "CoopVec" else None, check_call=_check_call,
+    check_method=lambda c, e, callee, t: check_method(c, e, callee, t)
+    if isinstance(t, T.Vector) and callee.name in METHODS | REFUSED_METHODS else None,
+)

@@ -27,6 +27,7 @@ from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker.interfaces import GENERIC_NO_DIFF
 from diffc.frontend.checker.symbols import err
+from diffc.frontend.feature import Feature
 
 
 def settle_differential(d: A.Struct, s: T.Struct) -> None:
@@ -134,3 +135,6 @@ def _same_type(want: T.Type, got: T.Type) -> bool:
     """A field of D may be the Differential type itself or one that converts into it with the
     same leaves (a struct and its synthesized Differential, also as array elements)."""
     return want == got or T.leaf_types(want) == T.leaf_types(got) and T.convertible(got, want)
+
+
+FEATURE = Feature("declared differentials", declare_struct=lambda c, d, s: settle_differential(d, s))

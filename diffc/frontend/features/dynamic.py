@@ -20,15 +20,16 @@ from diffc.frontend.features import dynamic_generic as dg
 from diffc.frontend.features.dynamic_buffers import any_value_words
 from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
+from diffc.frontend.feature import Feature
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 TAG = "__tag"
 DISPATCH_ATTRS = {"Differentiable", "BackwardDifferentiable", "ForwardDifferentiable", "mutating"}
 
 
-def union_of(c: Checker, name: str, where) -> T.Struct:
+def union_of(c: Checking, name: str, where) -> T.Struct:
     """Interface `name`'s union struct, made at its first use from the structs implementing it."""
     from diffc.frontend.checker.symbols import err
 
@@ -70,12 +71,12 @@ def union_of(c: Checker, name: str, where) -> T.Struct:
     return s
 
 
-def _declared_at(c: Checker, s: T.Struct) -> int:
+def _declared_at(c: Checking, s: T.Struct) -> int:
     """Where struct s (a generic struct's instance: the generic struct) is among the program's."""
     return c.struct_order.get(s.template[0] if s.template else s.sname, -1)
 
 
-def _conformance_ids(c: Checker, name: str, impls: list[T.Struct], where) -> list[int]:
+def _conformance_ids(c: Checking, name: str, impls: list[T.Struct], where) -> list[int]:
     """Each implementation's tag: the conformance id given for it (`name` and the structs as a
     type conformance names them: `ISensor<float>`, `Persp<float>`), else the smallest one free."""
     from diffc.frontend.checker.symbols import err
@@ -103,7 +104,7 @@ def _conformance_ids(c: Checker, name: str, impls: list[T.Struct], where) -> lis
     return out
 
 
-def _declare_later_implementations(c: Checker, name: str) -> None:
+def _declare_later_implementations(c: Checking, name: str) -> None:
     """Declares, ahead of their turn, the program's structs that implement interface `name` and
     come after this first use of a dynamic value of it (Slang dispatches over every conformance
     in the linked program, wherever it is declared)."""
@@ -153,3 +154,6 @@ def _dispatcher(req: A.Func, impls: list[T.Struct], tags: list[int], where, asso
                   A.Block([body], span=sp), span=req.span, name_span=sp, mods=mods,
                   generic_params=list(req.generic_params), type_params=copy.deepcopy(req.type_params),
                   generic_defaults=copy.deepcopy(req.generic_defaults))
+
+
+FEATURE = Feature("interface values", resolve_interface=union_of)

@@ -18,8 +18,9 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.errors import UNSUPPORTED
 
+from diffc.frontend.feature import Feature
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 HEADER_WORDS = 4  # uint2 type id, uint2 conformance id
 TAG_WORD = 2
@@ -39,7 +40,7 @@ def is_interface_pointer(t: T.Type) -> bool:
     return isinstance(t, T.Pointer) and is_union(t.elem)
 
 
-def any_value_words(c: Checker, idecl: A.Interface, where) -> int | None:
+def any_value_words(c: Checking, idecl: A.Interface, where) -> int | None:
     """`[anyValueSize(N)]` on the interface, in 32-bit words (None without it)."""
     from diffc.frontend.checker.symbols import err
 
@@ -52,7 +53,7 @@ def any_value_words(c: Checker, idecl: A.Interface, where) -> int | None:
     return None
 
 
-def check_element(c: Checker, dyn: T.Struct, atomic: bool, where) -> None:
+def check_element(c: Checking, dyn: T.Struct, atomic: bool, where) -> None:
     """Interface values in memory (a buffer's, a pointer's): every implementation's fields are
     32-bit scalars that fit the value words; they are not atomic."""
     from diffc.frontend.checker.symbols import err
@@ -105,3 +106,14 @@ def _read(lw, buf, off, t: T.Type) -> list:
     for k, ft in lw.mem_parts(t):
         out += _read(lw, buf, lw.offset_by(off, k), ft)
     return out
+
+
+def _check_write(c: Checking, e: A.Expr, base: A.Expr, t: T.Type) -> None:
+    if (isinstance(base, A.Index) and is_interface_buffer(t)) or is_interface_pointer(t):
+        from diffc.frontend.checker.symbols import err
+
+        raise err(UNSUPPORTED, f"writing an interface '{t.elem.dynamic_of}' value into memory is "  # type: ignore[union-attr]
+                  "not supported (interface values in memory are read-only: dynamic_buffers.py)", e)
+
+
+FEATURE = Feature("interface values in memory", check_write=_check_write, check_element=check_element)

@@ -14,10 +14,10 @@ from diffc.frontend.errors import ARG_COUNT, UNSUPPORTED
 from diffc.frontend.generics import instance_name, substitute
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 
-def interface_args(c: Checker, idecl: A.Interface, where: A.TypeRef) -> dict:
+def interface_args(c: Checking, idecl: A.Interface, where: A.TypeRef) -> dict:
     """Generic parameter -> value (an int or a type) of the instance `where` names; {} when the
     interface is not generic."""
     from diffc.frontend.checker.symbols import err
@@ -53,7 +53,7 @@ def substitute_requirements(reqs: list[A.Func], idecl: A.Interface, env: dict) -
     return [substitute(m, env) if id(m) in own else m for m in reqs]
 
 
-def implementations(c: Checker, name: str, env: dict, candidates: list[T.Struct], where) -> list[T.Struct]:
+def implementations(c: Checking, name: str, env: dict, candidates: list[T.Struct], where) -> list[T.Struct]:
     """The structs of `candidates` (each implements interface `name`) that implement the instance
     `env`, after instantiating the generic structs that do."""
     from diffc.frontend.checker.symbols import err

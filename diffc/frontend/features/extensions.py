@@ -13,11 +13,12 @@ from diffc.frontend import ast as A
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.generics import substitute
 
+from diffc.frontend.feature import Feature
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 
-def apply_extensions(c: Checker, d: A.Struct, template) -> A.Struct:
+def apply_extensions(c: Checking, d: A.Struct, template) -> A.Struct:
     """`d` (a struct, or a generic struct's instance with `template` = (name, values)) with the
     members of the extensions that apply to it."""
     from diffc.frontend.checker.symbols import err
@@ -78,7 +79,7 @@ def _as_this(x: A.Extension, param: str) -> A.Extension:
     return out
 
 
-def extension_constraints(c: Checker, d: A.Struct, template) -> dict[str, list[str]]:
+def extension_constraints(c: Checking, d: A.Struct, template) -> dict[str, list[str]]:
     """The interfaces generic struct `d`'s type parameters have in instance `template`: its own and
     those of the extensions that apply to the instance (`extension<T : IFloat> V<T>` makes T an
     IFloat there)."""
@@ -93,7 +94,7 @@ def extension_constraints(c: Checker, d: A.Struct, template) -> dict[str, list[s
     return out
 
 
-def _binding(c: Checker, x: A.Extension, template) -> dict | None:
+def _binding(c: Checking, x: A.Extension, template) -> dict | None:
     """The extension's generic parameters bound to the instance's arguments, or None when the
     extension is for another instance."""
     from diffc.frontend.checker.symbols import err
@@ -120,3 +121,6 @@ def _binding(c: Checker, x: A.Extension, template) -> dict | None:
         if not isinstance(v, int) and not all(c.ifaces.conforms(v, i) for i in x.type_params.get(p, [])):
             return None
     return env
+
+
+FEATURE = Feature("extensions", extend_struct=apply_extensions, instance_constraints=extension_constraints)

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
+from diffc.frontend.feature import Feature
+from diffc.frontend.parser.parser import CALL_METHOD
 from diffc.frontend.features.subscripts import KEYWORD as SUBSCRIPT, accessor_name
 
 if TYPE_CHECKING:
     from diffc.frontend.parser.parser import Parser
 
 KEYWORD = "__func_extension"
-CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 _MODES = {"fwd_diff": "ForwardDerivativeOf", "__fwd_diff": "ForwardDerivativeOf",
           "bwd_diff": "BackwardDerivativeOf", "__bwd_diff": "BackwardDerivativeOf"}
 
@@ -140,3 +141,6 @@ def _backward_of_apply(fwd: A.Func, target: A.Name | A.Member) -> A.Func:
     return A.Func([A.Attr("BackwardDerivativeOf", [target], span=at)], set(), A.TypeRef("void", span=at),
                   fwd.name + "_bwd", params, A.Block(body, span=at), name_span=at,
                   generic_params=list(fwd.generic_params), type_params=dict(fwd.type_params))
+
+
+FEATURE = Feature("function extensions", declarations={KEYWORD: parse_func_extension})

@@ -23,6 +23,8 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.errors import UNSUPPORTED
 from diffc.frontend.checker.symbols import err
+from diffc.frontend.feature import Feature
+from diffc.frontend.checker.symbols import Local
 
 
 def check_groupshared(d: A.Global, ty: T.Type) -> None:
@@ -54,3 +56,14 @@ def in_groupshared(e: A.Expr) -> bool:
     while isinstance(e, A.Member | A.Index):
         e = e.base
     return isinstance(e, A.Name) and getattr(e.sym, "shared", False)
+
+
+def declare_global(c, d: A.Global, ty: T.Type) -> bool | None:
+    if "groupshared" not in d.mods:
+        return None
+    check_groupshared(d, ty)
+    c.scopes[0][d.name] = Local(d.name, ty, True, True, shared=True)
+    return True
+
+
+FEATURE = Feature("groupshared", declare_global=declare_global, shared_memory=in_groupshared)

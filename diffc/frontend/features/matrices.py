@@ -18,8 +18,9 @@ from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER
 
+from diffc.frontend.feature import Feature
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 MATRIX_NAME = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 MATRIX_FUNCS = {"mul", "transpose", "determinant"}
@@ -45,7 +46,7 @@ def _vector_or_scalar(e: T.Scalar, n: int) -> T.Type:
 # ---- checking ---------------------------------------------------------------------------------
 
 
-def resolve(c: Checker, name: str, t: A.TypeRef) -> T.Matrix | None:
+def resolve(c: Checking, name: str, t: A.TypeRef) -> T.Matrix | None:
     """The matrix type `name` spells (`float3x3`, `matrix<float, 3, 3>`), or None if it is none."""
     m = MATRIX_NAME.match(name)
     if m:
@@ -115,7 +116,7 @@ def member_cells(name: str) -> list[tuple[int, int]] | None:
     return cells if 0 < len(cells) <= 4 else None
 
 
-def check_call(c: Checker, e: A.Call, name: str) -> T.Type:
+def check_call(c: Checking, e: A.Call, name: str) -> T.Type:
     from diffc.frontend.checker.symbols import count_args as _count
 
     _count(e, name, 2 if name == "mul" else 1)
@@ -176,7 +177,7 @@ def _shape(t: T.Type, left: bool) -> tuple[int, int]:
     return (1, t.n) if left else (t.n, 1)
 
 
-def components_count(c: Checker, items: list[A.Expr], what: T.Type) -> int:
+def components_count(c: Checking, items: list[A.Expr], what: T.Type) -> int:
     """Scalar elements that `items` (numbers, vectors, matrices, nested `{...}`) supply, in order."""
     total = 0
     for it in items:
@@ -195,7 +196,7 @@ def components_count(c: Checker, items: list[A.Expr], what: T.Type) -> int:
     return total
 
 
-def check_ctor(c: Checker, e: A.Call, t: T.Matrix) -> T.Type:
+def check_ctor(c: Checking, e: A.Call, t: T.Matrix) -> T.Type:
     """`float2x2(1, 2, 3, 4)`, `float2x2(row0, row1)`, `float2x2(0.0)`, `float2x2(half2x2_value)`."""
     if len(e.args) == 1 and not isinstance(e.args[0], A.InitList):
         one = c.expr(e.args[0])
@@ -210,7 +211,7 @@ def check_ctor(c: Checker, e: A.Call, t: T.Matrix) -> T.Type:
     return t
 
 
-def check_init_list(c: Checker, e: A.InitList, t: T.Matrix) -> None:
+def check_init_list(c: Checking, e: A.InitList, t: T.Matrix) -> None:
     """`{1, 2, 3, 4}`, `{row0, row1}`, `{{1, 2}, {3, 4}}`: elements in row order, the rest zero."""
     e.ty = t
     total = components_count(c, e.items, t)
@@ -380,3 +381,52 @@ class MatrixLowering:
             else:
                 acc = self.arith("-" if j % 2 else "+", [acc], [term], elem)[0]
         return acc
+
+
+def _check_unary(c: Checking, e: A.Unary, t: T.Type) -> T.Type | None:
+    if not isinstance(t, T.Matrix):
+        return None
+    if e.op not in ("-", "+"):
+        raise _err(TYPE_MISMATCH, f"operator '{e.op}' is not defined on matrices, got {t}", e.operand)
+    return t
+
+
+def _check_binary(c: Checking, e: A.Binary, a: T.Type, b: T.Type) -> T.Type | None:
+    if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
+        return None  # (pointer arithmetic's)
+    if isinstance(a, T.Matrix) or isinstance(b, T.Matrix):
+        return check_binary(e, a, b)
+    return None
+
+
+def _check_compound(c: Checking, e: A.Assign, t: T.Type) -> T.Type | None:
+    if not isinstance(t, T.Matrix):
+        return None
+    v = c.expr(e.value)
+    if not compound_ok(e.op, t, v):
+        raise _err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {t} with {v}", e)
+    return t
+
+
+def _check_init_list(c: Checking, e: A.InitList, want: T.Type) -> bool | None:
+    if not isinstance(want, T.Matrix):
+        return None
+    check_init_list(c, e, want)
+    return True
+
+
+def _check_call(c: Checking, e: A.Call, name: str) -> T.Type | None:
+    if name not in MATRIX_FUNCS:
+        return None
+    from diffc.frontend.checker.calls import no_diff_meaningless
+
+    no_diff_meaningless(c, e, name, True)
+    return check_call(c, e, name)
+
+
+FEATURE = Feature(
+    "matrices", resolve_type=resolve, check_call=_check_call,
+    check_constructor=lambda c, e, t: check_ctor(c, e, t) if isinstance(t, T.Matrix) else None, check_unary=_check_unary, check_binary=_check_binary, check_compound=_check_compound,
+    check_init_list=_check_init_list,
+    check_member=lambda c, e, t: member(t, e.name, e.name_span) if isinstance(t, T.Matrix) else None,
+)

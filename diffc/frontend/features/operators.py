@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
+from diffc.frontend.feature import Feature
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend.generics import infer, substitute
 from diffc.frontend.source.lexer import Token
@@ -27,7 +28,7 @@ from diffc.frontend.checker.overloads import TYPED_ONCE, conversion_cost
 from diffc.frontend.checker.symbols import err
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
     from diffc.frontend.parser.parser import Parser
 
 KEYWORD = "operator"
@@ -93,7 +94,7 @@ def source_name(symbol: str) -> str:
 
 # ---- declaration ---------------------------------------------------------------------------
 
-def declare(c: Checker, d: A.Func) -> None:
+def declare(c: Checking, d: A.Func) -> None:
     """Records operator function `d` before the checker declares it; a generic one gets a
     template symbol of its own (the checker keeps one generic function per name)."""
     base = d.name
@@ -111,7 +112,7 @@ def _builtin(t: T.Type) -> bool:
     return isinstance(t, T.Scalar | T.Vector | T.Matrix | T.Pointer)
 
 
-def binary(c: Checker, e: A.Binary, a: T.Type, b: T.Type) -> T.Type | None:
+def binary(c: Checking, e: A.Binary, a: T.Type, b: T.Type) -> T.Type | None:
     """`a op b` as a call of an overload, or None when built-in arithmetic applies."""
     sym = PREFIX + BINARY.get(e.op, "")
     if sym not in c.operator_overloads:
@@ -124,7 +125,7 @@ def binary(c: Checker, e: A.Binary, a: T.Type, b: T.Type) -> T.Type | None:
     return _as_call(c, e, sym, e.op, [e.lhs, e.rhs], [a, b], found)
 
 
-def unary(c: Checker, e: A.Unary, t: T.Type) -> T.Type | None:
+def unary(c: Checking, e: A.Unary, t: T.Type) -> T.Type | None:
     sym = PREFIX + UNARY.get(e.op, "")
     if sym not in c.operator_overloads:
         return None
@@ -136,7 +137,7 @@ def unary(c: Checker, e: A.Unary, t: T.Type) -> T.Type | None:
     return _as_call(c, e, sym, e.op, [e.operand], [t], found)
 
 
-def compound(c: Checker, e: A.Assign, t: T.Type) -> T.Type | None:
+def compound(c: Checking, e: A.Assign, t: T.Type) -> T.Type | None:
     """`a op= b` (its target already typed as `t`): a call of an `operator op=` overload that
     takes a as `inout`, else `a = a op b` when `operator op` is overloaded for them; None: the
     built-in form."""
@@ -165,7 +166,7 @@ def compound(c: Checker, e: A.Assign, t: T.Type) -> T.Type | None:
     return c._expr(e)
 
 
-def _candidates(c: Checker, sym: str, types: list[T.Type], first_inout: bool = False) -> list[tuple]:
+def _candidates(c: Checking, sym: str, types: list[T.Type], first_inout: bool = False) -> list[tuple]:
     """The overloads of operator `sym` that take operands of `types`, cheapest first: tuples
     (cost, is_generic, symbol, generic env)."""
     found = []
@@ -182,7 +183,7 @@ def _candidates(c: Checker, sym: str, types: list[T.Type], first_inout: bool = F
     return sorted(found, key=lambda f: (f[0], f[1]))
 
 
-def _first_param_inout(c: Checker, f: tuple) -> bool:
+def _first_param_inout(c: Checking, f: tuple) -> bool:
     if f[1]:
         params = c.func_templates[f[2]].params
         return bool(params) and _direction(params[0]) == "inout"
@@ -193,7 +194,7 @@ def _direction(p: A.Param) -> str:
     return "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
 
 
-def _templates(c: Checker, sym: str) -> list[str]:
+def _templates(c: Checking, sym: str) -> list[str]:
     out, k = [], 1
     while f"{sym}{_GENERIC_TAG}{k}" in c.func_templates:
         out.append(f"{sym}{_GENERIC_TAG}{k}")
@@ -201,7 +202,7 @@ def _templates(c: Checker, sym: str) -> list[str]:
     return out
 
 
-def _plain_cost(c: Checker, sym: str, types: list[T.Type]) -> float | None:
+def _plain_cost(c: Checking, sym: str, types: list[T.Type]) -> float | None:
     params = c.funcs[sym].params
     return _cost([p.direction for p in params], [p.ty for p in params], types)
 
@@ -219,7 +220,7 @@ def _cost(directions: list[str], param_types: list[T.Type], types: list[T.Type])
     return total
 
 
-def _generic_fit(c: Checker, tname: str, types: list[T.Type]) -> tuple[float, dict] | None:
+def _generic_fit(c: Checking, tname: str, types: list[T.Type]) -> tuple[float, dict] | None:
     """(cost, generic arguments) when generic operator `tname` takes operands of `types`: its
     parameters inferred from them, its constraints met; else None."""
     d = c.func_templates[tname]
@@ -253,7 +254,7 @@ def _generic_fit(c: Checker, tname: str, types: list[T.Type]) -> tuple[float, di
     return None if cost is None else (cost, env)
 
 
-def _exact_plain(c: Checker, sym: str, types: list[T.Type]) -> bool:
+def _exact_plain(c: Checking, sym: str, types: list[T.Type]) -> bool:
     """Whether a non-generic overload of `sym` takes exactly `types` (it then beats the built-in
     operator, as a non-generic function beats Slang's generic built-in one)."""
     if sym not in c.funcs:
@@ -268,7 +269,7 @@ def _overloadable(*types: T.Type) -> bool:
     return all(isinstance(t, T.Struct) or _builtin(t) for t in types)
 
 
-def _as_call(c: Checker, e: A.Expr, sym: str, op: str, args: list[A.Expr], types: list[T.Type],
+def _as_call(c: Checking, e: A.Expr, sym: str, op: str, args: list[A.Expr], types: list[T.Type],
              found: list[tuple]) -> T.Type:
     """Rewrites `e` in place into a call of the best overload in `found` (cheapest first), which
     takes `args`, and checks it."""
@@ -295,7 +296,7 @@ def _as_call(c: Checker, e: A.Expr, sym: str, op: str, args: list[A.Expr], types
     return check_call(c, e)  # type: ignore[arg-type]
 
 
-def _signature(c: Checker, f: tuple) -> str:
+def _signature(c: Checking, f: tuple) -> str:
     _, generic, sym, _env = f
     if generic:
         d = c.func_templates[sym]
@@ -316,3 +317,17 @@ def _fresh_copy(e: A.Expr) -> A.Expr:
             v = [_fresh_copy(x) if isinstance(x, A.Expr) else x for x in v]
         fields[f.name] = v
     return type(e)(**fields)
+
+
+def _declare(c: Checking, d: A.Func) -> None:
+    if is_operator(d.name):
+        declare(c, d)
+
+
+FEATURE = Feature(
+    "operator overloading", declarator_at=at_operator, parse_declarator=parse_operator, declare_func=_declare,
+    # (only programs that overload an operator pay for the search)
+    check_unary=lambda c, e, t: unary(c, e, t) if c.operator_overloads else None,
+    check_binary=lambda c, e, a, b: binary(c, e, a, b) if c.operator_overloads else None,
+    check_compound=lambda c, e, t: compound(c, e, t) if c.operator_overloads else None,
+)

@@ -33,18 +33,19 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, UnitAttr
 from diffc.dialects.kernel import NULL_POINTER_ATTR
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
+from diffc.frontend.feature import Feature
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
 
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 NULL_OFFSET = -1
 
 
 # ---- types -------------------------------------------------------------------------------
 
-def optional_type(c: Checker, inner: T.Type, where: A.Node) -> T.Struct:
+def optional_type(c: Checking, inner: T.Type, where: A.Node) -> T.Struct:
     """The struct of `Optional<inner>`, one per inner type in a program."""
     if isinstance(inner, T.Void | T.Null | T.Buffer | T.Pair | T.PtrPair) or (
             isinstance(inner, T.Struct) and inner.optional_diff_of is not None):
@@ -86,7 +87,7 @@ def check_ternary(e: A.Ternary, a: T.Type, b: T.Type) -> T.Type:
     return other
 
 
-def check_constructor(c: Checker, e: A.Call, t: T.Struct) -> T.Type:
+def check_constructor(c: Checking, e: A.Call, t: T.Struct) -> T.Type:
     """`Optional<T>(x)` (present) and `Optional<T>()` (none)."""
     if len(e.args) > 1:
         raise err(ARG_COUNT, f"{t} constructor takes a value or nothing, got {len(e.args)} arguments", e)
@@ -119,7 +120,7 @@ def check_null_compare(e: A.Binary, a: T.Type, b: T.Type) -> T.Type:
     return T.BOOL
 
 
-def pair_differential(c: Checker, t: T.Pair, where: A.Node) -> T.Type:
+def pair_differential(c: Checking, t: T.Pair, where: A.Node) -> T.Type:
     """The type of `dp.d`: for an Optional, `Optional<T.Differential>` (presence: the primal's)."""
     d = T.differential(t.elem)
     if is_optional(t.elem):
@@ -127,7 +128,7 @@ def pair_differential(c: Checker, t: T.Pair, where: A.Node) -> T.Type:
     return d
 
 
-def check_type_test(c: Checker, e: A.TypeTest) -> T.Type:
+def check_type_test(c: Checking, e: A.TypeTest) -> T.Type:
     """`x is S`: a bool; `x as S`: an Optional<S>."""
     src = c.expr(e.operand)
     dst = c.resolve(e.type)
@@ -205,3 +206,33 @@ def lower_type_test(lw, e: A.TypeTest) -> list:
         start, n = T.field_offset(src, slot)
         value = vals[start : start + n]  # (zeros where the tag selects another implementation)
     return hit if e.op == "is" else hit + value
+
+
+def _check_binary(c: Checking, e: A.Binary, a: T.Type, b: T.Type) -> T.Type | None:
+    if isinstance(a, T.Null) or isinstance(b, T.Null):
+        return check_null_compare(e, a, b)
+    pointers_compared(e, a, b)
+    return None
+
+
+def _check_member(c: Checking, e: A.Member, t: T.Type) -> T.Type | None:
+    if isinstance(t, T.Pair) and e.name in ("d", "differential", "getDifferential") and is_optional(t.elem):
+        return pair_differential(c, t, e)
+    return None
+
+
+def _check_init_list(c: Checking, e: A.InitList, want: T.Type) -> None:
+    if isinstance(want, T.Struct) and want.optional_of is not None:
+        check_init_list(e, want)
+
+
+FEATURE = Feature(
+    "optional", if_let=if_let, check_name=lambda c, e: check_name(e),
+    check_ternary=lambda c, e, a, b: check_ternary(e, a, b) if isinstance(a, T.Null) or isinstance(b, T.Null) else None,
+    check_binary=_check_binary, check_member=_check_member, check_init_list=_check_init_list,
+    check_expr={A.TypeTest: check_type_test},
+    resolve_type=lambda c, name, t: optional_type(c, c._type_arg(t, t.args[0]), t)
+    if name == "Optional" and len(t.args) == 1 else None,
+    check_constructor=lambda c, e, t: check_constructor(c, e, t)
+    if isinstance(t, T.Struct) and t.optional_of is not None else None,
+)

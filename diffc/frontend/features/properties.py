@@ -10,8 +10,12 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
+from diffc.frontend import types as T
+from diffc.frontend.feature import Feature
+from diffc.frontend.checker.symbols import as_this_member
 
 if TYPE_CHECKING:
+    from diffc.frontend.checker.checking import Checking
     from diffc.frontend.parser.parser import Parser
 
 GET, SET = "__get_", "__set_"
@@ -86,3 +90,45 @@ def write(e: A.Assign) -> None:
     del e.op, e.value  # type: ignore[attr-defined]
     e.__class__ = A.Call  # type: ignore[assignment]
     e.callee, e.args, e.no_diff, e.kind, e.target = member, [value], False, "", None  # type: ignore[attr-defined]
+
+
+def parse_member(p: Parser, mods: set[str], start: int, requirement: bool, prefix=None) -> list[A.Func] | None:
+    """At `property`: a property's accessors; in an interface a property requirement, skipped (the
+    conforming struct's own property is what calls through a specialized generic reach)."""
+    if requirement:
+        p.skip_requirement()
+        return []
+    if prefix is not None or p.peek().kind != "ident":
+        return None
+    p.i += 1
+    return parse_property(p, mods, start)
+
+
+def _names_property(t: T.Type, name: str) -> bool:
+    st = t.elem if isinstance(t, T.Pointer) else t
+    return isinstance(st, T.Struct) and st.field(name) is None and has_property(st.methods, name)
+
+
+def check_assign(c: Checking, e: A.Assign) -> T.Type | None:
+    target = e.target
+    if isinstance(target, A.Name) and c.lookup(target.id) is None and c.func is not None \
+            and c.func.owner is not None and has_property(c.func.owner.methods, target.id):
+        as_this_member(target)  # a sibling property inside a method
+    if not isinstance(target, A.Member) or isinstance(target.base, A.TypeExpr):
+        return None
+    if not _names_property(c.expr(target.base), target.name):
+        return None
+    write(e)
+    return c._expr(e)
+
+
+def check_member(c: Checking, e: A.Member, t: T.Type) -> T.Type | None:
+    if not _names_property(t, e.name):
+        return None
+    read(e)
+    return c._expr(e)
+
+
+FEATURE = Feature("properties", members={"property": parse_member}, check_assign=check_assign,
+                  check_member=check_member,
+                  implicit_member=lambda c, owner, name: has_property(owner.methods, name))

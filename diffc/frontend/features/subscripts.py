@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
+from diffc.frontend import types as T
+from diffc.frontend.feature import Feature
 
 if TYPE_CHECKING:
+    from diffc.frontend.checker.checking import Checking
     from diffc.frontend.parser.parser import Parser
 
 KEYWORD = "__subscript"
@@ -109,3 +112,26 @@ def write(e: A.Assign) -> None:
     del e.op, e.value  # type: ignore[attr-defined]
     e.__class__ = A.Call  # type: ignore[assignment]
     e.callee, e.args, e.no_diff, e.kind, e.target = member, indices(target) + [value], False, "", None  # type: ignore[attr-defined]
+
+
+def _subscripted(t: T.Type, accessor: str) -> bool:
+    """Whether `t[...]` calls a subscript operator's accessor (`p[i]` on a pointer indexes memory)."""
+    return isinstance(t, T.Struct) and (accessor in t.methods or accessor in t.method_templates)
+
+
+def check_assign(c: Checking, e: A.Assign) -> T.Type | None:
+    if not (isinstance(e.target, A.Index) and _subscripted(c.expr(e.target.base), SET)):
+        return None
+    write(e)
+    return c._expr(e)
+
+
+def check_index(c: Checking, e: A.Index, t: T.Type) -> T.Type | None:
+    if not _subscripted(t, GET):
+        return None
+    read(e)
+    return c._expr(e)
+
+
+FEATURE = Feature("subscripts", members={KEYWORD: parse_subscript}, check_assign=check_assign,
+                  check_index=check_index)

@@ -33,8 +33,9 @@ from diffc.frontend import types as T
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
 
+from diffc.frontend.feature import Feature
 if TYPE_CHECKING:
-    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.checker.checking import Checking
 
 TEXTURES = {"Texture2D": False, "RWTexture2D": True}  # name -> writable
 ELEMENTS = ("float", "int", "uint")  # scalars and vectors of these
@@ -60,14 +61,14 @@ def _width(t: T.Type) -> int:
     return t.n if isinstance(t, T.Vector) else 1
 
 
-def _coords(c: Checker, e: A.Expr, n: int, what: str) -> None:
+def _coords(c: Checking, e: A.Expr, n: int, what: str) -> None:
     """An int or uint vector of n; an integer scalar is every component (HLSL's promotion)."""
     got = c.expr(e)
     if not (isinstance(got, T.Vector) and got.n == n and T.is_int_scalar(got.elem) or T.is_int_scalar(got)):
         raise err(TYPE_MISMATCH, f"{what} needs an int{n} or uint{n}, got {got}", e)
 
 
-def check_index(c: Checker, e: A.Index, t: T.Texture) -> T.Type:
+def check_index(c: Checking, e: A.Index, t: T.Texture) -> T.Type:
     """`tex[uint2(x, y)]`: a texel."""
     if e.more:
         raise err(TYPE_MISMATCH, f"a {t} takes one index, a uint2", e.more[0])
@@ -116,7 +117,7 @@ def _nonzero_constant(e: A.Expr) -> bool:
     return isinstance(e, A.Num) and e.value != 0
 
 
-def check_method(c: Checker, e: A.Call, callee: A.Member, t: T.Texture) -> T.Type:
+def check_method(c: Checking, e: A.Call, callee: A.Member, t: T.Texture) -> T.Type:
     name = callee.name
     if name not in METHODS:
         raise err(UNSUPPORTED if name in ("Gather", "SampleGrad", "SampleBias", "SampleCmp", "SampleCmpLevelZero",
@@ -323,3 +324,27 @@ def _bilinear(lw, t: T.Texture, texels, width, height, uv) -> list[SSAValue]:
     (t00,), (t10,) = _texel(lw, t, texels, width, x0, y0), _texel(lw, t, texels, width, x1, y0)
     (t01,), (t11,) = _texel(lw, t, texels, width, x0, y1), _texel(lw, t, texels, width, x1, y1)
     return [lerp(lerp(t00, t10, fx), lerp(t01, t11, fx), fy)]
+
+
+def _check_index(c: Checking, e: A.Index, t: T.Type) -> T.Type | None:
+    if isinstance(t, T.Texture):
+        return check_index(c, e, t)
+    if isinstance(t, T.Array | T.Buffer):
+        check_array_index(e, t)
+    return None
+
+
+def _check_write(c: Checking, e: A.Expr, base: A.Expr, t: T.Type) -> bool | None:
+    if isinstance(t, T.Texture) and isinstance(base, A.Index):
+        check_write(e, t)
+        return True  # a texel: memory too
+    return None
+
+
+def _resolve(c: Checking, name: str, t: A.TypeRef) -> T.Type | None:
+    return resolve(c, t) if name in TEXTURES or name == "SamplerState" else None
+
+
+FEATURE = Feature("textures", resolve_type=_resolve, check_index=_check_index,
+                  check_method=lambda c, e, callee, t: check_method(c, e, callee, t) if isinstance(t, T.Texture) else None, check_write=_check_write,
+                  check_signature=lambda c, params, ret, d: check_signature(params, ret, d))

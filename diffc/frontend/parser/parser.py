@@ -6,12 +6,8 @@ import re
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
-from diffc.frontend.features.func_extensions import CALL_METHOD, KEYWORD as FUNC_EXTENSION, parse_func_extension
+from diffc.frontend import feature
 from diffc.frontend.checker.inits import INIT, constructor_method
-from diffc.frontend.features.operators import at_operator, parse_operator
-from diffc.frontend.features.optional import if_let
-from diffc.frontend.features.properties import parse_property
-from diffc.frontend.features.subscripts import KEYWORD as SUBSCRIPT, parse_subscript
 from diffc.frontend.source.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
@@ -33,6 +29,7 @@ UNSUPPORTED_TYPES = {"Texture1D", "Texture3D", "TextureCube", "Texture2DArray", 
                      "RWTexture3D", "SamplerComparisonState",
                      "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
+CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
 VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
@@ -256,8 +253,9 @@ class Parser:
             return self.struct()
         if self.starts_import():
             return self.import_decl(start)
-        if self.at(FUNC_EXTENSION):
-            return parse_func_extension(self, attrs, start)
+        declaration = feature.declarations().get(self.tok.text) if self.tok.kind == "ident" else None
+        if declaration is not None:
+            return declaration(self, attrs, start)
         if self.at("interface"):
             iface = self.interface()
             iface.attrs = attrs
@@ -290,8 +288,8 @@ class Parser:
             return self.enum(start)
         self.prescan_generics()
         t = self.array_dims(self.type_ref(), type_position=True)
-        if at_operator(self):
-            return parse_operator(self, attrs, mods, t, start)
+        if (decl := self.declarator(attrs, mods, t, start)) is not None:
+            return decl
         name = self.ident("a name")
         if self.at("(") or self.at("<"):
             return self.function(attrs, mods, t, name, start)
@@ -300,8 +298,25 @@ class Parser:
         self.expect(";")
         return A.Global(mods, t, name.text, init, span=self.span_from(start))
 
+    def at_declarator(self, k: int = 0) -> bool:
+        """At a declaration's name that a feature parses (`operator +`: operators.py)."""
+        return any(at(self, k) for at in feature.hooks("declarator_at"))
+
+    def declarator(self, attrs, mods: set[str], ret: A.TypeRef, start: int, prefix=None) -> A.Node | None:
+        """After a declaration's type: the declaration a feature parses from here, or None."""
+        for f in feature.installed():
+            if f.declarator_at is not None and f.declarator_at(self, 0):
+                return f.parse_declarator(self, attrs, mods, ret, start, prefix)
+        return None
+
+    def member(self, mods: set[str], start: int, requirement: bool, prefix=None) -> list[A.Func] | None:
+        """At a struct or interface member a feature parses (`__subscript`, `property`): its
+        methods, or None."""
+        parse = feature.members().get(self.tok.text) if self.tok.kind == "ident" else None
+        return None if parse is None else parse(self, mods, start, requirement, prefix)
+
     def refuse_member_operator(self) -> None:
-        if at_operator(self):
+        if self.at_declarator():
             t, op = self.tok, self.peek()
             raise FrontendError(UNSUPPORTED, f"operator overloading in a struct or interface ('operator{op.text}') "
                                 "is not supported: declare the operator as a free function", t.start, op.end)
@@ -413,7 +428,7 @@ class Parser:
                 k += 1
             k += 1
         named = self.peek(k).kind == "ident"
-        if at_operator(self, k):  # `T operator +<T>(...)`: the operator's symbol stands where a name would
+        if self.at_declarator(k):  # `T operator +<T>(...)`: the operator's symbol stands where a name would
             k, named = k + 1, True
         if named and self.peek(k + 1).text == "<":
             save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it after
@@ -504,12 +519,8 @@ class Parser:
             if head is None:
                 continue
             attrs, mods = head
-            if self.at("property") and self.peek().kind == "ident":
-                self.i += 1
-                methods.extend(parse_property(self, mods, fstart))
-                continue
-            if self.at(SUBSCRIPT):
-                methods.extend(parse_subscript(self, mods, fstart, requirement=False))
+            if (declared := self.member(mods, fstart, requirement=False)) is not None:
+                methods.extend(declared)
                 continue
             if self.at("typedef") or self.at("typealias"):
                 if self.accept("typedef"):  # `typedef T Name;`
@@ -625,15 +636,14 @@ class Parser:
             self.i += 1
         if self.at("struct"):
             decl: A.Node | list[A.Func] = self.struct(prefix)
-        elif self.at(SUBSCRIPT):  # `__generic<I : IInteger> __subscript(I i) -> T {...}`
-            decl = parse_subscript(self, mods, start, requirement, prefix)
+        elif (declared := self.member(mods, start, requirement, prefix)) is not None:
+            decl = declared  # `__generic<I : IInteger> __subscript(I i) -> T {...}`
         else:
             self.prescan_generics()
             t = self.array_dims(self.type_ref())
-            if at_operator(self):
-                decl = parse_operator(self, attrs, mods, t, start, prefix)
-            else:
-                decl = self.function(attrs, mods, t, self.ident("a name"), start, prefix=prefix)
+            found = self.declarator(attrs, mods, t, start, prefix)
+            decl = found if found is not None else self.function(attrs, mods, t, self.ident("a name"), start,
+                                                                  prefix=prefix)
         self.end_generic(mark)
         return decl
 
@@ -698,12 +708,12 @@ class Parser:
                 decl = self.generic_prefixed(attrs, mods, mstart, requirement=True)
                 methods.extend(decl) if isinstance(decl, list) else methods.append(decl)  # type: ignore[arg-type]
                 continue
-            if self.at(SUBSCRIPT):
-                methods.extend(parse_subscript(self, mods, mstart, requirement=True))
+            if (declared := self.member(mods, mstart, requirement=True)) is not None:
+                methods.extend(declared)
                 continue
-            if self.at(INIT) or self.at("property"):
-                # a constructor or property requirement: the conforming struct's own __init or
-                # property is what calls through a (specialized) generic reach
+            if self.at(INIT):
+                # a constructor requirement: the conforming struct's own __init is what calls
+                # through a (specialized) generic reach
                 self.skip_requirement()
                 continue
             if self.tok.kind == "ident" and not self.is_type_name(self.tok.text):
@@ -874,7 +884,7 @@ class Parser:
             if kw == "if":
                 self.i += 1
                 self.expect("(")
-                bound = self.accept("let") and self.ident("a name")  # `if (let x = opt)` (optional.py)
+                bound = self.accept("let") and self.ident("a name")  # `if (let x = opt)` (a feature's if_let)
                 if bound:
                     self.expect("=")
                 cond = self.expr()
@@ -882,6 +892,9 @@ class Parser:
                 then = self.stmt()
                 orelse = self.stmt() if self.accept("else") else None
                 if bound:
+                    if_let = next(iter(feature.hooks("if_let")), None)
+                    if if_let is None:
+                        raise FrontendError(UNSUPPORTED, "'if (let ...)' is not supported", bound.start, bound.end)
                     return if_let(bound.text, (bound.start, bound.end), cond, then, orelse, self.span_from(start))
                 return A.If(cond, then, orelse, span=self.span_from(start))
             if kw == "for":
