@@ -24,7 +24,8 @@ Hook = Callable[..., Any]
 class Feature:
     name: str
     # ---- phase 1, source (source/lexer.py)
-    # (text, i) -> (Token, end) of a number literal starting at offset i, or None
+    # text, i -> (Token, end) of a number literal starting at offset i, or None (then the next
+    # feature's, then the lexer's own)
     lex_number: Hook | None = None
     # ---- phase 2, parsing (parser/parser.py)
     # words that may stand before a declaration (a global, a function, a type, a member) and

@@ -96,10 +96,7 @@ def check_call(c: Checking, e: A.Call) -> T.Type:
             parts = args if name == "updatePair" else [A.Member(pair, "p", span=pair.span), args[0]] \
                 if name == "updateDiff" else [args[0], A.Member(pair, "d", span=pair.span)]
             value = A.Call(A.Name("diffPair", span=callee.span), parts, span=e.span)
-            del e.callee, e.args, e.no_diff, e.kind, e.target  # type: ignore[attr-defined]
-            e.__class__ = A.Assign  # type: ignore[assignment]
-            e.op, e.target, e.value = "=", pair, value  # type: ignore[attr-defined]
-            return c._expr(e)
+            return c.expr(c.replace(e, A.Assign("=", pair, value, span=e.span)))
         if name == "detach":
             _count(e, "detach", 1)
             e.kind = "detach"
@@ -330,7 +327,7 @@ def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
     if (checked := feature.first("check_method", c, e, callee, bt)) is not None:  # (a texture's, a CoopVec's)
         return checked
     if isinstance(bt, T.Array) and callee.name == "getCount":
-        return _array_count(e, callee, bt)
+        return _array_count(c, e, callee, bt)
     st = bt.elem if isinstance(bt, T.Pointer) else bt
     fname = _method_function(c, e, callee, st)
     if fname is not None:
@@ -387,15 +384,14 @@ def _means_generic(c: Checking, template: A.Func | None, plain: str | None, args
     return not (missing and costs)
 
 
-def _array_count(e: A.Call, callee: A.Member, bt: T.Array) -> T.Type:
-    """`a.getCount()` of an array: its length, an int constant (the call becomes that number in
-    place; an array made by a call is refused, as the call would not run)."""
+def _array_count(c: Checking, e: A.Call, callee: A.Member, bt: T.Array) -> T.Type:
+    """`a.getCount()` of an array: its length, an int constant (a Num of that number takes the
+    call's place; an array made by a call is refused, as the call would not run)."""
     _count(e, "getCount", 0)
     if any(isinstance(n, A.Call) for n in A.walk(callee.base)):
         raise err(UNSUPPORTED, "getCount() of an array a call returns is not supported: store it in a variable "
                   "first", callee.base)
-    e.__class__ = A.Num  # type: ignore[assignment]
-    e.value, e.is_float, e.suffix, e.ty = bt.n, False, "", T.INT  # type: ignore[attr-defined]
+    c.replace(e, A.Num(bt.n, False, "", span=e.span, ty=T.INT))
     return T.INT
 
 

@@ -55,6 +55,9 @@ class Checker(TypeResolution):
         self.extensions: dict[str, list[A.Extension]] = {}  # struct name -> its `extension` blocks
         self.operator_overloads: set[str] = set()  # the operators the program overloads (operators.py)
         self.conformance_ids: dict[str, dict[str, int]] = {}  # interface -> struct -> its tag (dynamic.py)
+        # the nodes being checked, outermost first: where `replace` looks for a node's parent
+        self.checking: list[A.Node] = []
+        self.replaced: dict[int, tuple[A.Node, A.Node]] = {}  # id(old) -> (old, the node that replaced it)
 
     def default_construction(self, s: A.VarDecl, ty: T.Struct) -> A.Expr | None:
         """`S()` when S has a constructor without parameters, else None (the fields start at zero)."""
@@ -67,6 +70,21 @@ class Checker(TypeResolution):
         finally:
             self.scopes.pop()
         return A.Call(A.TypeExpr(s.type, span=s.span), [], span=s.span)
+
+    def replace(self, old: A.Node, new: A.Node) -> A.Node:
+        """A rewrite's result (`obj.p` -> `obj.__get_p()`) takes the rewritten node's place in
+        its parent, found among the nodes being checked, nearest first; returns it."""
+        for parent in reversed(self.checking):
+            if parent is not old and A.replace_child(parent, old, new):
+                break
+        self.replaced[id(old)] = (old, new)
+        return new
+
+    def current(self, e: A.Node) -> A.Node:
+        """What node e stands for now: the node that replaced it, if a rewrite did."""
+        while id(e) in self.replaced and self.replaced[id(e)][0] is e:
+            e = self.replaced[id(e)][1]
+        return e
 
     def warn(self, node: A.Node, message: str) -> None:
         if (node.span, message) not in self.warnings:  # a generic body is checked once per instance
@@ -86,6 +104,7 @@ class Checker(TypeResolution):
 
     # ---- program ----
     def check_program(self, prog: A.Program) -> None:
+        self.checking.append(prog)  # (a global's initializer rewritten: its place is in prog)
         top: list[FuncInfo] = []
         # every struct of the program, in order: a dynamic interface value's union (dynamic.py)
         # holds each implementation, also those declared after its first use
@@ -299,7 +318,9 @@ class Checker(TypeResolution):
                 where = d.params[i - (len(f.params) - len(d.params))] if p.name != "this" else d.name_span
                 raise err(UNSUPPORTED, f"IDifferentiablePtrType parameter '{p.name}' of differentiable '{f.name}' "
                           "must be an input: derivatives go through its pointers", where)
+        self.checking.append(d)  # (a generic instance's body is no part of the program's tree)
         self.stmt(d.body)
+        self.checking.pop()
         self.scopes.pop()
         if f.owner is not None:
             self.alias_scopes.pop()
@@ -568,6 +589,13 @@ class Checker(TypeResolution):
 
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:
+        self.checking.append(s)
+        try:
+            self._stmt(s)
+        finally:
+            self.checking.pop()
+
+    def _stmt(self, s: A.Stmt) -> None:
         if isinstance(s, A.Block):
             self.scopes.append({})
             for x in s.stmts:
@@ -632,7 +660,7 @@ class Checker(TypeResolution):
                 if want == T.VOID:
                     if self.expr(s.value) != T.VOID:
                         raise err(TYPE_MISMATCH, f"'{self.func.name}' returns void but a value is returned", s.value)
-                    _return_void_call(s)
+                    self.replace(s, _return_void_call(s))
                 else:
                     self.expect_type(s.value, want)
         elif isinstance(s, A.Switch):
@@ -688,8 +716,7 @@ class Checker(TypeResolution):
         if feature.first("check_init_list", self, e, want):
             return
         if isinstance(want, T.Struct) and INIT in want.methods and (e.items or self._has_default_ctor(want)):
-            as_constructor_call(e, want.methods[INIT])
-            self.expect_type(e, want)
+            self.expect_type(self.replace(e, as_constructor_call(e, want.methods[INIT])), want)
             return
         e.ty = want
         if isinstance(want, T.Array):
@@ -745,7 +772,11 @@ class Checker(TypeResolution):
         if getattr(e, "typed_for_overloads", False):  # typed just now to pick an overload (overloads.py)
             del e.typed_for_overloads  # type: ignore[attr-defined]
             return e.ty
-        e.ty = self._expr(e)
+        self.checking.append(e)
+        try:
+            e.ty = self._expr(e)
+        finally:
+            self.checking.pop()
         return e.ty
 
     def _expr(self, e: A.Expr) -> T.Type:
@@ -769,11 +800,9 @@ class Checker(TypeResolution):
                     return e.sym.ty
                 # in an instance method, or a constructor (inits.py: a static with a local `this`)
                 if owner.field(e.id) is not None and (not self.func.is_static or self.lookup("this")):  # type: ignore[union-attr]
-                    as_this_member(e)
-                    return self._expr(e)
+                    return self.expr(self.replace(e, as_this_member(e)))
                 if self.implicit_member(owner, e.id) and not self.func.is_static:  # type: ignore[union-attr]
-                    as_this_member(e)
-                    return self._expr(e)
+                    return self.expr(self.replace(e, as_this_member(e)))
                 if e.id in owner.methods:
                     return T.FuncRef(owner.methods[e.id])
             if e.id in self.funcs:
@@ -903,6 +932,7 @@ class Checker(TypeResolution):
 
     def lvalue(self, e: A.Expr) -> T.Type:
         t = self.expr(e)
+        e = self.current(e)  # (a field's bare name is `this.name` now)
         base = e
         while isinstance(base, A.Member | A.Index) or (isinstance(base, A.Unary) and base.op == "*"):
             inner = base.operand if isinstance(base, A.Unary) else base.base
@@ -1044,14 +1074,12 @@ def _same_memory_pointers(src: T.Type, dst: T.Type) -> bool:
     return T.pointee_scalar(src.elem) == T.pointee_scalar(dst.elem) is not None
 
 
-def _return_void_call(s: A.Return) -> None:
-    """`return g(...);` where g returns void (as Slang and C++ allow in a void function) becomes
-    `{ g(...); return; }`, in place (the parent keeps its reference to this node)."""
+def _return_void_call(s: A.Return) -> A.Block:
+    """`return g(...);` where g returns void (as Slang and C++ allow in a void function) is
+    `{ g(...); return; }`."""
     value = s.value
     assert value is not None
-    s.__class__ = A.Block  # type: ignore[assignment]
-    s.stmts = [A.ExprStmt(value, span=value.span), A.Return(None, span=s.span)]  # type: ignore[attr-defined]
-    del s.value
+    return A.Block([A.ExprStmt(value, span=value.span), A.Return(None, span=s.span)], span=s.span)
 
 
 def _const_int(e: A.Expr, known: dict[str, int]) -> int:

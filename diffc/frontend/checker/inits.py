@@ -30,10 +30,7 @@ def constructor_method(func: A.Func, struct_name: str, generic_params: list[str]
     return func
 
 
-def as_constructor_call(e: A.InitList, ctor: str) -> None:
-    """`S s = { a, b };` of a struct with constructors calls one (as in Slang): the list becomes
-    the call `__init(a, b)`, in place (the parent keeps its reference)."""
-    items = e.items
-    del e.items  # type: ignore[attr-defined]
-    e.__class__ = A.Call  # type: ignore[assignment]
-    e.callee, e.args, e.no_diff, e.kind, e.target = A.Name(ctor, span=e.span), items, False, "", None  # type: ignore[attr-defined]
+def as_constructor_call(e: A.InitList, ctor: str) -> A.Call:
+    """`S s = { a, b };` of a struct with constructors calls one (as in Slang): the list means
+    the call `__init(a, b)`."""
+    return A.Call(A.Name(ctor, span=e.span), e.items, span=e.span)

@@ -119,9 +119,6 @@ def count_args(e: A.Call, what: str, want: int | tuple[int, int]) -> None:
         raise err(ARG_COUNT, f"{what} expects {exp} argument{'s' if hi != 1 else ''}, got {len(e.args)}", e)
 
 
-def as_this_member(e: A.Name) -> None:
-    """Turns a bare field name inside a method into `this.name`, in place (the parent keeps its
-    reference to this node)."""
-    name, span = e.id, e.span
-    e.__class__ = A.Member  # type: ignore[assignment]
-    e.base, e.name, e.name_span, e.arrow = A.Name("this", span=span), name, span, False  # type: ignore[attr-defined]
+def as_this_member(e: A.Name) -> A.Member:
+    """A bare field name inside a method: `this.name`."""
+    return A.Member(A.Name("this", span=e.span), e.id, e.span, False, span=e.span)

@@ -271,8 +271,8 @@ def _overloadable(*types: T.Type) -> bool:
 
 def _as_call(c: Checking, e: A.Expr, sym: str, op: str, args: list[A.Expr], types: list[T.Type],
              found: list[tuple]) -> T.Type:
-    """Rewrites `e` in place into a call of the best overload in `found` (cheapest first), which
-    takes `args`, and checks it."""
+    """A call of the best overload in `found` (cheapest first), which takes `args`, in `e`'s
+    place; checks it."""
     from diffc.frontend.checker.calls import check_call
 
     shown = ", ".join(str(t) for t in types)
@@ -289,11 +289,10 @@ def _as_call(c: Checking, e: A.Expr, sym: str, op: str, args: list[A.Expr], type
     setattr(callee, _RESOLVED, True)
     for a in args:
         setattr(a, TYPED_ONCE, True)  # typed already: the call's check reuses the types
-    for f in [f.name for f in dataclasses.fields(e) if f.name not in ("span", "ty")]:
-        delattr(e, f)
-    e.__class__ = A.Call  # type: ignore[assignment]
-    e.callee, e.args, e.no_diff, e.kind, e.target = callee, args, False, "", None  # type: ignore[attr-defined]
-    return check_call(c, e)  # type: ignore[arg-type]
+    call = A.Call(callee, args, span=e.span)
+    c.replace(e, call)
+    call.ty = check_call(c, call)
+    return call.ty
 
 
 def _signature(c: Checking, f: tuple) -> str:

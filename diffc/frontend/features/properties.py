@@ -70,15 +70,13 @@ def has_property(methods: dict[str, str], name: str) -> bool:
     return GET + name in methods or SET + name in methods
 
 
-def read(e: A.Member) -> None:
-    """`obj.name` -> `obj.__get_name()`, in place (the parent keeps its reference)."""
+def read(e: A.Member) -> A.Call:
+    """`obj.name` -> `obj.__get_name()`."""
     member = A.Member(e.base, GET + e.name, e.name_span, e.arrow, span=e.span)
-    del e.base, e.name, e.name_span, e.arrow  # type: ignore[attr-defined]
-    e.__class__ = A.Call  # type: ignore[assignment]
-    e.callee, e.args, e.no_diff, e.kind, e.target = member, [], False, "", None  # type: ignore[attr-defined]
+    return A.Call(member, [], span=e.span)
 
 
-def write(e: A.Assign) -> None:
+def write(e: A.Assign) -> A.Call:
     """`obj.name = v` -> `obj.__set_name(v)`; `obj.name op= v` -> `obj.__set_name(obj.name op v)`."""
     target = e.target
     assert isinstance(target, A.Member)
@@ -87,9 +85,7 @@ def write(e: A.Assign) -> None:
         value = A.Binary(e.op[:-1], A.Member(target.base, target.name, target.name_span, target.arrow,
                                              span=target.span), value, span=e.span)
     member = A.Member(target.base, SET + target.name, target.name_span, target.arrow, span=target.span)
-    del e.op, e.value  # type: ignore[attr-defined]
-    e.__class__ = A.Call  # type: ignore[assignment]
-    e.callee, e.args, e.no_diff, e.kind, e.target = member, [value], False, "", None  # type: ignore[attr-defined]
+    return A.Call(member, [value], span=e.span)
 
 
 def parse_member(p: Parser, mods: set[str], start: int, requirement: bool, prefix=None) -> list[A.Func] | None:
@@ -113,20 +109,18 @@ def check_assign(c: Checking, e: A.Assign) -> T.Type | None:
     target = e.target
     if isinstance(target, A.Name) and c.lookup(target.id) is None and c.func is not None \
             and c.func.owner is not None and has_property(c.func.owner.methods, target.id):
-        as_this_member(target)  # a sibling property inside a method
+        target = e.target = as_this_member(target)  # a sibling property inside a method
     if not isinstance(target, A.Member) or isinstance(target.base, A.TypeExpr):
         return None
     if not _names_property(c.expr(target.base), target.name):
         return None
-    write(e)
-    return c._expr(e)
+    return c.expr(c.replace(e, write(e)))
 
 
 def check_member(c: Checking, e: A.Member, t: T.Type) -> T.Type | None:
     if not _names_property(t, e.name):
         return None
-    read(e)
-    return c._expr(e)
+    return c.expr(c.replace(e, read(e)))
 
 
 FEATURE = Feature("properties", members={"property": parse_member}, check_assign=check_assign,

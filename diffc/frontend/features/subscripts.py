@@ -91,16 +91,12 @@ def indices(e: A.Index) -> list[A.Expr]:
     return [e.index, *e.more]
 
 
-def read(e: A.Index) -> None:
-    """`obj[i, j]` -> `obj.__subscript_get(i, j)`, in place (the parent keeps its reference)."""
-    args = indices(e)
-    member = A.Member(e.base, GET, e.base.span, False, span=e.span)
-    del e.base, e.index, e.more  # type: ignore[attr-defined]
-    e.__class__ = A.Call  # type: ignore[assignment]
-    e.callee, e.args, e.no_diff, e.kind, e.target = member, args, False, "", None  # type: ignore[attr-defined]
+def read(e: A.Index) -> A.Call:
+    """`obj[i, j]` -> `obj.__subscript_get(i, j)`."""
+    return A.Call(A.Member(e.base, GET, e.base.span, False, span=e.span), indices(e), span=e.span)
 
 
-def write(e: A.Assign) -> None:
+def write(e: A.Assign) -> A.Call:
     """`obj[i] = v` -> `obj.__subscript_set(i, v)`; `obj[i] op= v` -> `obj.__subscript_set(i, obj[i] op v)`."""
     target = e.target
     assert isinstance(target, A.Index)
@@ -109,9 +105,7 @@ def write(e: A.Assign) -> None:
         value = A.Binary(e.op[:-1], A.Index(target.base, target.index, list(target.more), span=target.span),
                          value, span=e.span)
     member = A.Member(target.base, SET, target.base.span, False, span=target.span)
-    del e.op, e.value  # type: ignore[attr-defined]
-    e.__class__ = A.Call  # type: ignore[assignment]
-    e.callee, e.args, e.no_diff, e.kind, e.target = member, indices(target) + [value], False, "", None  # type: ignore[attr-defined]
+    return A.Call(member, indices(target) + [value], span=e.span)
 
 
 def _subscripted(t: T.Type, accessor: str) -> bool:
@@ -122,15 +116,13 @@ def _subscripted(t: T.Type, accessor: str) -> bool:
 def check_assign(c: Checking, e: A.Assign) -> T.Type | None:
     if not (isinstance(e.target, A.Index) and _subscripted(c.expr(e.target.base), SET)):
         return None
-    write(e)
-    return c._expr(e)
+    return c.expr(c.replace(e, write(e)))
 
 
 def check_index(c: Checking, e: A.Index, t: T.Type) -> T.Type | None:
     if not _subscripted(t, GET):
         return None
-    read(e)
-    return c._expr(e)
+    return c.expr(c.replace(e, read(e)))
 
 
 FEATURE = Feature("subscripts", members={KEYWORD: parse_subscript}, check_assign=check_assign,

@@ -220,6 +220,19 @@ class Parser:
                 if i + 2 < len(toks) and toks[i + 2].text == "<" and kw.text == "struct":
                     self.generic_structs.add(name.text)
 
+    def declaration_attributes(self) -> list[A.Attr]:
+        """A declaration's attributes, with the modifiers that features accept and drop
+        (feature.modifiers()) anywhere among them."""
+        attrs: list[A.Attr] = []
+        dropped = feature.modifiers()
+        while True:
+            if self.tok.kind == "ident" and self.tok.text in dropped:
+                self.i += 1
+            elif self.at("["):
+                attrs += self.attributes()
+            else:
+                return attrs
+
     def attributes(self) -> list[A.Attr]:
         attrs = []
         while self.at("["):
@@ -243,7 +256,7 @@ class Parser:
         start = self.tok.start
         if self.accept(";"):
             return self.top_decl() if self.tok.kind != "eof" else A.Program([], span=(start, start))
-        attrs = self.attributes()
+        attrs = self.declaration_attributes()
         while self.tok.kind == "ident" and self.tok.text in VISIBILITY and self.peek().text in (
                 "struct", "interface", "extension", "__generic", "dyn"):
             self.i += 1
@@ -279,8 +292,10 @@ class Parser:
             self.type_names.add(name.text)
             return A.Typedef(t, name.text, span=self.span_from(start))
         mods = set()
-        while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"}:
-            mods.add(self.tok.text)
+        dropped = feature.modifiers()
+        while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"} | dropped:
+            if self.tok.text not in dropped:
+                mods.add(self.tok.text)
             self.i += 1
         if self.at("struct"):
             return self.struct()
@@ -654,10 +669,12 @@ class Parser:
             self.error("expected '}'")
         if self.accept(";"):
             return None
-        attrs = self.attributes()
+        attrs = self.declaration_attributes()
         mods: set[str] = set()
-        while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS | {"extern"}:
-            mods.add(self.tok.text)
+        dropped = feature.modifiers()
+        while self.tok.kind == "ident" and self.tok.text in PARAM_MODS | GLOBAL_MODS | {"extern"} | dropped:
+            if self.tok.text not in dropped:
+                mods.add(self.tok.text)
             self.i += 1
         return attrs, mods
 

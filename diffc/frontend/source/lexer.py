@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from diffc.frontend import feature
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
 
 PUNCT = sorted(
@@ -57,7 +58,13 @@ def tokenize(text: str, filename: str) -> list[Token]:
             toks.append(Token("ident", text[i:j], i, j))
             i = j
         elif c in DIGITS or (c == "." and i + 1 < n and text[i + 1] in DIGITS):
-            i = _number(text, i, toks)
+            for lex in feature.hooks("lex_number"):  # a literal a feature adds (a hex float)
+                if (found := lex(text, i)) is not None:
+                    tok, i = found
+                    toks.append(tok)
+                    break
+            else:
+                i = _number(text, i, toks)
         elif c == '"':
             j = i + 1
             buf = []
