@@ -1,14 +1,23 @@
 """Language features, one module each, and the list the phases use (diffc/frontend/feature.py).
 
 A feature module ends with `FEATURE = Feature("name", <hook>=<function>, ...)`; adding a feature
-is its module, its tests and its line below. The order is the order in which the phases ask the
-features' hooks (the first answer wins)."""
+is its module, its tests, its import and its line in FEATURES below. FEATURES' order is the order
+in which the phases ask the features' hooks (the first answer wins)."""
 
 from diffc.frontend.feature import install
-from diffc.frontend.features import (
-    coopvec, declared_differential, dynamic, dynamic_buffers, extensions, func_extensions, groupshared, matrices,
-    operators, optional, properties, subscripts, textures,
-)
+from diffc.frontend.features import coopvec
+from diffc.frontend.features import declared_differential
+from diffc.frontend.features import dynamic
+from diffc.frontend.features import dynamic_buffers
+from diffc.frontend.features import extensions
+from diffc.frontend.features import func_extensions
+from diffc.frontend.features import groupshared
+from diffc.frontend.features import matrices
+from diffc.frontend.features import operators
+from diffc.frontend.features import optional
+from diffc.frontend.features import properties
+from diffc.frontend.features import subscripts
+from diffc.frontend.features import textures
 
 FEATURES = [
     optional.FEATURE,
