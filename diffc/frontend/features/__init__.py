@@ -12,6 +12,7 @@ from diffc.frontend.features import dynamic_buffers
 from diffc.frontend.features import extensions
 from diffc.frontend.features import func_extensions
 from diffc.frontend.features import groupshared
+from diffc.frontend.features import hex_floats
 from diffc.frontend.features import matrices
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
@@ -33,6 +34,7 @@ FEATURES = [
     extensions.FEATURE,
     declared_differential.FEATURE,
     func_extensions.FEATURE,
+    hex_floats.FEATURE,
 ]
 
 install(FEATURES)
