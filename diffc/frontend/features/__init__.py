@@ -5,6 +5,7 @@ is its module, its tests, its import and its line in FEATURES below. FEATURES' o
 in which the phases ask the features' hooks (the first answer wins)."""
 
 from diffc.frontend.feature import install
+from diffc.frontend.features import access_modifiers
 from diffc.frontend.features import coopvec
 from diffc.frontend.features import declared_differential
 from diffc.frontend.features import dynamic
@@ -35,6 +36,7 @@ FEATURES = [
     declared_differential.FEATURE,
     func_extensions.FEATURE,
     hex_floats.FEATURE,
+    access_modifiers.FEATURE,
 ]
 
 install(FEATURES)

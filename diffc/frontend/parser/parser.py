@@ -32,8 +32,7 @@ TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) decl
 CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
-VISIBILITY = {"public", "internal", "private"}  # accepted and ignored: one module, no linking
-GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"} | VISIBILITY
+GLOBAL_MODS = {"static", "const", "uniform", "groupshared", "no_diff"}
 
 # Attributes that change what a program means and that this front end does not implement: each
 # is a located E0008 (attributes not named here, such as [ForceInline], change no result and are
@@ -257,9 +256,6 @@ class Parser:
         if self.accept(";"):
             return self.top_decl() if self.tok.kind != "eof" else A.Program([], span=(start, start))
         attrs = self.declaration_attributes()
-        while self.tok.kind == "ident" and self.tok.text in VISIBILITY and self.peek().text in (
-                "struct", "interface", "extension", "__generic", "dyn"):
-            self.i += 1
         if self.at("dyn") and self.peek().text == "interface":  # `dyn interface`: every use dispatches
             self.i += 1  # dynamically, which an interface-typed value here does anyway (dynamic.py)
         if self.at("struct"):
@@ -338,7 +334,7 @@ class Parser:
 
     def starts_import(self) -> bool:
         k = 0
-        while self.peek(k).text in ("__exported", "public", "internal", "private"):
+        while self.peek(k).text in {"__exported"} | feature.modifiers():
             k += 1
         t, nxt = self.peek(k), self.peek(k + 1)
         return t.kind == "ident" and t.text in IMPORT_WORDS and (nxt.kind == "string" or nxt.kind == "ident")
@@ -346,7 +342,7 @@ class Parser:
     def import_decl(self, start: int) -> A.Program:
         """`[__exported] import a.b;`, `import "file";`, `__include x;`, `module x;`, `implementing x;`:
         the declarations the loader reads from that file, as a Program to splice in."""
-        while self.tok.text in ("__exported", "public", "internal", "private"):
+        while self.tok.text in {"__exported"} | feature.modifiers():
             self.i += 1
         kind = self.ident().text
         if self.tok.kind == "string":
@@ -645,9 +641,11 @@ class Parser:
         self.expect("__generic")
         mark = len(self.scoped_type_names)
         prefix = self.generic_params()
-        attrs = attrs + self.attributes()
-        while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"}:
-            mods = mods | {self.tok.text}
+        attrs = attrs + self.declaration_attributes()
+        dropped = feature.modifiers()
+        while self.tok.kind == "ident" and self.tok.text in GLOBAL_MODS | {"inline"} | dropped:
+            if self.tok.text not in dropped:
+                mods = mods | {self.tok.text}
             self.i += 1
         if self.at("struct"):
             decl: A.Node | list[A.Func] = self.struct(prefix)
