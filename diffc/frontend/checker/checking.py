@@ -27,7 +27,6 @@ class Checking(Protocol):
     operator_overloads: set[str]
     conformance_ids: dict[str, dict[str, int]]
     ifaces: Any  # interfaces.Interfaces (which names this protocol)
-    features: Any  # the language features' hooks (diffc/frontend/feature.py)
     # where checking is
     scopes: list[dict[str, Local]]
     func: FuncInfo | None
