@@ -90,6 +90,7 @@ class Feature:
 
 
 _installed: tuple[Feature, ...] = ()
+_by_hook: dict[str, list[Hook]] = {}  # hook name -> the installed features' functions (the checker asks often)
 
 
 def install(features: list[Feature]) -> None:
@@ -97,6 +98,9 @@ def install(features: list[Feature]) -> None:
     names = [f.name for f in features]
     assert len(set(names)) == len(names), f"two features of one name: {names}"
     _installed = tuple(features)
+    _by_hook.clear()
+    for name in _HOOKS:
+        _by_hook[name] = [h for f in _installed if (h := getattr(f, name)) and callable(h)]
 
 
 def installed() -> tuple[Feature, ...]:
@@ -105,8 +109,7 @@ def installed() -> tuple[Feature, ...]:
 
 def hooks(name: str) -> list[Hook]:
     """The installed features' functions for extension point `name`, in FEATURES' order."""
-    assert name in _HOOKS, name
-    return [h for f in _installed if (h := getattr(f, name))]
+    return _by_hook[name]
 
 
 def first(name: str, *args) -> Any:
