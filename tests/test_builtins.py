@@ -17,7 +17,7 @@ from slang_harness import Compiled, run_function, run_pipeline
 from slang_helpers import expect_error
 
 from diffc.frontend import compile_slang
-from diffc.frontend.builtins import BUILTINS, slang_differentiable
+from diffc.frontend.checker.builtins import BUILTINS, slang_differentiable
 
 RNG = np.random.default_rng(7)
 

@@ -1,4 +1,4 @@
-"""A Differential an IDifferentiable struct declares (frontend/declared_differential.py): the struct
+"""A Differential an IDifferentiable struct declares (frontend/features/declared_differential.py): the struct
 itself, or another struct matched by [DerivativeMember] or by field names. Derivatives against
 float64 central differences and forward against reverse (slang_harness); `.d` reads of the
 declared type against derivatives worked out here by hand; refusals as located errors."""

@@ -1,4 +1,4 @@
-"""`CoopVec<T, N>` (frontend/coopvec.py): a vector of N <= 4 elements with the vector's
+"""`CoopVec<T, N>` (frontend/features/coopvec.py): a vector of N <= 4 elements with the vector's
 arithmetic, subscripts and derivatives, and `store(buffer, byteOffset)`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`groupshared` globals (frontend/groupshared.py): work-group memory that a group's work-items
+"""`groupshared` globals (frontend/features/groupshared.py): work-group memory that a group's work-items
 share after a barrier, its elements, fields and scalars as places in memory, atomics on it,
 functions that use it, bounds-checked indices, and its place in differentiation (a constant to
 the derivative; a derivative-carrying store into it is E0006)."""

@@ -1,5 +1,5 @@
 """Calls of non-differentiable functions inside differentiated ones (E0006): decided by the one
-activity analysis (diffc.ad.activity, on the front end's IR in frontend/derivative_checks.py),
+activity analysis (diffc.ad.activity, on the front end's IR in frontend/lowering/derivative_checks.py),
 as Slang decides by data flow. A value that carries no derivative may pass (a constant, an
 integer's conversion, a detached value, a no_diff parameter's); one that depends on a
 differentiable parameter may not. Accepted programs' derivatives are checked against finite

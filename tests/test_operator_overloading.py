@@ -1,4 +1,4 @@
-"""Operator overloading (diffc/frontend/operators.py): `operator<op>` functions called by binary,
+"""Operator overloading (diffc/frontend/features/operators.py): `operator<op>` functions called by binary,
 unary and compound-assignment expressions on structs, resolved like overloaded calls, and
 differentiated like calls (fwd and bwd against finite differences and each other); built-in
 arithmetic unchanged; located errors for no match, ambiguity and unsupported forms."""

@@ -1,4 +1,4 @@
-"""Optional<T>, none, if (let x = opt), nullptr, and is/as (frontend/optional.py)."""
+"""Optional<T>, none, if (let x = opt), nullptr, and is/as (frontend/features/optional.py)."""
 
 from __future__ import annotations
 

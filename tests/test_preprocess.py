@@ -1,4 +1,4 @@
-"""The preprocessor (diffc/frontend/preprocess.py): each directive changes what a compiled function
+"""The preprocessor (diffc/frontend/source/preprocess.py): each directive changes what a compiled function
 computes as C's would, and every diagnostic still names the file, line and column it is about
 (after a removed `#if 0` group, inside an included file, after a macro's expansion)."""
 
@@ -17,7 +17,7 @@ from slang_helpers import run
 from diffc.compiler import differentiate
 from diffc.diagnostics import DiffcError
 from diffc.frontend import compile_slang
-from diffc.frontend.preprocess import Preprocessed, find_include, preprocess, read_include
+from diffc.frontend.source.preprocess import Preprocessed, find_include, preprocess, read_include
 
 
 def value(src: str, name: str = "f", *args, filename: str = "test.slang", **options):

@@ -1,4 +1,4 @@
-"""Textures (frontend/textures.py, runtime/textures.py): Texture2D / RWTexture2D as globals,
+"""Textures (frontend/features/textures.py, runtime/textures.py): Texture2D / RWTexture2D as globals,
 entry-point parameters and struct fields; reads, Load, writes, GetDimensions, bilinear
 SampleLevel / Sample against a numpy reference of our own; derivatives through a function that
 reads a texture against float64 central differences; binding errors and refusals."""

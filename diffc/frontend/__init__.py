@@ -1,8 +1,10 @@
 """The Slang-subset front end: `compile_slang(text, filename) -> ModuleOp`.
 
-Stages: preprocess.py (directives and macros; source_map.py takes locations back to the files)
--> lexer.py (tokens) -> parser.py (ast.py) -> checker.py + calls.py (types, diagnostics)
--> lower.py + lower_expr.py + lower_calls.py (IR per docs/architecture.md).
+Phases, each a sub-package: source/ (preprocess.py: directives and macros; source_map.py takes
+locations back to the files; lexer.py: tokens) -> parser/ (parser.py: the tree of ast.py) ->
+checker/ (checker.py with calls.py, type_resolution.py, ...: types, diagnostics) -> lowering/
+(lower.py, lower_expr.py, lower_calls.py: IR per docs/architecture.md). Language features are
+one module each in features/, called by the phases through feature.py's hooks.
 
 Error codes (printed as `file:line:col: error[CODE]: message`, the line and a caret):
   E0001 syntax, E0002 undefined name/type, E0003 type mismatch, E0004 unknown member,
@@ -10,7 +12,7 @@ Error codes (printed as `file:line:col: error[CODE]: message`, the line and a ca
   function or operation (a buffer or raw-pointer write), E0007 loop without a bound in a function that
   bwd_diff differentiates, E0008 valid Slang this front end does not support, E0009 a second global
   of one name.
-E0006/E0007 on the lowered IR come from derivative_checks.py (what the passes would refuse).
+E0006/E0007 on the lowered IR come from lowering/derivative_checks.py (what the passes would refuse).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from xdsl.dialects.builtin import ModuleOp
 
 from diffc.frontend.errors import FrontendError
+from diffc.frontend.features import FEATURES  # noqa: F401 (installs the language features' hooks)
 
 
 def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] | None = None,
@@ -30,10 +33,10 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
     message. `filename` is where `#include "x"` looks first; `defines` are macros defined
     beforehand (like `-D name=value`), `include_dirs` where `#include` looks next.
     `conformance_ids`: interface -> {struct: id}, the tag a dynamic value of the interface has
-    when it holds that struct (Slang's type conformance ids; dynamic.py numbers the others)."""
-    from diffc.frontend.checker import Checker
-    from diffc.frontend.imports import Loader
-    from diffc.frontend.lower import Lowering
+    when it holds that struct (Slang's type conformance ids; features/dynamic.py numbers the others)."""
+    from diffc.frontend.checker.checker import Checker
+    from diffc.frontend.parser.imports import Loader
+    from diffc.frontend.lowering.lower import Lowering
     from diffc.frontend.parser import MAX_NESTING
 
     # The parser caps nesting (parser.MAX_NESTING); each level is a dozen or so Python frames

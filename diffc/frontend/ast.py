@@ -357,3 +357,21 @@ def walk(node):
             continue
         if isinstance(v, Node | list):
             yield from walk(v)
+
+
+def replace_child(root: Node, old: Node, new: Node) -> bool:
+    """Puts `new` where `old` stands in root's subtree (the first place, depth first): in a field
+    or a list element of the node that holds it. Whether old was found."""
+    for node in walk(root):
+        if not isinstance(node, Node):
+            continue
+        for k, v in vars(node).items():
+            if v is old:
+                setattr(node, k, new)
+                return True
+            if isinstance(v, list):
+                for i, x in enumerate(v):
+                    if x is old:
+                        v[i] = new
+                        return True
+    return False

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from diffc.diagnostics import DiffcError, format_diagnostic
 
 if TYPE_CHECKING:
-    from diffc.frontend.source_map import SourceMap
+    from diffc.frontend.source.source_map import SourceMap
 
 # Error codes of the Slang front end.
 SYNTAX = "E0001"  # the text does not parse

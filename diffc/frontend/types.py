@@ -155,7 +155,7 @@ class Buffer(Type):
 
 @dataclass(frozen=True)
 class Texture(Type):
-    """`Texture2D<T>` / `RWTexture2D<T>` (frontend/textures.py): three leaves, a memref of T's
+    """`Texture2D<T>` / `RWTexture2D<T>` (frontend/features/textures.py): three leaves, a memref of T's
     scalars (texels row-major, a texel's components consecutive), then the width and the height
     (i32)."""
 
@@ -168,7 +168,7 @@ class Texture(Type):
 
 @dataclass(frozen=True)
 class Sampler(Type):
-    """`SamplerState`: no value of its own (the one filter modelled is frontend/textures.py's)."""
+    """`SamplerState`: no value of its own (the one filter modelled is frontend/features/textures.py's)."""
 
     def name(self) -> str:
         return "SamplerState"
@@ -214,7 +214,7 @@ class FuncRef(Type):
 @dataclass(frozen=True)
 class BuiltinRef(Type):
     """An intrinsic used as a function, `fwd_diff(sin)`: it gets its instance (a FuncRef) when
-    called, from the argument types (frontend/builtin_types.py)."""
+    called, from the argument types (frontend/checker/builtin_types.py)."""
 
     builtin: str
     mode: tuple[str, ...] = ()

@@ -113,7 +113,7 @@ class Declarations:
 
 def read_declarations(text: str, filename: str) -> Declarations:
     from diffc.frontend.errors import FrontendError
-    from diffc.frontend.imports import Loader
+    from diffc.frontend.parser.imports import Loader
 
     loader = Loader(filename)
     try:

@@ -1,0 +1,42 @@
+"""Language features, one module each, and the list the phases use (diffc/frontend/feature.py).
+
+A feature module ends with `FEATURE = Feature("name", <hook>=<function>, ...)`; adding a feature
+is its module, its tests, its import and its line in FEATURES below. FEATURES' order is the order
+in which the phases ask the features' hooks (the first answer wins)."""
+
+from diffc.frontend.feature import install
+from diffc.frontend.features import access_modifiers
+from diffc.frontend.features import coopvec
+from diffc.frontend.features import declared_differential
+from diffc.frontend.features import dynamic
+from diffc.frontend.features import dynamic_buffers
+from diffc.frontend.features import extensions
+from diffc.frontend.features import func_extensions
+from diffc.frontend.features import groupshared
+from diffc.frontend.features import hex_floats
+from diffc.frontend.features import matrices
+from diffc.frontend.features import operators
+from diffc.frontend.features import optional
+from diffc.frontend.features import properties
+from diffc.frontend.features import subscripts
+from diffc.frontend.features import textures
+
+FEATURES = [
+    optional.FEATURE,
+    operators.FEATURE,
+    matrices.FEATURE,
+    properties.FEATURE,
+    subscripts.FEATURE,
+    textures.FEATURE,
+    coopvec.FEATURE,
+    dynamic.FEATURE,
+    dynamic_buffers.FEATURE,
+    groupshared.FEATURE,
+    extensions.FEATURE,
+    declared_differential.FEATURE,
+    func_extensions.FEATURE,
+    hex_floats.FEATURE,
+    access_modifiers.FEATURE,
+]
+
+install(FEATURES)
