@@ -113,7 +113,8 @@ class TypeResolution:
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
         else:
-            p = T.Pointer(self._resolve_base(A.TypeRef(t.name, t.args, span=t.span)))
+            # (`fixed` kept: `T*` in a generic instance points to T's type, generics.py)
+            p = T.Pointer(self._resolve_base(A.TypeRef(t.name, t.args, fixed=t.fixed, span=t.span)))
         if not p.by_value and T.pointee_scalar(p.elem) is None:
             raise err(UNSUPPORTED, f"pointer to {p.elem}: a pointee must be laid out as scalars of one type "
                       "(a struct may hold pointers only as a whole, passed by value)", t)
