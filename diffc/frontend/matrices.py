@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER
+from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNKNOWN_MEMBER, UNSUPPORTED
 
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
@@ -52,13 +52,16 @@ def resolve(c: Checker, name: str, t: A.TypeRef) -> T.Matrix | None:
         return T.Matrix(T.Scalar(m.group(1)), int(m.group(2)), int(m.group(3)))
     if name != "matrix":
         return None
-    if len(t.args) != 3 or not all(isinstance(n, int) for n in t.args[1:]) or not isinstance(t.args[0], A.TypeRef):
+    # sizes: literals or `static const` ints (`matrix<float, N, D>`)
+    sizes = [n if isinstance(n, int) else c.static_const_int(n) for n in t.args[1:]] if len(t.args) == 3 else []
+    if len(sizes) != 2 or None in sizes or not isinstance(t.args[0], A.TypeRef):
         raise _err(TYPE_MISMATCH, "matrix<T, R, C> needs an element type and two compile-time int sizes", t)
     elem = c.resolve(t.args[0])
-    rows, cols = t.args[1], t.args[2]
-    if not isinstance(elem, T.Scalar) or not (1 <= rows <= 4 and 1 <= cols <= 4):
-        raise _err(TYPE_MISMATCH, f"matrix<{elem}, {rows}, {cols}>: the element must be a scalar type and "
-                   "the sizes 1 to 4", t)
+    rows, cols = sizes
+    # more than 4 rows (of at most 4 columns: rows are vectors) as Slang's CUDA target allows
+    if not isinstance(elem, T.Scalar) or not (1 <= rows and 1 <= cols <= 4) or rows * cols > T.MAX_VALUE_SCALARS:
+        raise _err(TYPE_MISMATCH, f"matrix<{elem}, {rows}, {cols}>: the element must be a scalar type, the "
+                   f"columns 1 to 4 and the rows 1 or more (at most {T.MAX_VALUE_SCALARS} elements)", t)
     return T.Matrix(elem, rows, cols)
 
 
@@ -130,6 +133,8 @@ def check_call(c: Checker, e: A.Call, name: str) -> T.Type:
             raise _err(TYPE_MISMATCH, f"{name} needs a matrix, got {m}", e.args[0])
         e.target = (name, [m])
         if name == "transpose":
+            if m.rows > 4:
+                raise _err(UNSUPPORTED, f"transpose of {m} (more than 4 rows) is not supported", e)
             return T.Matrix(m.elem, m.cols, m.rows)
         if m.rows != m.cols:
             raise _err(TYPE_MISMATCH, f"determinant needs a square matrix, got {m}", e.args[0])
@@ -152,6 +157,8 @@ def check_call(c: Checker, e: A.Call, name: str) -> T.Type:
     if isinstance(a, T.Vector):
         return _vector_or_scalar(elem, cb)
     if isinstance(b, T.Vector):
+        if ra > 4:
+            raise _err(UNSUPPORTED, f"mul of {a} (more than 4 rows) by a vector is not supported", e)
         return _vector_or_scalar(elem, ra)
     return T.Matrix(elem, ra, cb)
 
