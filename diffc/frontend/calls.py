@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
-from diffc.frontend import coopvec, textures
+from diffc.frontend import coopvec, cuda_builtins, textures
 from diffc.frontend import types as T
 from diffc.frontend.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
 from diffc.frontend.builtin_types import check_builtin, check_type_method, instantiate_builtin
@@ -145,6 +145,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return T.VOID
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
+        if name in cuda_builtins.NAMES:
+            return cuda_builtins.check(c, e, callee)
         if name in coopvec.REFUSED_FUNCTIONS:
             raise err(UNSUPPORTED, f"the CoopVec operation '{name}' is not supported", callee)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)

@@ -596,6 +596,8 @@ class Parser:
                 while self.tok.kind == "ident" and self.tok.text in PARAM_MODS:
                     mods.add(self.tok.text)
                     self.i += 1
+                if self.tok.kind == "ident" and self.tok.text == "constexpr":
+                    raise FrontendError(UNSUPPORTED, "constexpr parameters are not supported", self.tok.start, self.tok.end)
                 pt = self.array_dims(self.type_ref(), type_position=True)
                 if self.at(",") or self.at(")"):  # `float f(float, float);`: a parameter without a name
                     pname = Token("ident", f"_param{len(params)}", self.tok.start, self.tok.start)

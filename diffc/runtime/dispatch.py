@@ -277,6 +277,8 @@ def _element_dtypes(element) -> tuple[np.dtype, ...]:
         return (np.dtype(np.int32), np.dtype(np.uint32))  # signless: the kernel says how to read it
     if isinstance(element, IntegerType) and element.width.data == 64:
         return (np.dtype(np.int64),)
+    if isinstance(element, IntegerType) and element.width.data == 1:
+        return (np.dtype(np.bool_),)  # one byte each, as OpenCL C's bool (and torch's)
     return ()
 
 
