@@ -51,6 +51,7 @@ class _Param:
     type_text: str  # as written, for the generated entry point
     view: str | None  # "TensorView", "DiffTensorView" or None
     elem: str  # the view's element type ("float" by default)
+    no_diff: bool = False  # marked `no_diff`: a plain value in fwd and bwd launches too
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def _type_text(t) -> str:
     from diffc.frontend import ast as A
 
     args = [(_type_text(a) if isinstance(a, A.TypeRef) else str(a)) for a in t.args]
-    s = t.name.replace(".", "::") + (f"<{', '.join(args)}>" if args else "") + "*" * t.pointer
+    s = t.name + (f"<{', '.join(args)}>" if args else "") + "*" * t.pointer
     return s + "".join(f"[{d}]" for d in t.dims)
 
 
@@ -89,7 +90,7 @@ def _kernels(path: str, text: str, defines: dict, include_dirs) -> tuple[dict[st
             for p in d.params:
                 view = p.type.name if p.type.name in ("TensorView", "DiffTensorView") else None
                 elem = _type_text(p.type.args[0]) if view and p.type.args else "float"
-                params.append(_Param(p.name, _type_text(p.type), view, elem))
+                params.append(_Param(p.name, _type_text(p.type), view, elem, "no_diff" in p.mods))
             out[d.name] = _Kernel(d.name, tuple(params))
     return out, structs
 
@@ -145,7 +146,7 @@ class SlangTorchModule:
         m = self._modules.get(key)
         if m is None:
             entry = f"slangtorch_{mode}_{kernel.name}"
-            params = ", ".join(f"{p.type_text} {p.name}" for p in kernel.params)
+            params = ", ".join(f"{'no_diff ' if p.no_diff else ''}{p.type_text} {p.name}" for p in kernel.params)
             args = ", ".join(p.name for p in kernel.params)
             call = {"primal": kernel.name, "fwd": f"fwd_diff({kernel.name})", "bwd": f"bwd_diff({kernel.name})"}[mode]
             m = self._modules[key] = (self._compile(
@@ -194,7 +195,7 @@ class KernelFunction:
                 + f" (parameters: {', '.join(p.name for p in self.kernel.params)})")
         if mode != "primal":
             for p in self.kernel.params:
-                if p.view is None and _DIFFERENTIABLE_VALUE.match(p.type_text):
+                if p.view is None and not p.no_diff and _DIFFERENTIABLE_VALUE.match(p.type_text):
                     raise CallError(f"error: {self.kernel.name}.{mode}: the differentiable parameter '{p.name}' "
                                     f"({p.type_text}) is not supported in {mode} launches: pass it in a DiffTensorView")
         return LaunchableObject(self, mode, kwargs)

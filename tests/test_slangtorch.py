@@ -210,7 +210,12 @@ def test_refused_launches_say_why(tmp_path):
     m = _module(tmp_path, """
 [CUDAKernel] [Differentiable]
 void g(DiffTensorView x, float k) { x[0] = x[0] * k; }
+[CUDAKernel] [Differentiable]
+void h(DiffTensorView x, no_diff float k) { x[0] = x[0] * k; }
 """)
+    dx = torch.tensor([1.0])  # a no_diff scalar is a plain value in bwd: d(x k)/dx = k
+    m.h.bwd(x=(torch.tensor([3.0]), dx), k=2.5).launchRaw(blockSize=(1, 1, 1), gridSize=(1, 1, 1))
+    assert dx.item() == 2.5
     with pytest.raises(CallError, match="differentiable parameter 'k' \\(float\\) is not supported in bwd"):
         m.g.bwd(x=(torch.ones(1), torch.ones(1)), k=2.0)
     launch = m.g(x=torch.ones(1), k=2.0)
