@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
@@ -28,12 +29,15 @@ from diffc.frontend.features import FEATURES  # noqa: F401 (installs the languag
 
 def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] | None = None,
                   include_dirs: Iterable[str] = (),
-                  conformance_ids: Mapping[str, Mapping[str, int]] | None = None) -> ModuleOp:
+                  conformance_ids: Mapping[str, Mapping[str, int]] | None = None,
+                  preludes: Iterable[str] = ()) -> ModuleOp:
     """Preprocesses, parses, checks and lowers Slang source; raises `DiffcError` with a located
     message. `filename` is where `#include "x"` looks first; `defines` are macros defined
     beforehand (like `-D name=value`), `include_dirs` where `#include` looks next.
     `conformance_ids`: interface -> {struct: id}, the tag a dynamic value of the interface has
-    when it holds that struct (Slang's type conformance ids; features/dynamic.py numbers the others)."""
+    when it holds that struct (Slang's type conformance ids; features/dynamic.py numbers the others).
+    `preludes`: Slang files read before the program, as if it imported them first (their types are
+    known to it: diffc/lib/slangtorch.slang for diffc.slangtorch)."""
     from diffc.frontend.checker.checker import Checker
     from diffc.frontend.parser.imports import Loader
     from diffc.frontend.lowering.lower import Lowering
@@ -46,7 +50,9 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
     loader = Loader(filename, defines, include_dirs)
     sources = loader.sources  # every file read so far, preprocessed: an error names the file it is in
     try:
+        first = [loader.parse(Path(p).read_text(encoding="utf-8"), p) for p in preludes]
         prog = loader.parse(text, filename)  # with the files it imports (imports.py)
+        prog.decls[:0] = [d for q in first for d in q.decls]
         checker = Checker()
         checker.conformance_ids = {_no_spaces(i): {_no_spaces(t): int(k) for t, k in ids.items()}
                                    for i, ids in (conformance_ids or {}).items()}

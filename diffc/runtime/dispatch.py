@@ -277,6 +277,8 @@ def _element_dtypes(element) -> tuple[np.dtype, ...]:
         return (np.dtype(np.int32), np.dtype(np.uint32))  # signless: the kernel says how to read it
     if isinstance(element, IntegerType) and element.width.data == 64:
         return (np.dtype(np.int64),)
+    if isinstance(element, IntegerType) and element.width.data == 1:
+        return (np.dtype(np.bool_),)  # one byte each, as OpenCL C's bool (and torch's)
     return ()
 
 
@@ -346,6 +348,8 @@ def _pointer(where: str, p: KernelParam, value) -> tuple[Tensor, int]:
         raise CallError(f"error: {where}: argument '{p.name}' is a buffer without an offset: pass the Tensor itself", p.name)
     t = p.type
     assert isinstance(t, MemRefType)
+    if isinstance(t.element_type, VectorType):  # a buffer of vectors: a tensor of their scalars
+        return _vector_buffer(where, p, tensor, offset)
     want = _element_dtypes(t.element_type)
     if tensor.dtype not in want:
         names = " or ".join(d.name for d in want) or str(t.element_type)
@@ -356,6 +360,25 @@ def _pointer(where: str, p: KernelParam, value) -> tuple[Tensor, int]:
     static = t.get_shape()
     if static and all(d >= 0 for d in static) and tensor.size < int(np.prod(static)):
         raise CallError(f"error: {where}: argument '{p.name}' has {tensor.size} elements, {t} needs {int(np.prod(static))}", p.name)
+    return tensor, offset
+
+
+def _vector_buffer(where: str, p: KernelParam, tensor: Tensor, offset: int) -> tuple[Tensor, int]:
+    """A `RWStructuredBuffer<float2>` (`float4`, `int2`, ...) takes a Tensor of the lanes' dtype
+    whose last dimension is the vector (shape (N, 2)); a 3-vector is 4 wide in OpenCL C, so its
+    Tensor must hold (N, 4) with the fourth lane unused."""
+    vec = p.type.element_type
+    n = vec.get_shape()[0]
+    width = 4 if n == 3 else n
+    want = _element_dtypes(vec.element_type)
+    if tensor.dtype not in want:
+        names = " or ".join(d.name for d in want) or str(vec.element_type)
+        raise CallError(f"error: {where}: argument '{p.name}' is a {tensor.dtype.name} Tensor, the parameter "
+                        f"({p.type}) needs {names}", p.name)
+    if not tensor.shape or tensor.shape[-1] != width:
+        pad = " (a 3-vector is 4 wide on the device: pad each to 4 lanes)" if n == 3 else ""
+        raise CallError(f"error: {where}: argument '{p.name}' has shape {tuple(tensor.shape)}, the parameter "
+                        f"({p.type}) needs a last dimension of {width}{pad}", p.name)
     return tensor, offset
 
 
@@ -419,7 +442,8 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, k
         path, value = leaves[p.name]
         if p.kind in ("pointer", "buffer"):
             tensor, offset = _pointer(where, p, value)
-            sizes[p.name] = tensor.size
+            # counted in the memref's elements (a vector buffer's are vectors: the last dimension)
+            sizes[p.name] = tensor.size // (tensor.shape[-1] if isinstance(p.type.element_type, VectorType) else 1)
             bound[p.name] = (tensor, path, offset)
             args.append(tensor.buffer)
             if p.kind == "pointer":

@@ -38,6 +38,7 @@ _DTYPES = {
     np.dtype(np.int32),
     np.dtype(np.uint32),
     np.dtype(np.int64),
+    np.dtype(np.bool_),  # a buffer of bool (one byte each, as OpenCL C's bool)
 }
 
 

@@ -1079,6 +1079,8 @@ def _same_memory_pointers(src: T.Type, dst: T.Type) -> bool:
     a `float*`): both are a buffer of that scalar and an offset counted in it, so nothing changes."""
     if not (isinstance(src, T.Pointer) and isinstance(dst, T.Pointer)):
         return False
+    if dst.atomic and not src.atomic and isinstance(dst.elem, T.Scalar):  # `(Atomic<float>*)p` of a `float*`
+        return src.elem == dst.elem
     if src.atomic or dst.atomic or src.by_value or dst.by_value:
         return False
     return T.pointee_scalar(src.elem) == T.pointee_scalar(dst.elem) is not None

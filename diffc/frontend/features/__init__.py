@@ -7,6 +7,7 @@ in which the phases ask the features' hooks (the first answer wins)."""
 from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
 from diffc.frontend.features import coopvec
+from diffc.frontend.features import cuda_builtins
 from diffc.frontend.features import declared_differential
 from diffc.frontend.features import dynamic
 from diffc.frontend.features import dynamic_buffers
@@ -37,6 +38,7 @@ FEATURES = [
     func_extensions.FEATURE,
     hex_floats.FEATURE,
     access_modifiers.FEATURE,
+    cuda_builtins.FEATURE,
 ]
 
 install(FEATURES)

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
 MATRIX_NAME = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 MATRIX_FUNCS = {"mul", "transpose", "determinant"}
-MAX_ROWS = 64
 ELEMENTWISE = {"+", "-", "*", "/", "%"}
 # `_m01` (row 0, column 1, from zero) and `_12` (row 1, column 2, from one), repeated for a vector
 _MEMBER_PART = re.compile(r"_m([0-3])([0-3])|_([1-4])([1-4])")
@@ -54,15 +53,16 @@ def resolve(c: Checking, name: str, t: A.TypeRef) -> T.Matrix | None:
         return T.Matrix(T.Scalar(m.group(1)), int(m.group(2)), int(m.group(3)))
     if name != "matrix":
         return None
-    sizes = [c.int_arg(n) for n in t.args[1:]]
-    if len(t.args) != 3 or None in sizes or not isinstance(t.args[0], A.TypeRef):
+    # sizes: literals or `static const` ints (`matrix<float, N, D>`)
+    sizes = [c.int_arg(n) for n in t.args[1:]] if len(t.args) == 3 else []
+    if len(sizes) != 2 or None in sizes or not isinstance(t.args[0], A.TypeRef):
         raise _err(TYPE_MISMATCH, "matrix<T, R, C> needs an element type and two compile-time int sizes", t)
     elem = c.resolve(t.args[0])
     rows, cols = sizes
-    # a row is one vector value, so at most 4 columns; rows are values of their own (any number)
-    if not isinstance(elem, T.Scalar) or not (1 <= rows <= MAX_ROWS and 1 <= cols <= 4):
-        raise _err(TYPE_MISMATCH, f"matrix<{elem}, {rows}, {cols}>: the element must be a scalar type, "
-                   f"the rows 1 to {MAX_ROWS} and the columns 1 to 4", t)
+    # more than 4 rows (of at most 4 columns: rows are vectors) as Slang's CUDA target allows
+    if not isinstance(elem, T.Scalar) or not (1 <= rows and 1 <= cols <= 4) or rows * cols > T.MAX_VALUE_SCALARS:
+        raise _err(TYPE_MISMATCH, f"matrix<{elem}, {rows}, {cols}>: the element must be a scalar type, the "
+                   f"columns 1 to 4 and the rows 1 or more (at most {T.MAX_VALUE_SCALARS} elements)", t)
     return T.Matrix(elem, rows, cols)
 
 
@@ -143,6 +143,8 @@ def _matrix_call_type(c: Checking, e: A.Call, name: str) -> T.Type:
             raise _err(TYPE_MISMATCH, f"{name} needs a matrix, got {m}", e.args[0])
         e.target = (name, [m])
         if name == "transpose":
+            if m.rows > 4:
+                raise _err(UNSUPPORTED, f"transpose of {m} (more than 4 rows) is not supported", e)
             return T.Matrix(m.elem, m.cols, m.rows)
         if m.rows != m.cols:
             raise _err(TYPE_MISMATCH, f"determinant needs a square matrix, got {m}", e.args[0])
@@ -165,6 +167,8 @@ def _matrix_call_type(c: Checking, e: A.Call, name: str) -> T.Type:
     if isinstance(a, T.Vector):
         return _vector_or_scalar(elem, cb)
     if isinstance(b, T.Vector):
+        if ra > 4:
+            raise _err(UNSUPPORTED, f"mul of {a} (more than 4 rows) by a vector is not supported", e)
         return _vector_or_scalar(elem, ra)
     return T.Matrix(elem, ra, cb)
 
