@@ -44,6 +44,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "reduce-atomics": _lazy("diffc.passes.reduce_atomics", "ReduceAtomicsPass"),
     "accumulate-gradients": _lazy("diffc.passes.accumulate_gradients", "AccumulateGradientsPass"),
     "merge-calls": _lazy("diffc.passes.merge_calls", "MergeCallsPass"),
+    "split-wide-vectors": _lazy("diffc.passes.split_wide_vectors", "SplitWideVectorsPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

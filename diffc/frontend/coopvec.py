@@ -23,7 +23,7 @@ from diffc.frontend.symbols import err
 if TYPE_CHECKING:
     from diffc.frontend.checker import Checker
 
-MAX_ELEMENTS = 4  # a CoopVec is a vector: OpenCL vectors of 2 to 4 lanes (1 is a scalar)
+MAX_ELEMENTS = 1 << 16  # a CoopVec is a vector of any width; split-wide-vectors gives OpenCL its widths
 METHODS = {"store"}
 # Slang's cooperative-vector operations this front end does not implement
 REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "fill",

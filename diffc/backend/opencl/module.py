@@ -155,5 +155,11 @@ class ModuleEmitter:
 
 
 def emit_opencl(module: ModuleOp, options: EmitOptions | None = None) -> str:
-    """The OpenCL C program for `module` (raises OpenCLEmitError naming an unsupported op)."""
+    """The OpenCL C program for `module` (raises OpenCLEmitError naming an unsupported op).
+    Vectors wider than OpenCL's (a wide CoopVec) are first split, in a copy of the module."""
+    from diffc.passes.split_wide_vectors import has_wide_vectors, split_wide_vectors
+
+    if has_wide_vectors(module):
+        module = module.clone()
+        split_wide_vectors(module)
     return ModuleEmitter(module, options or EmitOptions()).emit()
