@@ -145,6 +145,8 @@ def check_call(c: Checker, e: A.Call) -> T.Type:
             return T.VOID
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
+        if name in coopvec.FUNCTIONS:
+            return coopvec.check_function(c, e, name, callee)
         if name in coopvec.REFUSED_FUNCTIONS:
             raise err(UNSUPPORTED, f"the CoopVec operation '{name}' is not supported", callee)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
