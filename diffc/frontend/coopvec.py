@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith, scf, vector
+from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import IndexType, IntegerAttr, VectorType
 from xdsl.ir import Block, SSAValue
 
@@ -164,13 +164,14 @@ def _names_case_of(c: Checker, enum: str, loc) -> bool:
     return any(v is loc for v in c.enums.get(enum, {}).values())
 
 
+_INTERPRETATION_OF = {v: k for k, v in INTERPRETED.items()}
 _FIRST = {"CoopVecComponentType": "Float16", "CoopVecMatrixLayout": "RowMajor"}
 
 
 def _interpretation(c: Checker, e: A.Expr, what: str) -> T.Scalar:
     case = _enum_case(c, e, "CoopVecComponentType", what)
     if case not in INTERPRETED:
-        raise err(UNSUPPORTED, f"{what} CoopVecComponentType.{case} is not supported (Float16 and Float32 are)", e)
+        raise err(UNSUPPORTED, f"{what} CoopVecComponentType.{case} is not supported (Float16, Float32 and Float64 are)", e)
     return T.Scalar(INTERPRETED[case])
 
 
@@ -188,10 +189,10 @@ def _memory(c: Checker, arg: A.Expr, offset: A.Expr | None, interp: A.Expr, what
         if offset is not None:
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
     else:
-        raise err(TYPE_MISMATCH, f"the {what} must be a structured buffer or a pointer of half or float, got {t}", arg)
+        raise err(TYPE_MISMATCH, f"the {what} must be a structured buffer or a pointer of half, float or double, got {t}", arg)
     if elem != want:
         raise err(TYPE_MISMATCH, f"the {what}'s interpretation CoopVecComponentType."
-                  f"{'Float16' if want.kind == 'half' else 'Float32'} reads {want} elements, but the {what} holds {elem}",
+                  f"{_INTERPRETATION_OF[want.kind]} reads {want} elements, but the {what} holds {elem}",
                   interp)
     _check_byte_offset(offset, elem)
     return Memory(arg, offset, elem)
@@ -227,8 +228,11 @@ def check_function(c: Checker, e: A.Call, name: str, callee: A.Name) -> T.Type:
                       "then a buffer and maybe a byte offset", e)
         n = _size_arg(c, name, targs[0], callee, "the size")
         bt = c.expr(args[0])
-        if not (isinstance(bt, T.Buffer) and isinstance(bt.elem, T.Scalar) and not bt.atomic):
-            raise err(TYPE_MISMATCH, f"coopVecLoad reads a structured buffer of scalars, got {bt}", args[0])
+        is_ptr = isinstance(bt, T.Pointer) and not bt.by_value
+        if not (isinstance(bt, T.Buffer | T.Pointer) and isinstance(bt.elem, T.Scalar) and not bt.atomic):
+            raise err(TYPE_MISMATCH, f"coopVecLoad reads a structured buffer or a pointer of scalars, got {bt}", args[0])
+        if is_ptr and len(args) == 2:
+            raise err(ARG_COUNT, "coopVecLoad of a pointer takes no byte offset", args[1])
         elem = bt.elem
         if len(targs) == 2:
             elem = c.generic_arg(name, targs[1], callee)
@@ -315,7 +319,7 @@ def _accumulated(c: Checker, arg: A.Expr, offset: A.Expr | None, what: str) -> M
         if offset is not None:
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
     else:
-        raise err(TYPE_MISMATCH, f"the {what} must be a RWStructuredBuffer or a pointer of half or float, got {t}", arg)
+        raise err(TYPE_MISMATCH, f"the {what} must be a RWStructuredBuffer or a pointer of half or float (atomic adds), got {t}", arg)
     _check_byte_offset(offset, t.elem)
     return Memory(arg, offset, t.elem)
 
@@ -383,13 +387,30 @@ def lower_operation(lw, e: A.Call) -> list[SSAValue]:
     if p.op == "reduce":
         (v,), vt = vecs, p.vector_types[0]
         buf, at = _where(lw, p.matrix)
-        for i in range(vt.n):
-            lane = lw.v(vector.ExtractOp(v, [i], T.ir_scalar(vt.elem)))
-            _add_to(lw, p.matrix.elem, buf, lw.offset_by(at, i), lane, vt.elem)
+        arr = _spill(lw, v, vt)
+
+        def add(i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            lane = lw.v(memref.LoadOp.get(arr, [i]))
+            _add_to(lw, p.matrix.elem, buf, lw.v(arith.AddiOp(at, i)), lane, vt.elem)
+            return []
+
+        _loop(lw, vt.n, [], add)
         return []
     if p.op == "outer":
         return _outer(lw, p, *vecs)
     return _matmul(lw, p, vecs[0])
+
+
+def _spill(lw, v: SSAValue, vt: T.Vector, elem: T.Scalar | None = None) -> SSAValue:
+    """A private array of v's elements (converted to `elem`), for loops that index them: a
+    runtime lane of a vector is a select over its lanes, an array element one load. (Storing a
+    derivative-carrying value there is E0006: Slang's matrix operations are not differentiable.)"""
+    elem = elem or vt.elem
+    arr = lw.v(memref.AllocaOp.get(T.ir_scalar(elem), shape=[vt.n]))
+    for k in range(vt.n):
+        lane = _scalar(lw, lw.v(vector.ExtractOp(v, [k], T.ir_scalar(vt.elem))), vt.elem, elem)
+        lw.emit(memref.StoreOp.get(lane, arr, [lw.index_const(k)]))
+    return arr
 
 
 def _loop(lw, n: int, init: list[SSAValue], body) -> list[SSAValue]:
@@ -407,49 +428,55 @@ def _loop(lw, n: int, init: list[SSAValue], body) -> list[SSAValue]:
 
 
 def _matmul(lw, p: Plan, x: SSAValue) -> list[SSAValue]:
-    """result = W x (+ bias): a loop over the input's elements adding each one's column of W."""
+    """result = W x (+ bias): for each result element, the dot product of one row of W (as the
+    product reads it) with the input, through private arrays."""
     rt: T.Vector = p.result  # type: ignore[assignment]
     xt = p.vector_types[0]
     buf, at = _where(lw, p.matrix)
     rs, cs = _strides(lw, p)
     # W[r][c] of the stored matrix is at at + r * rs + c * cs; transposed, result i reads W[k][i]
     out_step, in_step = (cs, rs) if p.transpose else (rs, cs)
-    starts = [lw.v(arith.AddiOp(at, lw.v(arith.MuliOp(out_step, lw.index_const(i))))) for i in range(rt.n)]
-    zero = lw.const(0.0, rt)[0]
-    elem = T.ir_scalar(rt.elem)
+    xs = _spill(lw, x, xt, rt.elem)
+    out = lw.v(memref.AllocaOp.get(T.ir_scalar(rt.elem), shape=[rt.n]))
+    bias = _where(lw, p.bias) if p.bias is not None else None
 
-    def column(k: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-        xk = _scalar(lw, lw.v(vector.ExtractOp(x, [k], T.ir_scalar(xt.elem))), xt.elem, rt.elem)
-        shift = lw.v(arith.MuliOp(k, in_step))
-        col = [_scalar(lw, lw.load_mem(buf, lw.v(arith.AddiOp(s, shift)), p.matrix.elem)[0], p.matrix.elem, rt.elem)
-               for s in starts]
-        w = lw.build_vector(col, rt)[0]
-        xs = lw.v(vector.BroadcastOp(xk, VectorType(elem, [rt.n])))
-        return [lw.v(arith.AddfOp(carried[0], lw.v(arith.MulfOp(w, xs))))]
+    def row(i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        start = lw.v(arith.AddiOp(at, lw.v(arith.MuliOp(i, out_step))))
 
-    (acc,) = _loop(lw, xt.n, [zero], column)
-    if p.bias is not None:
-        bbuf, bat = _where(lw, p.bias)
-        lanes = [_scalar(lw, lw.load_mem(bbuf, lw.offset_by(bat, i), p.bias.elem)[0], p.bias.elem, rt.elem)
-                 for i in range(rt.n)]
-        acc = lw.v(arith.AddfOp(acc, lw.build_vector(lanes, rt)[0]))
-    return [acc]
+        def term(k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            where = lw.v(arith.AddiOp(start, lw.v(arith.MuliOp(k, in_step))))
+            w = _scalar(lw, lw.load_mem(buf, where, p.matrix.elem)[0], p.matrix.elem, rt.elem)
+            return [lw.v(arith.AddfOp(acc[0], lw.v(arith.MulfOp(w, lw.v(memref.LoadOp.get(xs, [k]))))))]
+
+        (dot,) = _loop(lw, xt.n, lw.const(0.0, rt.elem), term)
+        if bias is not None:
+            b = lw.load_mem(bias[0], lw.v(arith.AddiOp(bias[1], i)), p.bias.elem)[0]
+            dot = lw.v(arith.AddfOp(dot, _scalar(lw, b, p.bias.elem, rt.elem)))
+        lw.emit(memref.StoreOp.get(dot, out, [i]))
+        return []
+
+    _loop(lw, rt.n, [], row)
+    return lw.build_vector([lw.v(memref.LoadOp.get(out, [lw.index_const(i)])) for i in range(rt.n)], rt)
 
 
 def _outer(lw, p: Plan, a: SSAValue, b: SSAValue) -> list[SSAValue]:
-    """matrix[i][j] += a[i] * b[j]: a loop over a's elements, adding one row each."""
+    """matrix[i][j] += a[i] * b[j], atomically, through private arrays of a and b."""
     at_, bt = p.vector_types
     buf, at = _where(lw, p.matrix)
     rs, cs = _strides(lw, p)
     elem = at_.elem if T.RANK[at_.elem.kind] >= T.RANK[bt.elem.kind] else bt.elem
-    bl = [_scalar(lw, lw.v(vector.ExtractOp(b, [j], T.ir_scalar(bt.elem))), bt.elem, elem) for j in range(bt.n)]
+    aa, ba = _spill(lw, a, at_, elem), _spill(lw, b, bt, elem)
 
     def row(i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-        ai = _scalar(lw, lw.v(vector.ExtractOp(a, [i], T.ir_scalar(at_.elem))), at_.elem, elem)
         start = lw.v(arith.AddiOp(at, lw.v(arith.MuliOp(i, rs))))
-        for j, bj in enumerate(bl):
-            where = lw.v(arith.AddiOp(start, lw.v(arith.MuliOp(cs, lw.index_const(j))))) if j else start
-            _add_to(lw, p.matrix.elem, buf, where, lw.v(arith.MulfOp(ai, bj)), elem)
+        ai = lw.v(memref.LoadOp.get(aa, [i]))
+
+        def column(j: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            where = lw.v(arith.AddiOp(start, lw.v(arith.MuliOp(j, cs))))
+            _add_to(lw, p.matrix.elem, buf, where, lw.v(arith.MulfOp(ai, lw.v(memref.LoadOp.get(ba, [j])))), elem)
+            return []
+
+        _loop(lw, bt.n, [], column)
         return []
 
     _loop(lw, at_.n, [], row)

@@ -12,4 +12,4 @@ PRELUDE = (f"enum class CoopVecComponentType {{ {', '.join(COMPONENT_TYPES)} }};
            f"enum class CoopVecMatrixLayout {{ {', '.join(LAYOUTS)} }};\n")
 PRELUDE_WORDS = {"CoopVecComponentType", "CoopVecMatrixLayout"}
 # an interpretation -> the buffer element it reads
-INTERPRETED = {"Float16": "half", "Float32": "float"}
+INTERPRETED = {"Float16": "half", "Float32": "float", "Float64": "double"}

@@ -33,6 +33,11 @@ void {name}(volatile {space} float* p, float v) {{
 
 class ModuleEmitter:
     def __init__(self, module: ModuleOp, options: EmitOptions):
+        from diffc.passes.split_wide_vectors import has_wide_vectors, split_wide_vectors
+
+        if has_wide_vectors(module):  # vectors wider than OpenCL's (a wide CoopVec): split, in a copy
+            module = module.clone()
+            split_wide_vectors(module)
         self.module = module
         self.options = options
         self.fp64 = False
@@ -155,11 +160,5 @@ class ModuleEmitter:
 
 
 def emit_opencl(module: ModuleOp, options: EmitOptions | None = None) -> str:
-    """The OpenCL C program for `module` (raises OpenCLEmitError naming an unsupported op).
-    Vectors wider than OpenCL's (a wide CoopVec) are first split, in a copy of the module."""
-    from diffc.passes.split_wide_vectors import has_wide_vectors, split_wide_vectors
-
-    if has_wide_vectors(module):
-        module = module.clone()
-        split_wide_vectors(module)
+    """The OpenCL C program for `module` (raises OpenCLEmitError naming an unsupported op)."""
     return ModuleEmitter(module, options or EmitOptions()).emit()
