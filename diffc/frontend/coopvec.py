@@ -18,16 +18,18 @@ buffer's element size, the matrix stride too):
   coopVecOuterProductAccumulate(a, b, matrix, matrixOffset, matrixStride, memoryLayout,
                                 matrixInterpretation)     matrix[i][j] += a[i] * b[j] (atomic)
   coopVecReduceSumAccumulate(v, buffer, offset)            buffer[i] += v[i] (atomic)
-The matrix and bias are RWStructuredBuffer / StructuredBuffer of half or float, or pointers to
-them (the pointer forms take no offset); Float16 / Float32 interpretations must name the
-buffer's element type. Layouts: RowMajor / ColumnMajor (the stride is the bytes from one row /
+The matrix and bias are RWStructuredBuffer / StructuredBuffer of half, float or double, or
+pointers to them (the pointer forms take no offset; accumulation needs half or float); the
+Float16 / Float32 / Float64 interpretations must name the buffer's element type
+(ByteAddressBuffer and `void*` are not supported). Layouts: RowMajor / ColumnMajor (the stride is the bytes from one row /
 column to the next, 0 for packed), InferencingOptimal / TrainingOptimal: row-major, packed
 (diffc's choice; the stride is ignored). `transpose` needs an optimal layout (as in Slang): the
 stored matrix is then K x M and the product uses its transpose. Without transpose the stored
-matrix is M x K. The operations run per work-item (as Slang specifies them); they carry
-derivatives with respect to the input vector as any buffer read does (the matrix in memory
-carries none): Slang users write their backward with the outer product, the reduction and a
-transposed product, which is what these give."""
+matrix is M x K. The operations run per work-item (as Slang specifies them), as loops over
+private arrays of the vectors' elements. As in Slang they are not differentiable: a
+derivative-carrying input in differentiated code is E0006 (Slang users give the function that
+calls them a backward derivative built from the outer product, the reduction and a transposed
+product)."""
 
 from __future__ import annotations
 
@@ -275,13 +277,12 @@ def check_function(c: Checker, e: A.Call, name: str, callee: A.Name) -> T.Type:
              "matrixInterpretation"] + (["bias", "biasOffset", "biasInterpretation"] if add else []) + [
              "memoryLayout", "transpose", "matrixStride"]
     ptr_slots = [s for s in slots if s not in ("matrixOffset", "biasOffset")]
-    if len(args) == len(slots):
-        got = dict(zip(slots, args))
-    elif len(args) == len(ptr_slots):
-        got = dict(zip(ptr_slots, args))
-    else:
-        raise err(ARG_COUNT, f"{name} takes ({', '.join(slots)}), or without the offsets for pointers: "
-                  f"{len(slots)} or {len(ptr_slots)} arguments, got {len(args)}", e)
+    at = slots.index("matrix")
+    pointer = len(args) > at and isinstance(c.expr(args[at]), T.Pointer)  # the pointer form takes no offsets
+    want = ptr_slots if pointer else slots
+    if len(args) != len(want):
+        raise err(ARG_COUNT, f"{name} takes ({', '.join(want)}): {len(want)} arguments, got {len(args)}", e)
+    got = dict(zip(want, args))
     if not 2 <= len(targs) <= 3:
         raise err(ARG_COUNT, f"{name}<T, M[, K]>: give the result's element type and size", callee)
     rt = c.generic_arg(name, targs[0], callee)
@@ -365,7 +366,7 @@ def _strides(lw, p: Plan) -> tuple[SSAValue, SSAValue]:
     if packed_rows or p.stride is None:
         return lw.index_const(p.cols), lw.index_const(1)
     (stride,) = lw.lower_as(p.stride, T.UINT)
-    s = lw.v(arith.IndexCastUIOp(stride, IndexType()))
+    s = lw.v(arith.IndexCastOp(stride, IndexType()))
     s = lw.v(arith.DivUIOp(s, lw.index_const(element_bytes(p.matrix.elem))))
     return (s, lw.index_const(1)) if p.layout == "RowMajor" else (lw.index_const(1), s)
 
@@ -467,17 +468,15 @@ def _outer(lw, p: Plan, a: SSAValue, b: SSAValue) -> list[SSAValue]:
     elem = at_.elem if T.RANK[at_.elem.kind] >= T.RANK[bt.elem.kind] else bt.elem
     aa, ba = _spill(lw, a, at_, elem), _spill(lw, b, bt, elem)
 
-    def row(i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-        start = lw.v(arith.AddiOp(at, lw.v(arith.MuliOp(i, rs))))
-        ai = lw.v(memref.LoadOp.get(aa, [i]))
-
-        def column(j: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
-            where = lw.v(arith.AddiOp(start, lw.v(arith.MuliOp(j, cs))))
-            _add_to(lw, p.matrix.elem, buf, where, lw.v(arith.MulfOp(ai, lw.v(memref.LoadOp.get(ba, [j])))), elem)
-            return []
-
-        _loop(lw, bt.n, [], column)
+    # one loop over the matrix's elements (not a loop nest: accumulate-gradients unrolls the
+    # constant-trip loops around adds, and a flat one unrolls to independent adds)
+    def element(f: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        i = lw.v(arith.DivUIOp(f, lw.index_const(bt.n)))
+        j = lw.v(arith.RemUIOp(f, lw.index_const(bt.n)))
+        where = lw.v(arith.AddiOp(at, lw.v(arith.AddiOp(lw.v(arith.MuliOp(i, rs)), lw.v(arith.MuliOp(j, cs))))))
+        ai, bj = lw.v(memref.LoadOp.get(aa, [i])), lw.v(memref.LoadOp.get(ba, [j]))
+        _add_to(lw, p.matrix.elem, buf, where, lw.v(arith.MulfOp(ai, bj)), elem)
         return []
 
-    _loop(lw, at_.n, [], row)
+    _loop(lw, at_.n * bt.n, [], element)
     return []
