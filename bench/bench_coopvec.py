@@ -15,6 +15,18 @@ diffc, torch and a float64 numpy step are compared.
 
 The CoopVec operations run per work-item here (no cooperative lowering yet): each work-item
 reads the whole weight matrices and adds its own outer products atomically.
+
+Measured 2026-11-27, one run of `--log2 14 18 --runs 3` on an NVIDIA H200 (NVIDIA's OpenCL,
+driver 580.159.04, "ptx" atomics; torch 2.11.0+cu130, float32 on CUDA); min ms of a step;
+ratios are torch's time over diffc's (> 1: diffc faster):
+    batch   diffc    torch eager   torch.compile   diffc/eager   diffc/compile
+    2^14    2.393    2.555         1.461           1.07          0.61
+    2^18    18.115   3.156         1.700           0.17          0.094
+  One step from the same parameters: diffc within 5.6e-8, torch within 1.1e-7 of a float64 step
+  (max error over the largest update). The loop form of this network (bench_distributed.py's
+  `wide`, half parameters) took 10.9 / 82.3 ms on the same kind of GPU.
+  PoCL (this machine's 2 cores, torch 2.14 CPU float32), `--log2 10 --runs 2`: diffc 128.3 ms,
+  torch eager 88.2, torch.compile 94.9 (0.69 / 0.74).
 """
 
 from __future__ import annotations
