@@ -316,3 +316,39 @@ def test_a_stride_past_the_end_is_a_located_error(tmp_path):
     r = _diffc_run(tmp_path, STRIDE_PAST_END)
     assert r.returncode != 0
     assert re.search(r"k\.slang:10:\d+: error\[E0011\].*load from buffer 'mat' at index 8, outside its 8", r.stderr), r.stderr
+
+
+HALF = """
+static const CoopVecComponentType H = CoopVecComponentType.Float16;
+
+[shader("compute")]
+[numthreads(4, 1, 1)]
+void k(uint3 tid : SV_DispatchThreadID, half* mat, half* bias, float* out, half* g, half* gb)
+{
+    let x = CoopVec<half, 3>(1.0h, 2.0h, -1.0h) * half(tid.x + 1);
+    let y = coopVecMatMulAdd<half, 2>(x, H, mat, H, bias, H, CoopVecMatrixLayout.RowMajor, false, 6);
+    out[tid.x * 2] = y[0];
+    out[tid.x * 2 + 1] = y[1];
+    coopVecOuterProductAccumulate(y, x, g, 0, CoopVecMatrixLayout.TrainingOptimal, H);
+    coopVecReduceSumAccumulate(x, gb);
+}
+"""
+
+
+def test_half_matrices_through_pointers_on_opencl():
+    """Float16 matrices and biases, and half accumulation from 4 work-items (every value here is
+    exact in half precision)."""
+    import diffc
+    from diffc.runtime.module import load_module_from_string
+
+    m = load_module_from_string(HALF, "half.slang")
+    w, b = np.array([[1, 2, 3], [4, 5, 6]], np.float16), np.array([0.5, 0.25], np.float16)
+    out = diffc.Tensor.from_numpy(np.zeros(8, np.float32))
+    g, gb = diffc.Tensor.from_numpy(np.zeros(6, np.float16)), diffc.Tensor.from_numpy(np.zeros(3, np.float16))
+    m.k.dispatch(thread_count=4, mat=diffc.Tensor.from_numpy(w.ravel()), bias=diffc.Tensor.from_numpy(b), out=out,
+                 g=g, gb=gb)
+    xs = [np.array([1.0, 2.0, -1.0]) * s for s in range(1, 5)]
+    ys = [w.astype(np.float64) @ x + b for x in xs]
+    np.testing.assert_array_equal(out.to_numpy(), np.concatenate(ys))
+    np.testing.assert_array_equal(g.to_numpy(), sum(np.outer(y, x) for x, y in zip(xs, ys)).ravel())
+    np.testing.assert_array_equal(gb.to_numpy(), sum(xs))
