@@ -352,3 +352,13 @@ def test_half_matrices_through_pointers_on_opencl():
     np.testing.assert_array_equal(out.to_numpy(), np.concatenate(ys))
     np.testing.assert_array_equal(g.to_numpy(), sum(np.outer(y, x) for x, y in zip(xs, ys)).ravel())
     np.testing.assert_array_equal(gb.to_numpy(), sum(xs))
+
+
+def test_each_operation_is_one_marked_loop():
+    """A kernel pass finds each CoopVec operation by its outer loop's `diffc.coopvec`."""
+    from collections import Counter
+
+    m = compile_slang(MLP.replace("WIDTH", "8"), "mlp.slang")
+    kinds = Counter(op.attributes["diffc.coopvec"].data for op in m.walk() if "diffc.coopvec" in op.attributes)
+    # per Layer instance (3): matMulAdd's product; matMulAddBwd's outer product, reduction, product
+    assert kinds == {"matmul": 6, "outer_product_accumulate": 3, "reduce_sum_accumulate": 3}

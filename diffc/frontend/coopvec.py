@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, memref, scf, vector
-from xdsl.dialects.builtin import IndexType, IntegerAttr, VectorType
+from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, VectorType
 from xdsl.ir import Block, SSAValue
 
 from diffc.dialects import diff
@@ -395,7 +395,7 @@ def lower_operation(lw, e: A.Call) -> list[SSAValue]:
             _add_to(lw, p.matrix.elem, buf, lw.v(arith.AddiOp(at, i)), lane, vt.elem)
             return []
 
-        _loop(lw, vt.n, [], add)
+        _loop(lw, vt.n, [], add, "reduce_sum_accumulate")
         return []
     if p.op == "outer":
         return _outer(lw, p, *vecs)
@@ -414,7 +414,10 @@ def _spill(lw, v: SSAValue, vt: T.Vector, elem: T.Scalar | None = None) -> SSAVa
     return arr
 
 
-def _loop(lw, n: int, init: list[SSAValue], body) -> list[SSAValue]:
+COOPVEC_LOOP = "diffc.coopvec"  # on the outer loop of each operation: which one (for kernel passes)
+
+
+def _loop(lw, n: int, init: list[SSAValue], body, op: str | None = None) -> list[SSAValue]:
     """scf.for i in [0, n) carrying `init`; body(i, carried) -> the next carried values."""
     blk = Block(arg_types=[IndexType(), *[v.type for v in init]])
 
@@ -423,9 +426,11 @@ def _loop(lw, n: int, init: list[SSAValue], body) -> list[SSAValue]:
         lw.emit(scf.YieldOp(*out))
 
     lw.in_block(blk, fill)
-    op = lw.emit(scf.ForOp(lw.index_const(0), lw.index_const(n), lw.index_const(1), init, blk))
-    op.attributes[diff.MAX_ITERS] = IntegerAttr(n, 64)
-    return list(op.results)
+    loop = lw.emit(scf.ForOp(lw.index_const(0), lw.index_const(n), lw.index_const(1), init, blk))
+    loop.attributes[diff.MAX_ITERS] = IntegerAttr(n, 64)
+    if op is not None:
+        loop.attributes[COOPVEC_LOOP] = StringAttr(op)
+    return list(loop.results)
 
 
 def _matmul(lw, p: Plan, x: SSAValue) -> list[SSAValue]:
@@ -456,7 +461,7 @@ def _matmul(lw, p: Plan, x: SSAValue) -> list[SSAValue]:
         lw.emit(memref.StoreOp.get(dot, out, [i]))
         return []
 
-    _loop(lw, rt.n, [], row)
+    _loop(lw, rt.n, [], row, "matmul")
     return lw.build_vector([lw.v(memref.LoadOp.get(out, [lw.index_const(i)])) for i in range(rt.n)], rt)
 
 
@@ -478,5 +483,5 @@ def _outer(lw, p: Plan, a: SSAValue, b: SSAValue) -> list[SSAValue]:
         _add_to(lw, p.matrix.elem, buf, where, lw.v(arith.MulfOp(ai, bj)), elem)
         return []
 
-    _loop(lw, at_.n * bt.n, [], element)
+    _loop(lw, at_.n * bt.n, [], element, "outer_product_accumulate")
     return []
