@@ -16,12 +16,15 @@ diffc, torch and a float64 numpy step are compared.
 The CoopVec operations run per work-item here (no cooperative lowering yet): each work-item
 reads the whole weight matrices and adds its own outer products atomically.
 
-Measured 2026-11-27, one run of `--log2 14 18 --runs 3` on an NVIDIA H200 (NVIDIA's OpenCL,
-driver 580.159.04, "ptx" atomics; torch 2.11.0+cu130, float32 on CUDA); min ms of a step;
-ratios are torch's time over diffc's (> 1: diffc faster):
-    batch   diffc    torch eager   torch.compile   diffc/eager   diffc/compile
-    2^14    2.393    2.555         1.461           1.07          0.61
-    2^18    18.115   3.156         1.700           0.17          0.094
+Measured 2026-11-27, one run of `--log2 14 18 20 22 --runs 3` on an NVIDIA H200 (NVIDIA's
+OpenCL, driver 580.159.04, "ptx" atomics; torch 2.11.0+cu130, float32 on CUDA); min ms of a
+step; ratios are torch's time over diffc's (> 1: diffc faster):
+    batch   diffc     torch eager   torch.compile   diffc/eager   diffc/compile
+    2^14    2.383     2.725         1.474           1.14          0.62
+    2^18    17.877    3.171         1.644           0.18          0.092
+    2^20    69.863    10.477        4.385           0.15          0.063
+    2^22    270.798   38.468        15.076          0.14          0.056
+  A step is about 52 kFLOP a sample: 0.8 TFLOP/s at 2^22 (the tensor-core probe: 495).
   One step from the same parameters: diffc within 5.6e-8, torch within 1.1e-7 of a float64 step
   (max error over the largest update). The loop form of this network (bench_distributed.py's
   `wide`, half parameters) took 10.9 / 82.3 ms on the same kind of GPU.
