@@ -45,6 +45,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "accumulate-gradients": _lazy("diffc.passes.accumulate_gradients", "AccumulateGradientsPass"),
     "merge-calls": _lazy("diffc.passes.merge_calls", "MergeCallsPass"),
     "forward-handle-results": _lazy("diffc.passes.forward_handle_results", "ForwardHandleResultsPass"),
+    "split-wide-vectors": _lazy("diffc.passes.split_wide_vectors", "SplitWideVectorsPass"),
 }
 
 # Targets for `diffc-opt -t NAME`.

@@ -33,6 +33,11 @@ class ModuleParts:
     """Filled as the functions are emitted; module.py prints it around them."""
 
     def __init__(self, module: ModuleOp, options: EmitOptions):
+        from diffc.kernel_support.wide_vectors import has_wide_vectors, split_wide_vectors
+
+        if has_wide_vectors(module):  # vectors wider than OpenCL's (a wide CoopVec): split, in a copy
+            module = module.clone()
+            split_wide_vectors(module)
         self.module = module
         self.options = options
         self.fp64 = False

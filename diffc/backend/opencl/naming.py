@@ -165,13 +165,15 @@ class Namer:
 
     def __init__(self, taken: set[str] | None = None):
         self.taken: set[str] = set(RESERVED) | set(taken or ())
+        self.suffix: dict[str, int] = {}  # base -> the next suffix to try (those below are taken)
 
     def fresh(self, hint: str | None, default: str = "v") -> str:
         base = sanitize(hint) if hint else default
         name = base
-        n = 1
+        n = self.suffix.get(base, 1)
         while name in self.taken:
             name = f"{base}_{n}"
             n += 1
+        self.suffix[base] = n
         self.taken.add(name)
         return name

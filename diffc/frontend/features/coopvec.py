@@ -1,22 +1,50 @@
-"""Slang's cooperative vectors, `CoopVec<T, N>`, as the vectors they compute like.
+"""Slang's cooperative vectors, `CoopVec<T, N>`, and their matrix operations.
 
-A CoopVec of N <= 4 elements is `vector<T, N>`: construction from N scalars or one (broadcast),
-initializer lists, subscripts (also assigned, also at runtime indices), elementwise operators
-and intrinsics, DifferentialPair and derivatives are the vector's. What only a CoopVec has:
-`v.store(buffer, byteOffset)`, which writes its elements to a buffer of T from a byte offset.
-The matrix operations of cooperative vectors (hardware matrix-vector products with their own
-memory layouts) and larger CoopVecs are refused (E0008)."""
+A CoopVec of N elements is `vector<N x T>` in the IR, of any N (one element: a scalar):
+construction from N scalars or one (broadcast), initializer lists, subscripts (also assigned,
+also at runtime indices), elementwise operators and intrinsics, DifferentialPair and derivatives
+are the vector's, as Slang's CoopVec is IDifferentiable with elementwise derivatives.
+split-wide-vectors gives the OpenCL emitter vectors of the widths it has.
+
+What only a CoopVec has (the matrices live in buffers; a byte offset is a multiple of the
+buffer's element size, the matrix stride too):
+  v.store(buffer, byteOffset), coopVecLoad<N[, T]>(buffer[, byteOffset])
+  coopVecMatMul<T, M[, K]>(input, inputInterpretation, matrix, matrixOffset, matrixInterpretation,
+                           memoryLayout, transpose, matrixStride)           -> CoopVec<T, M>
+  coopVecMatMulAdd<T, M[, K]>(..., matrixInterpretation, bias, biasOffset, biasInterpretation,
+                              memoryLayout, transpose, matrixStride)
+  coopVecMatMulPacked / coopVecMatMulAddPacked: `k` after inputInterpretation (float
+      interpretations pack one value per element, so k is the input's size)
+  coopVecOuterProductAccumulate(a, b, matrix, matrixOffset, matrixStride, memoryLayout,
+                                matrixInterpretation)     matrix[i][j] += a[i] * b[j] (atomic)
+  coopVecReduceSumAccumulate(v, buffer, offset)            buffer[i] += v[i] (atomic)
+The matrix and bias are RWStructuredBuffer / StructuredBuffer of half, float or double, or
+pointers to them (the pointer forms take no offset; accumulation needs half or float); the
+Float16 / Float32 / Float64 interpretations must name the buffer's element type
+(ByteAddressBuffer and `void*` are not supported). Layouts: RowMajor / ColumnMajor (the stride is the bytes from one row /
+column to the next, 0 for packed), InferencingOptimal / TrainingOptimal: row-major, packed
+(diffc's choice; the stride is ignored). `transpose` needs an optimal layout (as in Slang): the
+stored matrix is then K x M and the product uses its transpose. Without transpose the stored
+matrix is M x K. The operations run per work-item (as Slang specifies them), as loops over
+private arrays of the vectors' elements. As in Slang they are not differentiable: a
+derivative-carrying input in differentiated code is E0006 (Slang users give the function that
+calls them a backward derivative built from the outer product, the reduction and a transposed
+product)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import SSAValue
+from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, VectorType
+from xdsl.ir import Block, SSAValue
+
+from diffc.dialects import diff
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
+from diffc.frontend.coopvec_enums import INTERPRETED
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
 from diffc.frontend.feature import Feature
@@ -24,14 +52,14 @@ from diffc.frontend.feature import Feature
 if TYPE_CHECKING:
     from diffc.frontend.checker.checking import Checking
 
-MAX_ELEMENTS = 4  # a CoopVec is a vector: OpenCL vectors of 2 to 4 lanes (1 is a scalar)
+MAX_ELEMENTS = 1 << 16  # a CoopVec is a vector of any width; split-wide-vectors gives OpenCL its widths
 METHODS = {"store"}
 # Slang's cooperative-vector operations this front end does not implement
 REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "fill",
                    "copyFrom", "storeAny"}
-REFUSED_FUNCTIONS = {"coopVecMatMul", "coopVecMatMulAdd", "coopVecMatMulPacked", "coopVecMatMulAddPacked",
-                     "coopVecOuterProductAccumulate", "coopVecReduceSumAccumulate", "coopVecLoad",
-                     "coopVecLoadGroupshared", "coopVecStore"}
+FUNCTIONS = {"coopVecMatMul", "coopVecMatMulAdd", "coopVecMatMulPacked", "coopVecMatMulAddPacked",
+             "coopVecOuterProductAccumulate", "coopVecReduceSumAccumulate", "coopVecLoad"}
+REFUSED_FUNCTIONS = {"coopVecLoadGroupshared", "coopVecStore"}
 
 
 def resolve(c: Checking, t: A.TypeRef) -> T.Type:
@@ -90,9 +118,397 @@ def lower_store(lw, e: A.Call) -> list[SSAValue]:
     return []
 
 
-def _check_call(c: Checking, e: A.Call, name: str) -> None:
+# ---- matrix operations, loads --------------------------------------------------------------------
+
+@dataclass
+class Memory:
+    """A matrix, bias or vector operand in memory: the argument, the index of its byte offset
+    argument (None: a pointer form, or an omitted offset), its element type."""
+
+    arg: A.Expr
+    offset: A.Expr | None
+    elem: T.Scalar
+
+
+@dataclass
+class Plan:
+    op: str  # matmul, outer, reduce, load
+    result: T.Type
+    vectors: list[A.Expr]  # the CoopVec operands
+    vector_types: list[T.Vector]
+    matrix: Memory | None = None
+    bias: Memory | None = None
+    layout: str = "RowMajor"
+    transpose: bool = False
+    stride: A.Expr | None = None
+    rows: int = 0  # of the matrix as stored
+    cols: int = 0
+
+
+def _enum_case(c: Checking, e: A.Expr, enum: str, what: str) -> str:
+    """The case of `enum` that `e` names at compile time (a case, or a `static const` holding one)."""
+    c.expr(e)
+    seen = e
+    for _ in range(8):
+        loc = getattr(seen, "static", None) or getattr(seen, "sym", None)
+        if loc is None or getattr(loc, "value", None) is None:
+            break
+        seen = loc.value
+        if isinstance(seen, A.Num):
+            cases = c.enums.get(enum, {})
+            name = next((n for n, v in cases.items() if isinstance(v.value, A.Num) and v.value.value == seen.value), None)
+            if name is not None and _names_case_of(c, enum, loc):
+                return name
+            break
+    raise err(TYPE_MISMATCH, f"{what} must be a compile-time {enum} case (as {enum}.{_FIRST[enum]})", e)
+
+
+def _names_case_of(c: Checking, enum: str, loc) -> bool:
+    return any(v is loc for v in c.enums.get(enum, {}).values())
+
+
+_INTERPRETATION_OF = {v: k for k, v in INTERPRETED.items()}
+_FIRST = {"CoopVecComponentType": "Float16", "CoopVecMatrixLayout": "RowMajor"}
+
+
+def _interpretation(c: Checking, e: A.Expr, what: str) -> T.Scalar:
+    case = _enum_case(c, e, "CoopVecComponentType", what)
+    if case not in INTERPRETED:
+        raise err(UNSUPPORTED, f"{what} CoopVecComponentType.{case} is not supported (Float16, Float32 and Float64 are)", e)
+    return T.Scalar(INTERPRETED[case])
+
+
+def _memory(c: Checking, arg: A.Expr, offset: A.Expr | None, interp: A.Expr, what: str) -> Memory:
+    """A buffer (with a byte offset) or a pointer (without), read as `interp` says."""
+    t = c.expr(arg)
+    want = _interpretation(c, interp, f"the {what}'s interpretation")
+    if isinstance(t, T.Buffer) and not t.atomic and isinstance(t.elem, T.Scalar):
+        elem = t.elem
+        if offset is None:
+            raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
+        c.expect_type(offset, T.INT)
+    elif isinstance(t, T.Pointer) and not t.atomic and isinstance(t.elem, T.Scalar) and not t.by_value:
+        elem = t.elem
+        if offset is not None:
+            raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
+    else:
+        raise err(TYPE_MISMATCH, f"the {what} must be a structured buffer or a pointer of half, float or double, got {t}", arg)
+    if elem != want:
+        raise err(TYPE_MISMATCH, f"the {what}'s interpretation CoopVecComponentType."
+                  f"{_INTERPRETATION_OF[want.kind]} reads {want} elements, but the {what} holds {elem}",
+                  interp)
+    _check_byte_offset(offset, elem)
+    return Memory(arg, offset, elem)
+
+
+def _check_byte_offset(offset: A.Expr | None, elem: T.Scalar) -> None:
+    if isinstance(offset, A.Num) and not offset.is_float and int(offset.value) % element_bytes(elem):
+        raise err(TYPE_MISMATCH, f"byte offset {int(offset.value)} is not a multiple of the "
+                  f"{element_bytes(elem)}-byte {elem} elements", offset)
+
+
+def _vector(c: Checking, e: A.Expr, what: str) -> T.Vector:
+    t = c.expr(e)
+    if not (isinstance(t, T.Vector) and T.is_float_scalar(t.elem)):
+        raise err(TYPE_MISMATCH, f"{what} must be a CoopVec of half, float or double of at least 2 elements, got {t}", e)
+    return t
+
+
+def _size_arg(c: Checking, name: str, a, where: A.Node, what: str) -> int:
+    v = c.generic_arg(name, a, where)
+    if not isinstance(v, int) or v < 2:
+        raise err(UNSUPPORTED if isinstance(v, int) else TYPE_MISMATCH,
+                  f"{what} of {name} must be a compile-time int of at least 2, got {v}", where)
+    return v
+
+
+def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
+    """The checks of one call of Slang's CoopVec functions; e.target gets its Plan."""
+    args, targs = e.args, callee.targs
+    if name == "coopVecLoad":
+        if not targs or len(targs) > 2 or not 1 <= len(args) <= 2:
+            raise err(ARG_COUNT, "coopVecLoad<N[, T]>(buffer[, byteOffset]) takes a size, maybe an element type, "
+                      "then a buffer and maybe a byte offset", e)
+        n = _size_arg(c, name, targs[0], callee, "the size")
+        bt = c.expr(args[0])
+        is_ptr = isinstance(bt, T.Pointer) and not bt.by_value
+        if not (isinstance(bt, T.Buffer | T.Pointer) and isinstance(bt.elem, T.Scalar) and not bt.atomic):
+            raise err(TYPE_MISMATCH, f"coopVecLoad reads a structured buffer or a pointer of scalars, got {bt}", args[0])
+        if is_ptr and len(args) == 2:
+            raise err(ARG_COUNT, "coopVecLoad of a pointer takes no byte offset", args[1])
+        elem = bt.elem
+        if len(targs) == 2:
+            elem = c.generic_arg(name, targs[1], callee)
+            if elem != bt.elem:
+                raise err(TYPE_MISMATCH, f"coopVecLoad<{n}, {elem}> reads {elem} elements, but the buffer holds "
+                          f"{bt.elem}", args[0])
+        offset = args[1] if len(args) == 2 else None
+        if offset is not None:
+            c.expect_type(offset, T.INT)
+        _check_byte_offset(offset, elem)
+        vt = T.Vector(elem, n)
+        e.kind, e.target = "coopvec", Plan("load", vt, [], [], matrix=Memory(args[0], offset, elem))
+        return vt
+    if name == "coopVecReduceSumAccumulate":
+        if len(args) not in (2, 3):
+            raise err(ARG_COUNT, f"{name}(v, buffer, byteOffset) or (v, pointer) takes 2 or 3 arguments, got {len(args)}", e)
+        vt = _vector(c, args[0], "the vector")
+        mem = _accumulated(c, args[1], args[2] if len(args) == 3 else None, "buffer")
+        e.kind, e.target = "coopvec", Plan("reduce", T.VOID, [args[0]], [vt], matrix=mem)
+        return T.VOID
+    if name == "coopVecOuterProductAccumulate":
+        if len(args) not in (6, 7):
+            raise err(ARG_COUNT, f"{name}(a, b, matrix, matrixOffset, matrixStride, memoryLayout, "
+                      f"matrixInterpretation) takes 7 arguments (6 with a pointer), got {len(args)}", e)
+        a, b = _vector(c, args[0], "a"), _vector(c, args[1], "b")
+        ptr = len(args) == 6
+        mem = _accumulated(c, args[2], None if ptr else args[3], "matrix")
+        stride, layout, interp = args[3:] if ptr else args[4:]
+        want = _interpretation(c, interp, "the matrix's interpretation")
+        if want != mem.elem:
+            raise err(TYPE_MISMATCH, f"the matrix's interpretation reads {want} elements, but the matrix holds "
+                      f"{mem.elem}", interp)
+        plan = Plan("outer", T.VOID, [args[0], args[1]], [a, b], matrix=mem, rows=a.n, cols=b.n)
+        _layout(c, plan, layout, None, stride)
+        e.kind, e.target = "coopvec", plan
+        return T.VOID
+    # the matrix-vector products
+    packed, add = name.endswith("Packed"), "Add" in name
+    slots = ["input", "inputInterpretation"] + (["k"] if packed else []) + ["matrix", "matrixOffset",
+             "matrixInterpretation"] + (["bias", "biasOffset", "biasInterpretation"] if add else []) + [
+             "memoryLayout", "transpose", "matrixStride"]
+    ptr_slots = [s for s in slots if s not in ("matrixOffset", "biasOffset")]
+    at = slots.index("matrix")
+    pointer = len(args) > at and isinstance(c.expr(args[at]), T.Pointer)  # the pointer form takes no offsets
+    want = ptr_slots if pointer else slots
+    if len(args) != len(want):
+        raise err(ARG_COUNT, f"{name} takes ({', '.join(want)}): {len(want)} arguments, got {len(args)}", e)
+    got = dict(zip(want, args))
+    if not 2 <= len(targs) <= 3:
+        raise err(ARG_COUNT, f"{name}<T, M[, K]>: give the result's element type and size", callee)
+    rt = c.generic_arg(name, targs[0], callee)
+    if not (isinstance(rt, T.Scalar) and T.is_float_scalar(rt)):
+        raise err(UNSUPPORTED, f"{name}<{rt}, ...>: results of half, float or double are supported", callee)
+    m = _size_arg(c, name, targs[1], callee, "the result size M")
+    it = _vector(c, got["input"], "the input")
+    k = it.n
+    if len(targs) == 3 and _size_arg(c, name, targs[2], callee, "the input size K") != k:
+        raise err(TYPE_MISMATCH, f"{name}<..., K = {targs[2]}>: the input has {k} elements", got["input"])
+    in_interp = _interpretation(c, got["inputInterpretation"], "the input's interpretation")
+    if packed:
+        c.expect_type(got["k"], T.INT)
+        kk = got["k"]
+        if not (isinstance(kk, A.Num) and int(kk.value) == k):
+            raise err(UNSUPPORTED, f"{name}: a {in_interp} interpretation packs one value per element, so k must be "
+                      f"the input's size {k}", kk)
+    mat = _memory(c, got["matrix"], got.get("matrixOffset"), got["matrixInterpretation"], "matrix")
+    bias = _memory(c, got["bias"], got.get("biasOffset"), got["biasInterpretation"], "bias") if add else None
+    plan = Plan("matmul", T.Vector(rt, m), [got["input"]], [it], matrix=mat, bias=bias)
+    _layout(c, plan, got["memoryLayout"], got["transpose"], got["matrixStride"])
+    plan.rows, plan.cols = (k, m) if plan.transpose else (m, k)
+    e.kind, e.target = "coopvec", plan
+    return plan.result
+
+
+def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str) -> Memory:
+    """Where an accumulation adds: a RWStructuredBuffer or a pointer of half or float."""
+    t = c.expr(arg)
+    if isinstance(t, T.Buffer) and not t.atomic and t.elem in (T.HALF, T.FLOAT):
+        if offset is None:
+            raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
+        c.expect_type(offset, T.INT)
+    elif isinstance(t, T.Pointer) and not t.atomic and t.elem in (T.HALF, T.FLOAT):
+        if offset is not None:
+            raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
+    else:
+        raise err(TYPE_MISMATCH, f"the {what} must be a RWStructuredBuffer or a pointer of half or float (atomic adds), got {t}", arg)
+    _check_byte_offset(offset, t.elem)
+    return Memory(arg, offset, t.elem)
+
+
+def _layout(c: Checking, plan: Plan, layout: A.Expr, transpose: A.Expr | None, stride: A.Expr) -> None:
+    plan.layout = _enum_case(c, layout, "CoopVecMatrixLayout", "the memory layout")
+    if transpose is not None:
+        c.expect_type(transpose, T.BOOL)
+        plan.transpose = _const_bool(transpose)
+        if plan.transpose and plan.layout in ("RowMajor", "ColumnMajor"):
+            raise err(TYPE_MISMATCH, f"transpose needs an optimal layout (InferencingOptimal or TrainingOptimal); "
+                      f"with {plan.layout} it must be false (use the other of RowMajor / ColumnMajor)", transpose)
+    c.expect_type(stride, T.UINT)
+    es = element_bytes(plan.matrix.elem)
+    if isinstance(stride, A.Num) and not stride.is_float and int(stride.value) % es:
+        raise err(TYPE_MISMATCH, f"matrix stride {int(stride.value)} is not a multiple of the {es}-byte "
+                  f"{plan.matrix.elem} elements", stride)
+    plan.stride = stride
+
+
+def _const_bool(e: A.Expr) -> bool:
+    if isinstance(e, A.BoolLit):
+        return e.value
+    raise err(TYPE_MISMATCH, "transpose must be a literal true or false", e)
+
+
+def _where(lw, mem: Memory) -> tuple[SSAValue, SSAValue]:
+    """The memref and the element index where `mem` starts."""
+    vals = lw.expr(mem.arg)
+    buf = vals[0]
+    at = vals[1] if len(vals) > 1 else lw.index_const(0)  # a pointer: its offset
+    if mem.offset is not None:
+        (byte_offset,) = lw.lower_as(mem.offset, T.INT)
+        off = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
+        off = lw.v(arith.DivUIOp(off, lw.index_const(element_bytes(mem.elem))))
+        at = lw.v(arith.AddiOp(at, off)) if len(vals) > 1 else off
+    return buf, at
+
+
+def _strides(lw, p: Plan) -> tuple[SSAValue, SSAValue]:
+    """Elements from one stored row to the next, and from one column to the next."""
+    packed_rows = p.layout not in ("RowMajor", "ColumnMajor") or (isinstance(p.stride, A.Num) and int(p.stride.value) == 0)
+    if packed_rows or p.stride is None:
+        return lw.index_const(p.cols), lw.index_const(1)
+    (stride,) = lw.lower_as(p.stride, T.UINT)
+    s = lw.v(arith.IndexCastOp(stride, IndexType()))
+    s = lw.v(arith.DivUIOp(s, lw.index_const(element_bytes(p.matrix.elem))))
+    return (s, lw.index_const(1)) if p.layout == "RowMajor" else (lw.index_const(1), s)
+
+
+def _scalar(lw, value: SSAValue, src: T.Scalar, dst: T.Scalar) -> SSAValue:
+    return lw.convert([value], src, dst)[0]
+
+
+def _add_to(lw, mem_elem: T.Scalar, buf: SSAValue, at: SSAValue, value: SSAValue, elem: T.Scalar) -> None:
+    lw.atomic_rmw(0, _scalar(lw, value, elem, mem_elem), buf, at)  # addf
+
+
+def lower_operation(lw, e: A.Call) -> list[SSAValue]:
+    p: Plan = e.target
+    if p.op == "load":
+        buf, at = _where(lw, p.matrix)
+        return lw.load_mem(buf, at, p.result)
+    vecs = [lw.lower_as(x, t)[0] for x, t in zip(p.vectors, p.vector_types)]
+    if p.op == "reduce":
+        (v,), vt = vecs, p.vector_types[0]
+        buf, at = _where(lw, p.matrix)
+        arr = _spill(lw, v, vt)
+
+        def add(i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+            lane = lw.v(memref.LoadOp.get(arr, [i]))
+            _add_to(lw, p.matrix.elem, buf, lw.v(arith.AddiOp(at, i)), lane, vt.elem)
+            return []
+
+        _loop(lw, vt.n, [], add, "reduce_sum_accumulate")
+        return []
+    if p.op == "outer":
+        return _outer(lw, p, *vecs)
+    return _matmul(lw, p, vecs[0])
+
+
+def _spill(lw, v: SSAValue, vt: T.Vector, elem: T.Scalar | None = None) -> SSAValue:
+    """A private array of v's elements (converted to `elem`), for loops that index them: a
+    runtime lane of a vector is a select over its lanes, an array element one load. (Storing a
+    derivative-carrying value there is E0006: Slang's matrix operations are not differentiable.)"""
+    elem = elem or vt.elem
+    arr = lw.v(memref.AllocaOp.get(T.ir_scalar(elem), shape=[vt.n]))
+    for k in range(vt.n):
+        lane = _scalar(lw, lw.v(vector.ExtractOp(v, [k], T.ir_scalar(vt.elem))), vt.elem, elem)
+        lw.emit(memref.StoreOp.get(lane, arr, [lw.index_const(k)]))
+    return arr
+
+
+COOPVEC_LOOP = "diffc.coopvec"  # on the outer loop of each operation: which one (for kernel passes)
+
+
+def _loop(lw, n: int, init: list[SSAValue], body, op: str | None = None) -> list[SSAValue]:
+    """scf.for i in [0, n) carrying `init`; body(i, carried) -> the next carried values."""
+    blk = Block(arg_types=[IndexType(), *[v.type for v in init]])
+
+    def fill():
+        out = body(blk.args[0], list(blk.args[1:]))
+        lw.emit(scf.YieldOp(*out))
+
+    lw.in_block(blk, fill)
+    loop = lw.emit(scf.ForOp(lw.index_const(0), lw.index_const(n), lw.index_const(1), init, blk))
+    loop.attributes[diff.MAX_ITERS] = IntegerAttr(n, 64)
+    if op is not None:
+        loop.attributes[COOPVEC_LOOP] = StringAttr(op)
+    return list(loop.results)
+
+
+def _matmul(lw, p: Plan, x: SSAValue) -> list[SSAValue]:
+    """result = W x (+ bias): for each result element, the dot product of one row of W (as the
+    product reads it) with the input, through private arrays."""
+    rt: T.Vector = p.result  # type: ignore[assignment]
+    xt = p.vector_types[0]
+    buf, at = _where(lw, p.matrix)
+    rs, cs = _strides(lw, p)
+    # W[r][c] of the stored matrix is at at + r * rs + c * cs; transposed, result i reads W[k][i]
+    out_step, in_step = (cs, rs) if p.transpose else (rs, cs)
+    xs = _spill(lw, x, xt, rt.elem)
+    out = lw.v(memref.AllocaOp.get(T.ir_scalar(rt.elem), shape=[rt.n]))
+    bias = _where(lw, p.bias) if p.bias is not None else None
+
+    def row(i: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        start = lw.v(arith.AddiOp(at, lw.v(arith.MuliOp(i, out_step))))
+
+        def term(k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            where = lw.v(arith.AddiOp(start, lw.v(arith.MuliOp(k, in_step))))
+            w = _scalar(lw, lw.load_mem(buf, where, p.matrix.elem)[0], p.matrix.elem, rt.elem)
+            return [lw.v(arith.AddfOp(acc[0], lw.v(arith.MulfOp(w, lw.v(memref.LoadOp.get(xs, [k]))))))]
+
+        (dot,) = _loop(lw, xt.n, lw.const(0.0, rt.elem), term)
+        if bias is not None:
+            b = lw.load_mem(bias[0], lw.v(arith.AddiOp(bias[1], i)), p.bias.elem)[0]
+            dot = lw.v(arith.AddfOp(dot, _scalar(lw, b, p.bias.elem, rt.elem)))
+        lw.emit(memref.StoreOp.get(dot, out, [i]))
+        return []
+
+    _loop(lw, rt.n, [], row, "matmul")
+    return lw.build_vector([lw.v(memref.LoadOp.get(out, [lw.index_const(i)])) for i in range(rt.n)], rt)
+
+
+def _outer(lw, p: Plan, a: SSAValue, b: SSAValue) -> list[SSAValue]:
+    """matrix[i][j] += a[i] * b[j], atomically, through private arrays of a and b."""
+    at_, bt = p.vector_types
+    buf, at = _where(lw, p.matrix)
+    rs, cs = _strides(lw, p)
+    elem = at_.elem if T.RANK[at_.elem.kind] >= T.RANK[bt.elem.kind] else bt.elem
+    aa, ba = _spill(lw, a, at_, elem), _spill(lw, b, bt, elem)
+
+    # one loop over the matrix's elements (not a loop nest: accumulate-gradients unrolls the
+    # constant-trip loops around adds, and a flat one unrolls to independent adds)
+    def element(f: SSAValue, _: list[SSAValue]) -> list[SSAValue]:
+        i = lw.v(arith.DivUIOp(f, lw.index_const(bt.n)))
+        j = lw.v(arith.RemUIOp(f, lw.index_const(bt.n)))
+        where = lw.v(arith.AddiOp(at, lw.v(arith.AddiOp(lw.v(arith.MuliOp(i, rs)), lw.v(arith.MuliOp(j, cs))))))
+        ai, bj = lw.v(memref.LoadOp.get(aa, [i])), lw.v(memref.LoadOp.get(ba, [j]))
+        _add_to(lw, p.matrix.elem, buf, where, lw.v(arith.MulfOp(ai, bj)), elem)
+        return []
+
+    _loop(lw, at_.n * bt.n, [], element, "outer_product_accumulate")
+    return []
+
+
+def _settle(c: Checking, plan: Plan) -> None:
+    """The plan's operands as they stand after checking (a rewrite, `w` -> `this.w`, puts a new
+    node where the old one was: c.current finds it)."""
+    def now(x):
+        return c.current(x) if isinstance(x, A.Node) else x
+
+    plan.vectors = [now(v) for v in plan.vectors]
+    plan.stride = now(plan.stride)
+    for mem in (plan.matrix, plan.bias):
+        if mem is not None:
+            mem.arg, mem.offset = now(mem.arg), now(mem.offset)
+
+
+def _check_call(c: Checking, e: A.Call, name: str) -> T.Type | None:
+    if name in FUNCTIONS:
+        t = check_function(c, e, name, e.callee)
+        _settle(c, e.target)
+        return t
     if name in REFUSED_FUNCTIONS:
         raise err(UNSUPPORTED, f"the CoopVec operation '{name}' is not supported", e.callee)
+    return None
 
 
 FEATURE = Feature(

@@ -97,6 +97,8 @@ class CallLowering:
             return textures.lower_call(self, e)
         if k == "coopvec_store":
             return coopvec.lower_store(self, e)
+        if k == "coopvec":
+            return coopvec.lower_operation(self, e)
         if k == "interlocked_add":
             buf, off = self.expr(e.args[0])
             (x,) = self.lower_as(e.args[1], T.HALF)

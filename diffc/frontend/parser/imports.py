@@ -132,12 +132,12 @@ class Loader:
         p.loader = self
         return p.parse_program()
 
-    def prelude(self) -> list[A.Node]:
-        """The prelude's declarations, once per program."""
-        if PRELUDE_FILE in self.loaded:
+    def prelude(self, text: str = PRELUDE, name: str = PRELUDE_FILE) -> list[A.Node]:
+        """A prelude's declarations, once per program."""
+        if name in self.loaded:
             return []
-        self.loaded.add(PRELUDE_FILE)
-        return self.parse(PRELUDE, PRELUDE_FILE).decls
+        self.loaded.add(name)
+        return self.parse(text, name).decls
 
     def load(self, kind: str, name: str, quoted: bool, where: tuple[int, int]) -> list[A.Node]:
         """The declarations an `import`/`__include`/`implementing` of `name` adds (none when the

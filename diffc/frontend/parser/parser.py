@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from diffc.frontend import ast as A
+from diffc.frontend.coopvec_enums import PRELUDE as COOPVEC_PRELUDE, PRELUDE_FILE as COOPVEC_PRELUDE_FILE, \
+    PRELUDE_WORDS as COOPVEC_WORDS
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend import feature
 from diffc.frontend.checker.inits import INIT, constructor_method
@@ -338,6 +340,8 @@ class Parser:
         decls: list[A.Node] = []
         if self.loader is not None and any(t.kind == "ident" and t.text in TUPLE_WORDS for t in self.toks):
             decls += self.loader.prelude()  # Tuple and makeTuple
+        if self.loader is not None and any(t.kind == "ident" and t.text in COOPVEC_WORDS for t in self.toks):
+            decls += self.loader.prelude(COOPVEC_PRELUDE, COOPVEC_PRELUDE_FILE)  # CoopVec's enums
         while self.tok.kind != "eof":
             mark = len(self.scoped_type_names)
             d = self.top_decl()
