@@ -100,3 +100,33 @@ def test_no_import_circles():
 
 def test_the_checker_sees_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+
+
+def test_the_runtime_imports_no_pass():
+    """Kernels are the compiler's business (diffc.compiler.lower_kernels): no module of the
+    runtime imports a pass, not even for type checking."""
+    known = modules()
+    found = []
+    for name, path in known.items():
+        if not name.startswith("diffc.runtime"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{name} imports {n}" for n in names if n == "diffc.passes" or n.startswith("diffc.passes.")]
+    assert not found, "; ".join(found)
+
+
+def test_the_runtime_has_no_import_circle_even_for_type_checking():
+    known = {m: p for m, p in modules().items() if m.startswith("diffc.runtime")}
+    graph = {}
+    for m, p in known.items():
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                deps.update({node.module, *(f"{node.module}.{a.name}" for a in node.names)})
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+        graph[m] = {d for d in deps if d in known and d != m}
+    circles = cycles(graph)
+    assert not circles, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in circles)
