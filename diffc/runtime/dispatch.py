@@ -62,12 +62,18 @@ class EntryKernel:
         from diffc.runtime.uninit import UninitStatus
 
         info = self.info
-        self.name, self.c_name, self.params = info.name, info.c_name, list(info.params)
-        self.thread_ids, self.numthreads = info.thread_ids, info.numthreads
-        self.proofs, self.inbounds = info.proofs, info.inbounds
         self.status = StatusBuffers(list(info.status)) if info.status else None
         self.bounds = BoundsBuffer(list(info.bounds_sites)) if info.bounds_sites is not None else None
         self.uninit = UninitStatus(list(info.uninit_sites)) if info.uninit_sites is not None else None
+        self.params = list(info.params)
+
+    # what the compiler says of it
+    name = property(lambda self: self.info.name)  # the entry point's symbol
+    c_name = property(lambda self: self.info.c_name)  # its name in the OpenCL program
+    thread_ids = property(lambda self: self.info.thread_ids)  # parameter name -> semantic
+    numthreads = property(lambda self: self.info.numthreads)
+    proofs = property(lambda self: self.info.proofs)  # bounds.Proof of its thread-indexed accesses
+    inbounds = property(lambda self: self.info.inbounds)  # the C name of the variant launched when they all hold
 
 
 @dataclass
