@@ -44,7 +44,8 @@ class KernelSettings:
     accumulate: bool = True  # DIFFC_ACCUMULATE
     accumulate_work_group: int = 64  # work-items per group of @K__accum (DIFFC_ACCUM_WORK_GROUP)
     accumulate_finish_group: int = 256  # of @K__accum_finish's groups (DIFFC_ACCUM_FINISH_GROUP)
-    accumulate_local_bytes: int = 28672  # local memory for its reduction (DIFFC_ACCUM_LOCAL_BYTES): OpenCL's least 32 KiB less 4
+    # local memory for its reduction (DIFFC_ACCUM_LOCAL_BYTES): OpenCL's least 32 KiB, less 4 KiB
+    accumulate_local_bytes: int = 28672
     accumulate_local_sums: bool = False  # DIFFC_ACCUM_LOCAL_SUMS
     merge_calls: bool = True  # DIFFC_MERGE_CALLS
     reduce_atomics: bool = True  # DIFFC_REDUCE_ATOMICS
