@@ -28,7 +28,7 @@ def main(argv=None) -> None:
     ap.add_argument("--groups", type=int, nargs="+", default=[2, 4, 8, 16])
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args(argv)
-    from diffc.runtime import accumulate
+    from diffc.runtime.device import settings_changed
     from diffc.runtime.dispatch import entry_program
 
     print(f"device: {diffc.device()!r}")
@@ -37,9 +37,9 @@ def main(argv=None) -> None:
     batches = {log2: half_inputs(1 << log2, rng) for log2 in args.log2}
     print(f"{'R':>5s} {'groups/CU':>9s} {'batch':>6s} {'atomic ms':>10s} {'determ. ms':>10s}")
     for r in args.work_group:
-        accumulate.WORK_GROUP = r
-        m = diffc.load_module(MLP_DIR / "mlp.slang")
-        entry_program(m)
+        with settings_changed(accumulate_work_group=r):
+            m = diffc.load_module(MLP_DIR / "mlp.slang")
+            entry_program(m)
         for g in args.groups:
             os.environ["DIFFC_ACCUM_GROUPS"] = str(g)
             for log2, xy in batches.items():

@@ -35,6 +35,10 @@ onto diffc.ad.activity (commit 50e7860, 2026-11-24, same machine, load 3.3 to
 4.2, best of 3; none of it touches the differentiation passes):
 
     50e7860                          12.50 s CPU (13.87 s wall)   peak 162.3 MiB
+
+When the kernel pipeline moved into the compiler (issue 21, 2026-11-27, load about 1.5, one
+run each, interleaved; the differentiation passes untouched): e2e0ce9 15.26 s CPU, after it
+15.33 s CPU, peak 162.3 MiB both.
 """
 
 from __future__ import annotations

@@ -71,17 +71,12 @@ sys.path.remove(str(HERE))
 
 def load_mlp(bounds_check: bool, proofs: bool, accumulate: bool = True):
     """The MLP module with its entry points built under the given settings."""
-    from diffc.runtime import accumulate as acc
-    from diffc.runtime import bounds
+    from diffc.runtime.device import settings_changed
     from diffc.runtime.dispatch import entry_program
 
-    saved = bounds.ENABLED, bounds.PROVE, acc.ENABLED
-    bounds.ENABLED, bounds.PROVE, acc.ENABLED = bounds_check, proofs, accumulate
-    try:
+    with settings_changed(bounds_check=bounds_check, bounds_proofs=proofs, accumulate=accumulate):
         m = diffc.load_module(MLP_DIR / "mlp.slang")
         entry_program(m)
-    finally:
-        bounds.ENABLED, bounds.PROVE, acc.ENABLED = saved
     return m
 
 
@@ -148,20 +143,16 @@ void twice(uint3 tid: SV_DispatchThreadID, float* src, float* dst, uint n) {
 def entry_rows(source: str, filename: str, entry: str, what: str, args: dict, n: int) -> list[Row]:
     """Device time of one dispatch of `entry` (of `source`) over n threads, built without checks,
     with checks but no proofs, and as by default (checks and proofs)."""
-    from diffc.runtime import bounds
+    from diffc.runtime.device import settings_changed
     from diffc.runtime.dispatch import entry_program
     from diffc.runtime.module import load_module_from_string
 
     rows = []
     for name, checked, proofs in (("no checks", False, False), ("checks, no proofs", True, False),
                                   ("checks + proofs (default)", True, True)):
-        saved = bounds.ENABLED, bounds.PROVE
-        bounds.ENABLED, bounds.PROVE = checked, proofs
-        try:
+        with settings_changed(bounds_check=checked, bounds_proofs=proofs):
             m = load_module_from_string(source, filename)
             entry_program(m)
-        finally:
-            bounds.ENABLED, bounds.PROVE = saved
 
         def device(m=m):
             ev = getattr(m, entry).dispatch(thread_count=n, **args)

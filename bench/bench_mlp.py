@@ -47,9 +47,9 @@ float16 on CUDA); min ms; ratios are step throughput over torch.compile's:
     batch   diffc step   captured   learnGradient (determ.)   atomics per group   reduce-atomics only   torch eager   torch.compile   diffc / torch.compile (dispatched, captured)
     2^14    1.173        1.132      1.109                     1.099               13.449                1.592         3.260           2.78   2.88
     2^18    17.349       17.228     17.207                    17.226              214.891               30.400        54.430          3.14   3.16
-  The accumulated kernel's group is one work-item on CPU devices (accumulate.work_group: no
+  The accumulated kernel's group is one work-item on CPU devices (kernel_settings.work_group: no
   barrier, so PoCL keeps the 148 private sums in registers; 64 work-items took 19.3 / 321 ms in
-  bench_accumulate_sweep.py), and so are the finish kernel's groups (accumulate.finish_group:
+  bench_accumulate_sweep.py), and so are the finish kernel's groups (kernel_settings.finish_group:
   0.15 ms with 256, 0.009 with one), so deterministic mode costs what atomics per group costs
   (1.03 / 1.00x here). Before (64 work-items): 0.59 / 0.63 of torch.compile on quiet cores. Runs
   on loaded cores (load 2-4.6, while other engineers' tests ran) gave 3.2-6.1 / 1.7-7.8x: torch's
@@ -160,15 +160,12 @@ def step_tolerance(p0: np.ndarray, xy: np.ndarray) -> np.ndarray:
 def load_variant(accumulate: bool):
     """The MLP module built with accumulate-gradients (the default) or with reduce-atomics
     alone (DIFFC_ACCUMULATE=0), its entry points lowered and built now."""
-    from diffc.runtime import accumulate as acc
+    from diffc.runtime.device import settings_changed
     from diffc.runtime.dispatch import entry_program
 
-    saved, acc.ENABLED = acc.ENABLED, accumulate
-    try:
+    with settings_changed(accumulate=accumulate):
         m = diffc.load_module(MLP_DIR / "mlp.slang")
         entry_program(m)
-    finally:
-        acc.ENABLED = saved
     return m
 
 
@@ -312,22 +309,14 @@ class RacyLearnGradient:
     def __init__(self, m, step: DiffcStep):
         import pyopencl as cl
 
-        from diffc.backend.opencl import build_options, options_for_device
-        from diffc.runtime import dispatch
+        from diffc.runtime.device import settings_changed
         from diffc.runtime.dispatch import bind, entry_program
         from diffc.runtime.program import build_program
 
-        from diffc.runtime import accumulate
-
-        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
-        saved_acc, accumulate.ENABLED = accumulate.ENABLED, False
-        try:
+        with settings_changed(reduce_atomics=False, accumulate=False):
             prog = entry_program(diffc.load_module(m.path))
-        finally:
-            dispatch.REDUCE_ATOMICS = saved
-            accumulate.ENABLED = saved_acc
         source = racy_source(prog.source)
-        options = tuple(build_options(options_for_device(diffc.device().cl_device)))
+        options = tuple(prog.build_options)
         kernel = prog.kernels["learnGradient"]
         self.kernel = cl.Kernel(build_program(source, options), kernel.c_name)
         self.kernel.set_args(*bind("learnGradient (racy)", kernel, {

@@ -1,6 +1,8 @@
 """The `diffc` command.
 
-    diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler
+    diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler; `lowered` and
+                                                             `opencl` are what a dispatch builds
+                                                             (--device, --check, --set FIELD=VALUE)
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
     diffc suite DIR [-j N]                                   run a folder of Slang tests (diffc.conformance)
     diffc check FILE.slang [--domain LO,HI] [--samples N] [--tol T] [--function F] [--device]
@@ -23,6 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from diffc.diagnostics import DiffcError, read_source, render_error
 
@@ -54,7 +57,7 @@ def choose_entry(module, wanted: str | None):
     else printMain/main."""
     from xdsl.dialects import func
 
-    from diffc.passes.lower_entry_points import is_compute_entry
+    from diffc.kernel_program import is_compute_entry
 
     funcs = {f.sym_name.data: f for f in module.ops if isinstance(f, func.FuncOp)}
     shaders = [n for n, f in funcs.items() if is_compute_entry(f)]
@@ -81,76 +84,98 @@ def choose_entry(module, wanted: str | None):
     )
 
 
+class Lowered(NamedTuple):
+    module: object  # the lowered module: the entry point and what it calls, as kernels
+    entry: str
+    numthreads: tuple[int, int, int]
+    text: str  # the source file's text
+    front: object  # the front end's module
+    settings: object  # the KernelSettings it was lowered under
+
+
+def settings_for(device: str | None, check: bool = False, changes: Sequence[str] = ()):
+    """The kernel settings of `diffc compile` / `diffc run`: a dispatch's on the device `device`
+    names (cpu, gpu, auto; None: no device, portable atomics), with the sanitizer mode if
+    `check`, then `--set FIELD=VALUE` changes."""
+    from diffc.kernel_settings import for_device
+
+    cl_device = None
+    if device is not None:
+        os.environ["DIFFC_DEVICE"] = device
+        from diffc.runtime.device import device as current
+
+        cl_device = current().cl_device
+    return for_device(cl_device, sanitize=check, **_setting_changes(changes))
+
+
+def _setting_changes(changes: Sequence[str]) -> dict:
+    from dataclasses import fields
+
+    from diffc.pipeline import KernelSettings
+
+    kinds = {f.name: type(getattr(KernelSettings(), f.name)) for f in fields(KernelSettings)}
+    out: dict = {}
+    for text in changes:
+        name, eq, value = text.partition("=")
+        name, value = name.strip().replace("-", "_"), value.strip()
+        kind = kinds.get(name)
+        if not eq or kind is None:
+            raise DiffcError(f"error: --set {text}: expected FIELD=VALUE with FIELD one of {', '.join(kinds)}")
+        if kind is bool and value in ("0", "1", "true", "false"):
+            out[name] = value in ("1", "true")
+        elif kind is int and value.isdigit():
+            out[name] = int(value)
+        elif kind is str and value:
+            out[name] = value
+        else:
+            raise DiffcError(f"error: --set {text}: {name} takes {'0 or 1' if kind is bool else kind.__name__}")
+    return out
+
+
 def lowered(path: str, entry: str | None = None, grow: list | None = None, check: bool = False,
-            conformance: Sequence[str] = ()):
-    """(front-end module, lowered module with the entry as a kernel, entry name, source text).
-    `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises (--grow-tape);
-    `check`: the sanitizer mode (runtime/sanitize.py); `conformance`: --conformance options."""
-    from diffc.compiler import apply_pipeline, lower_entry_points
-    from diffc.passes.lower_entry_points import numthreads
-    from diffc.runtime import dispatch
-    from diffc.runtime.bounds import apply_bounds_check
+            conformance: Sequence[str] = (), settings=None, report: bool = False) -> Lowered:
+    """The file's entry point lowered by the kernel pipeline (diffc.compiler.lower_kernels) as a
+    dispatch lowers it. `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises
+    (--grow-tape); `check`: the sanitizer mode (runtime/sanitize.py); `conformance`:
+    --conformance options; `settings`: the KernelSettings, or what makes them (default: no
+    device's, settings_for);
+    `report`: passes print what they did (--report)."""
+    from diffc.compiler import lower_kernels
+    from diffc.kernel_program import numthreads
 
     module, text = _frontend(path, conformance)
     if grow:
-        from diffc.runtime.status import grow_max_iters
+        from diffc.kernel_program import grow_max_iters
 
         for slot, count in grow:
             grow_max_iters(module, slot, count)
     fn = choose_entry(module, entry)
     name = fn.sym_name.data
-    threads = numthreads(fn)
+    if settings is None:
+        settings = settings_for(None, check)
+    elif callable(settings):  # (a device's: opened once the file has read well)
+        settings = settings()
     low = module.clone()
-    from diffc.runtime.sanitize import apply_nan_check, primal_functions
-
-    primal = primal_functions(low)
-    apply_pipeline(low, name_failing_pass=True)
-    if check:
-        apply_nan_check(low, primal)
-    lower_entry_points(low, name, reduce_atomics=dispatch.REDUCE_ATOMICS, name_failing_pass=True)
-    apply_bounds_check(low)  # kernels check every buffer index (runtime/bounds.py)
-    low.verify()
-    return low, name, threads, text
+    lower_kernels(low, settings, entry=name, name_failing_pass=True, report=report)
+    return Lowered(low, name, numthreads(fn), text, module, settings)
 
 
 def cmd_compile(args) -> int:
-    if args.report:  # what accumulate-gradients does with each kernel, before reduce-atomics
-        from diffc.passes.accumulate_gradients import AccumulateGradientsPass
-        from diffc.runtime import dispatch
-
-        from diffc.runtime import bounds
-
-        # as the runtime runs it: before reduce-atomics and bounds-check
-        saved, dispatch.REDUCE_ATOMICS = dispatch.REDUCE_ATOMICS, False
-        saved_bounds, bounds.ENABLED = bounds.ENABLED, False
-        try:
-            low, _, _, _ = lowered(args.file, args.entry, conformance=args.conformance)
-        finally:
-            dispatch.REDUCE_ATOMICS = saved
-            bounds.ENABLED = saved_bounds
-        from diffc.compiler import apply_pass
-
-        apply_pass(AccumulateGradientsPass(report=True), low)
-        return 0
-    if args.emit == "mlir":
+    _setting_changes(args.set)  # (a bad --set before any work)
+    if args.emit == "mlir" and not args.report:
         module, _ = _frontend(args.file, args.conformance)
         print(module)
         return 0
-    low, _, _, _ = lowered(args.file, args.entry, conformance=args.conformance)
-    if args.emit == "lowered":
-        print(low)
+    got = lowered(args.file, args.entry, conformance=args.conformance, report=args.report,
+                  settings=lambda: settings_for(args.device, args.check, args.set))
+    if args.report:  # what accumulate-gradients did with each kernel
         return 0
-    from diffc.backend.opencl import emit_opencl, options_for_device
-    from diffc.backend.opencl.options import EmitOptions
+    if args.emit == "lowered":
+        print(got.module)
+        return 0
+    from diffc.compiler import kernel_program
 
-    if args.device is not None:
-        os.environ["DIFFC_DEVICE"] = args.device
-        from diffc.runtime.device import device
-
-        options = options_for_device(device().cl_device)
-    else:
-        options = EmitOptions()
-    sys.stdout.write(emit_opencl(low, options))
+    sys.stdout.write(kernel_program(got.module, got.settings, got.front, got.entry).source)
     return 0
 
 
@@ -168,19 +193,25 @@ def cmd_run(args) -> int:
     from diffc.cli_run import parse_test_inputs
 
     groups = _groups(args.groups)
-    if args.device is not None:  # else DIFFC_DEVICE from the environment, or auto
-        os.environ["DIFFC_DEVICE"] = args.device
+    _setting_changes(args.set)
     from diffc.cli_run import run_kernel
     from diffc.runtime.sanitize import enabled_by_default
     from diffc.runtime.status import MAX_GROWS, LoopOverrunError
 
     grow: list = []
-    check = args.check or enabled_by_default()
+    settings = []  # (made once, after the front end: the device is opened for them)
+
+    def made_settings():
+        if not settings:
+            settings.append(settings_for(args.device or os.environ.get("DIFFC_DEVICE", "auto"),
+                                         args.check or enabled_by_default(), args.set))
+        return settings[0]
+
     while True:
-        low, name, threads, text = lowered(args.file, args.entry, grow, check, args.conformance)
-        buffers = parse_test_inputs(text, args.file)
+        got = lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
+        buffers = parse_test_inputs(got.text, args.file)
         try:
-            outputs = run_kernel(low, name, threads, groups, buffers, args.file, source=text)
+            outputs = run_kernel(got, groups, buffers, args.file)
             break
         except LoopOverrunError as e:  # --grow-tape: run again from the initial buffers
             if not args.grow_tape or len(grow) >= MAX_GROWS:
@@ -241,9 +272,14 @@ def _main(argv: Sequence[str] | None) -> int:
     c.add_argument("--emit", choices=("mlir", "lowered", "opencl"), default="opencl")
     c.add_argument("--entry", default=None, help="the entry point (default: the only compute shader, or main)")
     c.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
-                   help="emit for this device's atomics (default: portable cmpxchg atomics)")
+                   help="build what a dispatch on this device builds: its atomics, unrolling and group sizes "
+                        "(default: no device: portable cmpxchg atomics, a GPU's group sizes)")
     c.add_argument("--report", action="store_true",
                    help="say whether accumulate-gradients rewrites the entry point's gradient adds, or why not")
+    c.add_argument("--check", action="store_true", help="the sanitizer mode's kernels (as DIFFC_CHECK=1 builds)")
+    set_help = ("change a kernel setting (diffc/pipeline.py's KernelSettings, e.g. bounds_check=0, accumulate=0, "
+                "atomics=ext); repeatable. DIFFC_* variables change them too, as for a dispatch")
+    c.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help=set_help)
     conformance_help = ("STRUCT:INTERFACE=ID: a dynamic INTERFACE value holding a STRUCT has tag ID (Slang's type "
                         "conformance id; also from the file's //TEST_INPUT: type_conformance lines); repeatable")
     c.add_argument("--conformance", action="append", default=[], metavar="STRUCT:INTERFACE=ID", help=conformance_help)
@@ -257,6 +293,7 @@ def _main(argv: Sequence[str] | None) -> int:
     r.add_argument("--grow-tape", action="store_true",
                    help="a while loop that overruns its [MaxIters] in a backward pass: run again with a larger "
                         "bound (max(count, 2 x bound)) instead of failing")
+    r.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help=set_help)
     r.add_argument("--check", action="store_true",
                    help="sanitizer mode (also DIFFC_CHECK=1): derivative code that makes a NaN or an infinity "
                         "is an error naming the op's source line")

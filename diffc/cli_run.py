@@ -268,16 +268,16 @@ def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str,
         if not isinstance(b, InputTexture):
             raise DiffcError(f"error: {filename}: texture '{param.of}' is used by '{entry}' but no //TEST_INPUT "
                              f"declares it (add e.g. //TEST_INPUT: set {param.of} = Texture2D(size=4, content=one))")
-        arr = b.texels(param.lanes, _dtype(param.type.element_type)[0] if param.role == "texels" else np.float32)
+        arr = b.texels(param.lanes, _dtype(param.type.element_type)[0] if param.kind == "texels" else np.float32)
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
         dims = np.array([b.size, b.size], np.int32)
         got = textures[param.of] = (cl.Buffer(dev.context, flags, hostbuf=arr), cl.Buffer(dev.context, flags, hostbuf=dims),
                                     arr.size, b.size)
     texels, dims, count, size = got
-    if param.role in ("width", "height"):
+    if param.kind in ("width", "height"):
         return np.int32(size)
-    sizes[param.name] = count if param.role == "texels" else 2
-    return texels if param.role == "texels" else dims
+    sizes[param.name] = count if param.kind == "texels" else 2
+    return texels if param.kind == "texels" else dims
 
 
 def _parameter_location(fn, param: str, source: str | None, filename: str) -> SourceLocation | None:
@@ -315,56 +315,69 @@ def _numthreads_location(source: str | None, filename: str) -> SourceLocation | 
     return SourceLocation(filename, *line_col(source, m.start())) if m and source else None
 
 
-def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], filename: str, source: str | None = None):
-    """Builds the lowered module, binds buffers, runs [threads x groups] work-items; returns
-    [(TestBuffer, values)] for the `out` buffers, in declaration order. `source` (the file's
-    text) lets errors about parameters point at them."""
+def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
+    """Builds the lowered module (a cli.Lowered) as a dispatch builds it, binds buffers, runs the
+    entry point's kernel over [threads x groups] work-items; returns [(TestBuffer, values)] for
+    the `out` buffers, in declaration order. The file's text lets errors about parameters point
+    at them."""
     import sys
 
     import pyopencl as cl
     from xdsl.dialects import func
     from xdsl.dialects.builtin import MemRefType
 
-    from diffc.backend.opencl import build_options, emit_opencl, options_for_device
+    from diffc.compiler import kernel_program
+    from diffc.kernel_program import bounds_sites, entry_kernel_params, status_slots, uninit_sites
+    from diffc.runtime.bounds import BoundsBuffer, proven
     from diffc.runtime.device import device
     from diffc.runtime.program import build_program, check_work_group_memory
+    from diffc.runtime.status import StatusBuffers
 
+    module, entry, threads, source = lowered.module, lowered.entry, lowered.numthreads, lowered.text
     fn = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == entry)
     by_name = {b.name: b for b in buffers}
     args: list = []
     arrays: list[tuple[TestBuffer, np.ndarray, object]] = []
     dev = device()
-    from diffc.passes.lower_entry_points import kernel_params
-
-    from diffc.passes.bounds_check import INBOUNDS_SUFFIX
-    from diffc.runtime.bounds import BoundsBuffer, bounds_proofs, bounds_sites, proven
-    from diffc.runtime.status import StatusBuffers, status_slots
-
-    kparams = kernel_params(fn)
+    kparams = entry_kernel_params(module, lowered.front, entry)
     names = [p.name for p in kparams]
     slots = {s.name: s for s in status_slots(module)}
-    mine = [slots[p.of] for p in kparams if p.role == "status" and p.of in slots]
+    mine = [slots[p.of] for p in kparams if p.kind == "status" and p.of in slots]
     status = StatusBuffers(mine) if mine else None
     sizes: dict[str, int] = {}
     bounds = None
+    uninit = None  # the sanitizer's uninit-check: nothing is tracked (every buffer starts written)
+    if any(p.kind == "status" and p.of == "uninit" for p in kparams):
+        from diffc.runtime.uninit import UninitStatus
+
+        uninit = UninitStatus(uninit_sites(module))
     textures = {}  # texture name -> (its texels' array, its buffers)
     for param in kparams:
         t, name = param.type, param.name
-        if param.role in TEXTURE_ROLES:
+        if param.kind in TEXTURE_ROLES:
             args.append(texture_arg(param, by_name, textures, sizes, dev, filename, entry,
-                                    [q.of for q in kparams if q.role in TEXTURE_NAMED]))
+                                    [q.of for q in kparams if q.kind in TEXTURE_NAMED]))
             continue
-        if param.role == "status" and param.of in slots:  # a status buffer (runtime/status.py), checked below
+        if param.kind == "status" and param.of in slots:  # a status buffer (runtime/status.py), checked below
             args.append(status.buffers[mine.index(slots[param.of])])
             continue
-        if param.role == "status" and param.of == "bounds":  # bounds-check's status buffer, checked below
+        if param.kind == "status" and param.of == "bounds":  # bounds-check's status buffer, checked below
             bounds = BoundsBuffer(bounds_sites(module))
             args.append(bounds.buffer)
             continue
-        if param.role == "length":  # a buffer's length (the buffer comes before it)
+        if param.kind == "status" and param.of == "uninit":  # uninit-check's status: untracked, nothing to read
+            args.append(uninit.buffer)
+            continue
+        if param.kind == "shadow":  # a buffer's written flags: untracked here, a one-int dummy
+            args.append(uninit.dummy)
+            continue
+        if param.kind == "track":
+            args.append(np.int32(0))
+            continue
+        if param.kind == "length":  # a buffer's length (the buffer comes before it)
             args.append(np.int64(sizes[param.of]))
             continue
-        if param.role == "offset":
+        if param.kind == "offset":
             args.append(np.int64(0))  # the offset of a pointer bound to a whole buffer
             continue
         if not isinstance(t, MemRefType):
@@ -394,18 +407,15 @@ def run_kernel(module, entry: str, threads, groups, buffers: list[TestBuffer], f
         args.append(mem)
         sizes[name] = dev_arr.size
         arrays.append((b, arr, mem, dev_arr, layout))
-    options = options_for_device(dev.cl_device)
     check_work_group_memory(module)
-    program = build_program(emit_opencl(module, options), tuple(build_options(options)))
+    prog = kernel_program(module, lowered.settings, lowered.front, entry)
+    program = build_program(prog.source, prog.build_options)
+    info = prog.kernels[entry]
     local = tuple(threads)
     global_size = tuple(t * g for t, g in zip(threads, groups))
     # bounds-check's variant without the checks it proves for this launch (runtime/bounds.py)
-    proofs = [p for p in bounds_proofs(module) if p.kernel == entry]
-    use_variant = proven(proofs, lambda n: args[names.index(n)], global_size)
-    kernels = [k for k in program.all_kernels() if k.function_name.endswith(INBOUNDS_SUFFIX) == use_variant]
-    if len(kernels) != 1:
-        raise DiffcError(f"error: expected one kernel for '{entry}', the program has {len(kernels)}")
-    kern = kernels[0]
+    use_variant = proven(info.proofs, lambda n: args[names.index(n)], global_size)
+    kern = cl.Kernel(program, info.inbounds if use_variant else info.c_name)
     if args:
         kern.set_args(*args)
     if int(np.prod(local)) > dev.max_work_group_size:

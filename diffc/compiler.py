@@ -6,8 +6,12 @@ added everywhere at once.
 
     module = parse_source(text, "f.mlir")      # or a .slang file, through registry.FRONTENDS
     differentiate(module)                      # AD_PIPELINE: no diff.* op or type is left
-    lower_entry_points(module, entry="main")   # kernels (+ reduce-atomics)
+    lower_kernels(module, settings)            # the kernel pipeline: the same call for dispatch,
+    program = kernel_program(module, settings, front)  # diffc run / compile and the caches
     emit_opencl(module, options)               # OpenCL C
+
+The kernel passes run only in `lower_kernels` (entry points) and `lower_call_kernel` (the
+element-wise kernels of calls over tensors), from one `KernelSettings` (diffc/pipeline.py).
 
 Errors: `parse_ir` raises xDSL's ParseError, located (`parse_error_message` formats it);
 `parse_source` raises DiffcError (the runtime's RuntimeDiffcError where it calls it); a pass
@@ -28,7 +32,15 @@ from xdsl.utils.exceptions import ParseError, PassFailedException, VerifyExcepti
 
 from diffc import registry
 from diffc.diagnostics import DiffcError, failed_in_pass, line_col
-from diffc.pipeline import AD_PIPELINE, AD_PIPELINE_SPEC  # noqa: F401 (re-exported)
+from diffc.pipeline import (  # noqa: F401 (re-exported)
+    AD_PIPELINE,
+    AD_PIPELINE_SPEC,
+    CALL_KERNEL_PIPELINE,
+    KERNEL_PIPELINE,
+    KernelBuild,
+    KernelSettings,
+    KernelStep,
+)
 from diffc.verify import verify_located
 from diffc.xdsl_adapter import HookedParser
 
@@ -200,7 +212,8 @@ def differentiate(module: ModuleOp, ctx: Context | None = None) -> None:
 
 def lower_entry_points(module: ModuleOp, entry: str | None = None, *, reduce_atomics: bool,
                        ctx: Context | None = None, name_failing_pass: bool = False) -> None:
-    """Compute entry points (all, or `entry`) -> kernels; then reduce-atomics if asked."""
+    """Compute entry points (all, or `entry`) -> kernels; then reduce-atomics if asked. (Tests of
+    those two passes; programs are lowered by `lower_kernels`.)"""
     from diffc.passes.lower_entry_points import LowerEntryPointsPass
 
     ctx = ctx or make_context()
@@ -210,6 +223,109 @@ def lower_entry_points(module: ModuleOp, entry: str | None = None, *, reduce_ato
         from diffc.passes.reduce_atomics import ReduceAtomicsPass
 
         apply_pass(ReduceAtomicsPass(), module, ctx, name_failing_pass=name_failing_pass)
+
+
+# ---- the kernel pipeline ----------------------------------------------------------------------
+
+
+def primal_functions(module: ModuleOp) -> set[str]:
+    """Before the differentiation pipeline: the names of `module`'s functions that are not custom
+    derivatives (the pipeline drops the attributes that name those)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import SymbolRefAttr
+
+    from diffc.dialects.diff import BWD_DERIVATIVE, FWD_DERIVATIVE
+
+    names, custom = set(), set()
+    for f in module.walk():
+        if isinstance(f, func.FuncOp):
+            names.add(f.sym_name.data)
+            for key in (FWD_DERIVATIVE, BWD_DERIVATIVE):
+                target = f.attributes.get(key)
+                if isinstance(target, SymbolRefAttr):
+                    custom.add(target.root_reference.data)
+    return names - custom
+
+
+def derivative_functions(module: ModuleOp, primal: set[str]) -> tuple[str, ...]:
+    """The functions of the differentiated `module` that hold derivative code (those the pipeline
+    made, and custom derivatives); `primal`: primal_functions before the pipeline."""
+    from xdsl.dialects import func
+
+    return tuple(sorted(f.sym_name.data for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data not in primal))
+
+
+def run_kernel_steps(module: ModuleOp, steps: Sequence[KernelStep], settings: KernelSettings, build: KernelBuild,
+                     ctx: Context | None = None, *, name_failing_pass: bool = False) -> None:
+    """The steps of a kernel pipeline that `settings` turn on, each with its options."""
+    ctx = ctx or make_context()
+    passes = available_passes()
+    for step in steps:
+        if step.when is not None and not getattr(settings, step.when):
+            continue
+        options = step.options(settings, build)
+        if options is None:
+            continue
+        apply_pass(passes[step.name]()(**options), module, ctx, name_failing_pass=name_failing_pass)
+
+
+def lower_kernels(module: ModuleOp, settings: KernelSettings, *, entry: str | None = None, ctx: Context | None = None,
+                  name_failing_pass: bool = False, report: bool = False) -> None:
+    """The kernel pipeline, in place: differentiates the front end's `module` (AD_PIPELINE) and
+    lowers its compute entry points (or only `entry`, which may be a plain function such as
+    `main`) into kernels with KERNEL_PIPELINE under `settings`; verified. Dispatch, `diffc run`,
+    `diffc compile` and the benches lower through here, so they build the same kernels. `report`:
+    passes that can say what they did print it (accumulate-gradients, `diffc compile --report`)."""
+    ctx = ctx or make_context()
+    primal = primal_functions(module)
+    apply_pipeline(module, AD_PIPELINE_SPEC, ctx, name_failing_pass=name_failing_pass)
+    build = KernelBuild(entry, derivative_functions(module, primal), report)
+    run_kernel_steps(module, KERNEL_PIPELINE, settings, build, ctx, name_failing_pass=name_failing_pass)
+    module.verify()
+
+
+def lower_call_kernel(module: ModuleOp, settings: KernelSettings, primal: set[str], ctx: Context | None = None):
+    """The element-wise kernel of a call over tensors (runtime/kernels.py built it, then
+    `differentiate`d it; `primal`: primal_functions before that), in place: CALL_KERNEL_PIPELINE,
+    then its status globals become its trailing parameters. Returns the StatusSlots of those
+    parameters in order, or None when it has none (or has other globals, which such kernels
+    cannot take)."""
+    from xdsl.dialects import func, memref
+
+    from diffc.dialects.kernel import is_kernel
+    from diffc.kernel_program import status_slots
+    from diffc.passes.lower_entry_points import thread_global_buffers
+
+    run_kernel_steps(module, CALL_KERNEL_PIPELINE, settings, KernelBuild(None, derivative_functions(module, primal)), ctx)
+    globals_ = [g for g in module.ops if isinstance(g, memref.GlobalOp)]
+    slots = {s.name: s for s in status_slots(module)}
+    if not slots or len(globals_) != len(slots):
+        return None
+    threaded = thread_global_buffers(module)
+    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp) and is_kernel(f))
+    names = threaded.get(kernel.sym_name.data, [])
+    return [slots[n] for n in names] if names else None
+
+
+def emit_options(settings: KernelSettings):
+    """The OpenCL emitter's options of `settings`."""
+    from diffc.backend.opencl.options import EmitOptions
+
+    return EmitOptions(atomics=settings.atomics, index_type=settings.index_type, unroll=settings.unroll)
+
+
+def kernel_program(low: ModuleOp, settings: KernelSettings, front: ModuleOp, entry: str | None = None):
+    """A KernelProgram (diffc/kernel_program.py) of `low`, which `lower_kernels(.., entry=entry)`
+    lowered from the front end's `front`: its OpenCL C, build options and what binds its kernels.
+    No pass runs here."""
+    from diffc.backend.opencl import build_options
+    from diffc.backend.opencl.module import ModuleEmitter
+    from diffc.kernel_program import read_program
+
+    options = emit_options(settings)
+    emitter = ModuleEmitter(low, options)
+    source = emitter.emit()
+    return read_program(low, front, source, emitter.names, settings, tuple(build_options(options)), entry)
 
 
 def emit_opencl(module: ModuleOp, options=None) -> str:

@@ -460,7 +460,7 @@ def device_compare(fn, points: list[tuple[list, Comparison]]) -> dict[str, tuple
 
 def checkable_functions(module: ModuleOp) -> list[func.FuncOp]:
     """The differentiable functions of a module, entry points aside."""
-    from diffc.passes.lower_entry_points import is_compute_entry
+    from diffc.kernel_program import is_compute_entry
 
     return [op for op in module.ops if isinstance(op, func.FuncOp) and diff.is_differentiable_func(op)
             and not is_compute_entry(op) and op.body.blocks]

@@ -16,6 +16,7 @@ from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe
 
+from diffc.pipeline import CALL_KERNEL_PIPELINE, KERNEL_PIPELINE
 from diffc.rules.arith_ext import extend_arith_dialect
 
 
@@ -31,22 +32,18 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "kernel": _lazy("diffc.dialects.kernel", "Kernel"),
 }
 
-# One line per pass; each module holds one pass.
+# One line per differentiation pass; each module holds one pass.
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "diff-fwd": _lazy("diffc.passes.diff_fwd", "DiffFwdPass"),
     "diff-lower": _lazy("diffc.passes.diff_lower", "DiffLowerPass"),
     "diff-rev": _lazy("diffc.passes.diff_rev", "DiffRevPass"),
     "diff-checkpoint": _lazy("diffc.passes.diff_checkpoint", "DiffCheckpointPass"),
-    "lower-entry-points": _lazy("diffc.passes.lower_entry_points", "LowerEntryPointsPass"),
-    "bounds-check": _lazy("diffc.passes.bounds_check", "BoundsCheckPass"),
-    "nan-check": _lazy("diffc.passes.nan_check", "NanCheckPass"),
-    "uninit-check": _lazy("diffc.passes.uninit_check", "UninitCheckPass"),
-    "reduce-atomics": _lazy("diffc.passes.reduce_atomics", "ReduceAtomicsPass"),
-    "accumulate-gradients": _lazy("diffc.passes.accumulate_gradients", "AccumulateGradientsPass"),
-    "merge-calls": _lazy("diffc.passes.merge_calls", "MergeCallsPass"),
     "forward-handle-results": _lazy("diffc.passes.forward_handle_results", "ForwardHandleResultsPass"),
     "split-wide-vectors": _lazy("diffc.passes.split_wide_vectors", "SplitWideVectorsPass"),
 }
+# The kernel passes: each is listed once, where it runs (diffc/pipeline.py's kernel pipelines).
+for _step in (*KERNEL_PIPELINE, *CALL_KERNEL_PIPELINE):
+    PASSES.setdefault(_step.name, _lazy(f"diffc.passes.{_step.where.rsplit('.', 1)[0]}", _step.where.rsplit(".", 1)[1]))
 
 # Targets for `diffc-opt -t NAME`.
 TARGETS: dict[str, Callable[[], Any]] = {

@@ -337,7 +337,7 @@ def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
 
 
 def _status_roles(fn: func.FuncOp) -> None:
-    """The status globals' parameters (passes/status_report.py) are status buffers the runtime
+    """The status globals' parameters (diffc/kernel_support/status_report.py) are status buffers the runtime
     supplies: `#diff.abi<status of "diffc_status_<k>">`."""
     names = param_names(fn)
     if not any(n.startswith(STATUS_PREFIX) for n in names):

@@ -1,6 +1,6 @@
 """nan-check: the sanitizer mode's pass. Derivative code reports the first op that made a NaN or
 an infinity out of finite operands, with its source location, through a status global
-(passes/status_report.py; the host side is diffc/runtime/status.py, NonFiniteError).
+(diffc/kernel_support/status_report.py; the host side is diffc/runtime/status.py, NonFiniteError).
 
 Runs after the differentiation pipeline (before lower-entry-points, which threads the status
 global into kernels like any buffer). `functions` names the functions to instrument, comma-

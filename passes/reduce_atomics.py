@@ -72,8 +72,6 @@ from diffc.kernel_support.atomic_adds import is_global_add, only_added
 _UNIFORM_QUERIES = (kernel.GroupIdOp, kernel.LocalSizeOp, kernel.NumGroupsOp, kernel.GlobalSizeOp)
 # Local memory for one batch's contributions stays under this many bytes.
 _LOCAL_BYTES = 16384
-# (the name diffc/runtime/accumulate.py imports; the size is read in diffc.dialects.kernel)
-_work_group_size = kernel.work_group_size
 
 
 def _safe(op: Operation) -> bool:

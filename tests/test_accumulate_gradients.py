@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import diffc
-from diffc.runtime import accumulate
+from diffc import kernel_settings
 from diffc.runtime.device import device
 from diffc.runtime.dispatch import entry_program
 from diffc.runtime.module import load_module_from_string
@@ -83,7 +83,7 @@ def test_the_pass_rewrites_the_entry_point(learn):
     acc = prog.accumulated["learn"]
     # the group size is the device's choice (one work-item on a CPU: no barrier, so PoCL keeps
     # the private sums in registers), whatever the entry point's 64
-    assert acc.slots == 5 and acc.group == accumulate.work_group(device().cl_device) and acc.entry_group == 64
+    assert acc.slots == 5 and acc.group == kernel_settings.work_group(device().cl_device) and acc.entry_group == 64
     assert "learn__accum(" in prog.source and "learn__accum_finish(" in prog.source
 
 
@@ -95,18 +95,19 @@ def test_group_size_is_chosen_by_device_type(monkeypatch):
 
     class Device:
         def __init__(self, kind, most):
-            self.type, self.max_work_group_size = kind, most
+            self.type, self.max_work_group_size, self.local_mem_size = kind, most, 65536
 
-    monkeypatch.setattr(accumulate, "WORK_GROUP", 0)
-    monkeypatch.setattr(accumulate, "FINISH_GROUP", 0)
     cpu, gpu, small_gpu = Device(cl.device_type.CPU, 4096), Device(cl.device_type.GPU, 1024), Device(cl.device_type.GPU, 48)
-    assert [accumulate.work_group(d) for d in (cpu, gpu, small_gpu)] == [1, 64, 48]
+    assert [kernel_settings.work_group(d) for d in (cpu, gpu, small_gpu)] == [1, 64, 48]
     # the finish kernel's groups: a power of two, one work-item on CPUs
-    assert [accumulate.finish_group(d) for d in (cpu, gpu, small_gpu)] == [1, 256, 32]
-    monkeypatch.setattr(accumulate, "WORK_GROUP", 8)
-    monkeypatch.setattr(accumulate, "FINISH_GROUP", 16)
-    assert [accumulate.work_group(d) for d in (cpu, gpu, Device(cl.device_type.GPU, 4))] == [8, 8, 4]
-    assert [accumulate.finish_group(d) for d in (cpu, gpu, Device(cl.device_type.GPU, 4))] == [16, 16, 4]
+    assert [kernel_settings.finish_group(d) for d in (cpu, gpu, small_gpu)] == [1, 256, 32]
+    # sizes asked for (DIFFC_ACCUM_WORK_GROUP=8, DIFFC_ACCUM_FINISH_GROUP=16)
+    assert [kernel_settings.work_group(d, 8) for d in (cpu, gpu, Device(cl.device_type.GPU, 4))] == [8, 8, 4]
+    assert [kernel_settings.finish_group(d, 16) for d in (cpu, gpu, Device(cl.device_type.GPU, 4))] == [16, 16, 4]
+    monkeypatch.setenv("DIFFC_ACCUM_WORK_GROUP", "8")
+    monkeypatch.setenv("DIFFC_ACCUM_FINISH_GROUP", "16")
+    s = kernel_settings.for_device(gpu)
+    assert (s.accumulate_work_group, s.accumulate_finish_group) == (8, 16)
 
 
 @pytest.mark.parametrize("count", [1, 63, 64, 65, 1000, 20000])
@@ -253,11 +254,12 @@ def assert_many_sums_within_rounding(sums: np.ndarray, values: np.ndarray) -> No
 @pytest.mark.parametrize("local", [(800, False), (0, False), (0, True)])
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, deterministic, local):
-    from diffc.runtime import accumulate
+    from diffc.runtime.device import SETTINGS
 
-    monkeypatch.setattr(accumulate, "WORK_GROUP", 16)
-    monkeypatch.setattr(accumulate, "LOCAL_BYTES", local[0])
-    monkeypatch.setattr(accumulate, "LOCAL_SUMS", local[1])
+    monkeypatch.setitem(SETTINGS, "accumulate_work_group", 16)
+    if local[0]:  # (0: the device's local memory)
+        monkeypatch.setitem(SETTINGS, "accumulate_local_bytes", local[0])
+    monkeypatch.setitem(SETTINGS, "accumulate_local_sums", local[1])
     m = load_module_from_string(MANY, "many.slang")
     acc = entry_program(m).accumulated["many"]
     assert (acc.slots, acc.group, acc.entry_group) == (40, 16, 256)
@@ -272,9 +274,9 @@ def test_small_work_groups_chunks_and_several_rows_per_work_item(monkeypatch, de
 def test_reduce_atomics_alone_sums_a_loop_of_adds_behind_a_guard(monkeypatch):
     """Without accumulate-gradients, reduce-atomics predicates the loop's ops on the guard
     (it had failed on the op after which it inserted)."""
-    from diffc.runtime import accumulate
+    from diffc.runtime.device import SETTINGS
 
-    monkeypatch.setattr(accumulate, "ENABLED", False)
+    monkeypatch.setitem(SETTINGS, "accumulate", False)
     m = load_module_from_string(MANY, "many.slang")
     assert not entry_program(m).accumulated
     n = 700
@@ -308,9 +310,9 @@ void stats(uint32_t tid : SV_DispatchThreadID, uniform float* values, uniform At
 @pytest.mark.parametrize("local_sums", [False, True])
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_max_and_counter_become_private_slots(capsys, tmp_path, monkeypatch, deterministic, local_sums):
-    from diffc.runtime import accumulate
+    from diffc.runtime.device import SETTINGS
 
-    monkeypatch.setattr(accumulate, "LOCAL_SUMS", local_sums)
+    monkeypatch.setitem(SETTINGS, "accumulate_local_sums", local_sums)
     from diffc.cli import main
 
     src = tmp_path / "stats.slang"

@@ -97,23 +97,8 @@ def described(circles: list[set[str]]) -> str:
     return "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in circles)
 
 
-# The packages whose circles are still to be broken (the front end's feature modules and the
-# checker; runtime dispatch <-> module).
-STILL_CIRCULAR = ("diffc.frontend", "diffc.runtime")
-
-
-def _inside(circle: set[str], package: str) -> bool:
-    return all(m == package or m.startswith(package + ".") for m in circle)
-
-
-@pytest.mark.xfail(strict=True, reason=f"import circles remain in {' and '.join(STILL_CIRCULAR)}")
 def test_no_import_circles():
     circles = cycles(import_graph())
-    assert not circles, described(circles)
-
-
-def test_no_import_circles_outside_the_packages_still_to_fix():
-    circles = [c for c in cycles(import_graph()) if not any(_inside(c, p) for p in STILL_CIRCULAR)]
     assert not circles, described(circles)
 
 
@@ -142,3 +127,33 @@ def test_annotation_only_imports_count(tmp_path):
 
 def test_the_checker_sees_a_circle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+
+
+def test_the_runtime_imports_no_pass():
+    """Kernels are the compiler's business (diffc.compiler.lower_kernels): no module of the
+    runtime imports a pass, not even for type checking."""
+    known = modules()
+    found = []
+    for name, path in known.items():
+        if not name.startswith("diffc.runtime"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{name} imports {n}" for n in names if n == "diffc.passes" or n.startswith("diffc.passes.")]
+    assert not found, "; ".join(found)
+
+
+def test_the_runtime_has_no_import_circle_even_for_type_checking():
+    known = {m: p for m, p in modules().items() if m.startswith("diffc.runtime")}
+    graph = {}
+    for m, p in known.items():
+        deps = set()
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                deps.update({node.module, *(f"{node.module}.{a.name}" for a in node.names)})
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+        graph[m] = {d for d in deps if d in known and d != m}
+    circles = cycles(graph)
+    assert not circles, "import circles: " + "; ".join(" <-> ".join(sorted(c)) for c in circles)

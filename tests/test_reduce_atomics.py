@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import diffc
-from diffc.runtime import dispatch
+from diffc.runtime.device import SETTINGS as device_settings
 from diffc.runtime.dispatch import entry_program
 from diffc.runtime.module import load_module_from_string
 
@@ -96,9 +96,7 @@ void grid(uint3 tid : SV_DispatchThreadID, uniform float* values, uniform uint32
 def _reduce_atomics_alone(monkeypatch):
     """These tests are about reduce-atomics: build without accumulate-gradients, which since it
     takes integer adds too rewrites some of these kernels (and has tests of its own)."""
-    from diffc.runtime import accumulate
-
-    monkeypatch.setattr(accumulate, "ENABLED", False)
+    monkeypatch.setitem(device_settings, "accumulate", False)
 
 
 def _module(text: str, name: str):
@@ -144,7 +142,7 @@ def test_uniform_sums_equal_those_without_the_pass(values, monkeypatch):
     n = 257
     results = []
     for reduce in (True, False):
-        monkeypatch.setattr(dispatch, "REDUCE_ATOMICS", reduce)
+        monkeypatch.setitem(device_settings, "reduce_atomics", reduce)
         m = _module(UNIFORM.replace("GROUP", "64"), "uniform.slang")
         assert _reduced(m) == reduce
         sums = diffc.Tensor.zeros(3, np.float32)

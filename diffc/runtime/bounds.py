@@ -6,33 +6,21 @@ the length and the Slang source line of the first site (in program order) that w
 State of the buffers after a BoundsError: the launch ran to its end; every access in bounds
 happened, every load outside a buffer read 0 and every store or atomic outside it was dropped,
 so nothing outside the buffers changed, and the outputs hold what the in-bounds work wrote.
-DIFFC_BOUNDS_CHECK=0 builds entry points without the checks.
+DIFFC_BOUNDS_CHECK=0 builds entry points without the checks, DIFFC_BOUNDS_PROOFS=0 without the
+unchecked variants (kernel settings, diffc/pipeline.py).
 """
 
 from __future__ import annotations
-
-import os
-from dataclasses import dataclass
 
 import numpy as np
 
 from diffc.runtime.waiting import copy
 from diffc.diagnostics import format_diagnostic
+from diffc.kernel_program import Proof, Site  # noqa: F401 (imported from here)
 from diffc.runtime.errors import RuntimeDiffcError
 from diffc.runtime.status import _location
 
-ENABLED = os.environ.get("DIFFC_BOUNDS_CHECK", "1") != "0"
-# launch-time proofs: a launch whose thread-indexed accesses are in bounds runs them unchecked
-PROVE = os.environ.get("DIFFC_BOUNDS_PROOFS", "1") != "0"
-LEN_PREFIX = "diffc_len_"
-
-
-@dataclass(frozen=True)
-class Site:
-    function: str
-    buffer: str
-    what: str  # load, store, atomic
-    where: str
+LEN_PREFIX = "diffc_len_"  # bounds-check's length parameter of a buffer: this before its name
 
 
 class BoundsError(RuntimeDiffcError):
@@ -40,59 +28,6 @@ class BoundsError(RuntimeDiffcError):
         super().__init__(message)
         self.kernel, self.site, self.index, self.length = kernel, site, index, length
         self.buffer = site.buffer
-
-
-def bounds_sites(module) -> list[Site]:
-    from xdsl.dialects.builtin import ArrayAttr, StringAttr
-
-    from diffc.passes.bounds_check import SITES
-
-    rows = module.attributes.get(SITES)
-    return [Site(*r.data.split("|", 3)) for r in (rows.data if isinstance(rows, ArrayAttr) else ())
-            if isinstance(r, StringAttr)]
-
-
-@dataclass(frozen=True)
-class Proof:
-    """Kernel `kernel`'s accesses to `buffer` at `offset + scale x thread + extra` are in bounds
-    when offset + scale x (n - 1) + extra < the buffer's length, n the thread's range: the global
-    size along `dim`, or `limit_factor` x the parameter `limit` (a grid-stride loop's counter),
-    and at most `count` where a guard says so; `variant` runs them unguarded."""
-
-    kernel: str
-    variant: str
-    buffer: str
-    offset: str  # the offset parameter's name, or ""
-    dim: int
-    count: str = ""  # a parameter that guards the accesses (global id < count), or ""
-    scale: int = 1  # the index is offset + scale x global id + extra
-    extra: int = 0
-    limit: str = ""  # the parameter bounding a grid-stride loop's counter, or ""
-    limit_factor: int = 1
-    group: int = 0  # > 0: the thread is a group id along dim, below the global size / group
-
-
-def bounds_proofs(module) -> list[Proof]:
-    from xdsl.dialects.builtin import ArrayAttr, StringAttr
-
-    from diffc.passes.bounds_check import PROOFS
-
-    rows = module.attributes.get(PROOFS)
-    out = []
-    for r in rows.data if isinstance(rows, ArrayAttr) else ():
-        if isinstance(r, StringAttr):
-            kernel, variant, buffer, offset, dim, count, scale, extra = r.data.split("|")
-            limit, _, factor = dim.partition("*")  # "<parameter>*<c>": a grid-stride loop's counter
-            group = 0
-            if factor:
-                d = 0
-            elif dim.startswith("g"):  # "g<d>/<R>": a group id
-                d, group = (int(x) for x in dim[1:].split("/"))
-                limit, factor = "", "1"
-            else:
-                d, limit, factor = int(dim), "", "1"
-            out.append(Proof(kernel, variant, buffer, offset, d, count, int(scale), int(extra), limit, int(factor), group))
-    return out
 
 
 I32_MAX = 2**31 - 1
@@ -118,14 +53,6 @@ def proven(proofs, value, global_size) -> bool:
         if top > I32_MAX or offset < 0 or offset + top >= int(value(LEN_PREFIX + p.buffer)):
             return False
     return bool(proofs)
-
-
-def apply_bounds_check(low, ctx=None) -> None:
-    """Runs bounds-check on a module after lower-entry-points (and reduce-atomics)."""
-    from diffc.passes.bounds_check import BoundsCheckPass
-
-    if ENABLED:
-        BoundsCheckPass(prove=PROVE).apply(ctx, low)
 
 
 class BoundsBuffer:
@@ -180,8 +107,6 @@ class BoundsBuffer:
         hits = np.flatnonzero(host[0 : 3 * len(self.sites) : 3])  # (a loop over the sites cost 1.5 ms)
         if not len(hits):
             return
-        from diffc.passes.bounds_check import GROUPSHARED_PREFIX
-
         self.zeroed = False
         for k in hits[:1]:
             site = self.sites[k]
@@ -189,8 +114,7 @@ class BoundsBuffer:
             if flag:
                 shown = "a negative index" if flag == 2 else f"index {index}"
                 inside = f" (in function '{site.function}')" if site.function != kernel else ""
-                place = (f"groupshared '{site.buffer[len(GROUPSHARED_PREFIX):]}'" if site.buffer.startswith(GROUPSHARED_PREFIX)
-                         else f"buffer '{site.buffer}'")  # (a groupshared index counts its scalars)
+                place = f"groupshared '{site.groupshared}'" if site.groupshared else f"buffer '{site.buffer}'"
                 message = (f"{what}: kernel '{kernel}' would {site.what} {'from' if site.what == 'load' else 'to'} "
                            f"{place}{inside} at {shown}, outside its {length} elements; the access "
                            f"was skipped (loads read 0), every access in bounds ran")

@@ -9,6 +9,7 @@ shared by every Tensor and call.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -195,3 +196,28 @@ def synchronize() -> None:
 
     finish(device().queue)
     pending.settle()
+
+
+# Changes to the kernel settings this process builds with, over the device's and the DIFFC_*
+# variables' (a KernelSettings field -> its value): benches and tests compare builds with them.
+SETTINGS: dict = {}
+
+
+def kernel_settings(sanitize: bool):
+    """The KernelSettings (diffc/pipeline.py) that kernels for this device are built with;
+    `sanitize`: the module's sanitizer mode (its `check`)."""
+    from diffc.kernel_settings import for_device
+
+    return for_device(device().cl_device, **{"sanitize": sanitize, **SETTINGS})
+
+
+@contextlib.contextmanager
+def settings_changed(**changes):
+    """Kernels built inside are built with these KernelSettings fields changed (SETTINGS)."""
+    saved = dict(SETTINGS)
+    SETTINGS.update(changes)
+    try:
+        yield
+    finally:
+        SETTINGS.clear()
+        SETTINGS.update(saved)

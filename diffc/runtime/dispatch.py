@@ -22,14 +22,11 @@ Every compute entry point of a module is lowered and built once, into one progra
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
@@ -38,64 +35,45 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    StringAttr,
     VectorType,
 )
 
-from diffc.runtime.device import device
+from diffc.kernel_program import EntryKernelInfo, KernelParam, KernelProgram  # noqa: F401 (KernelParam: imported from here)
+from diffc.runtime.device import device, kernel_settings
 from diffc.runtime.errors import CallError, RuntimeDiffcError
-from diffc.runtime.bounds import (
-    BoundsBuffer,
-    apply_bounds_check,
-    bounds_proofs,
-    bounds_sites,
-    proven,
-)
-from diffc.runtime.sanitize import apply_nan_check, primal_functions
-from diffc.runtime.status import StatusBuffers, status_slots
+from diffc.runtime.bounds import BoundsBuffer, proven
+from diffc.runtime.status import StatusBuffers
 from diffc.runtime.tensor import Tensor, TensorPointer
 from diffc.runtime.textures import NAMED as TEXTURE_NAMED, ROLES as TEXTURE_ROLES, SIZES as TEXTURE_SIZES
 from diffc.runtime.textures import BoundTexture, bind_texture
 
-if TYPE_CHECKING:
-    from diffc.runtime.module import Function, Module
-
-
-@dataclass(frozen=True)
-class KernelParam:
-    name: str
-    type: object
-    kind: str  # its role in the kernel ABI (lower_entry_points.kernel_params): pointer, buffer, offset, value,
-    # or one the runtime supplies for a check (length, shadow, track, status), or a texture's texels, width,
-    # height, dims
-    is_global: bool = False
-    of: str = ""  # what a paired or check role belongs to (lower_entry_points.KernelParam.of)
-    lanes: int = 0  # a texture's scalars per texel
-
-    @property
-    def supplied(self) -> bool:
-        """Whether the runtime passes it itself (a check's length, shadow, track or status)."""
-        return self.kind in ("length", "shadow", "track", "status")
-
-
-# Whether entry points' work-group-uniform atomic adds are summed per work-group before the
-# atomic (the reduce-atomics pass); DIFFC_REDUCE_ATOMICS=0 keeps one atomic per work-item.
-REDUCE_ATOMICS = os.environ.get("DIFFC_REDUCE_ATOMICS", "1") != "0"
-MERGE_CALLS = os.environ.get("DIFFC_MERGE_CALLS", "1") != "0"  # passes/merge_calls.py
-
 
 @dataclass
 class EntryKernel:
-    name: str  # the entry point's symbol
-    c_name: str  # its name in the OpenCL program
-    params: list[KernelParam]
-    thread_ids: dict[str, str]  # parameter name -> semantic
-    numthreads: tuple[int, int, int]
+    """An entry point's kernel as dispatch binds it: what the compiler says of it, and the
+    device buffers of its checks."""
+
+    info: EntryKernelInfo
     status: object = None  # StatusBuffers of its status parameters (runtime/status.py), or None
     bounds: object = None  # its BoundsBuffer (runtime/bounds.py), or None
-    proofs: tuple = ()  # bounds.Proof of its thread-indexed accesses (bounds-check)
-    inbounds: str | None = None  # the C name of the variant launched when they all hold
     uninit: object = None  # its UninitStatus (runtime/uninit.py; the sanitizer mode), or None
+
+    def __post_init__(self):
+        from diffc.runtime.uninit import UninitStatus
+
+        info = self.info
+        self.status = StatusBuffers(list(info.status)) if info.status else None
+        self.bounds = BoundsBuffer(list(info.bounds_sites)) if info.bounds_sites is not None else None
+        self.uninit = UninitStatus(list(info.uninit_sites)) if info.uninit_sites is not None else None
+        self.params = list(info.params)
+
+    # what the compiler says of it
+    name = property(lambda self: self.info.name)  # the entry point's symbol
+    c_name = property(lambda self: self.info.c_name)  # its name in the OpenCL program
+    thread_ids = property(lambda self: self.info.thread_ids)  # parameter name -> semantic
+    numthreads = property(lambda self: self.info.numthreads)
+    proofs = property(lambda self: self.info.proofs)  # bounds.Proof of its thread-indexed accesses
+    inbounds = property(lambda self: self.info.inbounds)  # the C name of the variant launched when they all hold
 
 
 @dataclass
@@ -107,141 +85,62 @@ class EntryProgram:
     cl_kernels: dict[str, object] = field(default_factory=dict)
     accumulated: dict[str, object] = field(default_factory=dict)  # entry -> accumulate.AccumulatedKernel
     plans: dict[str, list] = field(default_factory=dict)  # entry -> its last dispatches' DispatchPlans
+    build_options: tuple[str, ...] = ()  # what `program` was built with
 
 
-def entry_program(module: Module) -> EntryProgram:
+def entry_program(module) -> EntryProgram:
     """The module's compute entry points, lowered and built (once per Module)."""
     cached = module._entry_program
     if cached is None:
-        cached = module._entry_program = _build_or_load(module)
+        cached = module._entry_program = _load(_build_or_load(module))
     return cached
 
 
-def _build_or_load(module: Module) -> EntryProgram:
-    """`_build`, or what an earlier build of the unchanged module kept (module_cache.py)."""
-    from diffc.backend.opencl import build_options, options_for_device
+def _build_or_load(module) -> KernelProgram:
+    """The compiler's KernelProgram of the module's entry points, or what an earlier build of the
+    unchanged module under the same settings kept (module_cache.py)."""
     from diffc.runtime import module_cache
-    from diffc.runtime.program import build_program
 
-    from diffc.runtime import accumulate, bounds
-
-    options = options_for_device(device().cl_device)
-    name = module_cache.kernel_key(module.cache_key, ("entry points", REDUCE_ATOMICS, MERGE_CALLS, accumulate.settings(), module.check,
-                                                          bounds.ENABLED, bounds.PROVE), options)
+    settings = kernel_settings(module.check)
+    name = module_cache.kernel_key(module.cache_key, "entry points", settings)
     kept = module_cache.load_entry_program(name)
     if kept is not None:
-        source, kernels, index_dtype, accumulated = kept
-        return EntryProgram(source, build_program(source, tuple(build_options(options))), kernels, index_dtype,
-                            accumulated=accumulated)
-    prog = _build(module)
-    module_cache.store_entry_program(name, (prog.source, prog.kernels, prog.index_dtype, prog.accumulated))
+        return kept
+    prog = _build(module, settings)
+    module_cache.store_entry_program(name, prog)
     return prog
 
 
-def _build(module: Module) -> EntryProgram:
+def _build(module, settings) -> KernelProgram:
     from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
-    from diffc.backend.opencl import build_options, options_for_device
-    from diffc.backend.opencl.module import ModuleEmitter
-    from diffc.passes.lower_entry_points import (
-        SEMANTIC,
-        LowerEntryPointsPass,
-        is_compute_entry,
-        numthreads,
-        param_names,
-    )
-    from diffc.compiler import differentiate, make_context
+    from diffc import compiler
+    from diffc.kernel_program import KernelABIError
     from diffc.runtime.errors import located_failure, with_source_line
-    from diffc.runtime.program import build_program, check_work_group_memory
+    from diffc.runtime.program import check_work_group_memory
 
-    entries = {f.sym_name.data: f for f in module.ir.ops if isinstance(f, func.FuncOp) and is_compute_entry(f)}
-    thread_ids = {}
-    for name, f in entries.items():
-        attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
-        names = param_names(f)
-        ids = {}
-        for i, a in enumerate(attrs):
-            sem = a.data.get(SEMANTIC)
-            if isinstance(sem, StringAttr):
-                ids[names[i]] = sem.data
-        thread_ids[name] = ids
     low: ModuleOp = module.ir.clone()
-    ctx = make_context()
-    primal = primal_functions(low)
     try:
-        differentiate(low, ctx)
-        if module.check:  # the sanitizer mode (runtime/sanitize.py)
-            apply_nan_check(low, primal, ctx)
-        LowerEntryPointsPass().apply(ctx, low)
-        from diffc.runtime import accumulate
-
-        if accumulate.ENABLED:
-            accumulate.apply_pass(ctx, low, device().cl_device)
-        if MERGE_CALLS:  # a backward pass's recomputed primal calls, computed once
-            from diffc.passes.merge_calls import MergeCallsPass
-
-            MergeCallsPass().apply(ctx, low)
-        if REDUCE_ATOMICS:
-            from diffc.passes.reduce_atomics import ReduceAtomicsPass
-
-            ReduceAtomicsPass().apply(ctx, low)
-        apply_bounds_check(low, ctx)  # no access outside a buffer (runtime/bounds.py)
-        if module.check:  # reads of elements nobody wrote (runtime/uninit.py)
-            from diffc.runtime.uninit import apply_uninit_check
-
-            apply_uninit_check(low, ctx)
-        low.verify()
+        compiler.lower_kernels(low, settings)
     except (DiagnosticException, PassFailedException, VerifyException) as e:
         raise located_failure(e, module, "lowering the compute entry points failed: ") from None
-    options = options_for_device(device().cl_device)
     check_work_group_memory(low)
-    emitter = ModuleEmitter(low, options)
-    source = with_source_line(emitter.emit, module.sources)()
-    program = build_program(source, tuple(build_options(options)))
-    globals_ = {g.sym_name.data for g in module.ir.ops if g.name == "memref.global"}
-    kernels = {}
-    slots = {s.name: s for s in status_slots(low)}
-    sites = bounds_sites(low)
-    proofs = bounds_proofs(low)
-    from diffc.runtime.uninit import UninitStatus, uninit_sites
-
-    unread = uninit_sites(low)
-    for f in low.ops:
-        if isinstance(f, func.FuncOp) and f.sym_name.data in entries:
-            name = f.sym_name.data
-            params = _params(f, globals_ | set(slots))
-            checks = {p.of for p in params if p.kind == "status"}
-            mine = [slots[p.of] for p in params if p.kind == "status" and p.of in slots]
-            kernels[name] = EntryKernel(
-                name, emitter.names[name], params, thread_ids[name], numthreads(entries[name]),
-                StatusBuffers(mine) if mine else None,
-                BoundsBuffer(sites) if "bounds" in checks else None,
-            )
-            if "uninit" in checks:
-                kernels[name].uninit = UninitStatus(unread)
-            own = tuple(p for p in proofs if p.kernel == name)
-            if own:
-                kernels[name].proofs, kernels[name].inbounds = own, emitter.names[own[0].variant]
-    index_dtype = np.dtype(np.int64 if options.index_type == "long" else np.int32)
-    return EntryProgram(source, program, kernels, index_dtype,
-                        accumulated=accumulate.plans(low, emitter.names) if accumulate.ENABLED else {})
+    try:
+        return with_source_line(compiler.kernel_program, module.sources)(low, settings, module.ir)
+    except KernelABIError as e:
+        raise RuntimeDiffcError(str(e)) from None
 
 
-def _params(kernel: func.FuncOp, globals_: set[str]) -> list[KernelParam]:
-    from diffc.passes.lower_entry_points import kernel_params, param_names
+def _load(prog: KernelProgram) -> EntryProgram:
+    """The program built on the device, and each kernel's check buffers."""
+    from diffc.runtime import accumulate
+    from diffc.runtime.program import build_program
 
-    names = param_names(kernel)
-    for i, n in enumerate(names):
-        if n in names[:i]:
-            raise RuntimeDiffcError(
-                f"error: @{kernel.sym_name.data}: two parameters are named '{n}' (an IR name hint loses a "
-                "`_<digits>` suffix: name such parameters with the argument attribute diffc.name)"
-            )
-    params = [
-        KernelParam(p.name, p.type, p.role, isinstance(p.type, MemRefType) and p.name in globals_, p.of, p.lanes)
-        for p in kernel_params(kernel)
-    ]
-    return params
+    kernels = {name: EntryKernel(info) for name, info in prog.kernels.items()}
+    index_dtype = np.dtype(np.int64 if prog.index_type == "long" else np.int32)
+    return EntryProgram(prog.source, build_program(prog.source, prog.build_options), kernels, index_dtype,
+                        accumulated={of: accumulate.AccumulatedKernel.of(plan) for of, plan in prog.accumulated.items()},
+                        build_options=prog.build_options)
 
 
 # -- binding ------------------------------------------------------------------------------
@@ -495,8 +394,9 @@ def _position(kernel: EntryKernel, name: str) -> int:
     return next(i for i, p in enumerate(kernel.params) if p.name == name)
 
 
-def dispatch(fn: Function, thread_count, kwargs: dict):
-    """Runs the compute entry point `fn` over `thread_count` threads; returns the OpenCL event."""
+def dispatch(fn, thread_count, kwargs: dict):
+    """Runs the compute entry point `fn` (a module.Function) over `thread_count` threads; returns the
+    OpenCL event."""
     import pyopencl as cl
 
     where = f"{fn.name}.dispatch"

@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from diffc.runtime.waiting import finish
 from diffc.diagnostics import read_source
 from diffc.dialects import diff
-from diffc.runtime.device import device
+from diffc.runtime.device import device, kernel_settings
 from diffc.runtime.errors import CallError, RuntimeDiffcError, located_failure, with_source_line
 from diffc.runtime.kernels import (
     VECTOR_WIDTH,
@@ -41,8 +41,8 @@ from diffc.runtime import layouts, module_cache, pending, record_calls, torch_re
 from diffc.runtime.launch_plan import MISS, LaunchPlan
 from diffc.runtime.module_cache import np_dtype as _np_dtype  # noqa: F401 (imported from here)
 from diffc.runtime.staging import Staging, read_later, stage, upload
-from diffc.runtime.sanitize import apply_nan_check, check_initialized, enabled_by_default, primal_functions
-from diffc.runtime.status import run_growing_tape, status_for
+from diffc.runtime.sanitize import check_initialized, enabled_by_default
+from diffc.runtime.status import StatusBuffers, run_growing_tape
 from diffc.runtime.tensor import Tensor
 from diffc.runtime import torch_bridge
 from diffc.runtime.torch_bridge import holds_torch
@@ -613,29 +613,29 @@ class Function:
     def _compile(self, spec: KernelSpec):
         import pyopencl as cl
 
-        from diffc.backend.opencl import build_options, emit_opencl, options_for_device
+        from diffc import compiler
+        from diffc.backend.opencl import build_options, emit_opencl
         from diffc.runtime.program import build_program
 
         from xdsl.utils.exceptions import PassFailedException
 
-        dev = device()
-        options = options_for_device(dev.cl_device)
-        cached = module_cache.kernel_key(self.module.cache_key, spec, options)
+        settings = kernel_settings(self.module.check)
+        options = compiler.emit_options(settings)
+        cached = module_cache.kernel_key(self.module.cache_key, spec, settings)
         # (the sanitizer's kernels have status buffers: they are never kept in the cache)
-        source = None if self.module.check else module_cache.load_kernel_source(cached)
+        source = None if settings.sanitize else module_cache.load_kernel_source(cached)
         self._status[spec] = None  # only kernels without loop-overrun checks are kept in the cache
         if source is None:
             module = self.module.ir.clone()
             f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
             build_kernel(module, f, spec, self.params)
-            primal = primal_functions(module)
+            primal = compiler.primal_functions(module)
             try:
                 _lower(module, spec)
-                if self.module.check:
-                    apply_nan_check(module, primal)
+                slots = compiler.lower_call_kernel(module, settings, primal)
             except PassFailedException as e:
                 raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
-            self._status[spec] = status_for(module)  # loop-overrun checks: trailing kernel buffers
+            self._status[spec] = StatusBuffers(slots) if slots else None  # loop-overrun checks: trailing kernel buffers
             source = with_source_line(emit_opencl, self.module.sources)(module, options)
             if self._status[spec] is None:
                 module_cache.store_kernel_source(cached, source)

@@ -6,13 +6,15 @@ Two kinds of entry, in `<cache dir>/modules/` (the program cache's folder, see p
 * `<key>.sig`: the signatures of the module's functions (`FunctionSignature`: parameter names,
   dtypes, which are differentiable, ...), all a `Module` needs until a kernel must be built.
   A module loaded from it parses its source only when the IR is wanted (`Module.ir`).
-* `<key>-<spec>.cl`: the OpenCL C of one element-wise kernel (a `KernelSpec` of one function,
-  for one set of emit options), or of the module's compute entry points with what dispatch
-  needs to bind their arguments; the binary is then found in the program cache.
+* `<key>-<spec>.cl`: the OpenCL C of one element-wise kernel (a `KernelSpec` of one function),
+  or the module's compute entry points as the compiler built them (a `KernelProgram`: the
+  OpenCL C and what dispatch needs to bind their arguments), for one `KernelSettings` (the
+  kernel pipeline's settings, diffc/pipeline.py: device atomics, checks, accumulation, group
+  sizes); the binary is then found in the program cache.
 
 `<key>` hashes a format number, diffc's version, a fingerprint of diffc's installed files (so
 an edited diffc never reads an older diffc's results) and of the site-packages folders on
-sys.path (so installing or upgrading a plugin package starts afresh), the pass pipeline, and
+sys.path (so installing or upgrading a plugin package starts afresh), the pass pipelines, and
 the name and text of every source file the module was made from (a Slang module is one file:
 the front end reads no includes). A plugin edited in place (an editable install) is not seen:
 clear the folder, or set `DIFFC_MODULE_CACHE=0` while developing one. Entries are written whole
@@ -34,7 +36,8 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType
 
-FORMAT = 3  # the layout of the entries (2: entry programs keep their accumulate-gradients plans; 3: api)
+FORMAT = 4  # the layout of the entries (2: entry programs keep their accumulate-gradients plans; 3: api;
+# 4: entry programs are the compiler's KernelPrograms, keyed by the KernelSettings)
 stats = {"hits": 0, "misses": 0, "kernel_hits": 0, "kernel_misses": 0}
 
 
@@ -69,7 +72,7 @@ class FunctionSignature:
 
 def signature_of(op) -> FunctionSignature:
     from diffc.dialects import diff
-    from diffc.passes.lower_entry_points import is_compute_entry
+    from diffc.kernel_program import is_compute_entry
 
     args = op.body.blocks[0].args if op.body.blocks else ()
     ins = op.function_type.inputs.data
@@ -145,10 +148,10 @@ def module_key(sources: dict[str, str]) -> str | None:
     (Cheap: it imports nothing, not even diffc's registry, which alone costs more than a cached load.)"""
     if folder() is None:
         return None
-    from diffc.pipeline import AD_PIPELINE
+    from diffc.pipeline import AD_PIPELINE, KERNEL_PIPELINE
 
     h = hashlib.sha256()
-    for part in (str(FORMAT), diffc_fingerprint(), ",".join(AD_PIPELINE)):
+    for part in (str(FORMAT), diffc_fingerprint(), ",".join(AD_PIPELINE), ",".join(s.name for s in KERNEL_PIPELINE)):
         h.update(part.encode())
         h.update(b"\1")
     for name in sorted(sources):
@@ -205,11 +208,13 @@ def store_signatures(key: str | None, signatures: dict[str, FunctionSignature]) 
         _write(f"{key}.sig", signatures)
 
 
-def kernel_key(key: str | None, spec, options) -> str | None:
-    """The entry name of one element-wise kernel's OpenCL C (None when the module has no key)."""
+def kernel_key(key: str | None, spec, settings) -> str | None:
+    """The entry name of the kernels `spec` names (one element-wise kernel's KernelSpec, or "entry
+    points") built under `settings` (a KernelSettings: what the build depends on besides the
+    module); None when the module has no key."""
     if key is None:
         return None
-    return f"{key}-{hashlib.sha256(repr((spec, options)).encode()).hexdigest()[:32]}.cl"
+    return f"{key}-{hashlib.sha256(repr((spec, settings)).encode()).hexdigest()[:32]}.cl"
 
 
 def load_kernel_source(name: str | None) -> str | None:
@@ -227,16 +232,17 @@ def store_kernel_source(name: str | None, source: str) -> None:
 
 
 def load_entry_program(name: str | None):
-    """A module's compute entry points as dispatch.py keeps them: (OpenCL C, kernels, index
-    dtype, accumulate-gradients plans), or None."""
+    """A module's compute entry points as the compiler built them (a KernelProgram), or None."""
     if name is None:
         return None
+    from diffc.kernel_program import KernelProgram
+
     value = _read(name)
-    ok = isinstance(value, tuple) and len(value) == 4 and isinstance(value[0], str)
+    ok = isinstance(value, KernelProgram)
     stats["kernel_hits" if ok else "kernel_misses"] += 1
     return value if ok else None
 
 
-def store_entry_program(name: str | None, value: tuple) -> None:
+def store_entry_program(name: str | None, value) -> None:
     if name is not None:
         _write(name, value)

@@ -401,14 +401,17 @@ def _kernel(fn, spec: RecordSpec, names: list[str]):
     import pyopencl as cl
     from xdsl.utils.exceptions import PassFailedException
 
-    from diffc.backend.opencl import build_options, emit_opencl, options_for_device
+    from diffc import compiler
+    from diffc.backend.opencl import build_options, emit_opencl
     from diffc.runtime import module_cache
+    from diffc.runtime.device import kernel_settings
     from diffc.runtime.errors import located_failure, with_source_line
     from diffc.runtime.program import build_program
-    from diffc.runtime.status import status_for
+    from diffc.runtime.status import StatusBuffers
 
-    options = options_for_device(device().cl_device)
-    cached = module_cache.kernel_key(fn.module.cache_key, spec, options)
+    settings = kernel_settings(False)  # (nan-check is not run on calls with records)
+    options = compiler.emit_options(settings)
+    cached = module_cache.kernel_key(fn.module.cache_key, spec, settings)
     source = module_cache.load_kernel_source(cached)
     status = None
     layout = record_layout(spec)
@@ -416,11 +419,13 @@ def _kernel(fn, spec: RecordSpec, names: list[str]):
         module = fn.module.ir.clone()
         f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == fn.name)
         build_record_kernel(module, f, spec, layout, names)
+        primal = compiler.primal_functions(module)
         try:
             lower_kernel_module(module, spec)
+            slots = compiler.lower_call_kernel(module, settings, primal)
         except PassFailedException as e:
             raise located_failure(e, fn.module, f"{spec.mode} of @{fn.name}: ") from None
-        status = status_for(module)
+        status = StatusBuffers(slots) if slots else None
         source = with_source_line(emit_opencl, fn.module.sources)(module, options)
         if status is None:
             module_cache.store_kernel_source(cached, source)

@@ -10,9 +10,10 @@ holds whatever the allocator left there (UninitializedReadError, E0013). Dispatc
 points are checked by the kernels themselves, element by element (passes/uninit_check.py,
 runtime/uninit.py).
 
+The kernel settings' `sanitize` (diffc/pipeline.py) builds with nan-check and uninit-check.
 Derivative code is what the differentiation pipeline generated (every function that exists
-after it and did not before) and the custom derivatives (the functions a primal names with
-diff.fwd_derivative / diff.bwd_derivative). Primal code, the kernels' own loads and stores, and
+after it and did not before: diffc.compiler.derivative_functions) and the custom derivatives
+(the functions a primal names with diff.fwd_derivative / diff.bwd_derivative). Primal code, the kernels' own loads and stores, and
 the calls over tensors' `m.f(...)` (no derivative) are left as they are.
 """
 
@@ -20,43 +21,9 @@ from __future__ import annotations
 
 import os
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
-
-from diffc.dialects.diff import BWD_DERIVATIVE, FWD_DERIVATIVE
-
 
 def enabled_by_default() -> bool:
     return os.environ.get("DIFFC_CHECK", "0") not in ("", "0")
-
-
-def primal_functions(module: ModuleOp) -> set[str]:
-    """Call before the pipeline: the names of `module`'s functions that are not custom
-    derivatives (the pipeline drops the attributes that name those)."""
-    names, custom = set(), set()
-    for f in module.walk():
-        if isinstance(f, func.FuncOp):
-            names.add(f.sym_name.data)
-            for key in (FWD_DERIVATIVE, BWD_DERIVATIVE):
-                target = f.attributes.get(key)
-                if isinstance(target, SymbolRefAttr):
-                    custom.add(target.root_reference.data)
-    return names - custom
-
-
-def derivative_functions(module: ModuleOp, primal: set[str]) -> list[str]:
-    """The functions of the differentiated `module` that hold derivative code; `primal`: what
-    primal_functions said before the pipeline ran."""
-    return sorted(f.sym_name.data for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data not in primal)
-
-
-def apply_nan_check(module: ModuleOp, primal: set[str], ctx=None) -> None:
-    """Runs nan-check over the derivative functions of the differentiated `module`."""
-    from diffc.passes.nan_check import NanCheckPass
-
-    names = derivative_functions(module, primal)
-    if names:
-        NanCheckPass(functions=",".join(names)).apply(ctx, module)
 
 
 def check_initialized(fn_name: str, mode: str, grads: list[tuple[str, object]]) -> None:

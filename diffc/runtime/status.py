@@ -1,8 +1,8 @@
-"""The host side of status globals (passes/status_report.py): each launch of a kernel that has
+"""The host side of status globals (diffc/kernel_support/status_report.py): each launch of a kernel that has
 them gets zeroed status buffers, and after it the runtime reads them (a blocking read of a few
 bytes: kernels without such checks pay nothing) and raises the error a recorded value means.
 
-    slots = status_slots(lowered_module)        # before lower-entry-points erases the globals
+    slots = ...                                 # the compiler's (kernel_program.StatusSlot)
     status = StatusBuffers(slots)
     ... kernel args: [..., *status.buffers] (in slot order, which is the globals' order)
     status.reset(); launch; status.check("bwds of @f", sources)
@@ -14,25 +14,14 @@ elements of the same launch are right; `bwds` has already accumulated into the `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from diffc.runtime.waiting import finish
 from diffc.diagnostics import SourceLocation, format_diagnostic
+from diffc.kernel_program import StatusSlot, grow_max_iters  # noqa: F401 (imported from here)
 from diffc.runtime.errors import RuntimeDiffcError
 
 STATUS_PREFIX = "diffc_status_"
-
-
-@dataclass(frozen=True)
-class StatusSlot:
-    name: str  # the global's (and then the kernel parameter's) name
-    kind: str  # "overrun", "stopped" (a while loop that derivative code stopped: count is a lower bound), "nan"
-    where: str  # file:line:col or ""
-    function: str
-    max_iters: int = 0
-    sites: tuple[str, ...] = ()  # (nan) nan-check's sites, "function|op|file:line:col" each
 
 
 class LoopOverrunError(RuntimeDiffcError):
@@ -55,28 +44,6 @@ class NonFiniteError(RuntimeDiffcError):
     def __init__(self, message: str, kernel: str, function: str, op: str, where: str, value: str):
         super().__init__(message)
         self.kernel, self.function, self.op, self.where, self.value = kernel, function, op, where, value
-
-
-def status_slots(module) -> list[StatusSlot]:
-    """The status globals of a lowered module, in declaration order (from the globals, or after
-    lower-entry-points from the module attribute it leaves, see status_report.stash_slots)."""
-    from xdsl.dialects.builtin import ArrayAttr, StringAttr
-
-    from diffc.passes.status_report import SLOTS, stash_slots
-
-    if SLOTS not in module.attributes:
-        stash_slots(module)
-    from diffc.passes.nan_check import SITES
-
-    rows = module.attributes.get(SLOTS)
-    nan_sites = module.attributes.get(SITES)
-    sites = tuple(r.data for r in nan_sites.data) if isinstance(nan_sites, ArrayAttr) else ()
-    out = []
-    for row in rows.data if isinstance(rows, ArrayAttr) else ():
-        if isinstance(row, StringAttr):
-            name, kind, where, function, bound = row.data.split("|")
-            out.append(StatusSlot(name, kind, where, function, int(bound), sites if kind == "nan" else ()))
-    return out
 
 
 def _location(where: str) -> SourceLocation | None:
@@ -184,43 +151,6 @@ class StatusBuffers:
                 raise overrun_error(slot, value, what, sources)
             if value and slot.kind == "nan":
                 raise non_finite_error(slot, value, kernel, what, sources)
-
-
-def grow_max_iters(module, slot: StatusSlot, count: int) -> bool:
-    """Raises the [MaxIters] of the loop `slot` is about (found by its source location in the
-    front end's module) to max(count, 2 x its bound); False when no loop is there."""
-    from xdsl.dialects import scf
-    from xdsl.dialects.builtin import IntegerAttr, i64
-
-    from diffc.dialects import diff
-    from diffc.passes.status_report import where
-
-    grown = False
-    for op in module.walk():
-        if isinstance(op, scf.WhileOp | scf.ForOp) and where(op) == slot.where and slot.where:
-            n = diff.max_iters(op) or slot.max_iters
-            op.attributes[diff.MAX_ITERS] = IntegerAttr(max(count, 2 * n), i64)
-            grown = True
-    return grown
-
-
-def status_for(module) -> StatusBuffers | None:
-    """For a lowered module of one element-wise kernel (runtime/kernels.py): threads its status
-    globals into the kernel as trailing parameters and returns their buffers, in parameter
-    order; None when it has none (or has other globals, which such kernels cannot take)."""
-    from xdsl.dialects import func, memref
-
-    from diffc.dialects.kernel import is_kernel
-    from diffc.passes.lower_entry_points import thread_global_buffers
-
-    globals_ = [g for g in module.ops if isinstance(g, memref.GlobalOp)]
-    slots = {s.name: s for s in status_slots(module)}
-    if not slots or len(globals_) != len(slots):
-        return None
-    threaded = thread_global_buffers(module)
-    kernel = next(f for f in module.ops if isinstance(f, func.FuncOp) and is_kernel(f))
-    names = threaded.get(kernel.sym_name.data, [])
-    return StatusBuffers([slots[n] for n in names]) if names else None
 
 
 MAX_GROWS = 8  # reruns with a larger tape before the overrun is reported after all

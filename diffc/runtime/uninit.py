@@ -21,29 +21,12 @@ import numpy as np
 
 from diffc.runtime.waiting import copy
 from diffc.diagnostics import format_diagnostic
-from diffc.runtime.bounds import Site
+from diffc.kernel_program import Site  # noqa: F401 (UninitStatus's sites)
 from diffc.runtime.errors import UninitializedReadError
 from diffc.runtime.status import _location
 
 # Tensor -> the device buffer of its written flags, while it is partly written
 _shadows: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def uninit_sites(module) -> list[Site]:
-    from xdsl.dialects.builtin import ArrayAttr, StringAttr
-
-    from diffc.passes.uninit_check import SITES
-
-    rows = module.attributes.get(SITES)
-    return [Site(*r.data.split("|", 3)) for r in (rows.data if isinstance(rows, ArrayAttr) else ())
-            if isinstance(r, StringAttr)]
-
-
-def apply_uninit_check(low, ctx=None) -> None:
-    """Runs uninit-check on a module after bounds-check (the sanitizer mode's entry points)."""
-    from diffc.passes.uninit_check import UninitCheckPass
-
-    UninitCheckPass().apply(ctx, low)
 
 
 def _shadow_of(tensor):
