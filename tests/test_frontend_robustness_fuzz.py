@@ -157,6 +157,9 @@ void computeMain(uint3 tid : SV_DispatchThreadID) {
     ("groupshared_reduce", [10 + 20 * x + 24 for x in (1.0, 2.0, 3.0, 4.0)]),
     # Square(2) picked; d/dx (2 sqrt(x) + 0.5) at 4 is 0.5, plus 1 for maybe[1]; 2 sqrt(9) + 0.5
     ("optional_values", [2.0, 0.0, 1.5, 6.5]),
+    # 2 is true; the loop never runs (Slang: 2, then d/dx = 1); 6 halves three times (d = 1/8);
+    # 300 in 8 bits is 44
+    ("loops_and_conversions", [1.0, 2.0, 1.0, 0.125, 44.0]),
 ])
 def test_fuzz_seeds_run_and_give_the_right_numbers(tmp_path, capsys, name, want):
     """The seeds tests/test_bad_input_fuzz.py mutates are themselves valid programs."""
