@@ -18,6 +18,7 @@ from diffc.frontend.features import hex_floats
 from diffc.frontend.features import matrices
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
+from diffc.frontend.features import pair_accessors
 from diffc.frontend.features import properties
 from diffc.frontend.features import subscripts
 from diffc.frontend.features import textures
@@ -39,6 +40,7 @@ FEATURES = [
     hex_floats.FEATURE,
     access_modifiers.FEATURE,
     cuda_builtins.FEATURE,
+    pair_accessors.FEATURE,
 ]
 
 install(FEATURES)
