@@ -120,15 +120,6 @@ def member_cells(name: str) -> list[tuple[int, int]] | None:
 
 
 def check_call(c: Checking, e: A.Call, name: str) -> T.Type:
-    out = _matrix_call_type(c, e, name)
-    wide = out.cols if isinstance(out, T.Matrix) else out.n if isinstance(out, T.Vector) else 1
-    if wide > 4:  # (a matrix of more than 4 rows, transposed or multiplied by a vector)
-        raise _err(UNSUPPORTED, f"{name}(...) gives {out}: vectors and matrix rows of more than 4 "
-                   "components are not supported", e)
-    return out
-
-
-def _matrix_call_type(c: Checking, e: A.Call, name: str) -> T.Type:
     from diffc.frontend.checker.symbols import count_args as _count
 
     _count(e, name, 2 if name == "mul" else 1)
