@@ -78,6 +78,64 @@ def holds_torch(args: tuple, kwargs: dict, result) -> bool:
 NOT_TORCH = frozenset({float, int, bool, str, np.ndarray, Tensor})
 
 
+# -- what a call refuses ------------------------------------------------------------------------
+
+
+def refuse_float64(fn_name: str, param: str, t, want: np.dtype) -> None:
+    """A float64 torch tensor for a `float` parameter: computing it in float32 would hand back a
+    float32 result (or gradient) of float32 precision without a word, and gradcheck would then
+    report a Jacobian mismatch that reads as a wrong derivative. (Widening, float32 into a double
+    parameter, loses nothing and stays allowed; numpy arrays keep their conversion.)"""
+    if want == np.float32 and str(t.dtype) == "torch.float64":
+        raise CallError(
+            f"error: {fn_name}(): argument '{param}' is a float64 torch tensor, but the parameter is float: "
+            f"diffc would compute it in float32. Pass {param}.float(), or declare the parameter double "
+            f"(or generic, T : __BuiltinFloatingPointType) to compute in double", param)
+
+
+SECOND_ORDER = (
+    "error: {name}(): second derivatives through a diffc function are not supported: torch asked for "
+    "the derivative of its gradient (create_graph=True, then a backward through that gradient, as a "
+    "gradient penalty does). diffc's backward is the function's bwds kernel, which torch cannot "
+    "differentiate, and diffc does not build the derivative of that kernel (forward mode over bwds). "
+    "Compute the term that needs second derivatives with torch ops, or use grad.detach() where only "
+    "the gradient's value is needed")
+
+
+def first_order_only(name: str, grads: tuple, inputs) -> tuple:
+    """A backward's gradients, under create_graph, tied into the graph by a node whose own
+    backward raises (SECOND_ORDER): without it they would be constants to torch, and a second
+    backward through them would silently drop the second-order term. `inputs`: the forward's
+    torch inputs (whose derivative torch would ask for) and the incoming gradient."""
+    import torch
+
+    global _FIRST_ORDER_ONLY
+    if _FIRST_ORDER_ONLY is None:
+        class FirstOrderOnly(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, name, n, *tensors):
+                ctx.fn_name = name
+                return tuple(t.view_as(t) for t in tensors[:n])
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise CallError(SECOND_ORDER.format(name=ctx.fn_name))
+
+        _FIRST_ORDER_ONLY = FirstOrderOnly
+    at = [k for k, g in enumerate(grads) if g is not None]
+    links = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not at or not links:
+        return grads
+    tied = _FIRST_ORDER_ONLY.apply(name, len(at), *[grads[k] for k in at], *links)
+    out = list(grads)
+    for k, g in zip(at, tied if isinstance(tied, tuple) else (tied,)):
+        out[k] = g
+    return tuple(out)
+
+
+_FIRST_ORDER_ONLY = None
+
+
 # -- conversions ------------------------------------------------------------------------------
 
 
@@ -135,6 +193,7 @@ def _numpy_values(values: list) -> list:
 OVERLAP: list = [None]
 
 _RESULTS = ("tensor", "torch", "numpy")
+_FLOAT64: list = [None]  # torch.float64, once torch is imported (an identity test per tensor)
 
 
 def call(fn, args: tuple, kwargs: dict, result):
@@ -142,6 +201,8 @@ def call(fn, args: tuple, kwargs: dict, result):
     `_result` is "torch" or a torch tensor to write into)."""
     # (this runs on every call of a tiny kernel: each step here is a measurable part of it)
     torch = sys.modules.get("torch") or require_torch(f"{fn.name}(_result='torch')")
+    if _FLOAT64[0] is None:
+        _FLOAT64[0] = torch.float64
     if OVERLAP[0] is None:
         from diffc.runtime.device import device
 
@@ -161,6 +222,8 @@ def call(fn, args: tuple, kwargs: dict, result):
     grad = False
     for i, t in enumerate(values):
         if type(t) not in NOT_TORCH and isinstance(t, T):
+            if t.dtype is _FLOAT64[0]:
+                refuse_float64(fn.name, fn.params[i], t, fn.dtypes[i])
             idx.append(i)
             tensors.append(t)
             host[i] = _view(views, i, t)
@@ -254,7 +317,6 @@ def add_to_grad(t, g: np.ndarray) -> None:
 
 def _autograd_function():
     import torch
-    from torch.autograd.function import once_differentiable
 
     class _DiffcCall(torch.autograd.Function):
         """y = f(inputs) by diffc's call kernel; dL/dinputs by its bwds kernel. The device copies
@@ -276,7 +338,9 @@ def _autograd_function():
         @staticmethod
         def backward(ctx, grad_out):
             if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
-                return once_backward(ctx, grad_out)
+                with torch.no_grad():
+                    grads = _DiffcCall.backward(ctx, grad_out)
+                return first_order_only(ctx.state[0].name, grads, (*ctx.state[4], grad_out))
             # torch's checks of saved tensors, made here for the inputs (save_for_backward's
             # SavedVariables cost ~2.5 us of every forward here, on a graph torch builds cold
             # after each device wait): a backward through a freed graph raises as torch's
@@ -284,12 +348,7 @@ def _autograd_function():
             # input changed in place raises torch's error rather than reading other values
             ctx.saved_tensors
             fn, host, idx, staged, tensors, versions = ctx.state
-            for t, v in zip(tensors, versions):
-                if t._version != v:
-                    raise RuntimeError(
-                        "one of the variables needed for gradient computation has been modified by an inplace "
-                        f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version {v} "
-                        f"instead (an input of {fn.name}() changed in place after the call)")
+            _unchanged(fn, tensors, versions)
             wants = ctx.needs_input_grad[2:]
             diffable = fn.diffable
             want = [i for i, w in zip(idx, wants) if w and diffable[i]]
@@ -297,10 +356,17 @@ def _autograd_function():
             grads = backward_grads(fn, host, want, gy, gy.shape, current(staged))
             return (None, None, *input_grads(idx, tensors, wants, grads))
 
-    # torch's once_differentiable costs ~8 us on every backward; it matters only under
-    # create_graph, the one case where grad mode is on in a backward, so only that case takes it
-    once_backward = once_differentiable(_DiffcCall.backward)
     return _DiffcCall
+
+
+def _unchanged(fn, tensors, versions) -> None:
+    """torch's check of saved tensors, for the inputs a graph keeps without saving them."""
+    for t, v in zip(tensors, versions):
+        if t._version != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version {v} "
+                f"instead (an input of {fn.name}() changed in place after the call)")
 
 
 _DiffcCall = None  # the torch.autograd.Function class, made on first use (so that importing
@@ -361,6 +427,12 @@ def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple
 # -- m.f.bwds(...) and m.f.fwds(...) -----------------------------------------------------------
 
 
+def _refuse_float64_all(fn, values: list, torch) -> None:
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor):
+            refuse_float64(fn.name, fn.params[i], v, fn.dtypes[i])
+
+
 def bwds(fn, args: tuple, kwargs: dict, result) -> None:
     """`.bwds` with torch tensors: `_result` is the torch result whose `.grad` holds the output
     derivatives; each torch input that requires grad (of a differentiable parameter) gets the
@@ -372,6 +444,7 @@ def bwds(fn, args: tuple, kwargs: dict, result) -> None:
                         f".grad holding the output derivatives), got {type(result).__name__}", "_result")
     if result.grad is None:
         raise CallError(f"error: {fn.name}.bwds: '_result' has no .grad: set it to the output derivatives", "_result")
+    _refuse_float64_all(fn, values, torch)
     gy = _host(result.grad) if isinstance(result.grad, torch.Tensor) else result.grad.to_numpy()
     host = _numpy_values(values)
     want = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor) and v.requires_grad and fn.diffable[i]]
@@ -387,6 +460,7 @@ def fwds(fn, args: tuple, kwargs: dict, result):
     returns the torch result with `.grad` holding the output tangent."""
     torch = require_torch(f"{fn.name}.fwds")
     values = fn._bind(args, kwargs)
+    _refuse_float64_all(fn, values, torch)
     like = _first_torch(values, None)
     host = list(values)
     for i, v in enumerate(values):
