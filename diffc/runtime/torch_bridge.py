@@ -10,10 +10,12 @@ Memory: a CPU tensor is read through a numpy view of its memory (no host copy; t
 small tensor passed again, a parameter say, is reused: `_view`) and copied to
 the device as staging.py does for numpy arrays (without waiting, into device tensors the
 Function keeps, so a repeated call replays its launch); results come back as numpy arrays
-wrapped by `torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host
-copy before the call, a host-to-device copy of the result): diffc runs on OpenCL and has no
-zero-copy path to CUDA memory yet. The autograd graph keeps the forward's device copies for
-the backward (while no later call has refilled them).
+wrapped by `torch.from_numpy` (no copy). CUDA tensors, where diffc runs on the same NVIDIA GPU
+and the CUDA bindings are installed, go through memory CUDA and OpenCL share (cuda_shared.py:
+no byte through the host, no host wait; `_SharedCall` is the autograd node); elsewhere through
+the host (a device-to-host copy before the call, a host-to-device copy of the result). The
+autograd graph keeps the forward's device copies for the backward (while no later call has
+refilled them).
 
 Order (Function._start_host / _finish_host): the device's work is enqueued before the torch
 result and its autograd node are made; the call waits for it before them on CPU devices and
@@ -35,6 +37,7 @@ import weakref
 
 import numpy as np
 
+from diffc.runtime import cuda_shared
 from diffc.runtime.errors import CallError
 from diffc.runtime.staging import KEEP_BYTES, current, kept, read_later, upload
 from diffc.runtime.tensor import Tensor
@@ -219,16 +222,21 @@ def call(fn, args: tuple, kwargs: dict, result):
     idx, tensors = [], []
     host = values  # (a list of our own: each torch tensor in it becomes a numpy array)
     views, diffable = fn.torch_views, fn.diffable
-    grad = False
+    grad = cuda = False
     for i, t in enumerate(values):
         if type(t) not in NOT_TORCH and isinstance(t, T):
             if t.dtype is _FLOAT64[0]:
                 refuse_float64(fn.name, fn.params[i], t, fn.dtypes[i])
             idx.append(i)
             tensors.append(t)
-            host[i] = _view(views, i, t)
+            if t.is_cuda:
+                cuda = True
             if t.requires_grad and diffable[i]:
                 grad = True
+    if cuda and cuda_shared.usable(values, idx, tensors):  # no trip through the host
+        return _shared_call(torch, fn, values, idx, tensors, grad, into, result)
+    for i, t in zip(idx, tensors):
+        host[i] = _view(views, i, t)
     out, staged, events = fn._start_host(host)  # (the device's work, enqueued)
     like = tensors[0] if tensors else into
     # with OVERLAP, the host's own work (the autograd graph, the torch result) runs while the
@@ -247,6 +255,24 @@ def call(fn, args: tuple, kwargs: dict, result):
         y = _to_torch(out, like)
     if overlap:
         fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
+    if into is not None:
+        with torch.no_grad():
+            into.copy_(y)
+        return into
+    if type(result) is str and result == "numpy":
+        return y.detach().cpu().numpy()
+    return y
+
+
+def _shared_call(torch, fn, values: list, idx: list, tensors: list, grad: bool, into, result):
+    """`call` with CUDA tensors in memory diffc shares with CUDA (cuda_shared.py): the result is a
+    CUDA tensor in shared memory, and the autograd node's backward runs the bwds kernel there."""
+    if grad and fn.differentiable and torch.is_grad_enabled():
+        if _SharedCall is None:
+            _make_apply(torch)
+        y = _SharedCall.apply((fn, values, idx), *tensors)
+    else:
+        y = cuda_shared.forward(fn, values, idx, tensors)[0]
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -356,7 +382,29 @@ def _autograd_function():
             grads = backward_grads(fn, host, want, gy, gy.shape, current(staged))
             return (None, None, *input_grads(idx, tensors, wants, grads))
 
-    return _DiffcCall
+    class _SharedCall(torch.autograd.Function):
+        """_DiffcCall's counterpart for CUDA tensors in memory diffc shares (cuda_shared.py):
+        the forward's arguments, as diffc Tensors on that memory, stay with the graph."""
+
+        @staticmethod
+        def forward(ctx, state, *tensors):
+            fn, values, idx = state
+            y, args, keep = cuda_shared.forward(fn, values, idx, list(tensors))
+            ctx.state = (fn, args, idx, tensors, [t._version for t in tensors], keep)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            fn, args, idx, tensors, versions, _ = ctx.state
+            if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
+                with torch.no_grad():
+                    grads = _SharedCall.backward(ctx, grad_out)
+                return first_order_only(fn.name, grads, (*tensors, grad_out))
+            ctx.saved_tensors  # (a backward through a freed graph raises torch's error)
+            _unchanged(fn, tensors, versions)
+            return (None, *cuda_shared.backward(fn, args, idx, tensors, ctx.needs_input_grad[1:], grad_out))
+
+    return _DiffcCall, _SharedCall
 
 
 def _unchanged(fn, tensors, versions) -> None:
@@ -374,9 +422,12 @@ _DIRECT_APPLY = None  # this module does not import torch), and its C++ apply
 _functorch_active = None
 
 
+_SharedCall = None
+
+
 def _make_apply(torch) -> None:
-    global _DiffcCall, _DIRECT_APPLY, _functorch_active
-    cls = _autograd_function()
+    global _DiffcCall, _SharedCall, _DIRECT_APPLY, _functorch_active
+    cls, _SharedCall = _autograd_function()
     base = getattr(torch._C, "_FunctionBase", None)
     active = getattr(torch._C, "_are_functorch_transforms_active", None)
     if base is None or not hasattr(base, "apply") or active is None:  # (another torch: its own way)
