@@ -10,7 +10,10 @@ alone pays for the GPU going from one context to the other.
 Rows: "ocl" an OpenCL launch of m.polynomial on a diffc Tensor (waited for); "cuda kernel" a
 torch kernel (x.add_(0)); "d2h" / "h2d" a 64-byte copy between a CUDA tensor and pinned or
 pageable host memory; "alloc" torch.empty on CUDA; then "ocl + X" for each X, and two CUDA-only
-pairs to compare.
+pairs to compare; then module calls with a CUDA tensor (call_rows): through the host (the path
+before shared memory), through shared memory with one device copy in, on a tensor of diffc's
+pool (no copy), the last without waiting (the host's time per call), and a step (torch kernel,
+call, torch kernel on its result) each way.
 
     DIFFC_DEVICE=gpu python bench/bench_cuda_interop.py [--rounds 15] [--reps 100]
 
@@ -31,6 +34,14 @@ and the two copies): the result's copy back to CUDA, and whatever CUDA work the 
 between calls. It is not the bridge's Python and no host-side staging removes it; a zero-copy
 path (OpenCL and CUDA sharing memory) would still alternate the two contexts' work. A training
 loop avoids it by keeping its data in diffc Tensors (README; docs/architecture.md).
+
+Shared memory (diffc/runtime/cuda_shared.py), measured 2026-11-27 on an NVIDIA H200 (driver
+580.159.04, torch 2.11.0+cu130, cuda-bindings 13.5.0), median us of 5 rounds of 40, each call
+waited for: call via host 457.1, call shared with a copy in 433.3, call shared on a pool tensor
+214.8 (its host time alone, not waited for: 142.3); step via host 501.4, step shared 499.6.
+No byte goes through the host and the host never waits, but each switch between torch's CUDA
+context and OpenCL's still costs the GPU ~270 us: a pool tensor's call pays one (its result's
+wait on torch's stream), a copied one two, and a step's torch kernels pay them either way.
 """
 
 from __future__ import annotations
@@ -88,7 +99,61 @@ def rows(torch, m):
     out.update({f"ocl + {name}": (ocl, f) for name, f in singles.items() if f is not ocl})
     out["cuda kernel + d2h pinned"] = (cuda_kernel, d2h_pinned)
     out["h2d pageable + d2h pinned"] = (h2d_pageable, d2h_pinned)
+    out.update(call_rows(torch, m, xc, sync))
     return out
+
+
+def call_rows(torch, m, xc, sync):
+    """m.polynomial on a CUDA tensor, each call waited for (torch.cuda.synchronize): through the
+    host (cuda_shared off: the path before shared memory), with one device copy into shared
+    memory, and on a tensor of diffc's pool (no copy); "no wait": the host's time per call
+    alone, the device's work left queued."""
+    from diffc.runtime import cuda_shared
+
+    why = cuda_shared.unavailable()
+    if why is not None:
+        print(f"shared memory rows skipped: {why}")
+        return {}
+    pooled = cuda_shared.empty(xc.shape)
+    pooled.copy_(xc)
+
+    def poly(x):
+        return m.polynomial(a=2.0, b=8.0, c=-1.0, x=x)
+
+    def host_path():
+        cuda_shared.ENABLED[0] = False
+        try:
+            poly(xc)
+        finally:
+            cuda_shared.ENABLED[0] = True
+        sync()
+
+    def shared_copy():
+        poly(xc)
+        sync()
+
+    def shared_pool():
+        poly(pooled)
+        sync()
+
+    def shared_pool_no_wait():
+        poly(pooled)
+
+    def step_host():  # a torch kernel, the call, a torch kernel on its result: a training step's shape
+        cuda_shared.ENABLED[0] = False
+        try:
+            poly(xc.add_(0.0)).add_(1.0)
+        finally:
+            cuda_shared.ENABLED[0] = True
+        sync()
+
+    def step_shared():
+        poly(pooled.add_(0.0)).add_(1.0)
+        sync()
+
+    return {"call via host": (host_path,), "call shared, copy in": (shared_copy,), "call shared, pool": (shared_pool,),
+            "call shared, pool, no wait": (shared_pool_no_wait,), "step via host": (step_host,),
+            "step shared, pool": (step_shared,)}
 
 
 def main(argv=None) -> None:

@@ -180,3 +180,32 @@ def test_changed_settings_take_the_full_path(m, monkeypatch):
     got = m.polynomial(a=2.0, b=8.0, c=-1.0, x=x, _result="numpy")
     np.testing.assert_array_equal(got, poly(2, 8, -1, np.arange(1, 34, dtype=np.float32)))
     assert {s.vectorized for s in m.polynomial._kernels} == {True, False}
+
+
+def test_a_call_into_a_new_result_each_time_is_replayed(m, monkeypatch):
+    """`_run_into` (the shared-memory path's launch, cuda_shared.py: each result a new block)
+    replays the last launch into another result Tensor of the same shape and dtype; another
+    argument, shape or dtype takes the full path. Every result holds its own call's values."""
+    fn = m.polynomial
+    x = tensor(XS)
+    outs = [diffc.Tensor.zeros((5,), np.float32) for _ in range(3)]
+    fn._run_into([2.0, 8.0, -1.0, x], outs[0])
+    full = []
+    real_run = fn._run
+    monkeypatch.setattr(fn, "_run", lambda *a, **k: full.append(a[0]) or real_run(*a, **k))
+    fn._run_into([2.0, 8.0, -1.0, x], outs[1])  # replayed, into outs[1]
+    x.copy_from_numpy(XS * 2)
+    fn._run_into([2.0, 8.0, -1.0, x], outs[2])  # replayed: the same tensor, new contents
+    assert full == []
+    np.testing.assert_allclose(outs[0].to_numpy(), poly(2, 8, -1, XS), rtol=1e-6)
+    np.testing.assert_allclose(outs[1].to_numpy(), poly(2, 8, -1, XS), rtol=1e-6)
+    np.testing.assert_allclose(outs[2].to_numpy(), poly(2, 8, -1, XS * 2), rtol=1e-6)
+    fn._run_into([3.0, 8.0, -1.0, x], outs[0])  # another number: the full path
+    np.testing.assert_allclose(outs[0].to_numpy(), poly(3, 8, -1, XS * 2), rtol=1e-6)
+    wide = diffc.Tensor.zeros((2, 5), np.float32)
+    fn._run_into([3.0, 8.0, -1.0, x], wide)  # another result shape (x broadcast): the full path
+    np.testing.assert_allclose(wide.to_numpy(), np.broadcast_to(poly(3, 8, -1, XS * 2), (2, 5)), rtol=1e-6)
+    assert full == ["call", "call"]
+    out = diffc.Tensor.zeros((5,), np.float32)
+    fn(2.0, 8.0, -1.0, x, _result=out)  # and the ordinary replay still sees the last plan right
+    np.testing.assert_allclose(out.to_numpy(), poly(2, 8, -1, XS * 2), rtol=1e-6)

@@ -285,6 +285,19 @@ def test_torch_tensors_run_through_autograd(m):
     assert img.grad_fn is not None and torch.allclose(img, out.detach())
 
 
+
+def test_torch_second_order_is_refused(m):
+    """create_graph=True gives the same gradient as a plain backward, tied into the graph so that
+    a backward through it raises (no silent constant that drops the second-order term)."""
+    torch = pytest.importorskip("torch")
+    v = torch.tensor([[0.5, 2.0], [3.0, -0.25]], requires_grad=True)
+    c = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    (plain,) = torch.autograd.grad(m.tint(v, c, spy.grid(shape=(2, 3))).sum(), c)
+    (gc,) = torch.autograd.grad(m.tint(v, c, spy.grid(shape=(2, 3))).sum(), c, create_graph=True)
+    assert gc.requires_grad and torch.equal(gc.detach(), plain)
+    with pytest.raises(CallError, match=r"tint\(\): second derivatives through a diffc function are not supported"):
+        (gc * gc).sum().backward()
+
 def test_call_shape_info_is_a_located_e0008(tmp_path):
     from diffc.diagnostics import DiffcError
 

@@ -81,13 +81,8 @@ class LaunchPlan:
             values = (*args, *map(kwargs.__getitem__, self.kw_names))
         except KeyError:
             return MISS
-        for v, old, buf, gbuf in zip(values, self.values, self.buffers, self.grad_buffers):
-            if buf is not None:  # a tensor
-                if old() is not v or v.buffer is not buf or (gbuf is not ANY_GRAD and _grad_buffer(v) is not gbuf):
-                    return MISS
-            elif v is not old and (type(v) is not type(old) or v != old or (v == 0 and type(v) is float and
-                                                                             math.copysign(1.0, v) != math.copysign(1.0, old))):
-                return MISS
+        if not self._same_arguments(values):
+            return MISS
         planned = self.result
         if self.result_buffers is None:  # a new result tensor each call
             if type(result) is not str or result != planned:
@@ -105,6 +100,32 @@ class LaunchPlan:
             buf, gbuf = self.result_buffers
             if planned() is not out or out.buffer is not buf or (gbuf is not ANY_GRAD and _grad_buffer(out) is not gbuf):
                 return MISS
+        return out, self.enqueue(self.queue, self.kernel, self.global_size, self.local_size)
+
+
+    def _same_arguments(self, values) -> bool:
+        for v, old, buf, gbuf in zip(values, self.values, self.buffers, self.grad_buffers):
+            if buf is not None:  # a tensor
+                if old() is not v or v.buffer is not buf or (gbuf is not ANY_GRAD and _grad_buffer(v) is not gbuf):
+                    return False
+            elif v is not old and (type(v) is not type(old) or v != old or (v == 0 and type(v) is float and
+                                                                             math.copysign(1.0, v) != math.copysign(1.0, old))):
+                return False
+        return True
+
+    def replay_into(self, values: list, out: Tensor, settings: tuple):
+        """`replay` of a call planned with a result Tensor (all arguments positional, no result
+        gradient) into another result Tensor of the same shape and dtype, whose buffer the
+        launch takes instead: a call that writes each result into new shared memory
+        (cuda_shared.py) replays too."""
+        if (self.result_buffers is None or self.out_grad or self.kw_names or len(values) != self.npos
+                or settings != self.settings or out.shape != self.shape or out.dtype != self.dtype
+                or not self._same_arguments(values)):
+            return MISS
+        k = self.out_arg
+        self.args[k] = out.buffer
+        self.kernel.set_arg(k, out.buffer)
+        self.result, self.result_buffers = weakref.ref(out), (out.buffer, ANY_GRAD)
         return out, self.enqueue(self.queue, self.kernel, self.global_size, self.local_size)
 
 

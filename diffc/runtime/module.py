@@ -469,6 +469,17 @@ class Function:
                 return out
         return self._run(mode, values, result, result if isinstance(result, Tensor) else None, len(values))
 
+    def _run_into(self, values: list, out: Tensor) -> None:
+        """The call's launch at bound `values` into result Tensor `out`, replaying the last launch
+        with `out`'s buffer where only the result differs (cuda_shared.py: a new block each call)."""
+        plan = self._plans.get("call")
+        if plan is not None:
+            done = plan.replay_into(values, out, _settings())
+            if done is not MISS:
+                self.last_event = done[1]
+                return
+        self._run("call", values, out, out, len(values))
+
     def _run(self, mode: str, values: list, result, out: Tensor | None, npos: int = 0):
         self._plans[mode] = None  # made again by a launch that completes
         if self._n_results != 1 or self.result_dtype is None:

@@ -10,10 +10,12 @@ Memory: a CPU tensor is read through a numpy view of its memory (no host copy; t
 small tensor passed again, a parameter say, is reused: `_view`) and copied to
 the device as staging.py does for numpy arrays (without waiting, into device tensors the
 Function keeps, so a repeated call replays its launch); results come back as numpy arrays
-wrapped by `torch.from_numpy` (no copy). A CUDA tensor goes through the host (a device-to-host
-copy before the call, a host-to-device copy of the result): diffc runs on OpenCL and has no
-zero-copy path to CUDA memory yet. The autograd graph keeps the forward's device copies for
-the backward (while no later call has refilled them).
+wrapped by `torch.from_numpy` (no copy). CUDA tensors, where diffc runs on the same NVIDIA GPU
+and the CUDA bindings are installed, go through memory CUDA and OpenCL share (cuda_shared.py:
+no byte through the host, no host wait; `_SharedCall` is the autograd node); elsewhere through
+the host (a device-to-host copy before the call, a host-to-device copy of the result). The
+autograd graph keeps the forward's device copies for the backward (while no later call has
+refilled them).
 
 Order (Function._start_host / _finish_host): the device's work is enqueued before the torch
 result and its autograd node are made; the call waits for it before them on CPU devices and
@@ -35,6 +37,7 @@ import weakref
 
 import numpy as np
 
+from diffc.runtime import cuda_shared
 from diffc.runtime.errors import CallError
 from diffc.runtime.staging import KEEP_BYTES, current, kept, read_later, upload
 from diffc.runtime.tensor import Tensor
@@ -76,6 +79,64 @@ def holds_torch(args: tuple, kwargs: dict, result) -> bool:
 # Types that are never torch tensors: looked up before isinstance(v, torch.Tensor), which takes
 # ~0.2 us for anything that is not a tensor (torch's metaclass) against ~0.04 for this.
 NOT_TORCH = frozenset({float, int, bool, str, np.ndarray, Tensor})
+
+
+# -- what a call refuses ------------------------------------------------------------------------
+
+
+def refuse_float64(fn_name: str, param: str, t, want: np.dtype) -> None:
+    """A float64 torch tensor for a `float` parameter: computing it in float32 would hand back a
+    float32 result (or gradient) of float32 precision without a word, and gradcheck would then
+    report a Jacobian mismatch that reads as a wrong derivative. (Widening, float32 into a double
+    parameter, loses nothing and stays allowed; numpy arrays keep their conversion.)"""
+    if want == np.float32 and str(t.dtype) == "torch.float64":
+        raise CallError(
+            f"error: {fn_name}(): argument '{param}' is a float64 torch tensor, but the parameter is float: "
+            f"diffc would compute it in float32. Pass {param}.float(), or declare the parameter double "
+            f"(or generic, T : __BuiltinFloatingPointType) to compute in double", param)
+
+
+SECOND_ORDER = (
+    "error: {name}(): second derivatives through a diffc function are not supported: torch asked for "
+    "the derivative of its gradient (create_graph=True, then a backward through that gradient, as a "
+    "gradient penalty does). diffc's backward is the function's bwds kernel, which torch cannot "
+    "differentiate, and diffc does not build the derivative of that kernel (forward mode over bwds). "
+    "Compute the term that needs second derivatives with torch ops, or use grad.detach() where only "
+    "the gradient's value is needed")
+
+
+def first_order_only(name: str, grads: tuple, inputs) -> tuple:
+    """A backward's gradients, under create_graph, tied into the graph by a node whose own
+    backward raises (SECOND_ORDER): without it they would be constants to torch, and a second
+    backward through them would silently drop the second-order term. `inputs`: the forward's
+    torch inputs (whose derivative torch would ask for) and the incoming gradient."""
+    import torch
+
+    global _FIRST_ORDER_ONLY
+    if _FIRST_ORDER_ONLY is None:
+        class FirstOrderOnly(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, name, n, *tensors):
+                ctx.fn_name = name
+                return tuple(t.view_as(t) for t in tensors[:n])
+
+            @staticmethod
+            def backward(ctx, *grads):
+                raise CallError(SECOND_ORDER.format(name=ctx.fn_name))
+
+        _FIRST_ORDER_ONLY = FirstOrderOnly
+    at = [k for k, g in enumerate(grads) if g is not None]
+    links = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not at or not links:
+        return grads
+    tied = _FIRST_ORDER_ONLY.apply(name, len(at), *[grads[k] for k in at], *links)
+    out = list(grads)
+    for k, g in zip(at, tied if isinstance(tied, tuple) else (tied,)):
+        out[k] = g
+    return tuple(out)
+
+
+_FIRST_ORDER_ONLY = None
 
 
 # -- conversions ------------------------------------------------------------------------------
@@ -135,6 +196,7 @@ def _numpy_values(values: list) -> list:
 OVERLAP: list = [None]
 
 _RESULTS = ("tensor", "torch", "numpy")
+_FLOAT64: list = [None]  # torch.float64, once torch is imported (an identity test per tensor)
 
 
 def call(fn, args: tuple, kwargs: dict, result):
@@ -142,6 +204,8 @@ def call(fn, args: tuple, kwargs: dict, result):
     `_result` is "torch" or a torch tensor to write into)."""
     # (this runs on every call of a tiny kernel: each step here is a measurable part of it)
     torch = sys.modules.get("torch") or require_torch(f"{fn.name}(_result='torch')")
+    if _FLOAT64[0] is None:
+        _FLOAT64[0] = torch.float64
     if OVERLAP[0] is None:
         from diffc.runtime.device import device
 
@@ -158,14 +222,21 @@ def call(fn, args: tuple, kwargs: dict, result):
     idx, tensors = [], []
     host = values  # (a list of our own: each torch tensor in it becomes a numpy array)
     views, diffable = fn.torch_views, fn.diffable
-    grad = False
+    grad = cuda = False
     for i, t in enumerate(values):
         if type(t) not in NOT_TORCH and isinstance(t, T):
+            if t.dtype is _FLOAT64[0]:
+                refuse_float64(fn.name, fn.params[i], t, fn.dtypes[i])
             idx.append(i)
             tensors.append(t)
-            host[i] = _view(views, i, t)
+            if t.is_cuda:
+                cuda = True
             if t.requires_grad and diffable[i]:
                 grad = True
+    if cuda and cuda_shared.usable(values, idx, tensors):  # no trip through the host
+        return _shared_call(torch, fn, values, idx, tensors, grad, into, result)
+    for i, t in zip(idx, tensors):
+        host[i] = _view(views, i, t)
     out, staged, events = fn._start_host(host)  # (the device's work, enqueued)
     like = tensors[0] if tensors else into
     # with OVERLAP, the host's own work (the autograd graph, the torch result) runs while the
@@ -184,6 +255,24 @@ def call(fn, args: tuple, kwargs: dict, result):
         y = _to_torch(out, like)
     if overlap:
         fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
+    if into is not None:
+        with torch.no_grad():
+            into.copy_(y)
+        return into
+    if type(result) is str and result == "numpy":
+        return y.detach().cpu().numpy()
+    return y
+
+
+def _shared_call(torch, fn, values: list, idx: list, tensors: list, grad: bool, into, result):
+    """`call` with CUDA tensors in memory diffc shares with CUDA (cuda_shared.py): the result is a
+    CUDA tensor in shared memory, and the autograd node's backward runs the bwds kernel there."""
+    if grad and fn.differentiable and torch.is_grad_enabled():
+        if _SharedCall is None:
+            _make_apply(torch)
+        y = _SharedCall.apply((fn, values, idx), *tensors)
+    else:
+        y = cuda_shared.forward(fn, values, idx, tensors)[0]
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -254,7 +343,6 @@ def add_to_grad(t, g: np.ndarray) -> None:
 
 def _autograd_function():
     import torch
-    from torch.autograd.function import once_differentiable
 
     class _DiffcCall(torch.autograd.Function):
         """y = f(inputs) by diffc's call kernel; dL/dinputs by its bwds kernel. The device copies
@@ -276,7 +364,9 @@ def _autograd_function():
         @staticmethod
         def backward(ctx, grad_out):
             if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
-                return once_backward(ctx, grad_out)
+                with torch.no_grad():
+                    grads = _DiffcCall.backward(ctx, grad_out)
+                return first_order_only(ctx.state[0].name, grads, (*ctx.state[4], grad_out))
             # torch's checks of saved tensors, made here for the inputs (save_for_backward's
             # SavedVariables cost ~2.5 us of every forward here, on a graph torch builds cold
             # after each device wait): a backward through a freed graph raises as torch's
@@ -284,12 +374,7 @@ def _autograd_function():
             # input changed in place raises torch's error rather than reading other values
             ctx.saved_tensors
             fn, host, idx, staged, tensors, versions = ctx.state
-            for t, v in zip(tensors, versions):
-                if t._version != v:
-                    raise RuntimeError(
-                        "one of the variables needed for gradient computation has been modified by an inplace "
-                        f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version {v} "
-                        f"instead (an input of {fn.name}() changed in place after the call)")
+            _unchanged(fn, tensors, versions)
             wants = ctx.needs_input_grad[2:]
             diffable = fn.diffable
             want = [i for i, w in zip(idx, wants) if w and diffable[i]]
@@ -297,10 +382,39 @@ def _autograd_function():
             grads = backward_grads(fn, host, want, gy, gy.shape, current(staged))
             return (None, None, *input_grads(idx, tensors, wants, grads))
 
-    # torch's once_differentiable costs ~8 us on every backward; it matters only under
-    # create_graph, the one case where grad mode is on in a backward, so only that case takes it
-    once_backward = once_differentiable(_DiffcCall.backward)
-    return _DiffcCall
+    class _SharedCall(torch.autograd.Function):
+        """_DiffcCall's counterpart for CUDA tensors in memory diffc shares (cuda_shared.py):
+        the forward's arguments, as diffc Tensors on that memory, stay with the graph."""
+
+        @staticmethod
+        def forward(ctx, state, *tensors):
+            fn, values, idx = state
+            y, args, keep = cuda_shared.forward(fn, values, idx, list(tensors))
+            ctx.state = (fn, args, idx, tensors, [t._version for t in tensors], keep)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            fn, args, idx, tensors, versions, _ = ctx.state
+            if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
+                with torch.no_grad():
+                    grads = _SharedCall.backward(ctx, grad_out)
+                return first_order_only(fn.name, grads, (*tensors, grad_out))
+            ctx.saved_tensors  # (a backward through a freed graph raises torch's error)
+            _unchanged(fn, tensors, versions)
+            return (None, *cuda_shared.backward(fn, args, idx, tensors, ctx.needs_input_grad[1:], grad_out))
+
+    return _DiffcCall, _SharedCall
+
+
+def _unchanged(fn, tensors, versions) -> None:
+    """torch's check of saved tensors, for the inputs a graph keeps without saving them."""
+    for t, v in zip(tensors, versions):
+        if t._version != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace "
+                f"operation: [{t.type()} {list(t.shape)}] is at version {t._version}; expected version {v} "
+                f"instead (an input of {fn.name}() changed in place after the call)")
 
 
 _DiffcCall = None  # the torch.autograd.Function class, made on first use (so that importing
@@ -308,9 +422,12 @@ _DIRECT_APPLY = None  # this module does not import torch), and its C++ apply
 _functorch_active = None
 
 
+_SharedCall = None
+
+
 def _make_apply(torch) -> None:
-    global _DiffcCall, _DIRECT_APPLY, _functorch_active
-    cls = _autograd_function()
+    global _DiffcCall, _SharedCall, _DIRECT_APPLY, _functorch_active
+    cls, _SharedCall = _autograd_function()
     base = getattr(torch._C, "_FunctionBase", None)
     active = getattr(torch._C, "_are_functorch_transforms_active", None)
     if base is None or not hasattr(base, "apply") or active is None:  # (another torch: its own way)
@@ -361,6 +478,12 @@ def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple
 # -- m.f.bwds(...) and m.f.fwds(...) -----------------------------------------------------------
 
 
+def _refuse_float64_all(fn, values: list, torch) -> None:
+    for i, v in enumerate(values):
+        if isinstance(v, torch.Tensor):
+            refuse_float64(fn.name, fn.params[i], v, fn.dtypes[i])
+
+
 def bwds(fn, args: tuple, kwargs: dict, result) -> None:
     """`.bwds` with torch tensors: `_result` is the torch result whose `.grad` holds the output
     derivatives; each torch input that requires grad (of a differentiable parameter) gets the
@@ -372,6 +495,7 @@ def bwds(fn, args: tuple, kwargs: dict, result) -> None:
                         f".grad holding the output derivatives), got {type(result).__name__}", "_result")
     if result.grad is None:
         raise CallError(f"error: {fn.name}.bwds: '_result' has no .grad: set it to the output derivatives", "_result")
+    _refuse_float64_all(fn, values, torch)
     gy = _host(result.grad) if isinstance(result.grad, torch.Tensor) else result.grad.to_numpy()
     host = _numpy_values(values)
     want = [i for i, v in enumerate(values) if isinstance(v, torch.Tensor) and v.requires_grad and fn.diffable[i]]
@@ -387,6 +511,7 @@ def fwds(fn, args: tuple, kwargs: dict, result):
     returns the torch result with `.grad` holding the output tangent."""
     torch = require_torch(f"{fn.name}.fwds")
     values = fn._bind(args, kwargs)
+    _refuse_float64_all(fn, values, torch)
     like = _first_torch(values, None)
     host = list(values)
     for i, v in enumerate(values):

@@ -22,7 +22,8 @@ import numpy as np
 from diffc.runtime import record_calls
 from diffc.runtime.errors import CallError
 from diffc.runtime.tensor import Tensor
-from diffc.runtime.torch_bridge import _host, _to_torch, add_to_grad, input_grads, require_torch
+from diffc.runtime.torch_bridge import (_host, _to_torch, add_to_grad, first_order_only, input_grads, refuse_float64,
+                                        require_torch)
 
 
 def _paths(tree, path: str, out: list) -> None:
@@ -70,6 +71,7 @@ def call(fn, mode: str, args: tuple, kwargs: dict, result):
     leaves: list = []
     for name, v in values.items():
         _paths(v, name, leaves)
+    _refuse_float64(fn, values, leaves, torch)
     like = leaves[0][1] if leaves else None
     outs_given = {p.name: values[p.name] for p in fn.layout.params if p.direction == "out" and values[p.name] is not None}
     host = {name: _replace(v, name, {p: _host(t) for p, t in leaves}) for name, v in values.items()
@@ -101,6 +103,18 @@ def call(fn, mode: str, args: tuple, kwargs: dict, result):
     return out
 
 
+def _refuse_float64(fn, values: dict, leaves: list, torch) -> None:
+    """torch_bridge.refuse_float64 for each float64 torch leaf, by the dtype of its piece."""
+    wide = [(p, t) for p, t in leaves if t.dtype == torch.float64]
+    if not wide:
+        return
+    ins = {name: _replace(v, name, {p: _host(t) for p, t in leaves}) for name, v in values.items()}
+    kinds = {q.path: q.node.dtype for q in record_calls.pieces(fn, ins)}  # (the in and inout pieces)
+    for p, t in wide:
+        if p in kinds:
+            refuse_float64(fn.name, p, t, kinds[p])
+
+
 def _map(tree, f):
     if isinstance(tree, Mapping):
         return {k: _map(v, f) for k, v in tree.items()}
@@ -123,7 +137,6 @@ _RECORD_CLASS = None
 
 def _make_record_class():
     import torch
-    from torch.autograd.function import once_differentiable
 
     class _RecordCall(torch.autograd.Function):
         """The outputs of a record call by its call kernel; the inputs' gradients by its bwds kernel."""
@@ -139,14 +152,17 @@ def _make_record_class():
             return tuple(_to_torch(a, tensors[0]) for a in _flat(out))
 
         @staticmethod
-        @once_differentiable
         def backward(ctx, *grads):
             fn, paths = ctx.fn, ctx.paths
             tensors = ctx.saved_tensors
             wants = ctx.needs_input_grad[4:]
-            outs = _unflat(ctx.shape, iter(grads))
-            got = backward_grads(fn, ctx.host, ctx.shape, outs, [p for p, w in zip(paths, wants) if w])
-            return (None, None, None, None, *input_grads(paths, tensors, wants, got))
+            with torch.no_grad():
+                outs = _unflat(ctx.shape, iter(grads))
+                got = backward_grads(fn, ctx.host, ctx.shape, outs, [p for p, w in zip(paths, wants) if w])
+                result = (None, None, None, None, *input_grads(paths, tensors, wants, got))
+            if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
+                return first_order_only(fn.name, result, (*tensors, *grads))
+            return result
 
     return _RecordCall
 
@@ -198,6 +214,7 @@ def _fwds(fn, values: dict, torch):
     leaves: list = []
     for name, v in values.items():
         _paths(v, name, leaves)
+    _refuse_float64(fn, values, leaves, torch)
     like = leaves[0][1] if leaves else None
     made = {}
     for p, t in leaves:
@@ -222,6 +239,7 @@ def _bwds(fn, values: dict, result):
     leaves: list = []
     for name, v in values.items():
         _paths(v, name, leaves)
+    _refuse_float64(fn, values, leaves, require_torch(f"{fn.name}.bwds"))
     host = {n: _replace(v, n, {p: _host(t) for p, t in leaves}) for n, v in values.items() if v is not None}
     if result is None:
         raise CallError(f"error: {fn.name}.bwds: '_result' must be the result, with .grad holding the output "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffc.runtime.errors import CallError
+from diffc.runtime.torch_bridge import first_order_only
 from diffc.slangpy.tensor import Tensor
 from diffc.slangpy.values import element_type
 
@@ -71,6 +72,10 @@ def call(handle, args: tuple, kwargs: dict, result):
 
         @staticmethod
         def backward(ctx, grad):
+            if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
+                with torch.no_grad():
+                    grads = SlangPyCall.backward(ctx, grad)
+                return first_order_only(handle.name, grads, (*inputs, grad))
             spy_args, spy_kwargs, spy_inputs, out = ctx.spy
             res = out.with_grads()
             res.grad_in.copy_from_numpy(np.ascontiguousarray(grad.detach().cpu().numpy()))
