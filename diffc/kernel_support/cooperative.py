@@ -427,8 +427,12 @@ def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int) 
     cp.inline_calls(is_global_add)
     cp.uniform = Uniformity(entry)
     nests = [op for op in work.walk() if _holds_add(op) and not _holds_add(op.parent_op() or entry.parent_op())]
+    # calls left (under branches, or callees of several blocks) whose callees add in loops
+    calls = [op for op in work.walk() if isinstance(op, func.CallOp)
+             and cp.reaches(op.callee.root_reference.data, _holds_add, set())]
     if not nests:
-        return []
+        return [f"per work-item{_where(c)}: a call under control flow that not every work-item of the group may "
+                "take (or of a callee that cannot be inlined) adds in loops" for c in calls]
     if len(work.body.blocks) != 1 or sizes is None or group <= 1:
         return [f"per work-item{_where(n)}: needs a kernel.reqd_work_group_size of more than one work-item"
                 for n in nests]
@@ -439,7 +443,7 @@ def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int) 
     converged: set[Operation] = set()
     for block, g in list(cp.positions()):
         for op in block.ops:
-            if not _holds_add(op):
+            if not _holds_add(op) or any(x.nest.is_ancestor(op) for xs in taken.values() for x in xs):
                 continue
             converged.add(op)
             try:
@@ -457,6 +461,8 @@ def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int) 
                 x.is_ancestor(op) for x in converged if x is not op):
             lines.append(f"per work-item{_where(op)}: under control flow that not every work-item of the group "
                          "may take")
+    lines += [f"per work-item{_where(c)}: a call under control flow that not every work-item of the group may "
+              "take (or of a callee that cannot be inlined) adds in loops" for c in calls]
     if not taken:
         return lines
     done: list[tuple[OuterProduct, SSAValue | None]] = []
