@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import Float16Type, Float32Type, FloatAttr, IndexType, IntegerAttr, f32
+from xdsl.dialects.builtin import Float16Type, Float32Type, FloatAttr, IndexType, IntegerAttr, StringAttr, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
@@ -38,7 +38,7 @@ from xdsl.traits import is_side_effect_free
 from diffc.diagnostics import op_location
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import is_global_add, only_added
-from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity
+from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity, wrap
 
 
 class NotCooperative(Exception):
@@ -401,6 +401,227 @@ def linear_local_id(sizes: tuple[int, int, int], b: Builder) -> SSAValue:
     return lid
 
 
+# -- matrix-vector products ------------------------------------------------------------------------
+
+MATMUL_MARK, MATMUL = "diffc.coopvec", "matmul"  # the front end's mark on coopVecMatMul's row loop
+
+
+@dataclass
+class MatVec:
+    """`loop` (for i < rows) holds `dot` (for k < cols, summing w(i, k) * x(k) from 0): w the
+    same in every work-item (weights), x the work-item's vector."""
+
+    loop: scf.ForOp
+    dot: scf.ForOp
+    rows: int
+    cols: int
+    w: SSAValue
+    x: SSAValue
+
+    label = "matrix-vector product"
+
+
+def _shared_value(v: SSAValue, loop: scf.ForOp, uniform: Uniformity) -> bool:
+    """Whether `v` (computed in `loop`) is the same in every work-item: uniform, or loaded at a
+    uniform address, through pure ops."""
+    if uniform(v):
+        return True
+    op = v.owner
+    if not isinstance(op, Operation) or not loop.is_ancestor(op) or op.regions:
+        return False
+    if isinstance(op, memref.LoadOp):
+        return uniform(op.memref) and all(_shared_value(i, loop, uniform) for i in op.indices)
+    return (is_side_effect_free(op) or op.dialect_name() == "arith") and all(
+        _shared_value(o, loop, uniform) for o in op.operands)
+
+
+def recognize_matvec(loop: scf.ForOp, uniform: Uniformity) -> MatVec:
+    rows = _trips(loop)
+    if loop.iter_args:
+        raise NotCooperative("a matrix-vector loop that carries values")
+    dots = [op for op in loop.body.blocks[0].ops if isinstance(op, scf.ForOp)]
+    if len(dots) != 1 or len(dots[0].iter_args) != 1:
+        raise NotCooperative("a matrix-vector loop without one dot product")
+    dot = dots[0]
+    cols = _trips(dot)
+    init = dot.iter_args[0].owner
+    if not (isinstance(init, arith.ConstantOp) and isinstance(init.value, FloatAttr) and init.value.value.data == 0.0):
+        raise NotCooperative("a dot product that does not start from 0")
+    body = dot.body.blocks[0]
+    total = body.last_op.operands[0] if isinstance(body.last_op, scf.YieldOp) else None
+    add = total.owner if total is not None else None
+    if not (isinstance(add, arith.AddfOp) and body.args[1] in add.operands):
+        raise NotCooperative("a dot product that is not acc + w * x")
+    term = add.operands[1] if add.operands[0] is body.args[1] else add.operands[0]
+    if not isinstance(term.owner, arith.MulfOp):
+        raise NotCooperative("a dot product that is not acc + w * x")
+    a, b = term.owner.operands
+    i = loop.body.blocks[0].args[0]
+    if not _shared_value(a, loop, uniform):
+        a, b = b, a
+    if not _shared_value(a, loop, uniform):
+        raise NotCooperative("a matrix that is not the same in every work-item")
+    if _depends(b, i, loop) or _depends(b, body.args[1], loop):
+        raise NotCooperative("a vector that depends on the row")
+    for op in dot.walk():
+        if op is not dot and (op.regions or not (is_side_effect_free(op) or op.dialect_name() == "arith"
+                                                 or isinstance(op, memref.LoadOp | scf.YieldOp))):
+            raise NotCooperative(f"'{op.name}' in the dot product")
+    return MatVec(loop, dot, rows, cols, a, b)
+
+
+def matvec_plan(op: MatVec, group: int, local_floats: int) -> tuple[int, Tiling] | None:
+    """How many samples' vectors (padded rows) and products fit local memory at a time, and the
+    tiles of their product; None when not one sample's do."""
+    best = None
+    for c in range(1, group + 1):
+        if group % c:
+            continue
+        t = tiling(c, op.rows, group, 1 << 30)
+        assert t is not None
+        vectors, products = c * (op.cols + 1), c * op.rows
+        need = vectors + products if t.rounds > 1 else max(vectors, products)
+        if need <= local_floats:
+            best = (c, t, need)
+    return None if best is None else (best[0], best[1])
+
+
+class MatVecLowering(Lowering):
+    """The group's vectors as rows of local memory (C at a time), each work-item a TS x TI tile
+    of the C x rows product (weights read from global memory, the same for every work-item), the
+    products back through local memory to each work-item's row; the dot loop then reads it."""
+
+    def lower_matvec(self, op: MatVec, chunk: int, t: Tiling, active: SSAValue | None) -> None:
+        L, C, M, K = self.group, chunk, op.rows, op.cols
+        stride = K + 1  # (rows one bank apart)
+        tiles_i = M // t.tj
+        n_tiles = (C // t.ti) * tiles_i
+        self.b = b = Builder(InsertPoint.before(op.loop))
+        yrow = self._v(memref.AllocaOp.get(f32, shape=[M]))
+        body = Block(arg_types=[IndexType()])
+        cb = self.b = Builder(InsertPoint.at_end(body))
+        c = body.args[0]
+        mine = self._v(arith.AndIOp(self._v(arith.CmpiOp(self.lid, c, "uge")),
+                                    self._v(arith.CmpiOp(self.lid, self._add(c, self._i(C)), "ult"))))
+        row = self._v(arith.SubiOp(self.lid, c))
+        # this work-item's vector, if its sample is in the chunk
+        stage = Block()
+        self.b = Builder(InsertPoint.at_end(stage))
+        self._stage_vector(op, row, stride, active)
+        self.b.insert(scf.YieldOp())
+        self.b = cb
+        cb.insert(scf.IfOp(mine, [], Region(stage)))
+        cb.insert(kernel.BarrierOp())
+        # the tile: samples s0.., outputs i0..
+        tiles_total = t.rounds
+        for r in range(tiles_total):
+            self.b = cb
+            tile = self._add(self.lid, self._i(r * L)) if r else self.lid
+            tile_on = self._v(arith.CmpiOp(tile, self._i(n_tiles), "ult"))
+            s0 = self._v(arith.MuliOp(self._v(arith.DivUIOp(tile, self._i(tiles_i))), self._i(t.ti)))
+            i0 = self._v(arith.MuliOp(self._v(arith.RemUIOp(tile, self._i(tiles_i))), self._i(t.tj)))
+            then = Block()
+            self.b = Builder(InsertPoint.at_end(then))
+            zeros = [self._f(0.0) for _ in range(t.ti * t.tj)]
+            kbody = Block(arg_types=[IndexType(), *[f32] * len(zeros)])
+            self.b = Builder(InsertPoint.at_end(kbody))
+            k = kbody.args[0]
+            xs = [self._v(memref.LoadOp.get(self.buffer, [self._add(self._v(arith.MuliOp(self._add(s0, self._i(s)),
+                                                                                         self._i(stride))), k)]))
+                  for s in range(t.ti)]
+            ws = [self._float(self._clone_dot(op, op.w, self._add(i0, self._i(i)), k)) for i in range(t.tj)]
+            new = []
+            for s, xv in enumerate(xs):
+                for i, wv in enumerate(ws):
+                    new.append(self._v(arith.AddfOp(kbody.args[1 + s * t.tj + i], self._v(arith.MulfOp(wv, xv)))))
+            self.b.insert(scf.YieldOp(*new))
+            self.b = Builder(InsertPoint.at_end(then))
+            sums = self.b.insert(scf.ForOp(self._i(0), self._i(K), self._i(1), zeros, kbody)).results
+            self.b.insert(scf.YieldOp(*sums))
+            other = Block()
+            self.b = Builder(InsertPoint.at_end(other))
+            self.b.insert(scf.YieldOp(*[self._f(0.0) for _ in zeros]))
+            self.b = cb
+            got = cb.insert(scf.IfOp(tile_on, [f32] * len(zeros), Region(then), Region(other))).results
+            if r == 0:
+                cb.insert(kernel.BarrierOp())  # every read of the vectors before the products overwrite them
+            write = Block()
+            self.b = Builder(InsertPoint.at_end(write))
+            for s in range(t.ti):
+                for i in range(t.tj):
+                    at = self._add(self._v(arith.MuliOp(self._add(s0, self._i(s)), self._i(M))), self._add(i0, self._i(i)))
+                    self.b.insert(memref.StoreOp.get(got[s * t.tj + i], self.buffer, [self._add(self._i(C * stride), at)]
+                                                     if tiles_total > 1 else [at]))
+            self.b.insert(scf.YieldOp())
+            self.b = cb
+            cb.insert(scf.IfOp(tile_on, [], Region(write)))
+        cb.insert(kernel.BarrierOp())
+        # each work-item of the chunk takes its row of products
+        take = Block()
+        self.b = Builder(InsertPoint.at_end(take))
+        loop_body = Block(arg_types=[IndexType()])
+        outer = self.b
+        self.b = Builder(InsertPoint.at_end(loop_body))
+        i = loop_body.args[0]
+        base = self._i(C * stride) if tiles_total > 1 else self._i(0)
+        v = self._v(memref.LoadOp.get(self.buffer, [self._add(base, self._add(self._v(arith.MuliOp(row, self._i(M))), i))]))
+        self.b.insert(memref.StoreOp.get(v, yrow, [i]))
+        self.b.insert(scf.YieldOp())
+        self.b = outer
+        self.b.insert(scf.ForOp(self._i(0), self._i(M), self._i(1), [], loop_body))
+        self.b.insert(scf.YieldOp())
+        self.b = cb
+        cb.insert(scf.IfOp(mine, [], Region(take)))
+        cb.insert(kernel.BarrierOp())
+        cb.insert(scf.YieldOp())
+        self.b = b
+        b.insert(scf.ForOp(self._i(0), self._i(L), self._i(C), [], body))
+        # the dot product becomes the row's product
+        iv = op.loop.body.blocks[0].args[0]
+        self.b = Builder(InsertPoint.before(op.dot))
+        product = self._v(memref.LoadOp.get(yrow, [iv if isinstance(iv.type, IndexType)
+                                                  else self._v(arith.IndexCastOp(iv, IndexType()))]))
+        want = op.dot.results[0].type
+        if want != f32:
+            product = self._v(arith.TruncFOp(product, want) if isinstance(want, Float16Type) else arith.ExtFOp(product, want))
+        op.dot.results[0].replace_all_uses_with(product)
+        Rewriter.erase_op(op.dot)
+        if active is not None:  # the rest of the row loop (bias, stores) in active work-items
+            wrap([op.loop], active, InsertPoint.after(op.loop))
+
+    def _stage_vector(self, op: MatVec, row: SSAValue, stride: int, active: SSAValue | None) -> None:
+        body = Block(arg_types=[IndexType()])
+        outer = self.b
+        self.b = Builder(InsertPoint.at_end(body))
+        k = body.args[0]
+        if active is None:
+            value = self._float(self._clone_dot(op, op.x, None, k))
+        else:
+            then = Block()
+            self.b = Builder(InsertPoint.at_end(then))
+            self.b.insert(scf.YieldOp(self._float(self._clone_dot(op, op.x, None, k))))
+            other = Block()
+            self.b = Builder(InsertPoint.at_end(other))
+            self.b.insert(scf.YieldOp(self._f(0.0)))
+            self.b = Builder(InsertPoint.at_end(body))
+            value = self._v(scf.IfOp(active, [f32], Region(then), Region(other)))
+        at = self._add(self._v(arith.MuliOp(row, self._i(stride))), k)
+        self.b.insert(memref.StoreOp.get(value, self.buffer, [at]))
+        self.b.insert(scf.YieldOp())
+        self.b = outer
+        self.b.insert(scf.ForOp(self._i(0), self._i(op.cols), self._i(1), [], body))
+
+    def _clone_dot(self, op: MatVec, v: SSAValue, i: SSAValue | None, k: SSAValue) -> SSAValue:
+        iv = op.loop.body.blocks[0].args[0]
+        kv = op.dot.body.blocks[0].args[0]
+        mapping = {iv: self._as(i if i is not None else self._i(0), iv.type), kv: self._as(k, kv.type)}
+        for x in _slice(v, op.loop):
+            if x is op.dot:
+                raise NotCooperative("a factor that reads the sum")
+            self.b.insert(x.clone(mapping))
+        return mapping.get(v, v)
+
+
 # -- one kernel -------------------------------------------------------------------------------------
 
 def _holds_add(op: Operation) -> bool:
@@ -412,84 +633,120 @@ def _where(op: Operation) -> str:
     return f" at {loc}" if loc is not None else ""
 
 
-def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int) -> list[str]:
-    """Rewrites kernel `fn`'s outer products and sums (see the module docstring) in place;
-    returns one report line per loop nest: rewritten, or why not. A kernel with nothing
-    rewritten stays as it was."""
-    if not any(_holds_add(op) for op in fn.walk()) and not any(
-            isinstance(op, func.CallOp) for op in fn.walk()):
+def _is_matvec(op: Operation) -> bool:
+    mark = op.attributes.get(MATMUL_MARK)
+    return isinstance(op, scf.ForOp) and isinstance(mark, StringAttr) and mark.data == MATMUL
+
+
+def _calls_line(c: Operation) -> str:
+    return (f"per work-item{_where(c)}: a call under control flow that not every work-item of the group may "
+            "take (or of a callee that cannot be inlined) holds layer loops")
+
+
+def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int, matvec: bool = True) -> list[str]:
+    """Rewrites kernel `fn`'s outer products, sums and (`matvec`) matrix-vector products (see the
+    module docstring) in place; returns one report line per loop nest: rewritten, or why not. A
+    kernel with nothing rewritten stays as it was."""
+    def layer_loop(op: Operation) -> bool:
+        return _holds_add(op) or (matvec and _is_matvec(op))
+
+    if not any(layer_loop(op) or isinstance(op, func.CallOp) for op in fn.walk()):
         return []
     sizes = kernel.work_group_size(fn)
     group = sizes[0] * sizes[1] * sizes[2] if sizes is not None else 1
     work = fn.clone()  # inline and look on a copy
     entry = work.body.blocks[0]
     cp = ConvergedPositions(entry, funcs)
-    cp.inline_calls(is_global_add)
+    cp.inline_calls(layer_loop)
     cp.uniform = Uniformity(entry)
-    nests = [op for op in work.walk() if _holds_add(op) and not _holds_add(op.parent_op() or entry.parent_op())]
-    # calls left (under branches, or callees of several blocks) whose callees add in loops
+    nests = [op for op in work.walk() if layer_loop(op)
+             and not any(layer_loop(x) for x in _ancestors(op))]
     calls = [op for op in work.walk() if isinstance(op, func.CallOp)
-             and cp.reaches(op.callee.root_reference.data, _holds_add, set())]
+             and cp.reaches(op.callee.root_reference.data, layer_loop, set())]
     if not nests:
-        return [f"per work-item{_where(c)}: a call under control flow that not every work-item of the group may "
-                "take (or of a callee that cannot be inlined) adds in loops" for c in calls]
+        return [_calls_line(c) for c in calls]
     if len(work.body.blocks) != 1 or sizes is None or group <= 1:
         return [f"per work-item{_where(n)}: needs a kernel.reqd_work_group_size of more than one work-item"
                 for n in nests]
     if any(isinstance(op, kernel.BarrierOp | kernel.LocalAllocOp) for op in work.walk()):
         return [f"per work-item{_where(n)}: the kernel already uses barriers or local memory" for n in nests]
     lines: list[str] = []
-    taken: dict[Guard | None, list[OuterProduct]] = {}
+    taken: dict[Guard | None, list[OuterProduct | MatVec]] = {}
     converged: set[Operation] = set()
+
+    def inside_taken(op: Operation) -> bool:
+        return any((x.nest if isinstance(x, OuterProduct) else x.loop).is_ancestor(op)
+                   for xs in taken.values() for x in xs)
+
     for block, g in list(cp.positions()):
         for op in block.ops:
-            if not _holds_add(op) or any(x.nest.is_ancestor(op) for xs in taken.values() for x in xs):
+            if not layer_loop(op) or inside_taken(op):
                 continue
             converged.add(op)
             try:
-                got = recognize(op, cp.uniform)  # type: ignore[arg-type]
-                if not only_added(got.add.memref, funcs):  # type: ignore[attr-defined]
-                    raise NotCooperative("a buffer that is added to is also read or written")
+                if matvec and _is_matvec(op):
+                    got: OuterProduct | MatVec = recognize_matvec(op, cp.uniform)  # type: ignore[arg-type]
+                else:
+                    got = recognize(op, cp.uniform)  # type: ignore[arg-type]
+                    if not only_added(got.add.memref, funcs):  # type: ignore[attr-defined]
+                        raise NotCooperative("a buffer that is added to is also read or written")
             except NotCooperative as why:
-                if not any(isinstance(x, scf.ForOp) and x is not op and _holds_add(x) and x in converged
-                           for x in op.walk()):
+                if not any(x is not op and layer_loop(x) and x in converged for x in op.walk()):
                     lines.append(f"per work-item{_where(op)}: {why}")
                 continue
             taken.setdefault(g, []).append(got)
     for op in work.walk():
-        if _holds_add(op) and op not in converged and not any(
-                x.is_ancestor(op) for x in converged if x is not op):
+        if layer_loop(op) and op not in converged and not any(layer_loop(x) for x in _ancestors(op)) \
+                and not any(x.is_ancestor(op) for x in converged if x is not op):
             lines.append(f"per work-item{_where(op)}: under control flow that not every work-item of the group "
                          "may take")
-    lines += [f"per work-item{_where(c)}: a call under control flow that not every work-item of the group may "
-              "take (or of a callee that cannot be inlined) adds in loops" for c in calls]
+    lines += [_calls_line(c) for c in calls]
     if not taken:
         return lines
-    done: list[tuple[OuterProduct, SSAValue | None]] = []
+    done: list[tuple[OuterProduct | MatVec, SSAValue | None]] = []
     for g, products in taken.items():
-        p = None if g is None else cp.predicate_guard(g, [x.nest for x in products])
+        targets = [x.nest if isinstance(x, OuterProduct) else x.loop for x in products]
+        p = None if g is None else cp.predicate_guard(g, targets)
         if g is not None and p is None:
-            lines += [f"per work-item{_where(x.nest)}: the work-items' early return cannot become a predicate"
-                      for x in products]
+            lines += [f"per work-item{_where(t)}: the work-items' early return cannot become a predicate"
+                      for t in targets]
             continue
         done += [(x, p) for x in products]
-    plans = []
+    plans: list = []
+    floats = 0
     for x, p in done:
+        if isinstance(x, MatVec):
+            mv = matvec_plan(x, group, local_bytes // 4)
+            if mv is None:
+                lines.append(f"per work-item{_where(x.loop)}: one sample's vector exceeds {local_bytes} bytes of "
+                             "local memory")
+                continue
+            c, t = mv
+            floats = max(floats, c * (x.cols + 1) + c * x.rows if t.rounds > 1 else max(c * (x.cols + 1), c * x.rows))
+            plans.append((x, p, (c, t)))
+            continue
         t = tiling(x.rows, x.cols, group, local_bytes // 4)
         if t is None:
             lines.append(f"per work-item{_where(x.nest)}: one sample's {x.rows} + {x.cols} floats exceed "
                          f"{local_bytes} bytes of local memory")
             continue
+        floats = max(floats, t.chunk * (x.rows + (x.cols if x.w is not None else 0)))
         plans.append((x, p, t))
     if not plans:
         return lines
     b = Builder(InsertPoint.at_start(entry))
     lid = linear_local_id(sizes, b)
-    floats = max(t.chunk * (x.rows + (x.cols if x.w is not None else 0)) for x, _, t in plans)
     buffer = b.insert(kernel.LocalAllocOp(kernel.local_memref(f32, [floats]))).result
     buffer.name_hint = "cooperative_rows"
-    lowering = Lowering(lid, group, buffer)
+    lowering = MatVecLowering(lid, group, buffer)
     for x, p, t in plans:
+        if isinstance(x, MatVec):
+            c, tt = t
+            where = _where(x.loop)
+            lowering.lower_matvec(x, c, tt, p)
+            lines.append(f"cooperative{where}: {x.label} of {x.rows} x {x.cols} for the group's {group} samples "
+                         f"({tt.ti} x {tt.tj} tiles of samples x outputs, {c} samples at a time)")
+            continue
         where = _where(x.nest)
         lowering.lower(x, t, p)
         lines.append(f"cooperative{where}: {x.label} of {x.rows} x {x.cols} summed over the group's "
@@ -500,3 +757,10 @@ def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int) 
     Rewriter.erase_op(fn)
     funcs[work.sym_name.data] = work
     return lines
+
+
+def _ancestors(op: Operation):
+    p = op.parent_op()
+    while p is not None:
+        yield p
+        p = p.parent_op()
