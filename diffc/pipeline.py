@@ -54,6 +54,9 @@ class KernelSettings:
     merge_calls: bool = True  # DIFFC_MERGE_CALLS
     cooperative: bool = True  # cooperative-layers: outer products summed over the group (DIFFC_COOPERATIVE)
     cooperative_local_bytes: int = 16384  # its local memory for the group's rows (DIFFC_COOP_LOCAL_BYTES)
+    # coopVecMatMul as tiles of the group's product too (DIFFC_COOP_MATVEC); off: slower than each
+    # work-item's own product on an H100 (float tiles without tensor cores)
+    cooperative_matvec: bool = False
     reduce_atomics: bool = True  # DIFFC_REDUCE_ATOMICS
 
     def changed(self, **changes: Any) -> KernelSettings:
@@ -78,6 +81,7 @@ ENVIRONMENT = {
     "DIFFC_MERGE_CALLS": "merge_calls",
     "DIFFC_COOPERATIVE": "cooperative",
     "DIFFC_COOP_LOCAL_BYTES": "cooperative_local_bytes",
+    "DIFFC_COOP_MATVEC": "cooperative_matvec",
     "DIFFC_REDUCE_ATOMICS": "reduce_atomics",
 }
 
@@ -139,7 +143,7 @@ KERNEL_PIPELINE: tuple[KernelStep, ...] = (
                lambda s, b: {"entry": b.entry} if b.entry else {}),
     KernelStep("accumulate-gradients", "accumulate_gradients.AccumulateGradientsPass", "accumulate", _accumulate_options),
     KernelStep("cooperative-layers", "cooperative_layers.CooperativeLayersPass", "cooperative",
-               lambda s, b: {"local_bytes": s.cooperative_local_bytes, "report": b.report}),
+               lambda s, b: {"local_bytes": s.cooperative_local_bytes, "matvec": s.cooperative_matvec, "report": b.report}),
     KernelStep("merge-calls", "merge_calls.MergeCallsPass", "merge_calls"),
     KernelStep("reduce-atomics", "reduce_atomics.ReduceAtomicsPass", "reduce_atomics"),
     KernelStep("bounds-check", "bounds_check.BoundsCheckPass", "bounds_check", lambda s, b: {"prove": s.bounds_proofs}),

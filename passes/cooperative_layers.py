@@ -1,7 +1,8 @@
 """cooperative-layers: a layer's weight-gradient outer products and bias sums, added by every
 work-item of a group, summed over the group's samples in local memory first (a matrix product
-with the samples as K), then added once per element and group
-(diffc/kernel_support/cooperative.py says which loop nests and how).
+with the samples as K), then added once per element and group; with `matvec`, coopVecMatMul's
+products as tiles of the group's product too (diffc/kernel_support/cooperative.py says which
+loop nests and how).
 
 Kernels accumulate-gradients rewrote (a @K__accum exists) are left to it: it sums few
 parameters privately, faster. `report=true` prints one line per loop nest of each kernel:
@@ -28,6 +29,7 @@ class CooperativeLayersPass(ModulePass):
     name = "cooperative-layers"
 
     local_bytes: int = 16384  # local memory for one chunk of the group's rows
+    matvec: bool = False  # coopVecMatMul's row loops too
     report: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -42,6 +44,6 @@ class CooperativeLayersPass(ModulePass):
                 if self.report:
                     print(f"// cooperative-layers @{name}: left to accumulate-gradients")
                 continue
-            for line in cooperate(fn, funcs, self.local_bytes):
+            for line in cooperate(fn, funcs, self.local_bytes, self.matvec):
                 if self.report:
                     print(f"// cooperative-layers @{name}: {line}")

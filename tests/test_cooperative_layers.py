@@ -145,11 +145,13 @@ def _report(source: str, tmp_path: Path, monkeypatch) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("cooperative", ["1", "0"])
-def test_coopvec_gradients_equal_the_float64_model(cooperative, monkeypatch):
+@pytest.mark.parametrize("cooperative,matvec", [("1", "0"), ("1", "1"), ("0", "0")])
+def test_coopvec_gradients_equal_the_float64_model(cooperative, matvec, monkeypatch):
     """40 samples in groups of 16 (the last group partly inactive): the weight and bias
-    gradients of all three layers, cooperative and per work-item, equal the exact model's."""
+    gradients of all three layers equal the exact model's, cooperative (with and without the
+    matrix-vector products as group tiles) and per work-item."""
     monkeypatch.setenv("DIFFC_COOPERATIVE", cooperative)
+    monkeypatch.setenv("DIFFC_COOP_MATVEC", matvec)
     p, samples = _problem(40)
     want = _model_gradient(p, samples)
     assert 100 < np.abs(want).max() < 2.0**18  # (not trivial, and exact in float32)
@@ -164,6 +166,11 @@ def test_report_names_where_the_lowering_applied(tmp_path, monkeypatch):
     assert len([x for x in lines if ": cooperative at " in x and "sum of" in x]) == 3, text
     assert all("coop_network.slang:" in x for x in lines)
     assert "outer product of 8 x 8 summed over the group's 16 samples" in text
+    assert "matrix-vector product" not in text  # (off by default)
+    monkeypatch.setenv("DIFFC_COOP_MATVEC", "1")
+    text = _report(NETWORK.replace("CONDITION", ""), tmp_path, monkeypatch)
+    # three forward products, recomputed in the backward sweep, and two transposed ones
+    assert text.count(": cooperative at") == 6 + 9 + 2, text
 
 
 def test_diverging_control_flow_keeps_per_work_item_code(tmp_path, monkeypatch):

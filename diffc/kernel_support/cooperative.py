@@ -19,6 +19,14 @@ after the last chunk adds each element of its tile once (its sum rounded to the 
 dW = dY^T X with the group's samples as K. The sums are the same every run; the order in which
 groups add is not (one atomic per element and group).
 
+With `matvec`, a coopVecMatMul's row loop (marked by the front end) at a converged position,
+`for i: out[i] = (sum over k of W(i, k) * x[k]) ...` with W the same in every work-item,
+becomes a product of the group's vectors: each work-item's x a row of local memory (padded a
+float, so rows fall in different banks), each work-item a tile of samples x outputs summed in
+float over k (weights read from global memory), the products back through local memory to each
+work-item's row, from which the row loop (bias, stores) reads its sum. Float tiles without tensor
+cores: slower than each work-item's own product on an H100, so the pipeline leaves it off.
+
 What it leaves per work-item, with the reason `why_not` gives: nests under control flow that not
 every work-item takes, addresses that depend on the work-item, factors that depend on both
 indices, buffers also read or written.
