@@ -35,6 +35,7 @@ step; ratios are torch's time over diffc's (> 1: diffc faster):
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -43,6 +44,9 @@ import diffc
 from diffc.runtime.module import load_module_from_string
 
 LAYERS = [(4, 64), (64, 64), (64, 64), (64, 4)]
+# a training step's multiply-adds a sample, two FLOPs each: the forward product, the backward
+# product (dx; the first layer's is computed too) and the weight gradient's outer product
+FLOP_PER_SAMPLE = 2 * 3 * sum(i * o for i, o in LAYERS)
 LR = 1e-3
 
 SOURCE = """
@@ -166,6 +170,44 @@ class DiffcStep:
         diffc.synchronize()
 
 
+class LoopStep:
+    """The loop form of the same network: examples/mlp/mlp.slang (half parameters, the
+    tutorial's loops over the weights, `m[i * N + j] += a[i] * b[j]` atomic outer products) with
+    its layers widened to LAYERS (bench_distributed.wide_source), its learnGradient (2 inputs x,
+    y -> x, y, x^2, y^2; targets the tutorial's polynomials) and adjustParameters. The same
+    network shape and FLOPs as DiffcStep; its data and loss are the tutorial's."""
+
+    def __init__(self, p0: np.ndarray, samples: np.ndarray):
+        import sys
+        from pathlib import Path
+
+        here = Path(__file__).resolve().parent
+        for d in (here, here.parent / "examples" / "mlp"):
+            if str(d) not in sys.path:
+                sys.path.insert(0, str(d))
+        from bench_distributed import wide_source
+        from train import dispatch_loss, network_of, optimizer_step
+
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / "diffc_bench_coopvec_loop.slang"
+        text = wide_source(LAYERS)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        self.m = diffc.load_module(path)
+        self.params = diffc.Tensor.from_numpy(p0.astype(np.float16))
+        self.grads = diffc.Tensor.zeros(len(p0), np.float16)
+        self.network = network_of(self.params, self.grads, LAYERS)
+        self.xy = samples[:, :2]
+        self.dispatch_loss = dispatch_loss
+        self.step = optimizer_step(self.m, self.params, self.grads, "sgd", None)
+
+    def run(self) -> None:
+        self.dispatch_loss(self.m, self.network, self.xy)
+        self.step()
+
+    def sync(self) -> None:
+        diffc.synchronize()
+
+
 class TorchStep:
     def __init__(self, torch, dev, p0: np.ndarray, samples: np.ndarray, compiled: bool):
         self.torch, self.dev = torch, dev
@@ -214,6 +256,8 @@ def main() -> None:
     ap.add_argument("--log2", type=int, nargs="+", default=[14, 18])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--forms", nargs="+", choices=["coopvec", "loop"], default=["coopvec", "loop"],
+                    help="diffc's rows: the CoopVec form, the loop form (mlp.slang widened)")
     args = ap.parse_args()
     print("diffc device:", diffc.device())
     _, n_params = layout()
@@ -241,17 +285,20 @@ def main() -> None:
         t.run()
         print(f"                       max |torch - float64| / max |update| = "
               f"{np.abs(t.p.detach().cpu().numpy() - want).max() / np.abs(want - p0).max():.2e}")
-    print(f"{'batch':>6} {'diffc ms':>10} {'eager ms':>10} {'compile ms':>11} {'diffc/eager':>12} {'diffc/compile':>14}")
+    steps = {"coopvec": DiffcStep, "loop": LoopStep}
+    print(f"{'batch':>6} {'form':>8} {'diffc ms':>10} {'eager ms':>10} {'compile ms':>11} {'diffc/eager':>12} "
+          f"{'diffc/compile':>14} {'TFLOP/s':>8}")
     for k in args.log2:
         n = 1 << k
         samples = rng.uniform(-1, 1, (n, 8))
-        row = {"diffc": min(timed(DiffcStep(p0, samples), args.runs))}
+        e = c = float("nan")
         if torch is not None:
-            row["eager"] = min(timed(TorchStep(torch, dev, p0, samples, False), args.runs))
-            row["compile"] = min(timed(TorchStep(torch, dev, p0, samples, True), args.runs))
-        e, c = row.get("eager", float("nan")), row.get("compile", float("nan"))
-        print(f"  2^{k:<3} {row['diffc'] * 1e3:10.3f} {e * 1e3:10.3f} {c * 1e3:11.3f} "
-              f"{e / row['diffc']:12.3f} {c / row['diffc']:14.3f}", flush=True)
+            e = min(timed(TorchStep(torch, dev, p0, samples, False), args.runs))
+            c = min(timed(TorchStep(torch, dev, p0, samples, True), args.runs))
+        for form in args.forms:
+            d = min(timed(steps[form](p0, samples), args.runs))
+            print(f"  2^{k:<3} {form:>8} {d * 1e3:10.3f} {e * 1e3:10.3f} {c * 1e3:11.3f} "
+                  f"{e / d:12.3f} {c / d:14.3f} {FLOP_PER_SAMPLE * n / d / 1e12:8.2f}", flush=True)
 
 
 if __name__ == "__main__":
