@@ -12,29 +12,48 @@ device kind diffc runs on (CUDA for a GPU). Before timing, one step's updated pa
 diffc, torch and a float64 numpy step are compared.
 
     DIFFC_DEVICE=gpu python bench/bench_coopvec.py --log2 14 18 --runs 5
+    python bench/bench_coopvec.py --forms coopvec --log2 10 --runs 2 --no-torch
 
-The CoopVec operations run per work-item here (no cooperative lowering yet): each work-item
-reads the whole weight matrices and adds its own outer products atomically.
+Rows per batch: torch eager and torch.compile once, then each of diffc's forms (`--forms`): the
+CoopVec form above and the loop form (LoopStep: mlp.slang's loops widened to the same layers,
+half parameters, the tutorial's data and loss; the same shape and FLOPs). TFLOP/s:
+FLOP_PER_SAMPLE (52,224) x batch / diffc's step.
 
-Measured 2026-11-27, one run of `--log2 14 18 20 22 --runs 3` on an NVIDIA H200 (NVIDIA's
-OpenCL, driver 580.159.04, "ptx" atomics; torch 2.11.0+cu130, float32 on CUDA); min ms of a
-step; ratios are torch's time over diffc's (> 1: diffc faster):
-    batch   diffc     torch eager   torch.compile   diffc/eager   diffc/compile
-    2^14    2.383     2.725         1.474           1.14          0.62
-    2^18    17.877    3.171         1.644           0.18          0.092
-    2^20    69.863    10.477        4.385           0.15          0.063
-    2^22    270.798   38.468        15.076          0.14          0.056
-  A step is about 52 kFLOP a sample: 0.8 TFLOP/s at 2^22 (the tensor-core probe: 495).
-  One step from the same parameters: diffc within 5.6e-8, torch within 1.1e-7 of a float64 step
-  (max error over the largest update). The loop form of this network (bench_distributed.py's
-  `wide`, half parameters) took 10.9 / 82.3 ms on the same kind of GPU.
-  PoCL (this machine's 2 cores, torch 2.14 CPU float32), `--log2 10 --runs 2`: diffc 128.3 ms,
-  torch eager 88.2, torch.compile 94.9 (0.69 / 0.74).
+cooperative-layers (passes/cooperative_layers.py) sums each layer's outer products and bias sums
+over the work-group's samples in local memory and adds once per element and group, in both
+forms; the matrix-vector products still run per work-item (the pass's float tiles for them,
+DIFFC_COOP_MATVEC=1, are slower: below). Measured 2026-11-27, one run of `--log2 14 18 20
+--runs 3` on an NVIDIA H200 (NVIDIA's OpenCL, driver 580.159.04, "ptx" atomics; torch
+2.11.0+cu130, float32 on CUDA), min ms of a step; ratios are torch's time over diffc's:
+    batch   form      diffc    torch eager   torch.compile   diffc/eager   diffc/compile   TFLOP/s
+    2^14    coopvec   0.718    2.239         1.424           3.12          1.98            1.19
+    2^14    loop      1.068                                  2.10          1.33            0.80
+    2^18    coopvec   5.138    3.232         1.707           0.63          0.33            2.66
+    2^18    loop      7.010                                  0.46          0.24            1.95
+    2^20    coopvec   18.787   10.485        4.370           0.56          0.23            2.91
+    2^20    loop      26.563                                 0.39          0.165           2.06
+  An earlier run the same day on an H200 (torch.compile 0.990 / 1.708 / 4.194 ms): the CoopVec
+  form 0.784 / 5.024 / 18.604 ms; with the matrix-vector tiles 0.956 / 7.554 / 28.763; without
+  cooperative-layers (DIFFC_COOPERATIVE=0) 3.921 ms at 2^14. Before the pass (the same kind of
+  card, one run of `--log2 14 18 20 22`): 2.383 / 17.877 / 69.863 / 270.8 ms, 0.8 TFLOP/s at
+  2^22; the loop form 10.9 / 82.3 ms at 2^14 / 2^18 (bench_distributed's `wide`).
+  2.91 TFLOP/s is 0.6% of the tensor-core probe's 495: each work-item's own matrix-vector
+  products (weights re-read per sample, float FMAs) are now most of the step.
+  An NVIDIA H100 the same day (matrix-vector tiles on): 1.014 / 7.440 / 29.050 / 111.1 ms at
+  2^14 / 18 / 20 / 22 against torch.compile 1.863 / 2.038 / 4.862 / 17.565; the pass off 4.157
+  / 30.994 ms at 2^14 / 2^18.
+  One step from the same parameters: diffc within 1.2e-7, torch within 1.1e-7 of a float64 step
+  (max error over the largest update).
+  PoCL (this machine's 2 cores, torch 2.14 CPU float32), CoopVec form, one run under a load of
+  8-10 from other jobs: 86.1 ms at 2^10 (before the pass: 128.3 on quieter cores; with the
+  matrix-vector tiles 183.0), 1568 ms at 2^14 against torch eager 1804 and torch.compile 929
+  (0.59 of the better).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -43,6 +62,9 @@ import diffc
 from diffc.runtime.module import load_module_from_string
 
 LAYERS = [(4, 64), (64, 64), (64, 64), (64, 4)]
+# a training step's multiply-adds a sample, two FLOPs each: the forward product, the backward
+# product (dx; the first layer's is computed too) and the weight gradient's outer product
+FLOP_PER_SAMPLE = 2 * 3 * sum(i * o for i, o in LAYERS)
 LR = 1e-3
 
 SOURCE = """
@@ -166,6 +188,47 @@ class DiffcStep:
         diffc.synchronize()
 
 
+class LoopStep:
+    """The loop form of the same network: examples/mlp/mlp.slang (half parameters, the
+    tutorial's loops over the weights, `m[i * N + j] += a[i] * b[j]` atomic outer products) with
+    its layers widened to LAYERS (bench_distributed.wide_source), its learnGradient (2 inputs x,
+    y -> x, y, x^2, y^2; targets the tutorial's polynomials) and adjustParameters. The same
+    network shape and FLOPs as DiffcStep; its data and loss are the tutorial's."""
+
+    def __init__(self, p0: np.ndarray, samples: np.ndarray):
+        import sys
+        from pathlib import Path
+
+        here = Path(__file__).resolve().parent
+        for d in (here, here.parent / "examples" / "mlp"):
+            if str(d) not in sys.path:
+                sys.path.insert(0, str(d))
+        from bench_distributed import wide_source
+        from train import network_of, optimizer_step
+
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / "diffc_bench_coopvec_loop.slang"
+        text = wide_source(LAYERS)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        self.m = diffc.load_module(path)
+        self.params = diffc.Tensor.from_numpy(p0.astype(np.float16))
+        self.grads = diffc.Tensor.zeros(len(p0), np.float16)
+        self.network = network_of(self.params, self.grads, LAYERS)
+        self.n = len(samples)
+        self.inputs = diffc.Tensor.from_numpy(samples[:, :2].astype(np.float32).ravel())  # (uploaded once, as DiffcStep's)
+        self.loss = diffc.Tensor.zeros(1, np.uint32)
+        self.step = optimizer_step(self.m, self.params, self.grads, "sgd", None)
+
+    def run(self) -> None:
+        self.loss.fill(0)
+        self.m.learnGradient.dispatch(thread_count=self.n, network=self.network, lossBuffer=self.loss,
+                                      inputs=self.inputs, count=self.n)
+        self.step()
+
+    def sync(self) -> None:
+        diffc.synchronize()
+
+
 class TorchStep:
     def __init__(self, torch, dev, p0: np.ndarray, samples: np.ndarray, compiled: bool):
         self.torch, self.dev = torch, dev
@@ -214,6 +277,8 @@ def main() -> None:
     ap.add_argument("--log2", type=int, nargs="+", default=[14, 18])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--forms", nargs="+", choices=["coopvec", "loop"], default=["coopvec", "loop"],
+                    help="diffc's rows: the CoopVec form, the loop form (mlp.slang widened)")
     args = ap.parse_args()
     print("diffc device:", diffc.device())
     _, n_params = layout()
@@ -241,17 +306,20 @@ def main() -> None:
         t.run()
         print(f"                       max |torch - float64| / max |update| = "
               f"{np.abs(t.p.detach().cpu().numpy() - want).max() / np.abs(want - p0).max():.2e}")
-    print(f"{'batch':>6} {'diffc ms':>10} {'eager ms':>10} {'compile ms':>11} {'diffc/eager':>12} {'diffc/compile':>14}")
+    steps = {"coopvec": DiffcStep, "loop": LoopStep}
+    print(f"{'batch':>6} {'form':>8} {'diffc ms':>10} {'eager ms':>10} {'compile ms':>11} {'diffc/eager':>12} "
+          f"{'diffc/compile':>14} {'TFLOP/s':>8}")
     for k in args.log2:
         n = 1 << k
         samples = rng.uniform(-1, 1, (n, 8))
-        row = {"diffc": min(timed(DiffcStep(p0, samples), args.runs))}
+        e = c = float("nan")
         if torch is not None:
-            row["eager"] = min(timed(TorchStep(torch, dev, p0, samples, False), args.runs))
-            row["compile"] = min(timed(TorchStep(torch, dev, p0, samples, True), args.runs))
-        e, c = row.get("eager", float("nan")), row.get("compile", float("nan"))
-        print(f"  2^{k:<3} {row['diffc'] * 1e3:10.3f} {e * 1e3:10.3f} {c * 1e3:11.3f} "
-              f"{e / row['diffc']:12.3f} {c / row['diffc']:14.3f}", flush=True)
+            e = min(timed(TorchStep(torch, dev, p0, samples, False), args.runs))
+            c = min(timed(TorchStep(torch, dev, p0, samples, True), args.runs))
+        for form in args.forms:
+            d = min(timed(steps[form](p0, samples), args.runs))
+            print(f"  2^{k:<3} {form:>8} {d * 1e3:10.3f} {e * 1e3:10.3f} {c * 1e3:11.3f} "
+                  f"{e / d:12.3f} {c / d:14.3f} {FLOP_PER_SAMPLE * n / d / 1e12:8.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -159,11 +159,12 @@ def step_tolerance(p0: np.ndarray, xy: np.ndarray) -> np.ndarray:
 
 def load_variant(accumulate: bool):
     """The MLP module built with accumulate-gradients (the default) or with reduce-atomics
-    alone (DIFFC_ACCUMULATE=0), its entry points lowered and built now."""
+    alone (DIFFC_ACCUMULATE=0 DIFFC_COOPERATIVE=0), its entry points lowered and built now."""
     from diffc.runtime.device import settings_changed
     from diffc.runtime.dispatch import entry_program
 
-    with settings_changed(accumulate=accumulate):
+    changes = {"accumulate": True} if accumulate else {"accumulate": False, "cooperative": False}
+    with settings_changed(**changes):
         m = diffc.load_module(MLP_DIR / "mlp.slang")
         entry_program(m)
     return m

@@ -52,6 +52,11 @@ class KernelSettings:
     accumulate_local_bytes: int = 28672
     accumulate_local_sums: bool = False  # DIFFC_ACCUM_LOCAL_SUMS
     merge_calls: bool = True  # DIFFC_MERGE_CALLS
+    cooperative: bool = True  # cooperative-layers: outer products summed over the group (DIFFC_COOPERATIVE)
+    cooperative_local_bytes: int = 16384  # its local memory for the group's rows (DIFFC_COOP_LOCAL_BYTES)
+    # coopVecMatMul as tiles of the group's product too (DIFFC_COOP_MATVEC); off: slower than each
+    # work-item's own product on an H100 (float tiles without tensor cores)
+    cooperative_matvec: bool = False
     reduce_atomics: bool = True  # DIFFC_REDUCE_ATOMICS
 
     def changed(self, **changes: Any) -> KernelSettings:
@@ -74,6 +79,9 @@ ENVIRONMENT = {
     "DIFFC_ACCUM_LOCAL_BYTES": "accumulate_local_bytes",
     "DIFFC_ACCUM_LOCAL_SUMS": "accumulate_local_sums",
     "DIFFC_MERGE_CALLS": "merge_calls",
+    "DIFFC_COOPERATIVE": "cooperative",
+    "DIFFC_COOP_LOCAL_BYTES": "cooperative_local_bytes",
+    "DIFFC_COOP_MATVEC": "cooperative_matvec",
     "DIFFC_REDUCE_ATOMICS": "reduce_atomics",
 }
 
@@ -126,13 +134,16 @@ def _nan_check_options(s: KernelSettings, b: KernelBuild) -> dict[str, Any] | No
 
 # Compute entry points -> kernels, after the differentiation pipeline (dispatch, diffc run,
 # diffc compile). Order matters: nan-check's status global is threaded by lower-entry-points;
-# accumulate-gradients reads @K before reduce-atomics rewrites its adds; bounds-check guards
+# accumulate-gradients reads @K before reduce-atomics rewrites its adds, and cooperative-layers
+# leaves it the kernels it rewrote; bounds-check guards
 # every access the passes before it made; uninit-check's accesses sit under bounds-check's guards.
 KERNEL_PIPELINE: tuple[KernelStep, ...] = (
     KernelStep("nan-check", "nan_check.NanCheckPass", "sanitize", _nan_check_options),
     KernelStep("lower-entry-points", "lower_entry_points.LowerEntryPointsPass", None,
                lambda s, b: {"entry": b.entry} if b.entry else {}),
     KernelStep("accumulate-gradients", "accumulate_gradients.AccumulateGradientsPass", "accumulate", _accumulate_options),
+    KernelStep("cooperative-layers", "cooperative_layers.CooperativeLayersPass", "cooperative",
+               lambda s, b: {"local_bytes": s.cooperative_local_bytes, "matvec": s.cooperative_matvec, "report": b.report}),
     KernelStep("merge-calls", "merge_calls.MergeCallsPass", "merge_calls"),
     KernelStep("reduce-atomics", "reduce_atomics.ReduceAtomicsPass", "reduce_atomics"),
     KernelStep("bounds-check", "bounds_check.BoundsCheckPass", "bounds_check", lambda s, b: {"prove": s.bounds_proofs}),

@@ -41,105 +41,30 @@ kernels without that attribute, are left alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
     Float16Type,
-    Float32Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
-    IntegerType,
     MemRefType,
     ModuleOp,
-    VectorType,
     f32,
     i32,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import is_side_effect_free, is_speculatable
 
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import is_global_add, only_added
+from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity
 
-# Work-group queries whose value is the same in every work-item of a group.
-_UNIFORM_QUERIES = (kernel.GroupIdOp, kernel.LocalSizeOp, kernel.NumGroupsOp, kernel.GlobalSizeOp)
 # Local memory for one batch's contributions stays under this many bytes.
 _LOCAL_BYTES = 16384
-
-
-def _safe(op: Operation) -> bool:
-    """Whether an inactive work-item may run `op` on arbitrary operands: no effect, no trap."""
-    return not op.regions and is_side_effect_free(op) and is_speculatable(op)
-
-
-@dataclass(eq=False)
-class _Guard:
-    """A top-level `scf.if` whose results are unused and one of whose branches is empty: a
-    work-item's early return. `body` runs where `cond` is `active` (True: then, False: else)."""
-
-    op: scf.IfOp
-    body: Block
-    active: bool
-
-
-def _guard(op: Operation) -> _Guard | None:
-    if not isinstance(op, scf.IfOp) or any(r.uses for r in op.results):
-        return None
-    then = op.true_region.blocks[0]
-    other = op.false_region.blocks[0] if op.false_region.blocks else None
-    if other is None or len(other.ops) == 1:
-        return _Guard(op, then, True)
-    if len(then.ops) == 1:
-        return _Guard(op, other, False)
-    return None
-
-
-@dataclass
-class _Uniformity:
-    """Which values are the same in every work-item of a work-group."""
-
-    entry: Block
-    memo: dict[SSAValue, bool] = field(default_factory=dict)
-
-    def __call__(self, v: SSAValue) -> bool:
-        known = self.memo.get(v)
-        if known is None:
-            self.memo[v] = False  # cycles (none in SSA outside graph regions) stay non-uniform
-            known = self.memo[v] = self._compute(v)
-        return known
-
-    def _compute(self, v: SSAValue) -> bool:
-        if isinstance(v, BlockArgument):
-            if v.block is self.entry:
-                return True
-            parent = v.block.parent_op()
-            if not isinstance(parent, scf.ForOp) or not self.loop_is_uniform(parent):
-                return False
-            if v.index == 0:
-                return True
-            # a carried value the loop passes on unchanged (the front end carries pointers)
-            yielded = v.block.last_op
-            k = v.index - 1
-            return (
-                isinstance(yielded, scf.YieldOp) and yielded.operands[k] is v and self(parent.iter_args[k])
-            )
-        op = v.owner
-        assert isinstance(op, Operation)
-        if isinstance(op, _UNIFORM_QUERIES):
-            return True
-        if isinstance(op, kernel.GlobalIdOp | kernel.LocalIdOp):
-            return False
-        return not op.regions and is_side_effect_free(op) and all(self(o) for o in op.operands)
-
-    def loop_is_uniform(self, loop: scf.ForOp) -> bool:
-        return self(loop.lb) and self(loop.ub) and self(loop.step)
 
 
 @dataclass(frozen=True)
@@ -170,14 +95,15 @@ class _KernelReducer:
         self.group = sizes[0] * sizes[1] * sizes[2]
         work = self.fn.clone()  # inline and look on a copy: a kernel with nothing to reduce stays as it was
         self.entry = work.body.blocks[0]
-        self._inline_calls()
-        self.uniform = _Uniformity(self.entry)
+        self.converged = ConvergedPositions(self.entry, self.funcs)
+        self.converged.inline_calls(is_global_add)
+        self.converged.uniform = self.uniform = Uniformity(self.entry)
         adds = self._candidates()
         if not adds:
             return
         predicates: dict[Operation, SSAValue | None] = {}
         for guard, inner in adds.items():
-            p = None if guard is None else self._predicate_guard(guard, inner)
+            p = None if guard is None else self.converged.predicate_guard(guard, inner)
             if guard is None or p is not None:
                 for a in inner:
                     predicates[a] = p
@@ -190,86 +116,16 @@ class _KernelReducer:
         Rewriter.erase_op(self.fn)
         self.funcs[work.sym_name.data] = work
 
-    # -- where work-items all arrive ----------------------------------------------------------
-
-    def _positions(self) -> Iterator[tuple[Block, _Guard | None]]:
-        """Blocks every work-item runs equally often (a guard's body: every active one), with
-        the guard they are under."""
-        def loops(block: Block, guard: _Guard | None) -> Iterator[tuple[Block, _Guard | None]]:
-            yield block, guard
-            for op in block.ops:
-                if isinstance(op, scf.ForOp) and self.uniform.loop_is_uniform(op):
-                    yield from loops(op.body.blocks[0], guard)
-
-        for op in list(self.entry.ops):
-            g = _guard(op)
-            if g is not None:
-                yield from loops(g.body, g)
-        yield from loops(self.entry, None)
-
-    def _everywhere(self, op: Operation) -> bool:
-        """Whether an inactive work-item may run `op` as is: it has no effect and either cannot
-        trap or computes what every work-item of the group computes."""
-        return _safe(op) or (not op.regions and is_side_effect_free(op) and all(self.uniform(o) for o in op.operands))
-
-    def _unguarded(self, op: Operation) -> bool:
-        """Ops of a guard's body that _flush moves out as they are: private allocations and
-        side-effect-free ops of uniform operands (what they compute, every work-item computes)."""
-        return isinstance(op, memref.AllocaOp) or (
-            not op.regions and is_side_effect_free(op) and all(self.uniform(o) for o in op.operands)
-        )
-
-    def _holds_adds(self, name: str, seen: set[str]) -> bool:
-        if name in seen or name not in self.funcs:
-            return False
-        seen.add(name)
-        for op in self.funcs[name].walk():
-            if is_global_add(op):
-                return True
-            if isinstance(op, func.CallOp) and self._holds_adds(op.callee.root_reference.data, seen):
-                return True
-        return False
-
-    def _inline_calls(self) -> None:
-        changed = True
-        while changed:
-            changed = False
-            self.uniform = _Uniformity(self.entry)
-            for block, _ in list(self._positions()):
-                for op in list(block.ops):
-                    if isinstance(op, func.CallOp) and self._inline(op):
-                        changed = True
-
-    def _inline(self, call: func.CallOp) -> bool:
-        callee = self.funcs.get(call.callee.root_reference.data)
-        if callee is None or len(callee.body.blocks) != 1 or kernel.is_kernel(callee):
-            return False
-        if not self._holds_adds(callee.sym_name.data, set()):
-            return False
-        body = callee.body.blocks[0]
-        ret = body.last_op
-        if not isinstance(ret, func.ReturnOp) or any(
-            isinstance(o, func.ReturnOp) and o is not ret for o in callee.walk()
-        ):
-            return False
-        mapping: dict[SSAValue, SSAValue] = dict(zip(body.args, call.arguments))
-        for op in body.ops:
-            if op is ret:
-                break
-            Rewriter.insert_op(op.clone(mapping), InsertPoint.before(call))
-        Rewriter.replace_op(call, [], [mapping.get(v, v) for v in ret.operands])
-        return True
-
     # -- which adds ---------------------------------------------------------------------------
 
-    def _candidates(self) -> dict[_Guard | None, list[Operation]]:
+    def _candidates(self) -> dict[Guard | None, list[Operation]]:
         added_only: dict[SSAValue, bool] = {}
         for op in self.entry.walk():
             for v in op.operands:
                 if isinstance(v.type, MemRefType) and v not in added_only:
                     added_only[v] = only_added(v, self.funcs)
-        found: dict[_Guard | None, list[Operation]] = {}
-        for block, guard in self._positions():
+        found: dict[Guard | None, list[Operation]] = {}
+        for block, guard in self.converged.positions():
             for op in block.ops:
                 if not is_global_add(op):
                     continue
@@ -277,101 +133,6 @@ class _KernelReducer:
                 if added_only.get(target) and self.uniform(target) and all(self.uniform(i) for i in op.indices):  # type: ignore[attr-defined]
                     found.setdefault(guard, []).append(op)
         return found
-
-    # -- a guard becomes a predicate -----------------------------------------------------------
-
-    def _predicate_guard(self, g: _Guard, adds: list[Operation]) -> SSAValue | None:
-        """Runs the guard's body in every work-item (see the module docstring); returns the
-        predicate (true in active work-items), or None (and nothing changed) where that cannot
-        be done."""
-        guard, body = g.op, g.body
-        reducing: set[Operation] = set()  # ops of the body that hold a reduced add
-        for a in adds:
-            op = a
-            while op.parent_op() is not guard:
-                op = op.parent_op()
-                assert op is not None
-            reducing.add(op)
-        for op in body.ops:
-            if op in reducing and not self._can_hoist(op, set(adds)):
-                return None
-        for op in guard.walk():
-            if isinstance(op, kernel.BarrierOp):
-                return None
-        # every value predicated code passes on must have a zero for inactive work-items
-        for op in body.ops:
-            if op in reducing or self._unguarded(op):
-                continue
-            if any(_zero_type(r.type) is None and any(u.operation is not body.last_op for u in r.uses)
-                   for r in op.results):
-                return None
-        assert body.last_op is not None
-        body.last_op.operands = ()  # the guard's results are unused
-        p = guard.cond
-        if not g.active:
-            true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
-            negate = arith.XOrIOp(p, true.result)
-            negate.result.name_hint = "active"
-            Rewriter.insert_op([true, negate], InsertPoint.before(guard))
-            p = negate.result
-        run: list[Operation] = []
-        for op in list(body.ops):
-            if op is body.last_op:  # the yield of results nothing uses
-                break
-            if op in reducing:
-                self._flush(run, guard, p)
-                op.detach()
-                Rewriter.insert_op(op, InsertPoint.before(guard))
-                self._predicate_loop(op, p, set(adds))
-            else:
-                run.append(op)
-        self._flush(run, guard, p)
-        Rewriter.erase_op(guard)
-        return p
-
-    def _can_hoist(self, op: Operation, adds: set[Operation]) -> bool:
-        """A reduced add, or a uniform loop whose body's ops can each be predicated."""
-        if op in adds:
-            return True
-        if not isinstance(op, scf.ForOp) or not self.uniform.loop_is_uniform(op):
-            return False
-        for inner in op.body.blocks[0].ops:
-            if inner.regions and any(a in adds for a in inner.walk()):
-                if not self._can_hoist(inner, adds):
-                    return False
-            elif not (self._everywhere(inner) or inner in adds or isinstance(inner, (scf.YieldOp, memref.AllocaOp))):
-                if any(_zero_type(r.type) is None for r in inner.results):
-                    return False
-        return True
-
-    def _flush(self, run: list[Operation], guard: scf.IfOp, p: SSAValue) -> None:
-        """Moves a run of the guard's ops before it: uniform side-effect-free ops and private
-        allocations as they are, the rest under `scf.if %p` yielding what later ops use."""
-        if not run:
-            return
-        guarded: list[Operation] = []
-        for op in run:
-            if self._unguarded(op):
-                op.detach()
-                Rewriter.insert_op(op, InsertPoint.before(guard))
-            else:
-                guarded.append(op)
-        run.clear()
-        if guarded:
-            _wrap(guarded, p, InsertPoint.before(guard))
-
-    def _predicate_loop(self, op: Operation, p: SSAValue, adds: set[Operation]) -> None:
-        if op in adds:
-            return
-        assert isinstance(op, scf.ForOp)
-        for inner in list(op.body.blocks[0].ops):
-            if inner in adds or isinstance(inner, (scf.YieldOp, memref.AllocaOp)) or self._everywhere(inner):
-                continue
-            if isinstance(inner, scf.ForOp) and any(a in adds for a in inner.walk()):
-                self._predicate_loop(inner, p, adds)
-            else:  # (before the op after it: _wrap moves `inner` itself)
-                assert inner.next_op is not None
-                _wrap([inner], p, InsertPoint.before(inner.next_op))
 
     # -- the reduction ------------------------------------------------------------------------
 
@@ -554,50 +315,3 @@ def _constant(v: SSAValue) -> int | None:
 def _sum_type(add: Operation) -> Attribute:
     """What a group's contributions to `add` are summed in: i32, or f32 (halves too)."""
     return i32 if add.memref.type.element_type == i32 else f32  # type: ignore[attr-defined]
-
-
-def _zero_type(t: Attribute) -> Attribute | None:
-    """`t` when an inactive work-item can stand in 0 for a value of type t, else None."""
-    if isinstance(t, IntegerType | IndexType | Float16Type | Float32Type):
-        return t
-    if isinstance(t, VectorType) and isinstance(t.element_type, IntegerType | IndexType | Float16Type | Float32Type):
-        return t
-    from xdsl.dialects.builtin import Float64Type
-
-    if isinstance(t, Float64Type) or (isinstance(t, VectorType) and isinstance(t.element_type, Float64Type)):
-        return t
-    return None
-
-
-def _zero(t: Attribute) -> Operation:
-    if isinstance(t, VectorType):
-        el = t.element_type
-        value = 0.0 if not isinstance(el, IntegerType | IndexType) else 0
-        return arith.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [value] * t.element_count()))
-    if isinstance(t, IntegerType | IndexType):
-        return arith.ConstantOp(IntegerAttr(0, t))
-    return arith.ConstantOp(FloatAttr(0.0, t))  # type: ignore[arg-type]
-
-
-def _wrap(ops: list[Operation], p: SSAValue, ip: InsertPoint) -> None:
-    """Moves `ops` (consecutive, in order) under `scf.if %p`, which yields their results used
-    after them (zeros in inactive work-items)."""
-    inside = set(ops)
-
-    def later_use(r: SSAValue) -> bool:
-        return any(not any(o.is_ancestor(u.operation) for o in inside) for u in r.uses)
-
-    escaping = [r for op in ops for r in op.results if later_use(r)]
-    then = Block()
-    for op in ops:
-        op.detach()
-        then.add_op(op)
-    then.add_op(scf.YieldOp(*escaping))
-    other = Block()
-    zeros = [_zero(r.type) for r in escaping]
-    other.add_ops([*zeros, scf.YieldOp(*(z.results[0] for z in zeros))])
-    branch = scf.IfOp(p, [r.type for r in escaping], Region(then), Region(other))
-    Rewriter.insert_op(branch, ip)
-    for old, new in zip(escaping, branch.results):
-        new.name_hint = old.name_hint
-        old.replace_uses_with_if(new, lambda use: not branch.is_ancestor(use.operation))
