@@ -16,6 +16,7 @@ from diffc.frontend.features import func_extensions
 from diffc.frontend.features import groupshared
 from diffc.frontend.features import hex_floats
 from diffc.frontend.features import matrices
+from diffc.frontend.features import nested_structs
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
 from diffc.frontend.features import pair_accessors
@@ -41,6 +42,7 @@ FEATURES = [
     access_modifiers.FEATURE,
     cuda_builtins.FEATURE,
     pair_accessors.FEATURE,
+    nested_structs.FEATURE,
 ]
 
 install(FEATURES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 from diffc.frontend import ast as A
@@ -11,6 +12,7 @@ from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend import feature
 from diffc.frontend.checker.inits import INIT, constructor_method
 from diffc.frontend.parser.library import REFUSED_LIBRARY_NAMES
+from diffc.frontend.parser.namespaces import qualify as qualify_namespaced
 from diffc.frontend.source.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
@@ -174,8 +176,9 @@ class Parser:
         self.enum_names: set[str] = set()
         # namespaces (this file's and, through the loader, earlier files'): `ns::f` and `ns.f` are f
         self.namespaces: set[str] = set()
+        self.namespace_clashes: dict[str, set[str]] = {}  # (namespaces.py: the loader finds them)
         self.interface_aliases: dict[str, str] = {}  # `typealias IReal = IFloat;`: IReal -> IFloat
-        self.hoisted: list[A.Global] = []  # groupshared locals, declared as globals (shared_local)
+        self.hoisted: list[A.Node] = []  # groupshared locals as globals (shared_local), nested structs
         self.find_namespaces()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
@@ -335,6 +338,7 @@ class Parser:
 
     # ---- top level ----
     def parse_program(self) -> A.Program:
+        self.toks = qualify_namespaced(self.toks, self.namespace_clashes, self.namespaces)
         self.strip_qualifiers()
         self.prescan_type_names()
         decls: list[A.Node] = []
@@ -624,8 +628,11 @@ class Parser:
             while True:
                 if self.peek().text in (".", "=="):  # `where T.Differential == T`: assumed, not checked
                     self.type_ref()
-                    self.expect("==")
-                    self.type_ref()
+                    if self.accept(":"):  # `where T.Differential : IAtomicAddable`: also assumed
+                        self.conformances()
+                    else:
+                        self.expect("==")
+                        self.type_ref()
                     if not self.accept(","):
                         break
                     continue
@@ -1056,7 +1063,22 @@ class Parser:
             while self.peek(k).text == "*":
                 k += 1
             return self.peek(k).kind == "ident"
-        return nxt.kind == "ident" or (nxt.text == "<" and (t.text in GENERIC_TYPES or t.text in self.generic_structs))
+        if nxt.text == "<" and (t.text in GENERIC_TYPES or t.text in self.generic_structs):
+            return not self.member_of_generic_instance()
+        return nxt.kind == "ident"
+
+    def member_of_generic_instance(self) -> bool:
+        """`Vec<S, N>::fill(x)`, `Vec<S, N>.zero`: an expression through an instance of a generic
+        type (a static method or constant), not the declaration `Vec<S, N> v` (nothing consumed)."""
+        save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it
+        try:
+            self.i += 1
+            self.generic_args()
+            return self.tok.text in ("::", ".") and self.peek().kind == "ident" and not self.is_member_type(self.peek())
+        except FrontendError:
+            return False
+        finally:
+            self.i, self.toks = save, toks
 
     def stmt(self) -> A.Stmt:
         return self.nested(self._stmt, statements=True)
@@ -1176,11 +1198,13 @@ class Parser:
                 self.i += 1
                 is_const = is_const or kind == "let"
             decls = []
+            shared: A.TypeRef | None = None  # `Vec<T, N> a, b;`: the type every name declares
             while True:
                 dstart = self.tok.start
                 ty = None
                 if kind == "typed":
-                    ty = self.array_dims(self.type_ref(), type_position=True)
+                    ty = copy.deepcopy(shared) if shared else self.array_dims(self.type_ref(), type_position=True)
+                    shared = shared or copy.deepcopy(ty)
                 name = self.ident("a variable name")
                 if kind != "typed" and self.accept(":"):
                     ty = self.type_ref()
@@ -1196,10 +1220,6 @@ class Parser:
                 decls.append(A.VarDecl(kind, ty, name.text, init, is_const, span=self.span_from(dstart)))
                 if kind != "typed" or not self.accept(","):
                     break
-                if self.tok.kind == "ident":  # `float a, b;`: the next name reuses the type
-                    self.toks.insert(self.i, Token("ident", ty.name, self.tok.start, self.tok.start))
-                    if ty.args or ty.dims:
-                        self.error("use one declaration per variable for this type")
             self.expect(";")
             if len(decls) == 1:
                 return decls[0]
