@@ -122,3 +122,49 @@ def test_each_file_of_a_module_compiles_on_its_own(tmp_path, main):
                  filename=str(path))
     assert c.primal([1.5])[0] == pytest.approx(1.5 ** 2 + 1.5 ** 3)
     c.check_derivatives([np.float64(1.5)])
+
+
+MODEL_ALIASES = """
+interface IModel<InputT : IDifferentiable, OutputT : IDifferentiable> {
+    [Differentiable] OutputT forward(InputT x);
+}
+extension<InputT : IDifferentiable, OutputT : IDifferentiable, Model : IModel<InputT, OutputT>> Model {
+    typealias InputType = InputT;
+    typealias OutputType = OutputT;
+}
+extension<T : IDifferentiable, Model : IModel<T, T>> Model { typealias IOType = T; }
+struct Pass<T : IDifferentiable> : IModel<T, T> { [Differentiable] IOType forward(IOType x) { return x; } }
+struct Spread<int I, int O> : IModel<float[I], float[O]> {
+    float w;
+    [Differentiable] OutputType forward(InputType x) {
+        OutputType y;
+        for (int o = 0; o < O; o++) { y[o] = 0.0; for (int i = 0; i < I; i++) y[o] += w * x[i] * float(o + i + 1); }
+        return y;
+    }
+}
+struct Square : IModel<float, float> { [Differentiable] IOType forward(InputType x) { return x * x; } }
+[Differentiable] float f(float a, float b) {
+    Spread<2, 3> s = { 2.0 };
+    Pass<float[3]> p;
+    Square q;
+    float x[2] = { a, b };
+    float y[3] = p.forward(s.forward(x));
+    return q.forward(y[0]) + y[1] * y[2];
+}
+"""
+
+
+def test_typealiases_of_a_generic_extension_over_a_generic_interface():
+    """`extension<I, O, M : IModel<I, O>> M { typealias InputType = I; }`: each struct that is
+    an IModel<X, Y> has InputType X (IOType only where X and Y are one type)."""
+    c = Compiled(MODEL_ALIASES, "f")
+    a, b = 0.5, -1.5
+    y = [2.0 * (a * (o + 1) + b * (o + 2)) for o in range(3)]
+    assert c.primal([a, b])[0] == pytest.approx(y[0] ** 2 + y[1] * y[2])
+    c.check_derivatives([a, b])
+
+
+def test_an_alias_the_struct_does_not_get_is_an_unknown_type():
+    msg = compile_error(MODEL_ALIASES.replace("[Differentiable] OutputType forward(InputType x)",
+                                              "[Differentiable] OutputType forward(IOType x)"))
+    assert "error[E0002]" in msg and "IOType" in msg

@@ -116,9 +116,22 @@ def is_builtin_type_name(name: str) -> bool:
 
 def declared_type_names(toks: list[Token], types: set[str], interfaces: set[str], generic_structs: set[str],
                         enums: set[str]) -> None:
-    """Adds the names of the structs, interfaces and enums declared in `toks` to the sets."""
+    """Adds the names of the structs, interfaces and enums declared in `toks` to the sets, and of
+    the typealiases extensions declare (`extension<M : IModel<I, O>> M { typealias In = I; }`
+    gives every conforming struct a member type, which its own body may name)."""
+    extension_depth = depth = 0
     for i in range(len(toks) - 1):
         kw, name = toks[i], toks[i + 1]
+        if kw.text == "extension" and not extension_depth:
+            extension_depth = -1  # (its body starts at the next `{`)
+        elif kw.text == "{":
+            depth += 1
+            extension_depth = depth if extension_depth == -1 else extension_depth
+        elif kw.text == "}":
+            extension_depth = 0 if depth == extension_depth else extension_depth
+            depth -= 1
+        elif kw.text == "typealias" and extension_depth > 0 and name.kind == "ident":
+            types.add(name.text)
         if kw.kind != "ident" or name.kind != "ident" or kw.text not in ("struct", "interface", "enum"):
             continue
         if kw.text == "interface":
@@ -900,7 +913,9 @@ class Parser:
     def extension(self) -> A.Extension:
         start = self.expect("extension").start
         mark = len(self.scoped_type_names)
+        self.generic_bases = []
         gparams, type_params = self.generic_params()
+        param_bases = self.generic_bases  # `Model : IModel<I, O>`: the interface instances its parameters name
         target = self.type_ref()
         bases = self.bases()
         self.where_clauses(type_params)
@@ -912,7 +927,7 @@ class Parser:
                                 "conformances)", f.span[0], f.span[1])
         self.end_generic(mark)
         return A.Extension(target, bases, body.methods, body.aliases, gparams, type_params, body.fields,
-                           span=self.span_from(start))
+                           param_bases, span=self.span_from(start))
 
     def struct_body_after_brace(self, name: str) -> A.Struct:
         """An extension's `{ ... }`: parsed as a struct body (fields are refused by the checker)."""
