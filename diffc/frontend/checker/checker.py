@@ -14,6 +14,7 @@ from diffc.frontend.errors import (
 )
 from diffc.frontend.generics import const_int, infer, instance_name, substitute
 from diffc.frontend.checker.inits import INIT, as_constructor_call
+from diffc.frontend.checker.generic_overloads import declare_method_template
 from diffc.frontend.checker.symbols import (  # noqa: F401 (re-exported for the lowering)
     DIFF_ATTRS, SWIZZLE, FuncInfo, Local, PInfo, as_this_member, derivative_signature, err, ptr_param,
 )
@@ -396,11 +397,8 @@ class Checker(TypeResolution):
             declared(self, d, s)  # its Differential, synthesized or declared (declared_differential.py)
         for m in d.methods:
             self.ifaces.implicit_generics(m)
-            if m.generic_params and m.name in s.method_templates:  # (one generic beside plain overloads)
-                raise err(UNSUPPORTED, f"overloading generic method '{m.name}' of {name} with another generic "
-                          "one is not supported", m.name_span)
             if m.generic_params:
-                s.method_templates[m.name] = m
+                declare_method_template(s, m)  # (several of one name: generic_overloads.py)
             else:
                 s.methods.setdefault(m.name, f"{name}_{m.name}")
         infos = [f for m in d.methods
@@ -535,7 +533,7 @@ class Checker(TypeResolution):
             inst = substitute(d, env)
             inst.generic_params, inst.type_params, inst.name = [], {}, iname
             mark_nondiff_generic_values(inst, d, self.ifaces)
-            self.instantiate_derivatives(inst, d, env)
+            self.instantiate_derivatives(inst, d, env, owner)
             saved = self.outside_functions()
             if owner is not None:
                 self.alias_scopes.append(owner.aliases)
@@ -564,13 +562,23 @@ class Checker(TypeResolution):
         self.generic_defaults(d, env)
         return env, [p for p in params if p not in env]
 
-    def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict) -> None:
+    def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict, owner: T.Struct | None = None) -> None:
         """`[BackwardDerivative(g)]` on a generic f names generic g too: f's instance names g's
-        instance for the same arguments (g's parameters bound by name, else by position)."""
+        instance for the same arguments (g's parameters bound by name, else by position); so does
+        a generic method's, naming a generic sibling method."""
         for a in inst.attrs:
             if not (a.name.endswith("Derivative") or a.name.endswith("DerivativeOf")) or len(a.args) != 1:
                 continue
             g = a.args[0]
+            if owner is not None and isinstance(g, A.Name) and g.id in owner.method_templates \
+                    and g.id not in owner.methods:
+                gd = owner.method_templates[g.id]
+                by_pos = dict(zip(d.generic_params, gd.generic_params))
+                genv = {by_pos.get(p, p): v for p, v in env.items()}
+                if set(gd.generic_params) <= set(genv):
+                    sym = self.instantiate_func(g.id, A.Name(g.id, span=g.span), [], d=gd, owner=owner, env=genv)
+                    a.args[0] = A.Name(sym, span=g.span)  # (attr_func finds the instance by its symbol)
+                continue
             if not (isinstance(g, A.Name) and g.id in self.func_templates):
                 continue
             gd = self.func_templates[g.id]

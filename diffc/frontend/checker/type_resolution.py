@@ -93,6 +93,8 @@ class TypeResolution:
             return T.differential(base)
         if isinstance(base, T.Struct) and m in base.aliases:
             return base.aliases[m]
+        if m == "DifferentialElementType" and isinstance(base, T.Pair):  # `DifferentialPair<X>`'s: X.Differential
+            return self.member_type(base.elem, "Differential", t)
         if m == "Handle" and isinstance(base, T.Buffer):
             return base  # a bindless handle reads and writes the resource it names, as the resource does
         raise err(UNDEFINED, f"type {base} has no member type '{m}'", t)

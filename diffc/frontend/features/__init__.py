@@ -6,6 +6,7 @@ in which the phases ask the features' hooks (the first answer wins)."""
 
 from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
+from diffc.frontend.features import arithmetic_methods
 from diffc.frontend.features import coopvec
 from diffc.frontend.features import cuda_builtins
 from diffc.frontend.features import declared_differential
@@ -26,6 +27,7 @@ from diffc.frontend.features import textures
 
 FEATURES = [
     optional.FEATURE,
+    arithmetic_methods.FEATURE,  # (before operators: an IArithmetic struct's operators are its methods)
     operators.FEATURE,
     matrices.FEATURE,
     properties.FEATURE,

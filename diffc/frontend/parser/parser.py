@@ -343,7 +343,7 @@ class Parser:
         """`T.Differential`, `T.A` (an associated type or a struct's typealias), not `T.dzero()`."""
         if t.kind != "ident":
             return False
-        if t.text == "Differential":  # never a method: `S.Differential(x)` constructs one
+        if t.text in ("Differential", "DifferentialElementType"):  # never a method: `S.Differential(x)` constructs one
             return True
         if t.text == "Handle":  # `RWStructuredBuffer<float>.Handle`: a bindless handle of a resource
             return self.peek(2).text != "("
