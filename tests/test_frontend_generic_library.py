@@ -114,3 +114,15 @@ def test_arithmetic_methods_of_numbers_and_vectors():
     assert c.primal([x, v])[0] == pytest.approx(1 + w[0] + w[1] * w[2] + x * x + x)
     c.check_derivatives([x, v])
     assert "error[E0005]" in compile_error("float f(float x) { return x.add(); }")
+
+
+def test_dmul_of_a_built_in_type_scales_a_derivative():
+    src = """
+    [BackwardDerivative(sq_bwd)] float3 sq(float3 x) { return x * x; }
+    void sq_bwd(inout DifferentialPair<float3> x, float3 g) { x = diffPair(x.p, float3.dmul(half(2.0), x.p * g)); }
+    [Differentiable] float f(float3 v) { float3 s = sq(v); return s.x + s.y * s.z; }
+    """
+    c = Compiled(src, "f")
+    v = np.array([0.4, -1.2, 0.9])
+    assert c.primal([v])[0] == pytest.approx(v[0] ** 2 + v[1] ** 2 * v[2] ** 2)
+    c.check_derivatives([v])

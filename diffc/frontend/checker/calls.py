@@ -305,6 +305,8 @@ def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
     if isinstance(callee.base, A.TypeExpr):
         if callee.name in ("dzero", "dadd"):
             return None
+        if callee.name == "dmul" and not isinstance(c.resolve(callee.base.type), T.Struct):
+            return _builtin_dmul(c, e, callee)
         const = check_type_method(c, e, callee)
         if const is not None:
             return const
@@ -370,6 +372,21 @@ def _method_function(c: Checking, e: A.Call, callee: A.Member, st: T.Type) -> st
         d = template
         return c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
     return st.methods.get(callee.name)
+
+
+def _builtin_dmul(c: Checking, e: A.Call, callee: A.Member) -> T.Type:
+    """`float.dmul(s, d)` (IDifferentiable's scaling of a derivative, on a built-in type): `d *
+    float(s)`, s any real number."""
+    base = c.resolve(callee.base.type)  # type: ignore[attr-defined]
+    if not T.is_differentiable(base):
+        raise err(TYPE_MISMATCH, f"type {base} is not differentiable (it has no dmul)", callee)
+    _count(e, f"{base}.dmul", 2)
+    t = T.differential(base)
+    scalar = T.elem_of(t)
+    factor = A.Call(A.TypeExpr(A.TypeRef(str(scalar), fixed=scalar, span=e.args[0].span), span=e.args[0].span),
+                    [e.args[0]], span=e.args[0].span)
+    c.expect_type(e.args[1], t)
+    return c.expr(c.replace(e, A.Binary("*", e.args[1], factor, span=e.span)))
 
 
 def _builtin_instead(c: Checking, named: A.Name, args: list[A.Expr]) -> bool:
