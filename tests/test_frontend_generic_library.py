@@ -126,3 +126,46 @@ def test_dmul_of_a_built_in_type_scales_a_derivative():
     v = np.array([0.4, -1.2, 0.9])
     assert c.primal([v])[0] == pytest.approx(v[0] ** 2 + v[1] ** 2 * v[2] ** 2)
     c.check_derivatives([v])
+
+
+STATIC_CONSTS = """
+struct Ramp<T : __BuiltinFloatingPointType> {
+    static const T Lo = T(0.5);
+    static const T Slope = (T(1.0) - Lo) / (T(4.0) * Lo);   // names the static before it
+    [Differentiable] static T apply(T x) { return Slope * x * x + Lo; }
+}
+[Differentiable] float f(float x) { return Ramp<float>.apply(x) + float(Ramp<double>.apply(double(x))); }
+"""
+
+
+def test_a_static_const_initializer_names_the_statics_before_it():
+    c = Compiled(STATIC_CONSTS, "f")
+    x = 0.8
+    assert c.primal([x])[0] == pytest.approx(2 * (0.25 * x * x + 0.5))
+    c.check_derivatives([x])
+
+
+SWAPPED_DERIVATIVES = """
+struct V : IDifferentiable { float2 c; }
+[BackwardDerivative(mulR_bwd)] V operator *<T : __BuiltinFloatingPointType>(V lhs, const T rhs) { V r; r.c = lhs.c * rhs.toFloat(); return r; }
+[BackwardDerivative(mulL_bwd)] V operator *<T : __BuiltinFloatingPointType>(const T lhs, V rhs) { V r; r.c = rhs.c * lhs.toFloat(); return r; }
+void mulR_bwd<T : __BuiltinFloatingPointType>(inout DifferentialPair<V> lhs, inout DifferentialPair<T> rhs, V grad) {
+    V d = grad * rhs.p;   // (uses the operator mulR_bwd is the derivative of)
+    lhs = diffPair(lhs.p, d);
+    rhs = diffPair(rhs.p, T(dot(grad.c, lhs.p.c)));
+}
+void mulL_bwd<T : __BuiltinFloatingPointType>(inout DifferentialPair<T> lhs, inout DifferentialPair<V> rhs, V grad) {
+    mulR_bwd(rhs, lhs, grad);   // the other operator's derivative, called by name
+}
+[Differentiable] float f(float a, float b) { V v; v.c = float2(a, b); V w = a * v; return w.c.x + 2.0 * w.c.y; }
+"""
+
+
+def test_a_generic_custom_derivative_called_by_name_before_its_primal_has_that_instance():
+    """mulL_bwd calls mulR_bwd<float> before anything uses `V * float`: the instance of mulR_bwd is
+    the derivative of that operator's instance from the start (its call is bwd_diff of it)."""
+    c = Compiled(SWAPPED_DERIVATIVES, "f")
+    a, b = 0.3, -0.4
+    assert c.primal([a, b])[0] == pytest.approx(a * a + 2 * a * b)
+    cmp = c.compare([a, b], 0)
+    np.testing.assert_allclose(cmp.jtu, cmp.jac.T @ cmp.u, rtol=1e-6, atol=1e-8)

@@ -168,3 +168,15 @@ def test_an_alias_the_struct_does_not_get_is_an_unknown_type():
     msg = compile_error(MODEL_ALIASES.replace("[Differentiable] OutputType forward(InputType x)",
                                               "[Differentiable] OutputType forward(IOType x)"))
     assert "error[E0002]" in msg and "IOType" in msg
+
+
+def test_the_main_file_qualifies_a_type_of_an_imported_files_namespace(tmp_path):
+    (tmp_path / "acts.slang").write_text(
+        "struct Gain { float k; }\n"
+        "namespace act { struct Gain { float k; [Differentiable] float apply(float x) { return k * x * x; } } }\n")
+    main = tmp_path / "main.slang"
+    main.write_text("import acts;\n[Differentiable] float f(float x) { act::Gain g = { 3.0 }; Gain h = { 2.0 }; "
+                    "return g.apply(x) + h.k * x; }\n")
+    c = Compiled(main.read_text(), "f", filename=str(main))
+    assert c.primal([0.5])[0] == pytest.approx(3 * 0.25 + 1.0)
+    c.check_derivatives([0.5])

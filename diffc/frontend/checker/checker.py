@@ -45,6 +45,7 @@ class Checker(TypeResolution):
         self.func: FuncInfo | None = None
         self.struct_templates: dict[str, A.Struct] = {}
         self.func_templates: dict[str, A.Func] = {}
+        self.instantiating: set[str] = set()  # generic function instances whose derivatives are being made
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
         self._evaluating: set[str] = set()  # the static consts static_const_int is evaluating
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
@@ -382,7 +383,11 @@ class Checker(TypeResolution):
                     if "const" not in f.mods or f.init is None or not _plain_value(ty):
                         raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
                                   "structs of them) with an initializer", f)
-                    self.expect_type(f.init, ty)
+                    self.scopes.append(dict(s.statics))  # (it may name the statics declared before it)
+                    try:
+                        self.expect_type(f.init, ty)
+                    finally:
+                        self.scopes.pop()
                     s.statics[f.name] = Local(f.name, ty, False, value=f.init)
                 elif f.init is not None:
                     raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
@@ -529,11 +534,15 @@ class Checker(TypeResolution):
         values = self.bind_generics(name, d, env, callee)
         base = f"{owner.sname}_{d.name}" if owner is not None else name
         iname = instance_name(base, values)
-        if iname not in self.funcs:
+        if iname not in self.funcs and iname not in self.instantiating:
             inst = substitute(d, env)
             inst.generic_params, inst.type_params, inst.name = [], {}, iname
             mark_nondiff_generic_values(inst, d, self.ifaces)
-            self.instantiate_derivatives(inst, d, env, owner)
+            self.instantiating.add(iname)  # (its derivatives' instances may name it: instantiate_primal_of)
+            try:
+                self.instantiate_derivatives(inst, d, env, owner)
+            finally:
+                self.instantiating.discard(iname)
             saved = self.outside_functions()
             if owner is not None:
                 self.alias_scopes.append(owner.aliases)
@@ -542,6 +551,7 @@ class Checker(TypeResolution):
             self.restore(saved)
             if owner is None:
                 self.instantiate_derivative_of(name, env)
+                self.instantiate_primal_of(name, env)
         return iname
 
     def generic_env(self, name: str, callee: A.Name, args: list[A.Expr], d: A.Func, through_pairs: bool = False,
@@ -598,6 +608,20 @@ class Checker(TypeResolution):
                     genv = {by_pos.get(p, p): v for p, v in env.items()}
                     if set(gd.generic_params) <= set(genv):
                         self.instantiate_func(gname, A.Name(gname, span=a.span), [], env=genv)
+
+    def instantiate_primal_of(self, name: str, env: dict) -> None:
+        """Generic g named by a generic f's `[BackwardDerivative(g)]` (or `[ForwardDerivative(g)]`):
+        g's new instance (`g(dp, dOut)` called by name in other derivative code) makes f's instance
+        for the same arguments, so g's instance is f's derivative from the start: a call of it
+        means `bwd_diff(f)`, whether it is checked before or after f's instance is used."""
+        for fname, fd in list(self.func_templates.items()):
+            for a in fd.attrs:
+                if a.name in ("BackwardDerivative", "ForwardDerivative") and len(a.args) == 1 \
+                        and isinstance(a.args[0], A.Name) and a.args[0].id == name:
+                    by_pos = dict(zip(self.func_templates[name].generic_params, fd.generic_params))
+                    fenv = {by_pos.get(p, p): v for p, v in env.items()}
+                    if set(fd.generic_params) <= set(fenv):
+                        self.instantiate_func(fname, A.Name(fname, span=a.span), [], env=fenv)
 
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:

@@ -30,7 +30,7 @@ from diffc.diagnostics import SourceLocation
 from diffc.frontend import ast as A
 from diffc.frontend.errors import UNDEFINED, FrontendError
 from diffc.frontend.parser.library import LIBRARY_DIRS
-from diffc.frontend.parser.namespaces import clashes, declared_types_by_scope
+from diffc.frontend.parser.namespaces import clashes, declared_types_by_scope, namespace_names
 from diffc.frontend.parser.parser import Parser, declared_type_names, imported_names
 from diffc.frontend.source.lexer import tokenize
 from diffc.frontend.source.preprocess import Preprocessed, preprocess
@@ -109,6 +109,7 @@ class Loader:
                 continue
             declared_type_names(toks, self.type_names, self.interfaces, self.generic_structs, set())
             declared_types_by_scope(toks, scopes)
+            self.namespaces |= namespace_names(toks)  # (a file may qualify a name by a later file's namespace)
             for kind, name, quoted in imported_names(toks):
                 path = self._find(name, quoted, filename, parents=kind == "implementing")
                 if path is None:

@@ -49,6 +49,20 @@ def namespace_paths(toks: list[Token]) -> list[str | None]:
     return out
 
 
+def namespace_names(toks: list[Token]) -> set[str]:
+    """Every name a `namespace a.b {` / `namespace a::b {` in `toks` declares (a, b)."""
+    out: set[str] = set()
+    for i, t in enumerate(toks[:-1]):
+        if t.kind == "ident" and t.text == "namespace" and toks[i + 1].kind == "ident":
+            k = i + 1
+            while k < len(toks) and toks[k].kind == "ident":
+                out.add(toks[k].text)
+                if k + 1 >= len(toks) or toks[k + 1].text not in (".", "::"):
+                    break
+                k += 2
+    return out
+
+
 def declared_types_by_scope(toks: list[Token], scopes: dict[str | None, set[str]]) -> None:
     """Adds the struct, interface and enum names `toks` declares to their scope's set."""
     paths = namespace_paths(toks)
