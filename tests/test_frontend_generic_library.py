@@ -169,3 +169,24 @@ def test_a_generic_custom_derivative_called_by_name_before_its_primal_has_that_i
     assert c.primal([a, b])[0] == pytest.approx(a * a + 2 * a * b)
     cmp = c.compare([a, b], 0)
     np.testing.assert_allclose(cmp.jtu, cmp.jac.T @ cmp.u, rtol=1e-6, atol=1e-8)
+
+
+def test_a_vector_wider_than_four():
+    """`vector<T, N>` of any width (a generic library instantiates `vector<float, 24>`), as a
+    CoopVec is: elementwise arithmetic, intrinsics, subscripts, generic inference."""
+    src = """
+    [Differentiable] vector<T, N> scale<T : __BuiltinFloatingPointType, int N>(vector<T, N> v, T k) { return v * k; }
+    [Differentiable] float f(float x, float y) {
+        vector<float, 6> v = vector<float, 6>(x);
+        for (int i = 0; i < 6; i++) v[i] = v[i] * float(i + 1) + y;
+        vector<float, 6> w = scale(v, y) + exp(v);
+        float s = 0.0;
+        for (int i = 0; i < 6; i++) s += w[i];
+        return s;
+    }
+    """
+    c = Compiled(src, "f")
+    x, y = 0.3, -0.4
+    v = x * np.arange(1, 7) + y
+    assert c.primal([x, y])[0] == pytest.approx(np.sum(v * y + np.exp(v)))
+    c.check_derivatives([x, y])

@@ -10,7 +10,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
-from diffc.frontend.errors import UNSUPPORTED
+from diffc.frontend.errors import UNSUPPORTED, FrontendError
 from diffc.frontend.generics import substitute
 
 from diffc.frontend.feature import Feature
@@ -84,7 +84,10 @@ def _match(c: Checking, wanted: list, given: list, params: list[str], env: dict)
     struct's `given` ones; None when a fixed argument or an earlier binding disagrees."""
     for w, g in zip(wanted, given):
         name = w if isinstance(w, str) else w.name if isinstance(w, A.TypeRef) and not w.args and not w.dims else None
-        value = g if isinstance(g, int) else c.resolve(g) if isinstance(g, A.TypeRef) else None
+        try:
+            value = g if isinstance(g, int) else c.resolve(g) if isinstance(g, A.TypeRef) else None
+        except FrontendError:
+            return None  # (a base whose arguments are no type here: the extension does not apply through it)
         if value is None:
             return None
         if name in params:
