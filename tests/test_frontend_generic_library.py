@@ -190,3 +190,15 @@ def test_a_vector_wider_than_four():
     v = x * np.arange(1, 7) + y
     assert c.primal([x, y])[0] == pytest.approx(np.sum(v * y + np.exp(v)))
     c.check_derivatives([x, y])
+
+
+def test_real_cast():
+    src = """
+    [Differentiable] T twice<T : __BuiltinFloatingPointType, S : __BuiltinRealType>(S k, T x) { return __realCast<T>(k) * x; }
+    [Differentiable] float f(float x) { return twice<float>(double(2.0), x) + __realCast<float>(double(x) * x); }
+    """
+    c = Compiled(src, "f")
+    assert c.primal([0.7])[0] == pytest.approx(2 * 0.7 + 0.49)
+    c.check_derivatives([0.7])
+    msg = compile_error("float f(float x) {\n  return float(__realCast<int>(x));\n}\n")
+    assert "prog.slang:2:27: error[E0003]" in msg and "__realCast converts between real types" in msg

@@ -22,6 +22,7 @@ from diffc.frontend.features import operators
 from diffc.frontend.features import optional
 from diffc.frontend.features import pair_accessors
 from diffc.frontend.features import properties
+from diffc.frontend.features import real_casts
 from diffc.frontend.features import subscripts
 from diffc.frontend.features import textures
 
@@ -45,6 +46,7 @@ FEATURES = [
     cuda_builtins.FEATURE,
     pair_accessors.FEATURE,
     nested_structs.FEATURE,
+    real_casts.FEATURE,
 ]
 
 install(FEATURES)
