@@ -2,9 +2,10 @@
 
 The first is the struct's method template under the method's name; each further one is kept
 under `name__g2`, `name__g3`, ... (its instances are named after that, so two overloads' instances
-for the same arguments do not collide). A call takes the first template, in declaration order,
-whose generic arguments can be inferred from the call's arguments and meet its constraints; when
-none does, the first one, whose error then says why."""
+for the same arguments do not collide). A call takes, of the templates whose generic arguments
+can be inferred from the call's arguments and meet their constraints, the most specific (the
+fewest parameters that are a bare type parameter), the first in declaration order among equals;
+when none fits, the first one, whose error then says why."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def method_template(c: Checking, s: T.Struct, name: str, args: list[A.Expr], nam
     while f"{name}{OVERLOAD_TAG}{k}" in s.method_templates:
         templates.append(s.method_templates[f"{name}{OVERLOAD_TAG}{k}"])
         k += 1
+    fits = []
     for d in templates:
         if len(d.params) != len(args):
             continue
@@ -51,5 +53,13 @@ def method_template(c: Checking, s: T.Struct, name: str, args: list[A.Expr], nam
             c.bind_generics(name, d, env, named)
         except FrontendError:
             continue
-        return d  # type: ignore[return-value]
-    return first  # type: ignore[return-value]
+        fits.append(d)
+    if not fits:
+        return first  # type: ignore[return-value]
+    return min(fits, key=lambda d: _open_params(d))  # type: ignore[return-value]
+
+
+def _open_params(d: A.Func) -> int:
+    """How many of d's parameters are a bare type parameter (`T x`, which takes anything): the
+    fewer, the more specific the overload (`f<N>(vector<float, N> v)` beats `f<T>(T x)`)."""
+    return sum(1 for p in d.params if not p.type.args and not p.type.dims and p.type.name in d.type_params)
