@@ -61,7 +61,8 @@ struct Vec<T : __BuiltinFloatingPointType, int N> : IDifferentiable, IArithmetic
     Vec<float, 3> c = Vec<float, 3>(Vec<half, 3>(half(2.0)));  // __init<S>(Vec<S, N>): 6 each
     Vec<float, 3> s = a + b * c - (-a) / c;
     float m = max(x, y);
-    return s.sum() + max(a, b).sum() * m + (a < b ? 1.0 : 0.0) + (a != b ? 10.0 : 0.0) + a.add(b).v[1];
+    return s.sum() + max(a, b).sum() * m + (a < b ? 1.0 : 0.0) + (a != b ? 10.0 : 0.0) + a.add(b).v[1]
+        + Vec<float, 3>::add(a, a).v[2];
 }
 """
 
@@ -70,7 +71,7 @@ def test_generic_overloads_static_and_instance_overloads_and_an_iarithmetic_stru
     c = Compiled(VEC, "f")
     x, y = 0.4, 1.3
     s = 3 * (x + y * 6 + x / 6)
-    expect = s + 3 * max(x, y) * max(x, y) + (1.0 if x < y else 0.0) + 10.0 + (x + y)
+    expect = s + 3 * max(x, y) * max(x, y) + (1.0 if x < y else 0.0) + 10.0 + (x + y) + 2 * x
     assert c.primal([x, y])[0] == pytest.approx(expect, rel=1e-3)  # (half's 2.0 is exact)
     c.check_derivatives([x, y])
 

@@ -13,7 +13,7 @@ from diffc.frontend.checker.builtin_types import check_builtin, check_type_metho
 from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED, \
     FrontendError
 from diffc.frontend.checker.generic_overloads import method_template
-from diffc.frontend.checker.overloads import bound_this, mixes_static
+from diffc.frontend.checker.overloads import bound_this, mixes_static, static_call
 from diffc.frontend.checker.symbols import count_args as _count
 from diffc.frontend.checker.symbols import derivative_signature, err
 from diffc.frontend.parser.parser import CALL_METHOD
@@ -319,7 +319,9 @@ def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
         if fname is None:
             raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
         fi = c.funcs[fname]
-        if not fi.is_static:
+        if mixes_static(c, fi.name):
+            static_call(e)  # (its static overloads only)
+        elif not fi.is_static:
             raise err(TYPE_MISMATCH, f"'{callee.name}' is not static: call it on a value", callee.name_span)
         _bind_method(e, fi, None)
         return None
@@ -342,10 +344,11 @@ def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
         fi = c.funcs[fname]
         this = None
         if not fi.is_static or mixes_static(c, fi.name):
-            this = bound_this(callee.base)
+            this = callee.base
             if isinstance(bt, T.Pointer):
                 this = A.Unary("*", callee.base, span=callee.base.span)
                 c.expr(this)
+            this = bound_this(this)
         _bind_method(e, fi, this)
         return None
     if isinstance(bt, T.Struct | T.Pointer):

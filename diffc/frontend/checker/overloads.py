@@ -158,6 +158,13 @@ def bound_this(obj: A.Expr) -> A.Expr:
     return obj
 
 
+STATIC_CALL = "static_call"  # a call through the type (`S::m(x)`) of a method with static and instance overloads
+
+
+def static_call(e: A.Call) -> None:
+    setattr(e, STATIC_CALL, True)
+
+
 def pick(c: Checking, base: str, args: list[A.Expr], where: A.Node, modes: tuple[str, ...] = ()) -> str:
     """The overload of `base` a call with `args` means (through fwd_diff/bwd_diff when `modes`)."""
     shown = _arg_types(c, args)
@@ -166,7 +173,7 @@ def pick(c: Checking, base: str, args: list[A.Expr], where: A.Node, modes: tuple
     scored: list[tuple[int, str]] = []
     for sym in c.overloads[base]:
         fi = c.funcs[sym]
-        if modes and not fi.differentiable:
+        if modes and not fi.differentiable or getattr(where, STATIC_CALL, False) and not fi.is_static:
             continue
         params = derivative_signature(fi, modes)[0] if modes else fi.params
         given = args[1:] if fi.is_static and args and getattr(args[0], BOUND_THIS, False) else args
