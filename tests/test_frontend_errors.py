@@ -105,7 +105,7 @@ FUZZ_FOUND = [
     ("float f(DifferentialPair<inout> y) {\n  return 1.0;\n}\n", "E0002", 1, 9, "DifferentialPair<inout>",
      "'inout' is not a type (in the arguments of DifferentialPair)"),
     ("float f(vector<float3, 2> y) {\n  return 1.0;\n}\n", "E0003", 1, 9, "vector<float3, 2>",
-     "vector<T, N> needs a scalar type T and a constant N from 1 to 4"),
+     "vector<T, N> needs a scalar type T and a constant N from 1 to 65536"),
     ("RWStructuredBuffer<float> g;\nRWStructuredBuffer<float> g;\n", "E0009", 2, 1, "RWStructuredBuffer<float> g;",
      "a second global named 'g'"),
     ("struct S {\n  float f(float x) { return x; }\n  float f(float x) { return x * x; }\n}\n", "E0009", 3, 9, "f",

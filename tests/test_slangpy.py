@@ -389,3 +389,37 @@ def test_a_nonmutating_setter_writes_through_a_handle(tmp_path):
 def test_a_call_of_no_dimensions_returns_a_vector(m):
     got = m.ff2(spy.float2(1.5, -2.0))
     assert isinstance(got, spy.float2) and got == spy.float2(3.0, -4.0)
+
+
+def test_imports_are_found_in_the_devices_include_paths_and_atomic_set_adds(tmp_path):
+    """A module importing a library from an include path (as SlangPy's create_device(include_paths=...)
+    makes it found), whose struct holds a GradOutTensor written through `d_out.set` (SlangPy's
+    earlier AtomicTensor.set: an atomic add, so every thread's gradient accumulates)."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "Scale.slang").write_text(
+        "import slangpy;\n"
+        "struct Scale {\n"
+        "  GradOutTensor<float, 1> w;\n"
+        "  [BackwardDerivative(apply_bwd)] float apply(float x) { return w[0] * x * x; }\n"
+        "  void apply_bwd(inout DifferentialPair<float> x, float g) {\n"
+        "    w.d_out.set({0}, float.dmul(x.p * x.p, g));\n"
+        "    x = diffPair(x.p, 2.0 * w[0] * x.p * g);\n"
+        "  }\n"
+        "}\n")
+    (tmp_path / "main.slang").write_text(
+        "import Scale;\n[Differentiable] float run(Scale s, float x) { return s.apply(x) + x; }\n")
+    device = spy.create_device(include_paths=[str(lib)])
+    mod = spy.Module.load_from_file(device, str(tmp_path / "main.slang"))
+    w = spy.Tensor.from_numpy(device, np.array([1.5], np.float32)).with_grads()
+    w.grad.copy_from_numpy(np.zeros(1, np.float32))
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    xt = spy.Tensor.from_numpy(device, x).with_grads()
+    s = {"w": {"primal": {"_data": w.storage, "shape": [1], "_strides": [1], "_offset": 0},
+               "d_out": {"_data": w.grad.storage, "shape": [1], "_strides": [1], "_offset": 0}}}
+    y = mod.run(s, xt).with_grads()
+    assert np.allclose(y.to_numpy(), 1.5 * x * x + x)
+    y.grad.copy_from_numpy(np.ones(3, np.float32))
+    mod.run.bwds(s, xt, _result=y)
+    assert np.allclose(w.grad.to_numpy(), [np.sum(x * x)], rtol=1e-6)  # d/dw of sum(w x^2 + x)
+    assert np.allclose(xt.grad.to_numpy(), 2 * 1.5 * x + 1, rtol=1e-6)

@@ -306,6 +306,8 @@ class Extension(Node):
     generic_params: list[str] = field(default_factory=list)
     type_params: dict[str, list[str]] = field(default_factory=dict)
     statics: list[Field] = field(default_factory=list)  # `static const` fields, `extern` declarations
+    # `extension<I, O, M : IModel<I, O>> M`: the generic interface instances its parameters conform to
+    param_bases: list[TypeRef] = field(default_factory=list)
 
 
 @dataclass

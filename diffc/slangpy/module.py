@@ -67,7 +67,9 @@ class Module:
         self.device = device
         self.path = path
         self.text = text
-        self.declarations: Declarations = read_declarations(text, path)
+        # the device's include paths are where the module's imports are looked for too (as in SlangPy)
+        self.include_dirs = list(device.include_paths) if device is not None else []
+        self.declarations: Declarations = read_declarations(text, path, self.include_dirs)
         self._kernels: dict[str, object] = {}  # generated source -> its compiled diffc Module
 
     @classmethod
@@ -108,7 +110,8 @@ class Module:
             from diffc.runtime.module import _cached_module
 
             text = self.text + "\n" + source
-            found = self._kernels[source] = _cached_module(self.path, {self.path: text}, None)
+            options = {"include_dirs": self.include_dirs} if self.include_dirs else None
+            found = self._kernels[source] = _cached_module(self.path, {self.path: text}, None, options)
         return found
 
 

@@ -111,11 +111,11 @@ class Declarations:
         return s is not None and "IDifferentiable" in s.bases
 
 
-def read_declarations(text: str, filename: str) -> Declarations:
+def read_declarations(text: str, filename: str, include_dirs: list[str] | tuple[str, ...] = ()) -> Declarations:
     from diffc.frontend.errors import FrontendError
     from diffc.frontend.parser.imports import Loader
 
-    loader = Loader(filename)
+    loader = Loader(filename, include_dirs=include_dirs)
     try:
         return Declarations(loader.parse(text, filename))
     except FrontendError as e:

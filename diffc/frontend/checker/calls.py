@@ -10,7 +10,10 @@ from diffc.frontend import feature
 from diffc.frontend import types as T
 from diffc.frontend.checker.builtins import ATOMIC_KINDS, BUILTINS, WAVE_IDENTITY, WAVE_CONSTANT, slang_differentiable
 from diffc.frontend.checker.builtin_types import check_builtin, check_type_method, instantiate_builtin
-from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED
+from diffc.frontend.errors import ARG_COUNT, NOT_DIFFERENTIABLE, TYPE_MISMATCH, UNDEFINED, UNKNOWN_MEMBER, UNSUPPORTED, \
+    FrontendError
+from diffc.frontend.checker.generic_overloads import method_template
+from diffc.frontend.checker.overloads import bound_this, mixes_static, static_call
 from diffc.frontend.checker.symbols import count_args as _count
 from diffc.frontend.checker.symbols import derivative_signature, err
 from diffc.frontend.parser.parser import CALL_METHOD
@@ -32,19 +35,22 @@ def check_call(c: Checking, e: A.Call) -> T.Type:
         callee = e.callee = A.Member(callee, CALL_METHOD, name_span=callee.span, span=callee.span)
     if isinstance(callee, A.Name) and c.lookup(callee.id) is None:
         owner = c.func.owner if c.func is not None else None
-        if owner is not None and _means_generic(c, owner.method_templates.get(callee.id), owner.methods.get(callee.id),
+        sibling = method_template(c, owner, callee.id, e.args, callee) if owner is not None else None
+        if owner is not None and _means_generic(c, sibling, owner.methods.get(callee.id),
                                                 e.args, callee):  # a generic sibling method
-            d = owner.method_templates[callee.id]
+            d = sibling
             fi = c.funcs[c.instantiate_func(callee.id, callee, e.args, d=d, owner=owner)]  # type: ignore[arg-type]
             _bind_method(e, fi, None if fi.is_static else A.Name("this", span=callee.span))
             callee = e.callee
         elif owner is not None and callee.id in owner.methods:  # a sibling method: `eval(x)` is `this.eval(x)`
             fi = c.funcs[owner.methods[callee.id]]
-            this = None if fi.is_static else A.Name("this", span=callee.span)
+            this = None
+            if not fi.is_static or mixes_static(c, fi.name) and not c.func.is_static:  # type: ignore[union-attr]
+                this = bound_this(A.Name("this", span=callee.span))
             _bind_method(e, fi, this)
             callee = e.callee
         elif _means_generic(c, c.func_templates.get(callee.id), callee.id if callee.id in c.funcs else None,
-                            e.args, callee):
+                            e.args, callee) and not _builtin_instead(c, callee, e.args):
             callee.id = c.instantiate_func(callee.id, callee, e.args)
     _instantiate_differentiated(c, e)
     if isinstance(callee, A.Member):
@@ -299,6 +305,8 @@ def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
     if isinstance(callee.base, A.TypeExpr):
         if callee.name in ("dzero", "dadd"):
             return None
+        if callee.name == "dmul" and not isinstance(c.resolve(callee.base.type), T.Struct):
+            return _builtin_dmul(c, e, callee)
         const = check_type_method(c, e, callee)
         if const is not None:
             return const
@@ -311,7 +319,9 @@ def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
         if fname is None:
             raise err(UNKNOWN_MEMBER, f"type {st} has no method '{callee.name}'", callee.name_span)
         fi = c.funcs[fname]
-        if not fi.is_static:
+        if mixes_static(c, fi.name):
+            static_call(e)  # (its static overloads only)
+        elif not fi.is_static:
             raise err(TYPE_MISMATCH, f"'{callee.name}' is not static: call it on a value", callee.name_span)
         _bind_method(e, fi, None)
         return None
@@ -333,11 +343,12 @@ def _method_callee(c: Checking, e: A.Call, callee: A.Member) -> T.Type | None:
     if fname is not None:
         fi = c.funcs[fname]
         this = None
-        if not fi.is_static:
+        if not fi.is_static or mixes_static(c, fi.name):
             this = callee.base
             if isinstance(bt, T.Pointer):
                 this = A.Unary("*", callee.base, span=callee.base.span)
                 c.expr(this)
+            this = bound_this(this)
         _bind_method(e, fi, this)
         return None
     if isinstance(bt, T.Struct | T.Pointer):
@@ -359,10 +370,42 @@ def _method_function(c: Checking, e: A.Call, callee: A.Member, st: T.Type) -> st
     if not isinstance(st, T.Struct):
         return None
     named = A.Name(callee.name, targs=callee.targs, span=callee.name_span)
-    if _means_generic(c, st.method_templates.get(callee.name), st.methods.get(callee.name), e.args, named):
-        d = st.method_templates[callee.name]
+    template = method_template(c, st, callee.name, e.args, named)
+    if _means_generic(c, template, st.methods.get(callee.name), e.args, named):
+        d = template
         return c.instantiate_func(callee.name, named, e.args, d=d, owner=st)  # type: ignore[arg-type]
     return st.methods.get(callee.name)
+
+
+def _builtin_dmul(c: Checking, e: A.Call, callee: A.Member) -> T.Type:
+    """`float.dmul(s, d)` (IDifferentiable's scaling of a derivative, on a built-in type): `d *
+    float(s)`, s any real number."""
+    base = c.resolve(callee.base.type)  # type: ignore[attr-defined]
+    if not T.is_differentiable(base):
+        raise err(TYPE_MISMATCH, f"type {base} is not differentiable (it has no dmul)", callee)
+    _count(e, f"{base}.dmul", 2)
+    t = T.differential(base)
+    scalar = T.elem_of(t)
+    factor = A.Call(A.TypeExpr(A.TypeRef(str(scalar), fixed=scalar, span=e.args[0].span), span=e.args[0].span),
+                    [e.args[0]], span=e.args[0].span)
+    c.expect_type(e.args[1], t)
+    return c.expr(c.replace(e, A.Binary("*", e.args[1], factor, span=e.span)))
+
+
+def _builtin_instead(c: Checking, named: A.Name, args: list[A.Expr]) -> bool:
+    """A generic function named like a built-in one (`max<T, N>(Vec<T, N> x, Vec<T, N> y)`) whose
+    generic arguments a call's arguments do not give (or that misses its constraints): the call
+    means the built-in (`max(x, 0.0)`)."""
+    if named.id not in BUILTINS or named.targs:
+        return False
+    d = c.func_templates[named.id]
+    try:
+        env, missing = c.generic_env(named.id, named, args, d)
+        if not missing:
+            c.bind_generics(named.id, d, env, named)
+    except FrontendError:
+        return True
+    return bool(missing)
 
 
 def _means_generic(c: Checking, template: A.Func | None, plain: str | None, args: list[A.Expr],
@@ -478,12 +521,16 @@ def _bit_cast(c: Checking, e: A.Call, callee: A.Name) -> T.Type:
 
 def _noop_cast(c: Checking, e: A.Call, callee: A.Name) -> T.Type:
     """`__slang_noop_cast<To, From>(x)`: x as To, where the two are one type (T and T.Differential
-    under `where T.Differential == T`)."""
+    under `where T.Differential == T`); `__slang_noop_cast<To>(x)` takes From from x."""
     _count(e, "__slang_noop_cast", 1)
-    if len(callee.targs) != 2 or not all(isinstance(a, A.TypeRef) for a in callee.targs):
-        raise err(ARG_COUNT, "__slang_noop_cast needs two types: __slang_noop_cast<To, From>(value)", callee)
-    dst, src = c.resolve(callee.targs[0]), c.resolve(callee.targs[1])
-    c.expect_type(e.args[0], src)
+    if len(callee.targs) not in (1, 2) or not all(isinstance(a, A.TypeRef) for a in callee.targs):
+        raise err(ARG_COUNT, "__slang_noop_cast needs one or two types: __slang_noop_cast<To, From>(value)", callee)
+    dst = c.resolve(callee.targs[0])
+    if len(callee.targs) == 2:
+        src = c.resolve(callee.targs[1])
+        c.expect_type(e.args[0], src)
+    else:
+        src = c.expr(e.args[0])
     if dst != src:
         raise err(TYPE_MISMATCH, f"__slang_noop_cast from {src} to {dst}: the types must be the same", e)
     e.kind, e.target = "noop_cast", dst

@@ -14,6 +14,7 @@ from diffc.frontend.errors import (
 )
 from diffc.frontend.generics import const_int, infer, instance_name, substitute
 from diffc.frontend.checker.inits import INIT, as_constructor_call
+from diffc.frontend.checker.generic_overloads import declare_method_template
 from diffc.frontend.checker.symbols import (  # noqa: F401 (re-exported for the lowering)
     DIFF_ATTRS, SWIZZLE, FuncInfo, Local, PInfo, as_this_member, derivative_signature, err, ptr_param,
 )
@@ -44,6 +45,7 @@ class Checker(TypeResolution):
         self.func: FuncInfo | None = None
         self.struct_templates: dict[str, A.Struct] = {}
         self.func_templates: dict[str, A.Func] = {}
+        self.instantiating: set[str] = set()  # generic function instances whose derivatives are being made
         self.alias_scopes: list[dict[str, T.Type]] = []  # typealiases of the structs being checked
         self._evaluating: set[str] = set()  # the static consts static_const_int is evaluating
         self.func_order: list[FuncInfo] = []  # every function with a body, in the order to lower them
@@ -381,7 +383,11 @@ class Checker(TypeResolution):
                     if "const" not in f.mods or f.init is None or not _plain_value(ty):
                         raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
                                   "structs of them) with an initializer", f)
-                    self.expect_type(f.init, ty)
+                    self.scopes.append(dict(s.statics))  # (it may name the statics declared before it)
+                    try:
+                        self.expect_type(f.init, ty)
+                    finally:
+                        self.scopes.pop()
                     s.statics[f.name] = Local(f.name, ty, False, value=f.init)
                 elif f.init is not None:
                     raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
@@ -396,11 +402,8 @@ class Checker(TypeResolution):
             declared(self, d, s)  # its Differential, synthesized or declared (declared_differential.py)
         for m in d.methods:
             self.ifaces.implicit_generics(m)
-            if m.generic_params and m.name in s.method_templates:  # (one generic beside plain overloads)
-                raise err(UNSUPPORTED, f"overloading generic method '{m.name}' of {name} with another generic "
-                          "one is not supported", m.name_span)
             if m.generic_params:
-                s.method_templates[m.name] = m
+                declare_method_template(s, m)  # (several of one name: generic_overloads.py)
             else:
                 s.methods.setdefault(m.name, f"{name}_{m.name}")
         infos = [f for m in d.methods
@@ -531,11 +534,15 @@ class Checker(TypeResolution):
         values = self.bind_generics(name, d, env, callee)
         base = f"{owner.sname}_{d.name}" if owner is not None else name
         iname = instance_name(base, values)
-        if iname not in self.funcs:
+        if iname not in self.funcs and iname not in self.instantiating:
             inst = substitute(d, env)
             inst.generic_params, inst.type_params, inst.name = [], {}, iname
             mark_nondiff_generic_values(inst, d, self.ifaces)
-            self.instantiate_derivatives(inst, d, env)
+            self.instantiating.add(iname)  # (its derivatives' instances may name it: instantiate_primal_of)
+            try:
+                self.instantiate_derivatives(inst, d, env, owner)
+            finally:
+                self.instantiating.discard(iname)
             saved = self.outside_functions()
             if owner is not None:
                 self.alias_scopes.append(owner.aliases)
@@ -544,6 +551,7 @@ class Checker(TypeResolution):
             self.restore(saved)
             if owner is None:
                 self.instantiate_derivative_of(name, env)
+                self.instantiate_primal_of(name, env)
         return iname
 
     def generic_env(self, name: str, callee: A.Name, args: list[A.Expr], d: A.Func, through_pairs: bool = False,
@@ -564,13 +572,23 @@ class Checker(TypeResolution):
         self.generic_defaults(d, env)
         return env, [p for p in params if p not in env]
 
-    def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict) -> None:
+    def instantiate_derivatives(self, inst: A.Func, d: A.Func, env: dict, owner: T.Struct | None = None) -> None:
         """`[BackwardDerivative(g)]` on a generic f names generic g too: f's instance names g's
-        instance for the same arguments (g's parameters bound by name, else by position)."""
+        instance for the same arguments (g's parameters bound by name, else by position); so does
+        a generic method's, naming a generic sibling method."""
         for a in inst.attrs:
             if not (a.name.endswith("Derivative") or a.name.endswith("DerivativeOf")) or len(a.args) != 1:
                 continue
             g = a.args[0]
+            if owner is not None and isinstance(g, A.Name) and g.id in owner.method_templates \
+                    and g.id not in owner.methods:
+                gd = owner.method_templates[g.id]
+                by_pos = dict(zip(d.generic_params, gd.generic_params))
+                genv = {by_pos.get(p, p): v for p, v in env.items()}
+                if set(gd.generic_params) <= set(genv):
+                    sym = self.instantiate_func(g.id, A.Name(g.id, span=g.span), [], d=gd, owner=owner, env=genv)
+                    a.args[0] = A.Name(sym, span=g.span)  # (attr_func finds the instance by its symbol)
+                continue
             if not (isinstance(g, A.Name) and g.id in self.func_templates):
                 continue
             gd = self.func_templates[g.id]
@@ -590,6 +608,20 @@ class Checker(TypeResolution):
                     genv = {by_pos.get(p, p): v for p, v in env.items()}
                     if set(gd.generic_params) <= set(genv):
                         self.instantiate_func(gname, A.Name(gname, span=a.span), [], env=genv)
+
+    def instantiate_primal_of(self, name: str, env: dict) -> None:
+        """Generic g named by a generic f's `[BackwardDerivative(g)]` (or `[ForwardDerivative(g)]`):
+        g's new instance (`g(dp, dOut)` called by name in other derivative code) makes f's instance
+        for the same arguments, so g's instance is f's derivative from the start: a call of it
+        means `bwd_diff(f)`, whether it is checked before or after f's instance is used."""
+        for fname, fd in list(self.func_templates.items()):
+            for a in fd.attrs:
+                if a.name in ("BackwardDerivative", "ForwardDerivative") and len(a.args) == 1 \
+                        and isinstance(a.args[0], A.Name) and a.args[0].id == name:
+                    by_pos = dict(zip(self.func_templates[name].generic_params, fd.generic_params))
+                    fenv = {by_pos.get(p, p): v for p, v in env.items()}
+                    if set(fd.generic_params) <= set(fenv):
+                        self.instantiate_func(fname, A.Name(fname, span=a.span), [], env=fenv)
 
     # ---- statements ----
     def stmt(self, s: A.Stmt) -> None:

@@ -28,14 +28,12 @@ DERIV = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff"
 
 
 def same_signature(a: FuncInfo, b: FuncInfo) -> bool:
-    return [(p.ty, p.direction) for p in a.params] == [(p.ty, p.direction) for p in b.params]
+    return a.is_static == b.is_static and \
+        [(p.ty, p.direction) for p in a.params] == [(p.ty, p.direction) for p in b.params]
 
 
 def overload_symbol(c: Checking, base: str, f: FuncInfo) -> str:
     """A fresh symbol for a further overload of `base`, readable in the IR: `f__float_float3`."""
-    if f.is_static != c.funcs[base].is_static:
-        raise err(UNSUPPORTED, f"overloads of '{base}' that mix static and instance methods are not supported",
-                  f.decl.name_span if f.decl else (0, 0))
     sig = "_".join(_type_tag(p.ty) for p in f.params if p.name != "this") or "void"
     name, k = f"{base}__{sig}", 2
     while name in c.funcs or name in c.func_templates or name in c.structs:
@@ -145,16 +143,41 @@ def arg_costs(c: Checking, syms: list[str], args: list[A.Expr]) -> list[int]:
     return costs
 
 
+BOUND_THIS = "bound_this"  # the object of a method call, where the method's overloads mix static ones in
+
+
+def mixes_static(c: Checking, base: str) -> bool:
+    """Whether the overloads of method `base` mix static and instance methods (`T[N] toArray()`
+    beside `static T[N] toArray(This x)`): a call through an object may mean either."""
+    return len({c.funcs[s].is_static for s in c.overloads.get(base, [base])}) > 1
+
+
+def bound_this(obj: A.Expr) -> A.Expr:
+    """`obj` as the object a method call binds first: a static overload picked drops it again."""
+    setattr(obj, BOUND_THIS, True)
+    return obj
+
+
+STATIC_CALL = "static_call"  # a call through the type (`S::m(x)`) of a method with static and instance overloads
+
+
+def static_call(e: A.Call) -> None:
+    setattr(e, STATIC_CALL, True)
+
+
 def pick(c: Checking, base: str, args: list[A.Expr], where: A.Node, modes: tuple[str, ...] = ()) -> str:
     """The overload of `base` a call with `args` means (through fwd_diff/bwd_diff when `modes`)."""
     shown = _arg_types(c, args)
+    if args and getattr(args[0], BOUND_THIS, False):
+        shown = shown[1:]  # (the object, which the error does not name among the arguments)
     scored: list[tuple[int, str]] = []
     for sym in c.overloads[base]:
         fi = c.funcs[sym]
-        if modes and not fi.differentiable:
+        if modes and not fi.differentiable or getattr(where, STATIC_CALL, False) and not fi.is_static:
             continue
         params = derivative_signature(fi, modes)[0] if modes else fi.params
-        cost = _call_cost(c, params, args, allow_defaults=not modes)
+        given = args[1:] if fi.is_static and args and getattr(args[0], BOUND_THIS, False) else args
+        cost = _call_cost(c, params, given, allow_defaults=not modes)
         if cost is not None:
             scored.append((cost, sym))
     shown_name = _source_name(c, base)
@@ -202,6 +225,8 @@ def resolve_call(c: Checking, e: A.Call) -> None:
         return
     callee.id = pick(c, callee.id, e.args, e, tuple(reversed(modes)))
     setattr(callee, _RESOLVED, True)
+    if c.funcs[callee.id].is_static and e.args and getattr(e.args[0], BOUND_THIS, False):
+        e.args = e.args[1:]  # (a static overload of a method called through an object)
 
 
 def check_unresolved(c: Checking, e: A.Name) -> None:

@@ -15,6 +15,8 @@ from diffc.frontend.generics import const_int
 from diffc.frontend.parser.parser import canonical_type_name
 from diffc.frontend.checker.symbols import err
 
+MAX_VECTOR = 1 << 16  # elements of a `vector<T, N>` (a CoopVec's bound)
+
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 
 
@@ -93,6 +95,8 @@ class TypeResolution:
             return T.differential(base)
         if isinstance(base, T.Struct) and m in base.aliases:
             return base.aliases[m]
+        if m == "DifferentialElementType" and isinstance(base, T.Pair):  # `DifferentialPair<X>`'s: X.Differential
+            return self.member_type(base.elem, "Differential", t)
         if m == "Handle" and isinstance(base, T.Buffer):
             return base  # a bindless handle reads and writes the resource it names, as the resource does
         raise err(UNDEFINED, f"type {base} has no member type '{m}'", t)
@@ -171,8 +175,9 @@ class TypeResolution:
             return self._type_arg(t, t.args[0])  # its struct, a global (textures.resource_global)
         if n == "vector" and len(t.args) == 2:
             e = self._type_arg(t, t.args[0])
-            if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= 4:
-                raise err(TYPE_MISMATCH, "vector<T, N> needs a scalar type T and a constant N from 1 to 4", t)
+            # (wider than 4, as a CoopVec is: split-wide-vectors gives OpenCL the widths it has)
+            if not isinstance(e, T.Scalar) or not isinstance(t.args[1], int) or not 1 <= t.args[1] <= MAX_VECTOR:
+                raise err(TYPE_MISMATCH, f"vector<T, N> needs a scalar type T and a constant N from 1 to {MAX_VECTOR}", t)
             return T.Vector(e, t.args[1])
         if n == "Array" and len(t.args) == 2:  # `Array<T, N>` is `T[N]`
             e = self._type_arg(t, t.args[0])

@@ -6,6 +6,7 @@ in which the phases ask the features' hooks (the first answer wins)."""
 
 from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
+from diffc.frontend.features import arithmetic_methods
 from diffc.frontend.features import coopvec
 from diffc.frontend.features import cuda_builtins
 from diffc.frontend.features import declared_differential
@@ -16,15 +17,18 @@ from diffc.frontend.features import func_extensions
 from diffc.frontend.features import groupshared
 from diffc.frontend.features import hex_floats
 from diffc.frontend.features import matrices
+from diffc.frontend.features import nested_structs
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
 from diffc.frontend.features import pair_accessors
 from diffc.frontend.features import properties
+from diffc.frontend.features import real_casts
 from diffc.frontend.features import subscripts
 from diffc.frontend.features import textures
 
 FEATURES = [
     optional.FEATURE,
+    arithmetic_methods.FEATURE,  # (before operators: an IArithmetic struct's operators are its methods)
     operators.FEATURE,
     matrices.FEATURE,
     properties.FEATURE,
@@ -41,6 +45,8 @@ FEATURES = [
     access_modifiers.FEATURE,
     cuda_builtins.FEATURE,
     pair_accessors.FEATURE,
+    nested_structs.FEATURE,
+    real_casts.FEATURE,
 ]
 
 install(FEATURES)

@@ -10,7 +10,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
-from diffc.frontend.errors import UNSUPPORTED
+from diffc.frontend.errors import UNSUPPORTED, FrontendError
 from diffc.frontend.generics import substitute
 
 from diffc.frontend.feature import Feature
@@ -48,10 +48,58 @@ def apply_extensions(c: Checking, d: A.Struct, template) -> A.Struct:
     for x in blanket:
         param = x.target.name
         if set(x.type_params[param]) <= c.ifaces.closure(d.bases):
-            body = _as_this(x, param)
+            env = _interface_binding(c, x, d)
+            if env is None:
+                continue
+            body = _as_this(substitute(x, env) if env else x, param)
             d.methods += [m for m in body.methods if m.name not in {k.name for k in d.methods}]
             d.aliases += body.aliases
     return d
+
+
+def _interface_binding(c: Checking, x: A.Extension, d: A.Struct) -> dict | None:
+    """`extension<I, O, M : IModel<I, O>> M` applied to struct d: I and O bound to the generic
+    arguments of d's base `IModel<...>` (None when d has no such base, or several that bind them
+    differently, or a bound type misses I's or O's interfaces)."""
+    refs = [r for r in x.param_bases if r.name in x.type_params[x.target.name]]
+    env: dict = {}
+    for ref in refs:
+        found = None
+        for base in (b for b in d.generic_bases if b.name == ref.name and len(b.args) == len(ref.args)):
+            bound = _match(c, ref.args, base.args, x.generic_params, dict(env))
+            if bound is not None and found is not None and bound != found:
+                return None  # (two instances of the interface: which one the aliases mean is unclear)
+            found = bound if bound is not None else found
+        if found is None:
+            return None
+        env = found
+    for p, v in env.items():
+        if not isinstance(v, int) and not all(c.ifaces.conforms(v, i) for i in x.type_params.get(p, [])):
+            return None
+    return env
+
+
+def _match(c: Checking, wanted: list, given: list, params: list[str], env: dict) -> dict | None:
+    """Binds the extension's parameters in `wanted` (an interface instance's arguments) to the
+    struct's `given` ones; None when a fixed argument or an earlier binding disagrees."""
+    for w, g in zip(wanted, given):
+        name = w if isinstance(w, str) else w.name if isinstance(w, A.TypeRef) and not w.args and not w.dims else None
+        try:
+            value = g if isinstance(g, int) else c.resolve(g) if isinstance(g, A.TypeRef) else None
+        except FrontendError:
+            return None  # (a base whose arguments are no type here: the extension does not apply through it)
+        if value is None:
+            return None
+        if name in params:
+            if name in env and env[name] != value:
+                return None
+            env[name] = value
+        elif isinstance(w, int):
+            if w != value:
+                return None
+        elif not isinstance(w, A.TypeRef) or c.resolve(w) != value:
+            return None
+    return env
 
 
 def _redeclare(d: A.Struct, f: A.Field) -> None:

@@ -129,9 +129,17 @@ def pair_differential(c: Checking, t: T.Pair, where: A.Node) -> T.Type:
 
 
 def check_type_test(c: Checking, e: A.TypeTest) -> T.Type:
-    """`x is S`: a bool; `x as S`: an Optional<S>."""
+    """`x is S`: a bool; `x as S`: an Optional<S>. In a generic instance, `T is half` (a type
+    parameter's type) and `x is float`, `x as To` on a value of a built-in type are known
+    statically: a constant, an Optional that holds x exactly when its type is To."""
+    if isinstance(e.operand, A.TypeExpr) and e.op == "is":
+        same = c.resolve(e.operand.type) == c.resolve(e.type)
+        return c.expr(c.replace(e, A.BoolLit(same, span=e.span)))
     src = c.expr(e.operand)
     dst = c.resolve(e.type)
+    if not isinstance(src, T.Struct | T.Pointer | T.Null) and not isinstance(dst, T.Struct | T.Pointer):
+        e.target_ty = dst  # type: ignore[attr-defined]
+        return T.BOOL if e.op == "is" else optional_type(c, dst, e.type)
     if not isinstance(dst, T.Struct) or dst.dynamic_of is not None or dst.optional_of is not None:
         raise err(UNSUPPORTED, f"'{e.op}' with type {dst} is not supported (only a struct type)", e.type)
     if not isinstance(src, T.Struct) or src.optional_of is not None:
@@ -196,8 +204,8 @@ def lower_null_compare(lw, e: A.Binary) -> list:
 def lower_type_test(lw, e: A.TypeTest) -> list:
     src, dst = e.operand.ty, e.target_ty  # type: ignore[attr-defined]
     vals = lw.expr(e.operand)
-    if src.dynamic_of is None:  # statically known: a constant
-        same = src is dst
+    if getattr(src, "dynamic_of", None) is None:  # statically known (also a number's): a constant
+        same = src is dst or not isinstance(src, T.Struct) and src == dst
         hit = lw.const(int(same), T.BOOL)
         value = vals if same else lw.const(0, dst)
     else:

@@ -30,6 +30,7 @@ from diffc.diagnostics import SourceLocation
 from diffc.frontend import ast as A
 from diffc.frontend.errors import UNDEFINED, FrontendError
 from diffc.frontend.parser.library import LIBRARY_DIRS
+from diffc.frontend.parser.namespaces import clashes, declared_types_by_scope, namespace_names
 from diffc.frontend.parser.parser import Parser, declared_type_names, imported_names
 from diffc.frontend.source.lexer import tokenize
 from diffc.frontend.source.preprocess import Preprocessed, preprocess
@@ -80,11 +81,13 @@ class Loader:
         self.defines, self.include_dirs = defines, tuple(include_dirs)
         self.main_dir = os.path.dirname(os.path.abspath(main_file)) if not main_file.startswith("<") else os.getcwd()
         self.loaded: set[str] = set()  # real paths of files read (or being read)
+        self.program_files: set[str] = set()  # those and the `#pragma once` files included (preprocess)
         self.type_names: set[str] = set()
         self.generic_structs: set[str] = set()
         self.interfaces: set[str] = set()
         self.namespaces: set[str] = set()
         self.interface_aliases: dict[str, str] = {}
+        self.namespace_clashes: dict[str, set[str]] = {}  # namespace -> its types another scope declares too
         self.module_dirs: list[str] = []  # folders of the modules that `implementing` names
 
     def prescan(self, text: str, filename: str) -> None:
@@ -93,6 +96,7 @@ class Loader:
         of every file it reaches through imports are known. A file that does not read, lex or
         preprocess is skipped here; parsing reports it where it is imported."""
         todo, seen = [(text, filename)], set()
+        scopes: dict[str | None, set[str]] = {}
         while todo:
             text, filename = todo.pop()
             key = filename if filename.startswith("<") else os.path.realpath(filename)
@@ -104,6 +108,8 @@ class Loader:
             except FrontendError:
                 continue
             declared_type_names(toks, self.type_names, self.interfaces, self.generic_structs, set())
+            declared_types_by_scope(toks, scopes)
+            self.namespaces |= namespace_names(toks)  # (a file may qualify a name by a later file's namespace)
             for kind, name, quoted in imported_names(toks):
                 path = self._find(name, quoted, filename, parents=kind == "implementing")
                 if path is None:
@@ -113,6 +119,10 @@ class Loader:
                         todo.append((fh.read(), path))
                 except (OSError, UnicodeDecodeError):
                     continue
+        self.namespace_clashes = clashes(scopes)
+        for ns, names in self.namespace_clashes.items():  # (namespaces.py: `ns_Name`)
+            self.type_names |= {f"{ns}_{n}" for n in names}
+            self.generic_structs |= {f"{ns}_{n}" for n in names & self.generic_structs}
 
     def parse(self, text: str, filename: str) -> A.Program:
         """The program of `filename`, its imports spliced in."""
@@ -120,7 +130,9 @@ class Loader:
             self.prescan(text, filename)
         if not filename.startswith("<"):
             self.loaded.add(os.path.realpath(filename))
-        pre = preprocess(text, filename, self.defines, self.include_dirs)  # each file on its own
+        # each file on its own; a file the program holds already is included for its macros only
+        self.program_files |= self.loaded
+        pre = preprocess(text, filename, self.defines, self.include_dirs, self.program_files)
         base = self.sources.add(pre)
         p = Parser(pre.text, filename, base=base)
         # names every file shares: types, generic structs, interfaces (a later file sees an earlier one's)
@@ -129,6 +141,7 @@ class Loader:
         p.type_names, p.generic_structs, p.interfaces = self.type_names, self.generic_structs, self.interfaces
         self.namespaces |= p.namespaces
         p.namespaces, p.interface_aliases = self.namespaces, self.interface_aliases
+        p.namespace_clashes = self.namespace_clashes
         p.loader = self
         return p.parse_program()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 
 from diffc.frontend import ast as A
@@ -11,6 +12,7 @@ from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend import feature
 from diffc.frontend.checker.inits import INIT, constructor_method
 from diffc.frontend.parser.library import REFUSED_LIBRARY_NAMES
+from diffc.frontend.parser.namespaces import qualify as qualify_namespaced
 from diffc.frontend.source.lexer import Token, tokenize
 
 SCALARS = {"float", "half", "double", "int", "uint", "bool", "void",
@@ -114,9 +116,22 @@ def is_builtin_type_name(name: str) -> bool:
 
 def declared_type_names(toks: list[Token], types: set[str], interfaces: set[str], generic_structs: set[str],
                         enums: set[str]) -> None:
-    """Adds the names of the structs, interfaces and enums declared in `toks` to the sets."""
+    """Adds the names of the structs, interfaces and enums declared in `toks` to the sets, and of
+    the typealiases extensions declare (`extension<M : IModel<I, O>> M { typealias In = I; }`
+    gives every conforming struct a member type, which its own body may name)."""
+    extension_depth = depth = 0
     for i in range(len(toks) - 1):
         kw, name = toks[i], toks[i + 1]
+        if kw.text == "extension" and not extension_depth:
+            extension_depth = -1  # (its body starts at the next `{`)
+        elif kw.text == "{":
+            depth += 1
+            extension_depth = depth if extension_depth == -1 else extension_depth
+        elif kw.text == "}":
+            extension_depth = 0 if depth == extension_depth else extension_depth
+            depth -= 1
+        elif kw.text == "typealias" and extension_depth > 0 and name.kind == "ident":
+            types.add(name.text)
         if kw.kind != "ident" or name.kind != "ident" or kw.text not in ("struct", "interface", "enum"):
             continue
         if kw.text == "interface":
@@ -174,8 +189,9 @@ class Parser:
         self.enum_names: set[str] = set()
         # namespaces (this file's and, through the loader, earlier files'): `ns::f` and `ns.f` are f
         self.namespaces: set[str] = set()
+        self.namespace_clashes: dict[str, set[str]] = {}  # (namespaces.py: the loader finds them)
         self.interface_aliases: dict[str, str] = {}  # `typealias IReal = IFloat;`: IReal -> IFloat
-        self.hoisted: list[A.Global] = []  # groupshared locals, declared as globals (shared_local)
+        self.hoisted: list[A.Node] = []  # groupshared locals as globals (shared_local), nested structs
         self.find_namespaces()
         self.depth = 0  # nesting of expressions and prefix operators (see nested())
         self.stmt_depth = 0  # nesting of statements inside statements
@@ -327,7 +343,7 @@ class Parser:
         """`T.Differential`, `T.A` (an associated type or a struct's typealias), not `T.dzero()`."""
         if t.kind != "ident":
             return False
-        if t.text == "Differential":  # never a method: `S.Differential(x)` constructs one
+        if t.text in ("Differential", "DifferentialElementType"):  # never a method: `S.Differential(x)` constructs one
             return True
         if t.text == "Handle":  # `RWStructuredBuffer<float>.Handle`: a bindless handle of a resource
             return self.peek(2).text != "("
@@ -335,6 +351,7 @@ class Parser:
 
     # ---- top level ----
     def parse_program(self) -> A.Program:
+        self.toks = qualify_namespaced(self.toks, self.namespace_clashes, self.namespaces)
         self.strip_qualifiers()
         self.prescan_type_names()
         decls: list[A.Node] = []
@@ -624,8 +641,11 @@ class Parser:
             while True:
                 if self.peek().text in (".", "=="):  # `where T.Differential == T`: assumed, not checked
                     self.type_ref()
-                    self.expect("==")
-                    self.type_ref()
+                    if self.accept(":"):  # `where T.Differential : IAtomicAddable`: also assumed
+                        self.conformances()
+                    else:
+                        self.expect("==")
+                        self.type_ref()
                     if not self.accept(","):
                         break
                     continue
@@ -893,7 +913,9 @@ class Parser:
     def extension(self) -> A.Extension:
         start = self.expect("extension").start
         mark = len(self.scoped_type_names)
+        self.generic_bases = []
         gparams, type_params = self.generic_params()
+        param_bases = self.generic_bases  # `Model : IModel<I, O>`: the interface instances its parameters name
         target = self.type_ref()
         bases = self.bases()
         self.where_clauses(type_params)
@@ -905,7 +927,7 @@ class Parser:
                                 "conformances)", f.span[0], f.span[1])
         self.end_generic(mark)
         return A.Extension(target, bases, body.methods, body.aliases, gparams, type_params, body.fields,
-                           span=self.span_from(start))
+                           param_bases, span=self.span_from(start))
 
     def struct_body_after_brace(self, name: str) -> A.Struct:
         """An extension's `{ ... }`: parsed as a struct body (fields are refused by the checker)."""
@@ -1056,7 +1078,22 @@ class Parser:
             while self.peek(k).text == "*":
                 k += 1
             return self.peek(k).kind == "ident"
-        return nxt.kind == "ident" or (nxt.text == "<" and (t.text in GENERIC_TYPES or t.text in self.generic_structs))
+        if nxt.text == "<" and (t.text in GENERIC_TYPES or t.text in self.generic_structs):
+            return not self.member_of_generic_instance()
+        return nxt.kind == "ident"
+
+    def member_of_generic_instance(self) -> bool:
+        """`Vec<S, N>::fill(x)`, `Vec<S, N>.zero`: an expression through an instance of a generic
+        type (a static method or constant), not the declaration `Vec<S, N> v` (nothing consumed)."""
+        save, toks = self.i, list(self.toks)  # parsing splits '>>' in place: undo it
+        try:
+            self.i += 1
+            self.generic_args()
+            return self.tok.text in ("::", ".") and self.peek().kind == "ident" and not self.is_member_type(self.peek())
+        except FrontendError:
+            return False
+        finally:
+            self.i, self.toks = save, toks
 
     def stmt(self) -> A.Stmt:
         return self.nested(self._stmt, statements=True)
@@ -1176,11 +1213,13 @@ class Parser:
                 self.i += 1
                 is_const = is_const or kind == "let"
             decls = []
+            shared: A.TypeRef | None = None  # `Vec<T, N> a, b;`: the type every name declares
             while True:
                 dstart = self.tok.start
                 ty = None
                 if kind == "typed":
-                    ty = self.array_dims(self.type_ref(), type_position=True)
+                    ty = copy.deepcopy(shared) if shared else self.array_dims(self.type_ref(), type_position=True)
+                    shared = shared or copy.deepcopy(ty)
                 name = self.ident("a variable name")
                 if kind != "typed" and self.accept(":"):
                     ty = self.type_ref()
@@ -1196,10 +1235,6 @@ class Parser:
                 decls.append(A.VarDecl(kind, ty, name.text, init, is_const, span=self.span_from(dstart)))
                 if kind != "typed" or not self.accept(","):
                     break
-                if self.tok.kind == "ident":  # `float a, b;`: the next name reuses the type
-                    self.toks.insert(self.i, Token("ident", ty.name, self.tok.start, self.tok.start))
-                    if ty.args or ty.dims:
-                        self.error("use one declaration per variable for this type")
             self.expect(";")
             if len(decls) == 1:
                 return decls[0]

@@ -54,12 +54,20 @@ class Preprocessed:
 
 
 def preprocess(text: str, filename: str, defines: dict[str, str] | None = None,
-               include_dirs: Iterable[str] = ()) -> Preprocessed:
+               include_dirs: Iterable[str] = (), program_files: set[str] | None = None) -> Preprocessed:
     """`text` (the contents of `filename`) with its directives carried out and its macros
     expanded; a located `DiffcError` for a bad directive, an unterminated `#if`, a missing
-    include or an `#error`. `defines`: macros defined beforehand (`-D name=value`)."""
-    p = _Preprocessor(Macros(defines), tuple(include_dirs))
+    include or an `#error`. `defines`: macros defined beforehand (`-D name=value`).
+
+    `program_files`: for a file of a program of several files, the real paths of the files whose
+    declarations the program already holds (files it imported, and `#pragma once` files that
+    another of its files included); this file's `#pragma once` files are added. An `#include` of
+    one of them defines its macros and adds no lines, so a module's file compiled on its own that
+    the module `#include`s, or a header two of its files include, is declared once."""
+    p = _Preprocessor(Macros(defines), tuple(include_dirs), program_files or set())
     p.run_file(text, filename)
+    if program_files is not None:
+        program_files |= p.once
     out = "\n".join(p.lines)
     return Preprocessed(out, SourceMap(out, p.origins, p.sources))
 
@@ -95,8 +103,9 @@ class _Conditional:
 
 
 class _Preprocessor:
-    def __init__(self, macros: Macros, include_dirs: tuple[str, ...]):
+    def __init__(self, macros: Macros, include_dirs: tuple[str, ...], read_elsewhere: set[str]):
         self.macros = macros
+        self.read_elsewhere = read_elsewhere  # (preprocess's program_files)
         self.include_dirs = include_dirs
         self.lines: list[str] = []
         self.origins: list[LineOrigin] = []
@@ -266,7 +275,10 @@ class _Preprocessor:
         except OSError as e:
             raise PPError(UNDEFINED, f"cannot open include file '{target}' ({e.strerror})", at) from None
         self.depth += 1
+        first = len(self.lines)
         self.run_file(text, path)
+        if _file_key(path) in self.read_elsewhere:  # its macros only: its declarations are there
+            self.lines[first:] = [""] * (len(self.lines) - first)
         self.depth -= 1
 
     def _error(self, e: PPError, filename: str) -> DiffcError:
