@@ -320,15 +320,11 @@ class ExprLowering:
         """A left operand that is itself a plain operation (`a + b + c`: `(a + b) + c`) is
         lowered in a loop, innermost first, each op located at its own node: a flat chain of any
         length takes no Python recursion."""
-        if not _plain_binary(e):
-            return self.binary_of(e, None)
-        chain = []  # e.lhs, e.lhs.lhs, ... while they are plain operations
-        x = e.lhs
-        while isinstance(x, A.Binary) and _plain_binary(x):
-            chain.append(x)
-            x = x.lhs
-        vals = self.expr(x)
-        for node in reversed(chain):
+        chain = [e]  # e, e.lhs, e.lhs.lhs, ... while they are plain operations
+        while _plain_binary(chain[-1]) and isinstance(chain[-1].lhs, A.Binary) and _plain_binary(chain[-1].lhs):
+            chain.append(chain[-1].lhs)
+        vals = None  # the innermost lowers its own left operand (a literal takes the operation's type)
+        for node in reversed(chain[1:]):
             self.at.append(node)  # (as expr() would: the ops it emits are located there)
             try:
                 vals = self.binary_of(node, vals)
