@@ -143,3 +143,27 @@ def test_run_names_the_buffer_declaration(tmp_path, decl, use, words):
     head = _head(result)
     assert head.startswith(f"{f}:{line}:1: error[run-input]: {words}"), head
     assert result.stderr.splitlines()[1].strip() == decl.splitlines()[-1]  # the declaration, with a caret
+
+
+def test_literal_2_pow_63_reaches_the_device_as_an_unsigned_value(tmp_path, capsys):
+    """9223372036854775808 is a uint64_t (Slang's reading, with its warning): the kernel sees 2^63,
+    not a negative number."""
+    from diffc import cli
+
+    f = tmp_path / "big.slang"
+    f.write_text("""//TEST_INPUT:ubuffer(data=[0 0 0 0], stride=4):out,name=b
+RWStructuredBuffer<float> b;
+[numthreads(1, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    uint64_t x = 9223372036854775808;
+    b[0] = float(x);
+    b[1] = (x > 5) ? 1.0 : 0.0;
+    b[2] = float(x / 2);
+    b[3] = float(x >> 63);
+}
+""")
+    assert cli.main(["run", str(f)]) == 0
+    out = capsys.readouterr()
+    assert "big.slang:6:18: warning: integer literal is too large" in out.err
+    assert [float(v) for v in out.out.split()[2:]] == [2.0**63, 1.0, 2.0**62, 1.0]
