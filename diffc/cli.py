@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from diffc.diagnostics import DiffcError, read_source, render_error
+from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, read_source, render_error
 
 PRINT_ENTRIES = ("printMain", "main")
 DEFAULT_ENTRY = "computeMain"
@@ -52,9 +52,24 @@ def _frontend(path: str, conformance: Sequence[str] = ()):
     return parse_source(text, str(p), frontend_options=options), text
 
 
-def choose_entry(module, wanted: str | None):
+def _at_function(fn, message: str) -> str:
+    """`message` as a diagnostic at the function's declaration (where the front end put it)."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    loc = fn.location
+    if not isinstance(loc, FileLineColLoc):
+        return f"error: {message}"
+    where = SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+    try:
+        source = read_source(Path(where.file))
+    except (OSError, DiffcError):
+        source = None
+    return format_diagnostic(where, message, None, source)
+
+
+def choose_entry(module, wanted: str | None, path: str | None = None):
     """The entry function: --entry, else the only compute shader (computeMain among several),
-    else printMain/main."""
+    else printMain/main. `path`: the file, which an error about it names."""
     from xdsl.dialects import func
 
     from diffc.kernel_program import is_compute_entry
@@ -73,15 +88,16 @@ def choose_entry(module, wanted: str | None):
     if DEFAULT_ENTRY in shaders:  # Slang's default entry name
         return funcs[DEFAULT_ENTRY]
     if len(shaders) > 1:
-        raise DiffcError(f"error: several compute entry points ({', '.join(shaders)}); choose one with --entry")
+        raise DiffcError(_at_function(funcs[shaders[1]], f"several compute entry points ({', '.join(shaders)}); "
+                                                         "choose one with --entry"))
     for name in PRINT_ENTRIES:
         f = funcs.get(name)
         if f is not None and not f.function_type.inputs.data and not f.function_type.outputs.data:
             return f
-    raise DiffcError(
-        "error: no entry point: the file has no [shader(\"compute\")] function and no parameterless "
-        "void main() or printMain()"
-    )
+    message = ("no entry point: the file has no [shader(\"compute\")] function and no parameterless "
+               "void main() or printMain()")
+    # (a whole-file fact: it is named at the file's start)
+    raise DiffcError(format_diagnostic(SourceLocation(path, 1, 1), message) if path else f"error: {message}")
 
 
 class Lowered(NamedTuple):
@@ -149,7 +165,7 @@ def lowered(path: str, entry: str | None = None, grow: list | None = None, check
 
         for slot, count in grow:
             grow_max_iters(module, slot, count)
-    fn = choose_entry(module, entry)
+    fn = choose_entry(module, entry, path)
     name = fn.sym_name.data
     if settings is None:
         settings = settings_for(None, check)

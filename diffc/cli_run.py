@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffc.runtime.waiting import finish
-from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic
+from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, read_source
 from diffc.runtime.input_textures import InputTexture, InputTextureGroup, input_texture
 from diffc.runtime.textures import NAMED as TEXTURE_NAMED, ROLES as TEXTURE_ROLES
 
@@ -171,7 +171,12 @@ def merge_conformance_options(ids: dict[str, dict[str, int]], options: list[str]
 _INT_DTYPES = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 
 
-def _dtype(element) -> tuple[np.dtype, str]:
+_SCALAR_NAMES = {"f16": "half", "bf16": "bfloat16"}
+
+
+def _dtype(element, required: bool = True) -> tuple[np.dtype, str] | None:
+    """numpy's dtype and the type name diffc run prints for a buffer's elements; None (or, where
+    `required`, an error) for a kind it does not read."""
     from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
 
     if isinstance(element, Float32Type):
@@ -181,6 +186,8 @@ def _dtype(element) -> tuple[np.dtype, str]:
     if isinstance(element, IntegerType) and element.width.data in _INT_DTYPES:
         # the IR's integers are signless: elements print signed (a uint 0xFFFFFFFF as -1)
         return np.dtype(_INT_DTYPES[element.width.data]), "int"
+    if not required:
+        return None
     raise DiffcError(f"error: buffers of element type {element} are not supported by diffc run")
 
 
@@ -254,8 +261,10 @@ def _flush_c_stdout() -> None:
         pass
 
 
-def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str, kernel_textures: list[str]):
-    """The kernel argument of one texture parameter, from the texture's //TEST_INPUT."""
+def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str, kernel_textures: list[str],
+                where=None, source: str | None = None):
+    """The kernel argument of one texture parameter, from the texture's //TEST_INPUT. `where`:
+    the texture's declaration (an error names it)."""
     import pyopencl as cl
 
     got = textures.get(param.of)
@@ -266,8 +275,9 @@ def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str,
         if b is None and group is not None:
             b = group.member(param.of, list(dict.fromkeys(kernel_textures)), _error)
         if not isinstance(b, InputTexture):
-            raise DiffcError(f"error: {filename}: texture '{param.of}' is used by '{entry}' but no //TEST_INPUT "
-                             f"declares it (add e.g. //TEST_INPUT: set {param.of} = Texture2D(size=4, content=one))")
+            raise _located(where, f"texture '{param.of}' is used by '{entry}' but no //TEST_INPUT declares it "
+                           f"(add e.g. //TEST_INPUT: set {param.of} = Texture2D(size=4, content=one))", "run-input",
+                           source, filename)
         arr = b.texels(param.lanes, _dtype(param.type.element_type)[0] if param.kind == "texels" else np.float32)
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
         dims = np.array([b.size, b.size], np.int32)
@@ -307,6 +317,32 @@ def _parameter_location(fn, param: str, source: str | None, filename: str) -> So
     return None
 
 
+def _buffer_location(front, fn, name: str, source: str | None, filename: str) -> SourceLocation | None:
+    """Where buffer `name` is declared: a global's declaration (the front end's module keeps its
+    place), else the entry point's parameter."""
+    from xdsl.dialects import memref
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    for op in front.ops if front is not None else ():
+        if isinstance(op, memref.GlobalOp) and op.sym_name.data == name and isinstance(op.location, FileLineColLoc):
+            loc = op.location
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+    return _parameter_location(fn, name, source, filename)
+
+
+def _located(where: SourceLocation | None, message: str, code: str, source: str | None, filename: str) -> DiffcError:
+    """`message` at `where` (its line shown where it is in the file run), else naming the file."""
+    if where is None:
+        return DiffcError(f"error[{code}]: {filename}: {message}")
+    text = source if where.file == filename else None
+    if text is None:
+        try:
+            text = read_source(where.file)
+        except (OSError, DiffcError):
+            text = None
+    return DiffcError(format_diagnostic(where, message, code, text))
+
+
 def _numthreads_location(source: str | None, filename: str) -> SourceLocation | None:
     """Where the file writes `[numthreads(...)]` (the first one), if it does."""
     from diffc.diagnostics import line_col
@@ -324,7 +360,7 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
 
     import pyopencl as cl
     from xdsl.dialects import func
-    from xdsl.dialects.builtin import MemRefType
+    from xdsl.dialects.builtin import MemRefType, VectorType
 
     from diffc.compiler import kernel_program
     from diffc.kernel_program import bounds_sites, entry_kernel_params, status_slots, uninit_sites
@@ -356,7 +392,8 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
         t, name = param.type, param.name
         if param.kind in TEXTURE_ROLES:
             args.append(texture_arg(param, by_name, textures, sizes, dev, filename, entry,
-                                    [q.of for q in kparams if q.kind in TEXTURE_NAMED]))
+                                    [q.of for q in kparams if q.kind in TEXTURE_NAMED],
+                                    _buffer_location(lowered.front, fn, param.of, source, filename), source))
             continue
         if param.kind == "status" and param.of in slots:  # a status buffer (runtime/status.py), checked below
             args.append(status.buffers[mine.index(slots[param.of])])
@@ -389,10 +426,16 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
             raise DiffcError(format_diagnostic(where, message, "run-parameter", source))
         b = by_name.get(name)
         if b is None:
-            raise DiffcError(
-                f"error: {filename}: buffer '{name}' is used by '{entry}' but no //TEST_INPUT declares it "
-                f"(add e.g. //TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))"
-            )
+            raise _located(_buffer_location(lowered.front, fn, name, source, filename),
+                           f"buffer '{name}' is used by '{entry}' but no //TEST_INPUT declares it (add e.g. "
+                           f"//TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))", "run-input",
+                           source, filename)
+        scalar = t.element_type.element_type if isinstance(t.element_type, VectorType) else t.element_type
+        if _dtype(scalar, required=False) is None:
+            raise _located(_buffer_location(lowered.front, fn, name, source, filename),
+                           f"buffer '{name}' holds {_SCALAR_NAMES.get(str(scalar), str(scalar))} values, which "
+                           "diffc run does not read or print (it reads float, double and integer buffers; "
+                           "dispatch this kernel from Python with Tensors)", "run-input", source, filename)
         layout = _VectorLayout.of(t.element_type, b.stride)
         if layout is None and b.stride != 4:
             raise _error(b.where, b.line, f"TEST_INPUT: stride={b.stride} does not fit '{name}', a buffer of "

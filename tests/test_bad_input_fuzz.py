@@ -27,7 +27,7 @@ from diffc.tools import diffc_opt
 
 ROOT = Path(__file__).resolve().parents[1]
 # tests/fuzz_seeds/: small programs of features the others do not reach (groupshared, Optional,
-# declared Differential types), so that mutations start from them too
+# declared Differential types, a flat 2,000-term expression), so that mutations start from them too
 SLANG = sorted([*ROOT.glob("examples/*.slang"), ROOT / "examples/mlp/mlp.slang",
                 *ROOT.glob("tests/filecheck/frontend/*.slang"), *ROOT.glob("tests/fuzz_seeds/*.slang")])
 MLIR = sorted(p for p in ROOT.glob("tests/filecheck/*/*.mlir") if "RUN: diffc-opt" in p.read_text()
@@ -45,7 +45,8 @@ SPLICES = [
     "if", "else", "for", "while", "do", "return", "break", "continue", "struct", "void", "float", "int",
     "uint", "bool", "half", "double", "float3", "var", "let", "in", "out", "inout", "const", "static",
     "[Differentiable]", "[BackwardDifferentiable]", "no_diff", "fwd_diff", "bwd_diff", "diffPair",
-    "[MaxIters(0)]", "[MaxIters(-1)]", "[numthreads(0, 1, 1)]", "[shader(\"compute\")]",
+    "[MaxIters(0)]", "[MaxIters(-1)]", "[numthreads(0, 1, 1)]", "[numthreads(4294967297, 1, 1)]",
+    "[shader(\"compute\")]",
     "0", "-1", "1e309", "99999999999999999999999999999999", "0x", "1.5e", "2147483648", "-2147483649",
     "1.0f", "0.", "\u00e9", "\u03bb", "\U0001f600", "\u200b", "\x00", "\x7f", "\ufeff",
     "%0", "%x", "!diff.pair<f32>", "func.func", "scf.while", "memref<?xf32>", "^bb0", "\"diff.zero\"",
@@ -53,7 +54,8 @@ SPLICES = [
 ]
 
 NUMBERS = ["0", "1", "-1", "3", "0.0", "-0.5", "1e38", "1e39", "1e-45", "65504.0", "4294967295",
-           "4294967296", "2147483648", "0x7fffffff", "0xffffffff", "1u", "0u", "2.5h", "1.0l", "1000000"]
+           "4294967296", "2147483648", "0x7fffffff", "0xffffffff", "1u", "0u", "2.5h", "1.0l", "1000000",
+           "4294967297", "9223372036854775808", "18446744073709551616"]
 
 
 @st.composite

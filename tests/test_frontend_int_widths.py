@@ -167,7 +167,7 @@ def test_overloads_rank_the_widths():
 
 @pytest.mark.parametrize("src,code,col,words", [
     ("void f(Atomic<int64_t>* p) { p.add(1l); }", "E0008", 30, "atomic operations on int64_t"),
-    ("int64_t f() { return 99999999999999999999; }", "E0008", 22, "does not fit in 64 bits"),
+    ("int64_t f() { return 99999999999999999999; }", "E0001", 22, "too large to be represented in any integer type"),
 ])
 def test_width_errors_are_located(src, code, col, words):
     expect_error(src, code, 1, col, words)

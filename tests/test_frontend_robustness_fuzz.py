@@ -160,6 +160,8 @@ void computeMain(uint3 tid : SV_DispatchThreadID) {
     # 2 is true; the loop never runs (Slang: 2, then d/dx = 1); 6 halves three times (d = 1/8);
     # 300 in 8 bits is 44
     ("loops_and_conversions", [1.0, 2.0, 1.0, 0.125, 44.0]),
+    # 1000 x y + 1000 x at (0.5, 2): 1500; d/dx = 1000 y + 1000, d/dy = 1000 x
+    ("flat_chain", [1500.0, 3000.0, 500.0]),
 ])
 def test_fuzz_seeds_run_and_give_the_right_numbers(tmp_path, capsys, name, want):
     """The seeds tests/test_bad_input_fuzz.py mutates are themselves valid programs."""

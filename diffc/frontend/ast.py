@@ -346,19 +346,23 @@ class Program(Node):
 
 
 def walk(node):
-    """Every node below `node` (itself included), depth first; lists are walked too."""
-    yield node
-    if isinstance(node, list):
-        for x in node:
-            yield from walk(x)
-        return
-    if not isinstance(node, Node):
-        return
-    for k, v in vars(node).items():
-        if k in ("ty", "sym", "target", "decl_ty", "span") and not isinstance(v, Node):
+    """Every node below `node` (itself included), depth first; lists are walked too. (A stack,
+    not recursion: a flat chain `x + x + ... + x` is as deep as it is long.)"""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, list):
+            stack.extend(reversed(node))
             continue
-        if isinstance(v, Node | list):
-            yield from walk(v)
+        if not isinstance(node, Node):
+            continue
+        children = [v for k, v in vars(node).items()
+                    if isinstance(v, Node | list) and (isinstance(v, Node) or k not in _NOT_CHILDREN)]
+        stack.extend(reversed(children))
+
+
+_NOT_CHILDREN = ("ty", "sym", "target", "decl_ty", "span")  # (facts the checker attached, unless nodes)
 
 
 def replace_child(root: Node, old: Node, new: Node) -> bool:

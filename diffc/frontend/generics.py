@@ -92,9 +92,19 @@ def const_int(e, names=None) -> int | None:
     if isinstance(e, A.Unary) and e.op in ("-", "+"):
         v = const_int(e.operand, names)
         return None if v is None else (-v if e.op == "-" else v)
-    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/", "%", "<<", ">>"):
-        return fold_int(e.op, const_int(e.lhs, names), const_int(e.rhs, names))
+    if isinstance(e, A.Binary) and e.op in _FOLDED:  # a left chain in a loop, not by recursion
+        chain = []
+        while isinstance(e, A.Binary) and e.op in _FOLDED:
+            chain.append(e)
+            e = e.lhs
+        value = const_int(e, names)
+        for node in reversed(chain):
+            value = fold_int(node.op, value, const_int(node.rhs, names))
+        return value
     return None
+
+
+_FOLDED = ("+", "-", "*", "/", "%", "<<", ">>")
 
 
 def fold_int(op: str, a: int | None, b: int | None) -> int | None:

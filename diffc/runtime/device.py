@@ -1,10 +1,11 @@
 """Which OpenCL device diffc runs on, chosen once per process.
 
 `DIFFC_DEVICE=gpu|cpu|auto` (auto, the default, takes a GPU device from any platform and falls
-back to a CPU device, PoCL's where there is one). `DIFFC_DEVICE_INDEX=n` starts at the n-th
-of those devices (modulo their number), so that one process per GPU (diffc.distributed, under
-torchrun) takes its own. The context and the in-order, profiling queue are created once and
-shared by every Tensor and call.
+back to a CPU device: PoCL's where one compiles, else the Intel CPU runtime that pip installs
+beside diffc, registered with the ICD loader by runtime/cpu_runtime.py). `DIFFC_DEVICE_INDEX=n`
+starts at the n-th of those devices (modulo their number), so that one process per GPU
+(diffc.distributed, under torchrun) takes its own. The context and the in-order, profiling
+queue are created once and shared by every Tensor and call.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from dataclasses import dataclass, field
 
 from diffc.runtime.waiting import finish
@@ -93,6 +95,9 @@ def _candidates(wanted: str) -> list:
     """The devices that fit `wanted`, best first: GPUs, then CPUs (PoCL's first)."""
     import pyopencl as cl
 
+    from diffc.runtime import cpu_runtime
+
+    cpu_runtime.register()  # before the loader's first read of its vendor folder
     try:
         platforms = cl.get_platforms()
     except cl.Error as e:  # no ICD at all
@@ -120,7 +125,9 @@ def _probe(platform, dev):
     try:
         ctx = cl.Context([dev])
         queue = cl.CommandQueue(ctx, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        prg = cl.Program(ctx, _PROBE).build(cache_dir=False)
+        with warnings.catch_warnings():  # a build log that says "done" (Intel's) is no news
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(ctx, _PROBE).build(cache_dir=False)
         a = np.zeros(4, np.float32)
         buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
         prg.diffc_probe(queue, (4,), None, buf)
@@ -169,7 +176,8 @@ def device() -> DeviceInfo:
                 raise DeviceError(
                     f"error: no OpenCL device for DIFFC_DEVICE={wanted} can build a kernel:\n"
                     + "\n".join(failures)
-                    + "\n(on a CPU that an old PoCL does not know, install a newer PoCL, e.g. Debian's pocl-opencl-icd)"
+                    + "\n(diffc's own dependency intel-opencl-rt gives a CPU device on x86-64 Linux: "
+                    "`pip install intel-opencl-rt intel-cmplr-lib-rt` if it is missing)"
                 )
             _current = DeviceInfo(
                 platform=platform.name.strip(),

@@ -175,8 +175,9 @@ def _build_log(e: Exception, dev: DeviceInfo) -> str:
     return (m.group(1) if m else text).strip()
 
 
-# "<kernel>:2:10" (NVIDIA), "<source>:2:10", ".../tempfile_x.cl:2:10" (PoCL)
-_LINE_REF = re.compile(r"(?:<[^>\n]*>|\.cl|^):(\d+):(\d+)?", re.M)
+# "<kernel>:2:10" (NVIDIA), "<source>:2:10", ".../tempfile_x.cl:2:10" (PoCL), "1:2:10:" at a
+# line's start (Intel's CPU runtime: the file's number, then line and column)
+_LINE_REF = re.compile(r"(?:<[^>\n]*>|\.cl|^):(\d+):(\d+)?|^\d+:(\d+):(\d+):", re.M)
 
 
 def format_build_error(log: str, source: str, context: int = 1) -> str:
@@ -184,8 +185,9 @@ def format_build_error(log: str, source: str, context: int = 1) -> str:
     lines = source.splitlines()
     refs: list[tuple[int, int]] = []
     for m in _LINE_REF.finditer(log):
-        ln = int(m.group(1))
-        col = int(m.group(2)) if m.group(2) else 0
+        line, column = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        ln = int(line)
+        col = int(column) if column else 0
         if 1 <= ln <= len(lines) and (ln, col) not in refs:
             refs.append((ln, col))
     out = ["error[opencl-build]: the OpenCL compiler rejected a generated program", "compiler log:"]

@@ -824,6 +824,7 @@ class Checker(TypeResolution):
         if isinstance(e, A.Num):
             if e.is_float:
                 return {"h": T.HALF, "l": T.DOUBLE}.get(e.suffix, T.FLOAT)
+            self.check_int_literal(e)
             return int_literal_type(e)
         if isinstance(e, A.BoolLit):
             return T.BOOL
@@ -936,13 +937,44 @@ class Checker(TypeResolution):
             return check(self, e)
         raise err(UNSUPPORTED, f"unsupported expression {type(e).__name__}", e)
 
+    def check_int_literal(self, e: A.Num) -> None:
+        """Slang's warning on an integer literal past int64_t without a `u`: it is read as
+        unsigned, unless negated (`-9223372036854775808`). (Past 64 bits the lexer refuses it.)"""
+        v = int(e.value)
+        parent = self.checking[-2] if len(self.checking) > 1 else None
+        negated = isinstance(parent, A.Unary) and parent.op == "-" and parent.operand is e
+        if v >= 2**63 and "u" not in e.suffix and not (negated and v == 2**63):
+            self.warn(e, "integer literal is too large to be represented in a signed integer type, "
+                      "interpreting as unsigned")
+
     def implicit_member(self, owner: T.Struct, name: str) -> bool:
         """Whether bare `name` inside a method of `owner` is `this.name` of a member a feature
         adds (a property)."""
         return any(h(self, owner, name) for h in feature.hooks("implicit_member"))
 
     def binary(self, e: A.Binary) -> T.Type:
-        a, b = self.expr(e.lhs), self.expr(e.rhs)
+        """`e`'s type. A left operand that is itself an operation (`a + b + c`: `(a + b) + c`)
+        is checked in a loop, innermost first, with the stack of nodes being checked as the
+        recursion would have it: a flat chain of any length takes no Python recursion."""
+        chain = []  # e.lhs, e.lhs.lhs, ... while they are operations not yet typed
+        x = e.lhs
+        while isinstance(x, A.Binary) and not getattr(x, "typed_for_overloads", False):
+            chain.append(x)
+            x = x.lhs
+        depth = len(self.checking)
+        self.checking.extend(chain)
+        try:
+            a = self.expr(x)
+            for node in reversed(chain):
+                node.ty = a = self.binary_of(node, a)
+                self.checking.pop()
+        finally:
+            del self.checking[depth:]
+        return self.binary_of(e, a)
+
+    def binary_of(self, e: A.Binary, a: T.Type) -> T.Type:
+        """`e`'s type, its left operand's being `a`."""
+        b = self.expr(e.rhs)
         if (checked := feature.first("check_binary", self, e, a, b)) is not None:
             return checked
         if isinstance(a, T.Pointer) or isinstance(b, T.Pointer):
@@ -1126,6 +1158,9 @@ def _return_void_call(s: A.Return) -> A.Block:
     return A.Block([A.ExprStmt(value, span=value.span), A.Return(None, span=s.span)], span=s.span)
 
 
+_ENUM_OPS = ("+", "-", "*", "<<", ">>", "|", "&")
+
+
 def _const_int(e: A.Expr, known: dict[str, int]) -> int:
     """The value of an enum case: an integer literal, an earlier case, or -, +, *, <<, | of those."""
     if isinstance(e, A.Num) and not e.is_float:
@@ -1135,9 +1170,16 @@ def _const_int(e: A.Expr, known: dict[str, int]) -> int:
     if isinstance(e, A.Unary) and e.op in ("-", "+", "~"):
         v = _const_int(e.operand, known)
         return -v if e.op == "-" else ~v if e.op == "~" else v
-    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "<<", ">>", "|", "&"):
-        a, b = _const_int(e.lhs, known), _const_int(e.rhs, known)
-        return {"+": a + b, "-": a - b, "*": a * b, "<<": a << b, ">>": a >> b, "|": a | b, "&": a & b}[e.op]
+    if isinstance(e, A.Binary) and e.op in _ENUM_OPS:  # a left chain in a loop, not by recursion
+        chain = []
+        while isinstance(e, A.Binary) and e.op in _ENUM_OPS:
+            chain.append(e)
+            e = e.lhs
+        a = _const_int(e, known)
+        for node in reversed(chain):
+            b = _const_int(node.rhs, known)
+            a = {"+": a + b, "-": a - b, "*": a * b, "<<": a << b, ">>": a >> b, "|": a | b, "&": a & b}[node.op]
+        return a
     raise err(UNSUPPORTED, "an enum case value other than a constant integer expression is not supported", e)
 
 

@@ -68,8 +68,15 @@ def int_constant(e: A.Expr | None) -> int | None:
     if isinstance(e, A.Unary) and e.op == "-":
         x = int_constant(e.operand)
         return None if x is None else -x
-    if isinstance(e, A.Binary):
-        return fold_int(e.op, int_constant(e.lhs), int_constant(e.rhs))
+    if isinstance(e, A.Binary):  # a left chain `1 + 2 + ... + n` in a loop, not by recursion
+        chain = []
+        while isinstance(e, A.Binary):
+            chain.append(e)
+            e = e.lhs
+        value = int_constant(e)
+        for node in reversed(chain):
+            value = fold_int(node.op, value, int_constant(node.rhs))
+        return value
     # a `static const int N = 3;` (the checker bound the name), or a struct's `S.N`
     sym = getattr(e, "sym", None) if isinstance(e, A.Name) else getattr(e, "static", None)
     if sym is not None and getattr(sym, "value", None) is not None and T.is_int_scalar(sym.ty):

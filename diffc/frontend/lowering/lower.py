@@ -38,6 +38,8 @@ from diffc.frontend.features.operators import source_name
 from diffc.frontend.lowering.ptr_types import has_ptr_twin, ptr_twin_name
 from diffc.frontend.source.source_map import SourceMap
 
+INT_MAX = 2**31 - 1
+
 
 @dataclass
 class Binding:
@@ -118,7 +120,10 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     ops.append(memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public")))
                     continue  # `uniform float* p;`: a buffer bound by name, read from its start
                 if textures.resource_global(t):
-                    ops += textures.global_ops(d.name, t)
+                    found = textures.global_ops(d.name, t)
+                    for g in found:
+                        g.location = self.file_loc(d.span[0])
+                    ops += found
                     continue
                 if not isinstance(t, T.Buffer):
                     what = "per-thread 'static' state" if "static" in d.mods else "a uniform value"
@@ -126,6 +131,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                               "RWStructuredBuffers, 'uniform' pointers, 'static const' values, or structs without "
                               "fields)", d)
                 g = memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public"))
+                g.location = self.file_loc(d.span[0])  # (`diffc run` names the buffer's declaration)
                 if t.atomic:
                     g.attributes["diffc.atomic"] = UnitAttr()
                 ops.append(g)
@@ -220,6 +226,10 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 raise err(TYPE_MISMATCH, "[numthreads] takes one to three positive integer constants", a)
             if not args:
                 raise err(TYPE_MISMATCH, "[numthreads] takes one to three positive integer constants", at["numthreads"])
+            for a in args:  # Slang keeps each extent as an int: a larger one reaches no kernel
+                if int(a.value) > INT_MAX:
+                    raise err(TYPE_MISMATCH, f"invalid 'numthreads' value: {int(a.value)} is more than an int "
+                              f"holds ({INT_MAX})", a)
             op.attributes["diffc.numthreads"] = DenseArrayBase.from_list(i64, [int(a.value) for a in args])
             if "shader" not in at:  # Slang: [numthreads] alone makes a compute entry point
                 op.attributes["diffc.shader"] = StringAttr("compute")

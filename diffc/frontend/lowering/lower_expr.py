@@ -317,19 +317,41 @@ class ExprLowering:
         return [self.v(cls(a[0], b[0]))]
 
     def binary(self, e: A.Binary) -> list[SSAValue]:
+        """A left operand that is itself a plain operation (`a + b + c`: `(a + b) + c`) is
+        lowered in a loop, innermost first, each op located at its own node: a flat chain of any
+        length takes no Python recursion."""
+        chain = [e]  # e, e.lhs, e.lhs.lhs, ... while they are plain operations
+        while _plain_binary(chain[-1]) and isinstance(chain[-1].lhs, A.Binary) and _plain_binary(chain[-1].lhs):
+            chain.append(chain[-1].lhs)
+        vals = None  # the innermost lowers its own left operand (a literal takes the operation's type)
+        for node in reversed(chain[1:]):
+            self.at.append(node)  # (as expr() would: the ops it emits are located there)
+            try:
+                vals = self.binary_of(node, vals)
+            finally:
+                self.at.pop()
+        return self.binary_of(e, vals)
+
+    def binary_of(self, e: A.Binary, lhs: list[SSAValue] | None) -> list[SSAValue]:
+        """`e` lowered; `lhs`: its left operand's values where they are lowered already."""
         if isinstance(e.lhs.ty, T.Null) or isinstance(e.rhs.ty, T.Null):
             return optional.lower_null_compare(self, e)
         if isinstance(e.ty, T.Pointer):
             return self.pointer_arith(e)
-        if e.op in ("&&", "||"):  # both sides are evaluated: conditions have no side effects here
-            (a,) = self.lower_as(e.lhs, T.BOOL)
-            (b,) = self.lower_as(e.rhs, T.BOOL)
-            return [self.v(arith.AndIOp(a, b) if e.op == "&&" else arith.OrIOp(a, b))]
         if isinstance(e.ty, T.Matrix):
             return self.matrix_binary(e)  # type: ignore[attr-defined]
+
+        def left_as(t: T.Type) -> list[SSAValue]:
+            return self.lower_as(e.lhs, t) if lhs is None else self.convert(lhs, e.lhs.ty, t)
+
+        if e.op in ("&&", "||"):  # both sides are evaluated: conditions have no side effects here
+            (a,) = left_as(T.BOOL)
+            (b,) = self.lower_as(e.rhs, T.BOOL)
+            return [self.v(arith.AndIOp(a, b) if e.op == "&&" else arith.OrIOp(a, b))]
         c = T.common_type(e.lhs.ty, e.rhs.ty)
         assert c is not None
-        a, b = self.lower_as(e.lhs, c), self.lower_as(e.rhs, c)
+        a = left_as(c)
+        b = self.lower_as(e.rhs, c)
         if e.op in CMP_F:
             return [self.compare(e.op, a[0], b[0], c)]
         return self.arith(e.op, a, b, c)
@@ -789,3 +811,10 @@ def _fitting(value: float | int, t: T.Type, e: A.Expr) -> float | int:
     if not -(2 ** (bits - 1)) <= v < 2**bits:  # outside what the signless bits hold: keep the low bits
         v = (v + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
     return v if isinstance(value, int) else value
+
+
+def _plain_binary(e: A.Binary) -> bool:
+    """An operation on numbers, vectors or bools (not a pointer's, a matrix's or `none`'s), whose
+    left operand binary_of may take lowered already."""
+    return not (isinstance(e.lhs.ty, T.Null) or isinstance(e.rhs.ty, T.Null)
+                or isinstance(e.ty, T.Pointer | T.Matrix))

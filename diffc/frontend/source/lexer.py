@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from diffc.frontend import feature
-from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
+from diffc.frontend.errors import SYNTAX, FrontendError
 
 PUNCT = sorted(
     """<<= >>= ++ -- += -= *= /= %= &= |= ^= == != <= >= && || << >> :: ->
@@ -142,6 +142,7 @@ def _number(text: str, i: int, toks: list[Token]) -> int:
     if k < n and text[k] in IDENT_CHARS:
         raise FrontendError(SYNTAX, f"malformed number '{text[i:k + 1]}'", i, k + 1)
     if kind == "int" and value > MAX_INT_LITERAL:  # type: ignore[operator]
-        raise FrontendError(UNSUPPORTED, f"integer literal {text[i:k]} does not fit in 64 bits", i, k)
+        raise FrontendError(SYNTAX, f"integer literal {text[i:k]} is too large to be represented in any "
+                            "integer type", i, k)  # (Slang's error 10012)
     toks.append(Token(kind, text[i:k], i, k, value, suffix))
     return k
