@@ -372,3 +372,53 @@ def test_compile_into_a_closed_pipe_ends_quietly(tmp_path):
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141, err
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+BOUNDED_WHILE_MAIN = """\
+[Differentiable]
+float power(float x, int n) {
+    float y = x;
+    int i = 0;
+    [MaxIters(8)]
+    while (i < n) { y = y * x; i++; }
+    return y;
+}
+void main() {
+    var x = diffPair(X0, 0.0);
+    bwd_diff(power)(x, N, 1.0);
+    printf("dx: %f\\n", x.d);
+}
+"""
+
+
+def _power(x: float, n: int) -> float:  # what BOUNDED_WHILE_MAIN's power computes, in float64
+    y = x
+    for _ in range(n):
+        y = y * x
+    return y
+
+
+@pytest.mark.parametrize("x0, n", [(2.0, 3), (1.5, 7)])
+def test_run_main_with_a_bounded_while_under_bwd_diff(tmp_path, x0, n):
+    # the loop's status buffer is a parameter of main(), which has none of its own
+    f = tmp_path / "w.slang"
+    f.write_text(BOUNDED_WHILE_MAIN.replace("X0", str(x0)).replace("N", str(n)))
+    r = diffc("run", str(f))
+    assert r.returncode == 0, r.stderr
+    h = 1e-6
+    expected = (_power(x0 + h, n) - _power(x0 - h, n)) / (2 * h)
+    got = float(r.stdout.split()[-1])
+    assert got == pytest.approx(expected, rel=1e-5)
+
+
+def test_run_main_whose_bounded_while_overruns(tmp_path):
+    f = tmp_path / "w.slang"
+    f.write_text(BOUNDED_WHILE_MAIN.replace("X0", "1.5").replace("N", "20"))
+    r = diffc("run", str(f))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{f}:5:5: error[E0010]" in r.stderr and "[MaxIters(8)]" in r.stderr
+    grown = diffc("run", "--grow-tape", str(f))
+    assert grown.returncode == 0, grown.stderr
+    h = 1e-6
+    expected = (_power(1.5 + h, 20) - _power(1.5 - h, 20)) / (2 * h)
+    assert float(grown.stdout.split()[-1]) == pytest.approx(expected, rel=1e-5)

@@ -50,6 +50,11 @@ def test_square_backward():
     assert run("square_bwd.slang").splitlines() == ["dL/dx: 6.000000, dL/dy: 8.000000"]
 
 
+def test_square_backward_in_sanitizer_mode():
+    # the sanitizer's status buffer is a parameter of main(), which has none of its own
+    assert run("square_bwd.slang", "--check").splitlines() == ["dL/dx: 6.000000, dL/dy: 8.000000"]
+
+
 def test_myfunc_exp_forward():
     lines = run("myfunc_exp.slang").splitlines()
     assert lines[0].startswith("dF wrt x: ") and lines[1].startswith("dF wrt x and y: ")
