@@ -84,12 +84,23 @@ def _options(conformance_ids) -> dict:
 def _cached_module(path: str, sources: dict[str, str], check: bool | None, options: dict | None = None) -> Module:
     """The Module of file `path` whose text is `sources[path]`: from the module cache where an
     unchanged module is there (the front end skipped: module_cache.py), else compiled and stored."""
+    from diffc.frontend.source import files_read
+
     # front-end options make another module: they are part of the key (as a file no source names)
-    key = module_cache.module_key({**sources, "\0frontend options": repr(options)} if options else sources)
-    signatures = module_cache.load_signatures(key)
-    if signatures is not None:
-        return Module(None, path, sources, signatures=signatures, cache_key=key, check=check, options=options)
-    m = Module(parse_source(sources[path], path, options), path, sources, cache_key=key, check=check, options=options)
+    first = module_cache.module_key({**sources, "\0frontend options": repr(options)} if options else sources)
+    # then the other files it was last made from, as they are now (module_cache.py)
+    read_before = module_cache.load_dependencies(first)
+    if read_before is not None:
+        key = module_cache.with_dependencies(first, read_before)
+        signatures = module_cache.load_signatures(key)
+        if signatures is not None:
+            return Module(None, path, sources, signatures=signatures, cache_key=key, check=check, options=options)
+    with files_read.recording() as read:
+        ir = parse_source(sources[path], path, options)
+    read = {p: h for p, h in read.items() if p not in sources and os.path.abspath(p) not in map(os.path.abspath, sources)}
+    key = module_cache.with_dependencies(first, read)
+    m = Module(ir, path, sources, cache_key=key, check=check, options=options)
+    module_cache.store_dependencies(first, read)
     module_cache.store_signatures(key, m._signatures)
     return m
 
