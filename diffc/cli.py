@@ -233,7 +233,7 @@ EXIT_INTERRUPTED = 128 + 2  # as a shell reports a process that SIGINT ended
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; a reader that closes the pipe early (`| head`) ends it quietly."""
     try:
-        code = _main(argv)
+        code = _unread_launch_errors(_main(argv))
         sys.stdout.flush()  # here, not at exit, where a closed pipe would print a traceback
         return code
     except BrokenPipeError:
@@ -251,6 +251,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, ValueError):
                 pass
         os._exit(EXIT_INTERRUPTED)
+
+
+def _unread_launch_errors(code: int) -> int:
+    """A launch's error that nothing raised (runtime/pending.py) is printed now, and the command
+    fails: this process is diffc's own."""
+    pending = sys.modules.get("diffc.runtime.pending")  # (not imported: nothing was launched)
+    if pending is not None:
+        sys.stdout.flush()
+        if pending.report_unread():
+            return code or 1
+    return code
 
 
 def _main(argv: Sequence[str] | None) -> int:
