@@ -12,8 +12,9 @@
 `--device` overrides DIFFC_DEVICE (gpu|cpu|auto, default auto).
 
 `run` allocates every buffer a Slang test annotation declares, binds it to the global buffer of
-that name, dispatches [numthreads] x groups work-items and prints every `out` buffer as Slang's
-test runner does (`type: float`, then one value per line). A file without a compute entry point
+that name, dispatches [numthreads] x groups work-items and prints every `out` buffer: its name and
+element type (`outputBuffer: float`), then one value per line; `--slang-output` prints Slang's
+test runner's unnamed `type: float` instead (docs/test-input.md describes the format). A file without a compute entry point
 but with a parameterless `void main()` / `printMain()` runs that as one work-item, its printf
 output going to stdout. Errors print located diagnostics and exit 1, without a traceback.
 """
@@ -218,7 +219,8 @@ def cmd_run(args) -> int:
                 raise
             grow.append((e.slot, e.count))
     for buf, values in outputs:
-        print(f"type: {buf.type_name}")
+        # each block named by its buffer; --slang-output: Slang's runner's unnamed `type:` blocks
+        print(f"type: {buf.type_name}" if args.slang_output else f"{buf.name}: {buf.type_name}")
         for v in values:
             print(buf.format(v))
     sys.stdout.flush()
@@ -305,6 +307,9 @@ def _main(argv: Sequence[str] | None) -> int:
                    help="a while loop that overruns its [MaxIters] in a backward pass: run again with a larger "
                         "bound (max(count, 2 x bound)) instead of failing")
     r.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help=set_help)
+    r.add_argument("--slang-output", action="store_true",
+                   help="print each out buffer as Slang's test runner does ('type: float', then its values) "
+                        "instead of under its name ('outputBuffer: float'); diffc suite compares this")
     r.add_argument("--check", action="store_true",
                    help="sanitizer mode (also DIFFC_CHECK=1): derivative code that makes a NaN or an infinity "
                         "is an error naming the op's source line")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,8 +67,14 @@ def test_emit_stages(kernel_file):
     assert "get_global_id(0)" in cl.stdout
 
 
-def test_run_prints_out_buffers_like_slang(kernel_file):
+def test_run_prints_out_buffers_by_name(kernel_file):
     r = diffc("run", str(kernel_file), "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["outp: float", "2.000000", "4.000000", "6.000000", "8.000000"]
+
+
+def test_run_prints_out_buffers_like_slang_on_request(kernel_file):
+    r = diffc("run", str(kernel_file), "--device", "cpu", "--slang-output")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["type: float", "2.000000", "4.000000", "6.000000", "8.000000"]
 
@@ -164,9 +171,10 @@ def test_run_buffers_of_vectors_with_their_stride(tmp_path):
     f.write_text(VECTOR_KERNEL)
     r = diffc("run", str(f))
     assert r.returncode == 0, r.stderr
-    blocks = r.stdout.split("type: ")[1:]
-    values = [[float(x) for x in b.split()[1:]] for b in blocks]
-    assert [b.split()[0] for b in blocks] == ["float", "float", "float", "int"]
+    blocks = re.split(r"^(\w+): (\w+)$", r.stdout, flags=re.M)[1:]  # name, type, values, name, ...
+    names, types = blocks[0::3], blocks[1::3]
+    values = [[float(x) for x in b.split()] for b in blocks[2::3]]
+    assert names == ["packed", "wide", "four", "ints"] and types == ["float", "float", "float", "int"]
     assert values[0] == [2, 4, 6, 8, 10, 12]
     assert values[1] == [1.5, 2.5, 3.5, 7, 4.5, 5.5, 6.5, 7]
     assert values[2] == [1, 2, 3, 0, 4, 5, 6, 1]
@@ -246,7 +254,7 @@ def test_run_binds_pointer_parameters_by_name(tmp_path):
     f.write_text(POINTER_KERNEL)
     r = diffc("run", str(f))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["type: float", "3.000000", "5.000000", "7.000000", "9.000000"]
+    assert r.stdout.splitlines() == ["dst: float", "3.000000", "5.000000", "7.000000", "9.000000"]
 
 
 def test_error_scalar_parameter_is_located(tmp_path):

@@ -82,7 +82,7 @@ def test_custom_derivatives():
 @pytest.mark.parametrize("groups", ["1", "3,1,1"])
 def test_grad_buffer_atomics(groups):
     out = run("grad_buffer.slang", "--groups", groups).splitlines()
-    assert out[0] == "type: float"
+    assert out[0] == "gradBuffer: float"
     got = np.array([float(v) for v in out[1:]])
     w = np.array([1.0, 2.0, 3.0, 4.0])
     threads = 16 * int(groups.split(",")[0])
