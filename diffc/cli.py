@@ -2,12 +2,13 @@
 
     diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler; `lowered` and
                                                              `opencl` are what a dispatch builds
-                                                             (--device, --check, --set FIELD=VALUE)
+                                                             (--device, --check, --set FIELD=VALUE);
+                                                             a module without entry point: its functions
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
     diffc suite DIR [-j N]                                   run a folder of Slang tests (diffc.conformance)
     diffc check FILE.slang [--domain LO,HI] [--samples N] [--tol T] [--function F] [--device]
                                                              derivatives against finite differences (diffc.gradcheck)
-    diffc demo | version
+    diffc demo | version | --version | --help
 
 `--device` overrides DIFFC_DEVICE (gpu|cpu|auto, default auto).
 
@@ -134,17 +135,18 @@ def _setting_changes(changes: Sequence[str]) -> dict:
 
 
 def lowered(path: str, entry: str | None = None, grow: list | None = None, check: bool = False,
-            conformance: Sequence[str] = (), settings=None, report: bool = False) -> Lowered:
+            conformance: Sequence[str] = (), settings=None, report: bool = False, parsed=None) -> Lowered:
     """The file's entry point lowered by the kernel pipeline (diffc.compiler.lower_kernels) as a
     dispatch lowers it. `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises
     (--grow-tape); `check`: the sanitizer mode (runtime/sanitize.py); `conformance`:
     --conformance options; `settings`: the KernelSettings, or what makes them (default: no
     device's, settings_for);
-    `report`: passes print what they did (--report)."""
+    `report`: passes print what they did (--report); `parsed`: the front end's (module, text)
+    of the file, where the caller has it."""
     from diffc.compiler import lower_kernels
     from diffc.kernel_program import numthreads
 
-    module, text = _frontend(path, conformance)
+    module, text = parsed if parsed is not None else _frontend(path, conformance)
     if grow:
         from diffc.kernel_program import grow_max_iters
 
@@ -161,13 +163,24 @@ def lowered(path: str, entry: str | None = None, grow: list | None = None, check
     return Lowered(low, name, numthreads(fn), text, module, settings)
 
 
+def has_entry(module) -> bool:
+    """Whether `choose_entry` finds an entry point without --entry."""
+    try:
+        choose_entry(module, None)
+    except DiffcError:
+        return False
+    return True
+
+
 def cmd_compile(args) -> int:
     _setting_changes(args.set)  # (a bad --set before any work)
+    parsed = _frontend(args.file, args.conformance)
     if args.emit == "mlir" and not args.report:
-        module, _ = _frontend(args.file, args.conformance)
-        print(module)
+        print(parsed[0])
         return 0
-    got = lowered(args.file, args.entry, conformance=args.conformance, report=args.report,
+    if args.entry is None and not has_entry(parsed[0]):
+        return _compile_library(parsed[0], args)
+    got = lowered(args.file, args.entry, conformance=args.conformance, report=args.report, parsed=parsed,
                   settings=lambda: settings_for(args.device, args.check, args.set))
     if args.report:  # what accumulate-gradients did with each kernel
         return 0
@@ -177,6 +190,24 @@ def cmd_compile(args) -> int:
     from diffc.compiler import kernel_program
 
     sys.stdout.write(kernel_program(got.module, got.settings, got.front, got.entry).source)
+    return 0
+
+
+def _compile_library(module, args) -> int:
+    """A module with no entry point (a library that calls over tensors use, as
+    examples/poly.slang): its functions after the differentiation passes, as IR or OpenCL C.
+    (Calls build their element-wise kernels around these when they run.)"""
+    from diffc.compiler import differentiate, emit_opencl
+
+    print(f"note: {args.file} has no entry point (no [shader(\"compute\")] function, no parameterless "
+          f"void main()): showing its functions after the differentiation passes", file=sys.stderr)
+    if args.report:
+        return 0
+    differentiate(module)
+    if args.emit == "lowered":
+        print(module)
+    else:
+        sys.stdout.write(emit_opencl(module))
     return 0
 
 
@@ -276,8 +307,11 @@ def _main(argv: Sequence[str] | None) -> int:
         from diffc import gradcheck_cli
 
         return gradcheck_cli.main(argv[1:])
+    from diffc import __version__
+
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("version", help="print the version")
     sub.add_parser("demo", help="differentiate a few functions and run them on the default device")
     c = sub.add_parser("compile", help="show a stage of compiling a .slang file")
@@ -297,6 +331,11 @@ def _main(argv: Sequence[str] | None) -> int:
                         "conformance id; also from the file's //TEST_INPUT: type_conformance lines); repeatable")
     c.add_argument("--conformance", action="append", default=[], metavar="STRUCT:INTERFACE=ID", help=conformance_help)
     r = sub.add_parser("run", help="compile and run an entry point, print its out buffers")
+    # (check and suite read their own options, above: listed here for --help; `diffc check -h`)
+    sub.add_parser("check", help="check a module's derivatives against finite differences (diffc check -h)",
+                   add_help=False)
+    sub.add_parser("suite", help="run a folder of Slang tests as Slang's test runner does (diffc suite -h)",
+                   add_help=False)
     r.add_argument("--conformance", action="append", default=[], metavar="STRUCT:INTERFACE=ID", help=conformance_help)
     r.add_argument("file")
     r.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
@@ -316,8 +355,6 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "version":
-            from diffc import __version__
-
             print(__version__)
             return 0
         if args.command == "demo":

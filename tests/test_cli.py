@@ -230,6 +230,43 @@ def test_error_opencl_build(tmp_path, monkeypatch, capsys):
 def test_version():
     r = diffc("version")
     assert r.returncode == 0 and r.stdout.strip()
+    flag = diffc("--version")
+    assert flag.returncode == 0 and flag.stdout == r.stdout
+
+
+def test_help_lists_every_command():
+    r = diffc("--help")
+    assert r.returncode == 0, r.stderr
+    listed = {ln.split()[0] for ln in r.stdout.split("COMMAND\n", 2)[-1].splitlines() if ln.startswith("    ")}
+    assert {"version", "demo", "compile", "run", "check", "suite"} <= listed
+    for command in ("check", "suite"):  # each answers its own -h
+        sub = diffc(command, "-h")
+        assert sub.returncode == 0 and sub.stdout.startswith(f"usage: diffc {command}")
+
+
+LIBRARY = """\
+[Differentiable]
+float cube(float x) { return x * x * x; }
+float slope(float x) {
+    var p = diffPair(x, 0.0);
+    bwd_diff(cube)(p, 1.0);
+    return p.d;
+}
+"""
+
+
+@pytest.mark.parametrize("emit", ["lowered", "opencl"])
+def test_compile_a_module_without_entry_point_shows_its_functions(tmp_path, emit):
+    f = tmp_path / "lib.slang"
+    f.write_text(LIBRARY)
+    r = diffc("compile", str(f), "--emit", emit)
+    assert r.returncode == 0, r.stderr
+    assert f"note: {f} has no entry point" in r.stderr and "error" not in r.stderr
+    if emit == "lowered":  # the derivative the passes made, and no diff op left
+        assert "func.func @cube_bwd" in r.stdout and "diff.bwd_diff" not in r.stdout
+    else:
+        assert "float slope(float x)" in r.stdout and "cube_bwd(" in r.stdout
+    assert diffc("compile", str(ROOT / "examples" / "poly.slang")).returncode == 0
 
 
 POINTER_KERNEL = """\
