@@ -73,7 +73,10 @@ def load_module(path: str | os.PathLike, check: bool | None = None,
     `conformance_ids` (Slang): interface -> {struct: id}, the tags of dynamic interface values."""
     p = Path(path)
     if not p.is_file():
-        raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
+        from diffc.runtime.errors import ModuleFileNotFoundError
+
+        what = "is a folder, not a file" if p.is_dir() else "no such file"
+        raise ModuleFileNotFoundError(f"error: load_module: {what}: '{path}'", path)
     return _cached_module(str(p), {str(p): read_source(p)}, check, _options(conformance_ids))
 
 
