@@ -221,6 +221,36 @@ def _groups(text: str) -> tuple[int, int, int]:
     return tuple((vals + [1, 1])[:3])  # type: ignore[return-value]
 
 
+class _PrintfOutput:
+    """Holds what the kernel's printf writes to the process's stdout (file descriptor 1, where
+    OpenCL's printf writes) until `close`, which writes it out unless `discard`ed before."""
+
+    def __init__(self):
+        import tempfile
+
+        sys.stdout.flush()
+        self.file = tempfile.TemporaryFile()
+        self.saved = os.dup(1)
+        os.dup2(self.file.fileno(), 1)
+        self.keep = True
+
+    def discard(self) -> None:
+        self.keep = False
+
+    def close(self) -> None:
+        from diffc.cli_run import _flush_c_stdout
+
+        _flush_c_stdout()
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        if self.keep:
+            self.file.seek(0)
+            sys.stdout.buffer.write(self.file.read())
+            sys.stdout.flush()
+        self.file.close()
+
+
 def cmd_run(args) -> int:
     from diffc.cli_run import parse_test_inputs
 
@@ -242,6 +272,7 @@ def cmd_run(args) -> int:
     while True:
         got = lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
         buffers = parse_test_inputs(got.text, args.file)
+        printed = _PrintfOutput() if args.grow_tape else None  # (a rerun's printfs replace the run's before)
         try:
             outputs = run_kernel(got, groups, buffers, args.file)
             break
@@ -249,6 +280,11 @@ def cmd_run(args) -> int:
             if not args.grow_tape or len(grow) >= MAX_GROWS:
                 raise
             grow.append((e.slot, e.count))
+            if printed is not None:
+                printed.discard()
+        finally:
+            if printed is not None:
+                printed.close()
     for buf, values in outputs:
         # each block named by its buffer; --slang-output: Slang's runner's unnamed `type:` blocks
         print(f"type: {buf.type_name}" if args.slang_output else f"{buf.name}: {buf.type_name}")

@@ -464,6 +464,7 @@ def test_run_main_whose_bounded_while_overruns(tmp_path):
     assert f"{f}:5:5: error[E0010]" in r.stderr and "[MaxIters(8)]" in r.stderr
     grown = diffc("run", "--grow-tape", str(f))
     assert grown.returncode == 0, grown.stderr
+    assert grown.stdout.count("dx: ") == 1  # the overrun run's printf is replaced by the rerun's
     h = 1e-6
     expected = (_power(1.5 + h, 20) - _power(1.5 - h, 20)) / (2 * h)
     assert float(grown.stdout.split()[-1]) == pytest.approx(expected, rel=1e-5)
