@@ -100,7 +100,8 @@ def _cached_module(path: str, sources: dict[str, str], check: bool | None, optio
             return Module(None, path, sources, signatures=signatures, cache_key=key, check=check, options=options)
     with files_read.recording() as read:
         ir = parse_source(sources[path], path, options)
-    read = {p: h for p, h in read.items() if p not in sources and os.path.abspath(p) not in map(os.path.abspath, sources)}
+    own = {os.path.abspath(p) for p in sources}  # (already in the first key)
+    read = {p: h for p, h in read.items() if p not in own}
     key = module_cache.with_dependencies(first, read)
     m = Module(ir, path, sources, cache_key=key, check=check, options=options)
     module_cache.store_dependencies(first, read)
