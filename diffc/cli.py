@@ -172,14 +172,20 @@ def has_entry(module) -> bool:
     return True
 
 
+def _has_functions(module) -> bool:
+    from xdsl.dialects import func
+
+    return any(isinstance(op, func.FuncOp) and op.body.blocks for op in module.ops)
+
+
 def cmd_compile(args) -> int:
     _setting_changes(args.set)  # (a bad --set before any work)
     parsed = _frontend(args.file, args.conformance)
     if args.emit == "mlir" and not args.report:
         print(parsed[0])
         return 0
-    if args.entry is None and not has_entry(parsed[0]):
-        return _compile_library(parsed[0], args)
+    if args.entry is None and not has_entry(parsed[0]) and _has_functions(parsed[0]):
+        return _compile_library(parsed[0], args)  # (a file of no function at all: no entry point is the error)
     got = lowered(args.file, args.entry, conformance=args.conformance, report=args.report, parsed=parsed,
                   settings=lambda: settings_for(args.device, args.check, args.set))
     if args.report:  # what accumulate-gradients did with each kernel
