@@ -2,18 +2,20 @@
 
     diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler; `lowered` and
                                                              `opencl` are what a dispatch builds
-                                                             (--device, --check, --set FIELD=VALUE)
+                                                             (--device, --check, --set FIELD=VALUE);
+                                                             a module without entry point: its functions
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
     diffc suite DIR [-j N]                                   run a folder of Slang tests (diffc.conformance)
     diffc check FILE.slang [--domain LO,HI] [--samples N] [--tol T] [--function F] [--device]
                                                              derivatives against finite differences (diffc.gradcheck)
-    diffc demo | version
+    diffc demo | version | --version | --help
 
 `--device` overrides DIFFC_DEVICE (gpu|cpu|auto, default auto).
 
 `run` allocates every buffer a Slang test annotation declares, binds it to the global buffer of
-that name, dispatches [numthreads] x groups work-items and prints every `out` buffer as Slang's
-test runner does (`type: float`, then one value per line). A file without a compute entry point
+that name, dispatches [numthreads] x groups work-items and prints every `out` buffer: its name and
+element type (`outputBuffer: float`), then one value per line; `--slang-output` prints Slang's
+test runner's unnamed `type: float` instead (docs/test-input.md describes the format). A file without a compute entry point
 but with a parameterless `void main()` / `printMain()` runs that as one work-item, its printf
 output going to stdout. Errors print located diagnostics and exit 1, without a traceback.
 """
@@ -149,17 +151,18 @@ def _setting_changes(changes: Sequence[str]) -> dict:
 
 
 def lowered(path: str, entry: str | None = None, grow: list | None = None, check: bool = False,
-            conformance: Sequence[str] = (), settings=None, report: bool = False) -> Lowered:
+            conformance: Sequence[str] = (), settings=None, report: bool = False, parsed=None) -> Lowered:
     """The file's entry point lowered by the kernel pipeline (diffc.compiler.lower_kernels) as a
     dispatch lowers it. `grow`: (StatusSlot, count) of loops whose [MaxIters] a rerun raises
     (--grow-tape); `check`: the sanitizer mode (runtime/sanitize.py); `conformance`:
     --conformance options; `settings`: the KernelSettings, or what makes them (default: no
     device's, settings_for);
-    `report`: passes print what they did (--report)."""
+    `report`: passes print what they did (--report); `parsed`: the front end's (module, text)
+    of the file, where the caller has it."""
     from diffc.compiler import lower_kernels
     from diffc.kernel_program import numthreads
 
-    module, text = _frontend(path, conformance)
+    module, text = parsed if parsed is not None else _frontend(path, conformance)
     if grow:
         from diffc.kernel_program import grow_max_iters
 
@@ -176,13 +179,30 @@ def lowered(path: str, entry: str | None = None, grow: list | None = None, check
     return Lowered(low, name, numthreads(fn), text, module, settings)
 
 
+def has_entry(module) -> bool:
+    """Whether `choose_entry` finds an entry point without --entry."""
+    try:
+        choose_entry(module, None)
+    except DiffcError:
+        return False
+    return True
+
+
+def _has_functions(module) -> bool:
+    from xdsl.dialects import func
+
+    return any(isinstance(op, func.FuncOp) and op.body.blocks for op in module.ops)
+
+
 def cmd_compile(args) -> int:
     _setting_changes(args.set)  # (a bad --set before any work)
+    parsed = _frontend(args.file, args.conformance)
     if args.emit == "mlir" and not args.report:
-        module, _ = _frontend(args.file, args.conformance)
-        print(module)
+        print(parsed[0])
         return 0
-    got = lowered(args.file, args.entry, conformance=args.conformance, report=args.report,
+    if args.entry is None and not has_entry(parsed[0]) and _has_functions(parsed[0]):
+        return _compile_library(parsed[0], args)  # (a file of no function at all: no entry point is the error)
+    got = lowered(args.file, args.entry, conformance=args.conformance, report=args.report, parsed=parsed,
                   settings=lambda: settings_for(args.device, args.check, args.set))
     if args.report:  # what accumulate-gradients did with each kernel
         return 0
@@ -195,6 +215,24 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def _compile_library(module, args) -> int:
+    """A module with no entry point (a library that calls over tensors use, as
+    examples/poly.slang): its functions after the differentiation passes, as IR or OpenCL C.
+    (Calls build their element-wise kernels around these when they run.)"""
+    from diffc.compiler import differentiate, emit_opencl
+
+    print(f"note: {args.file} has no entry point (no [shader(\"compute\")] function, no parameterless "
+          f"void main()): showing its functions after the differentiation passes", file=sys.stderr)
+    if args.report:
+        return 0
+    differentiate(module)
+    if args.emit == "lowered":
+        print(module)
+    else:
+        sys.stdout.write(emit_opencl(module))
+    return 0
+
+
 def _groups(text: str) -> tuple[int, int, int]:
     try:
         vals = [int(x) for x in text.split(",")]
@@ -203,6 +241,36 @@ def _groups(text: str) -> tuple[int, int, int]:
     if not 1 <= len(vals) <= 3 or any(not 1 <= v <= MAX_GROUPS for v in vals):
         raise DiffcError(f"error: --groups must be 1 to 3 integers from 1 to {MAX_GROUPS} like 4,1,1; got '{text}'")
     return tuple((vals + [1, 1])[:3])  # type: ignore[return-value]
+
+
+class _PrintfOutput:
+    """Holds what the kernel's printf writes to the process's stdout (file descriptor 1, where
+    OpenCL's printf writes) until `close`, which writes it out unless `discard`ed before."""
+
+    def __init__(self):
+        import tempfile
+
+        sys.stdout.flush()
+        self.file = tempfile.TemporaryFile()
+        self.saved = os.dup(1)
+        os.dup2(self.file.fileno(), 1)
+        self.keep = True
+
+    def discard(self) -> None:
+        self.keep = False
+
+    def close(self) -> None:
+        from diffc.cli_run import _flush_c_stdout
+
+        _flush_c_stdout()
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+        if self.keep:
+            self.file.seek(0)
+            sys.stdout.buffer.write(self.file.read())
+            sys.stdout.flush()
+        self.file.close()
 
 
 def cmd_run(args) -> int:
@@ -226,6 +294,7 @@ def cmd_run(args) -> int:
     while True:
         got = lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
         buffers = parse_test_inputs(got.text, args.file)
+        printed = _PrintfOutput() if args.grow_tape else None  # (a rerun's printfs replace the run's before)
         try:
             outputs = run_kernel(got, groups, buffers, args.file)
             break
@@ -233,8 +302,14 @@ def cmd_run(args) -> int:
             if not args.grow_tape or len(grow) >= MAX_GROWS:
                 raise
             grow.append((e.slot, e.count))
+            if printed is not None:
+                printed.discard()
+        finally:
+            if printed is not None:
+                printed.close()
     for buf, values in outputs:
-        print(f"type: {buf.type_name}")
+        # each block named by its buffer; --slang-output: Slang's runner's unnamed `type:` blocks
+        print(f"type: {buf.type_name}" if args.slang_output else f"{buf.name}: {buf.type_name}")
         for v in values:
             print(buf.format(v))
     sys.stdout.flush()
@@ -249,7 +324,7 @@ EXIT_INTERRUPTED = 128 + 2  # as a shell reports a process that SIGINT ended
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line; a reader that closes the pipe early (`| head`) ends it quietly."""
     try:
-        code = _main(argv)
+        code = _unread_launch_errors(_main(argv))
         sys.stdout.flush()  # here, not at exit, where a closed pipe would print a traceback
         return code
     except BrokenPipeError:
@@ -269,6 +344,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         os._exit(EXIT_INTERRUPTED)
 
 
+def _unread_launch_errors(code: int) -> int:
+    """A launch's error that nothing raised (runtime/pending.py) is printed now, and the command
+    fails: this process is diffc's own."""
+    pending = sys.modules.get("diffc.runtime.pending")  # (not imported: nothing was launched)
+    if pending is not None:
+        sys.stdout.flush()
+        if pending.report_unread():
+            return code or 1
+    return code
+
+
 def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["suite"]:
@@ -279,8 +365,11 @@ def _main(argv: Sequence[str] | None) -> int:
         from diffc import gradcheck_cli
 
         return gradcheck_cli.main(argv[1:])
+    from diffc import __version__
+
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("version", help="print the version")
     sub.add_parser("demo", help="differentiate a few functions and run them on the default device")
     c = sub.add_parser("compile", help="show a stage of compiling a .slang file")
@@ -300,6 +389,11 @@ def _main(argv: Sequence[str] | None) -> int:
                         "conformance id; also from the file's //TEST_INPUT: type_conformance lines); repeatable")
     c.add_argument("--conformance", action="append", default=[], metavar="STRUCT:INTERFACE=ID", help=conformance_help)
     r = sub.add_parser("run", help="compile and run an entry point, print its out buffers")
+    # (check and suite read their own options, above: listed here for --help; `diffc check -h`)
+    sub.add_parser("check", help="check a module's derivatives against finite differences (diffc check -h)",
+                   add_help=False)
+    sub.add_parser("suite", help="run a folder of Slang tests as Slang's test runner does (diffc suite -h)",
+                   add_help=False)
     r.add_argument("--conformance", action="append", default=[], metavar="STRUCT:INTERFACE=ID", help=conformance_help)
     r.add_argument("file")
     r.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
@@ -310,14 +404,15 @@ def _main(argv: Sequence[str] | None) -> int:
                    help="a while loop that overruns its [MaxIters] in a backward pass: run again with a larger "
                         "bound (max(count, 2 x bound)) instead of failing")
     r.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help=set_help)
+    r.add_argument("--slang-output", action="store_true",
+                   help="print each out buffer as Slang's test runner does ('type: float', then its values) "
+                        "instead of under its name ('outputBuffer: float'); diffc suite compares this")
     r.add_argument("--check", action="store_true",
                    help="sanitizer mode (also DIFFC_CHECK=1): derivative code that makes a NaN or an infinity "
                         "is an error naming the op's source line")
     args = parser.parse_args(argv)
     try:
         if args.command == "version":
-            from diffc import __version__
-
             print(__version__)
             return 0
         if args.command == "demo":

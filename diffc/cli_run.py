@@ -1,4 +1,5 @@
-"""What `diffc run` needs beyond compiling: Slang test annotations and one kernel launch.
+"""What `diffc run` needs beyond compiling: Slang test annotations and one kernel launch
+(docs/test-input.md is the user's description of the format).
 
 Annotations (one per line, anywhere in the file):
 

@@ -43,8 +43,8 @@ class Case:
     @property
     def run_args(self) -> list[str]:
         """The arguments of `diffc run` for this file."""
-        return ((["--groups", self.groups] if self.groups else []) + (["--entry", self.entry] if self.entry else [])
-                + [str(self.path)])
+        return (["--slang-output"] + (["--groups", self.groups] if self.groups else [])
+                + (["--entry", self.entry] if self.entry else []) + [str(self.path)])
 
 
 def _prefix(options: str | None) -> str:

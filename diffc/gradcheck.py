@@ -9,6 +9,13 @@ wrappers call, so they are checked against the finite differences of their prima
 
     report = diffc.check(module)            # a diffc.Module, a ModuleOp, or a path
     print(report.table()); assert report.ok
+    diffc.check(module, domains={"shininess": (1, 64)})   # one parameter's own range
+
+Float inputs are drawn from `domain` (all parameters) or, for a parameter `domains` names
+(`"p"`, or `"f.p"` for f's alone), from its own range. Where the inputs give non-finite values,
+the parameters without a range of their own are drawn from their range's positive part. The
+table names the sample (its number and input) that gave each comparison's worst error; numpy's
+floating-point warnings (0 * inf and the like, at inputs being tried) are not printed.
 
 `FunctionCheck` is the machinery for one function; tests/slang_harness.py builds on it.
 """
@@ -17,6 +24,8 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -251,9 +260,20 @@ def unsupported_parameter(f: func.FuncOp) -> str | None:
     return None
 
 
-def random_args(f: func.FuncOp, rng: np.random.Generator, lo: float, hi: float) -> list:
+def param_names(f: func.FuncOp) -> list[str]:
+    args = f.body.blocks[0].args if f.body.blocks else ()
+    return [args[i].name_hint if i < len(args) and args[i].name_hint else f"#{i}"
+            for i in range(len(f.function_type.inputs.data))]
+
+
+def random_args(f: func.FuncOp, rng: np.random.Generator, lo: float, hi: float,
+                ranges: list[tuple[float, float] | None] | None = None) -> list:
+    """Random inputs: a parameter's floats from its own range in `ranges` where it has one, else
+    from [lo, hi]."""
     out = []
-    for t in f.function_type.inputs.data:
+    for k, t in enumerate(f.function_type.inputs.data):
+        own = ranges[k] if ranges is not None else None
+        p_lo, p_hi = own if own is not None else (lo, hi)
         elem = t.element_type if isinstance(t, VectorType) else t
         shape = tuple(t.get_shape()) if isinstance(t, VectorType) else ()
         if isinstance(elem, IntegerType):
@@ -263,7 +283,7 @@ def random_args(f: func.FuncOp, rng: np.random.Generator, lo: float, hi: float) 
                 vals = rng.integers(INT_RANGE[0], INT_RANGE[1] + 1, size=shape)
             out.append(vals if shape else (bool(vals) if elem.width.data == 1 else int(vals)))
         else:
-            vals = rng.uniform(lo, hi, size=shape)
+            vals = rng.uniform(p_lo, p_hi, size=shape)
             out.append(vals if shape else float(vals))
     return out
 
@@ -280,6 +300,15 @@ class FunctionReport:
     worst: dict[str, list] = field(default_factory=dict)  # comparison -> the input that gave it
     samples: int = 0
     domain: tuple[float, float] = DEFAULT_DOMAIN
+    param_domains: dict[str, tuple[float, float]] = field(default_factory=dict)  # parameters' own ranges
+    worst_sample: dict[str, int] = field(default_factory=dict)  # comparison -> its sample's number (from 1)
+
+    def domain_text(self) -> str:
+        rest = f"[{self.domain[0]:g}, {self.domain[1]:g}]"
+        if not self.param_domains:
+            return f"{self.samples} inputs in {rest}"
+        own = ", ".join(f"{n} in [{lo:g}, {hi:g}]" for n, (lo, hi) in self.param_domains.items())
+        return f"{self.samples} inputs: {own}, the others in {rest}"
 
 
 @dataclass
@@ -301,14 +330,22 @@ class CheckReport:
             if f.status != "ok" or f.reason:
                 head += f" ({f.reason})" if f.reason else ""
             if f.samples:
-                head += f"  [{f.samples} inputs in [{f.domain[0]:g}, {f.domain[1]:g}]]"
+                head += f"  [{f.domain_text()}]"
             lines.append(head)
             if f.errors:
-                lines.append(f"  {'comparison':<16} {'max rel err':>12}  worst input")
+                lines.append(f"  {'comparison':<16} {'max rel err':>12}  worst sample: its input")
                 for what, err in f.errors.items():
                     limit = DEVICE_TOL if what.startswith("device") else self.tol
                     mark = "  <-- mismatch" if not err <= limit else ""
-                    lines.append(f"  {what:<16} {err:>12.3e}  {_show(f.worst.get(what, []))}{mark}")
+                    k = f.worst_sample.get(what)
+                    at = f"#{k}: " if k is not None else ""
+                    lines.append(f"  {what:<16} {err:>12.3e}  {at}{_show(f.worst.get(what, []))}{mark}")
+                inf = [w for w, e in f.errors.items() if e == math.inf and not w.startswith("device")]
+                if inf:
+                    lines.append(f"  at sample #{f.worst_sample.get(inf[0])} the derivative is NaN or infinite where "
+                                 f"finite differences are finite: a wrong derivative, or an input where the "
+                                 f"function is not smooth (0^s with s < 1, a kink of max); a parameter's own "
+                                 f"range (--domain NAME=LO,HI, domains={{...}}) keeps inputs off such points")
         bad = sum(f.status in ("FAIL", "error") for f in self.functions)
         checked = sum(f.status in ("ok", "FAIL") for f in self.functions)
         lines.append(f"{checked} checked, {bad} failed, "
@@ -341,12 +378,28 @@ def _all_finite(c: Comparison) -> bool:
     return all(np.all(np.isfinite(p)) for p in parts)
 
 
-def check_function(module: ModuleOp, f: func.FuncOp, domain=DEFAULT_DOMAIN, samples: int = DEFAULT_SAMPLES,
-                   tol: float = DEFAULT_TOL, seed: int = 0, on_device=None) -> FunctionReport:
-    """Checks one function at `samples` random inputs in `domain`; with `on_device` (a
-    diffc.Module of the same IR) also its calls over tensors on the OpenCL device."""
+def own_ranges(f: func.FuncOp, domains: Mapping[str, tuple[float, float]] | None) -> list:
+    """Each parameter's own range from `domains` ("f.p" before "p"), None where it has none."""
     name = f.sym_name.data
-    report = FunctionReport(name, "ok", domain=tuple(domain))
+    return [None if not domains else domains.get(f"{name}.{p}", domains.get(p)) for p in param_names(f)]
+
+
+def check_function(module: ModuleOp, f: func.FuncOp, domain=DEFAULT_DOMAIN, samples: int = DEFAULT_SAMPLES,
+                   tol: float = DEFAULT_TOL, seed: int = 0, on_device=None,
+                   domains: Mapping[str, tuple[float, float]] | None = None) -> FunctionReport:
+    """Checks one function at `samples` random inputs in `domain` (a parameter `domains` names:
+    in its own range); with `on_device` (a diffc.Module of the same IR) also its calls over
+    tensors on the OpenCL device."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # (inputs being tried: 0 * inf, ...)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _check_function(module, f, domain, samples, tol, seed, on_device, domains)
+
+
+def _check_function(module, f, domain, samples, tol, seed, on_device, domains) -> FunctionReport:
+    name = f.sym_name.data
+    ranges = own_ranges(f, domains)
+    report = FunctionReport(name, "ok", domain=tuple(domain),
+                            param_domains={p: tuple(r) for p, r in zip(param_names(f), ranges) if r is not None})
     why = unsupported_parameter(f)
     if why is None and not any(diff.arg_is_differentiable(f, i) for i in range(len(f.function_type.inputs.data))):
         why = "no differentiable parameter"
@@ -368,21 +421,26 @@ def check_function(module: ModuleOp, f: func.FuncOp, domain=DEFAULT_DOMAIN, samp
     for k in range(samples):
         c = args = None
         for _ in range(MAX_DRAWS):
-            args = random_args(f, rng, lo, hi)
+            args = random_args(f, rng, lo, hi, ranges)
             try:
                 c = fc.compare(args, seed=seed + k)
             except Exception as e:  # noqa: BLE001 - the interpreter's error at this input
-                report.status, report.reason = "error", f"at input ({_show(args)}): {_one_line(e)}"
+                report.status, report.reason = "error", f"at sample #{k + 1}, input ({_show(args)}): {_one_line(e)}"
                 return report
             if _all_finite(c):
                 break
             c = None
-            if lo <= 0 and (lo, hi) == tuple(domain):  # the domain fails (log, sqrt): positive inputs
+            # the domain fails (log, sqrt): positive inputs for the parameters without a range of their own
+            if lo <= 0 and (lo, hi) == tuple(domain) and not all(r is not None for r in ranges):
                 lo, hi = positive_part(lo, hi)
-                report.reason = f"non-finite values in [{domain[0]:g}, {domain[1]:g}]: positive inputs used"
+                others = " (the parameters without a --domain of their own)" if report.param_domains else ""
+                report.reason = f"non-finite values in [{domain[0]:g}, {domain[1]:g}]: positive inputs used{others}"
                 report.domain = (lo, hi)
         if c is None:
-            report.status, report.reason = "skipped", f"no input in [{lo:g}, {hi:g}] gives finite values"
+            report.status = "skipped"
+            report.reason = f"no input in [{lo:g}, {hi:g}] gives finite values"
+            if report.param_domains:
+                report.reason = f"no input ({report.domain_text().split(': ', 1)[-1]}) gives finite values"
             return report
         report.samples += 1
         points.append((args, c))
@@ -390,10 +448,12 @@ def check_function(module: ModuleOp, f: func.FuncOp, domain=DEFAULT_DOMAIN, samp
             if what not in report.errors or not err <= report.errors[what]:
                 report.errors[what] = err
                 report.worst[what] = args
+                report.worst_sample[what] = k + 1
     if on_device is not None:
         if device_callable(f) and not missing:
             for what, (err, args) in device_compare(getattr(on_device, name), points).items():
                 report.errors[what], report.worst[what] = err, args
+                report.worst_sample[what] = next(k + 1 for k, (a, _) in enumerate(points) if a is args)
         else:
             report.reason = "; ".join(filter(None, [report.reason, "not run on the device: calls over tensors take "
                                                     "scalar parameters and one float32/float64 result"]))
@@ -467,11 +527,14 @@ def checkable_functions(module: ModuleOp) -> list[func.FuncOp]:
 
 
 def check(module, domain=DEFAULT_DOMAIN, samples: int = DEFAULT_SAMPLES, tol: float = DEFAULT_TOL,
-          seed: int = 0, functions: list[str] | None = None, device: bool = False) -> CheckReport:
+          seed: int = 0, functions: list[str] | None = None, device: bool = False,
+          domains: Mapping[str, tuple[float, float]] | None = None) -> CheckReport:
     """Checks every differentiable function of `module` (a diffc.Module, an IR ModuleOp, or a
     path to a .slang / .mlir file) in diffc.interp; `functions` limits it to those names.
-    `device=True` also runs the functions that calls over tensors take on the OpenCL device
-    (DIFFC_DEVICE) and compares them with the float64 reference, to DEVICE_TOL."""
+    Floats come from `domain`, or for a parameter `domains` names ("p", or "f.p" for function
+    f's alone) from its own (lo, hi); a name that is no checked function's parameter is a
+    ValueError. `device=True` also runs the functions that calls over tensors take on the
+    OpenCL device (DIFFC_DEVICE) and compares them with the float64 reference, to DEVICE_TOL."""
     path, on_device = "<module>", None
     if isinstance(module, str | os.PathLike):
         from diffc.runtime.module import load_module
@@ -483,9 +546,20 @@ def check(module, domain=DEFAULT_DOMAIN, samples: int = DEFAULT_SAMPLES, tol: fl
         module = Module(module)
     if hasattr(module, "ir"):  # a diffc.Module
         path, on_device, module = module.path, module if device else None, module.ir
-    reports = []
-    for f in checkable_functions(module):
-        if functions is not None and f.sym_name.data not in functions:
-            continue
-        reports.append(check_function(module, f, domain, samples, tol, seed, on_device))
+    chosen = [f for f in checkable_functions(module) if functions is None or f.sym_name.data in functions]
+    _check_domains(chosen, domain, domains)
+    reports = [check_function(module, f, domain, samples, tol, seed, on_device, domains) for f in chosen]
     return CheckReport(path, reports, tol)
+
+
+def _check_domains(chosen: list[func.FuncOp], domain, domains) -> None:
+    """Each range is lo < hi, and each name names a parameter of a function being checked."""
+    for name, (lo, hi) in [("the domain", domain), *((n, r) for n, r in (domains or {}).items())]:
+        if not lo < hi:
+            raise ValueError(f"{name}: a range needs lo < hi, got ({lo:g}, {hi:g})")
+    known = {p for f in chosen for p in param_names(f)} | {f"{f.sym_name.data}.{p}" for f in chosen for p in param_names(f)}
+    unknown = [n for n in (domains or {}) if n not in known]
+    if unknown:
+        have = ", ".join(sorted({p for f in chosen for p in param_names(f)})) or "none"
+        raise ValueError(f"no function checked has a parameter '{unknown[0]}' for its own domain "
+                         f"(parameters: {have}; 'f.p' names function f's parameter p)")

@@ -11,14 +11,21 @@ import sys
 from diffc.diagnostics import DiffcError, render_error
 
 
-def _domain(text: str) -> tuple[float, float]:
+def _domain(text: str) -> tuple[str | None, tuple[float, float]]:
+    """`LO,HI` (every parameter: name None) or `NAME=LO,HI` (one parameter; NAME may be F.P)."""
+    name, eq, numbers = text.rpartition("=")
+    name = name.strip() if eq else None
+    if eq and not all(part.isidentifier() for part in (name or "").split(".")):
+        raise argparse.ArgumentTypeError(f"--domain {text}: expected NAME=LO,HI with NAME a parameter's name "
+                                         f"(or FUNCTION.PARAMETER), like shininess=1,64")
     try:
-        lo, hi = (float(x) for x in text.split(","))
+        lo, hi = (float(x) for x in numbers.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--domain must be LO,HI like -1,1; got '{text}'") from None
+        raise argparse.ArgumentTypeError(f"--domain must be LO,HI like -1,1 or NAME=LO,HI like shininess=1,64; "
+                                         f"got '{text}'") from None
     if not lo < hi:
         raise argparse.ArgumentTypeError(f"--domain needs LO < HI; got '{text}'")
-    return lo, hi
+    return name, (lo, hi)
 
 
 def _join_domain(argv: list[str]) -> list[str]:
@@ -40,9 +47,11 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="diffc check", description="check a module's derivatives against "
                                 "float64 central finite differences of its primal")
     p.add_argument("file")
-    p.add_argument("--domain", type=_domain, default=gradcheck.DEFAULT_DOMAIN,
-                   help="random float inputs are drawn uniformly from LO,HI (default -1,1); where the function "
-                        "gives non-finite values there, positive inputs are tried")
+    p.add_argument("--domain", type=_domain, action="append", default=[], metavar="[NAME=]LO,HI",
+                   help="random float inputs are drawn uniformly from LO,HI (default -1,1); NAME=LO,HI gives "
+                        "parameter NAME (of every function that has one; FUNCTION.NAME: of that function) its own "
+                        "range; repeatable. Where the inputs give non-finite values, positive inputs are tried "
+                        "for the parameters without a range of their own")
     p.add_argument("--samples", type=int, default=gradcheck.DEFAULT_SAMPLES, help="inputs per function (default 3)")
     p.add_argument("--tol", type=float, default=gradcheck.DEFAULT_TOL,
                    help="largest accepted |a - b|_inf / max(|b|_inf, 1) (default 1e-5)")
@@ -58,12 +67,17 @@ def main(argv: list[str]) -> int:
 
         if args.device is not None:
             os.environ["DIFFC_DEVICE"] = args.device
+        domain = next((r for n, r in reversed(args.domain) if n is None), gradcheck.DEFAULT_DOMAIN)
+        domains = {n: r for n, r in args.domain if n is not None}
         module = load_module(args.file)
-        report = gradcheck.check(module, args.domain, args.samples, args.tol, args.seed, args.function,
-                                 device=args.device is not None)
+        report = gradcheck.check(module, domain, args.samples, args.tol, args.seed, args.function,
+                                 device=args.device is not None, domains=domains)
     except DiffcError as e:
         sys.stdout.flush()
         print(render_error(e), file=sys.stderr)
+        return 1
+    except ValueError as e:  # a --domain for no parameter
+        print(f"error: --domain: {e}", file=sys.stderr)
         return 1
     print(report.table())
     return 0 if report.ok else 1

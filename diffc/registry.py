@@ -107,3 +107,24 @@ def load_installed_plugins() -> None:
                 f"error: plugin '{ep.name}' ({ep.value}, entry point group diffc.plugins) "
                 f"failed to load: {type(e).__name__}: {e}"
             ) from None
+
+
+def pass_description(pass_type: type) -> str:
+    """One line saying what a pass does (`diffc-opt --help`): its `description` attribute, else
+    the first sentence of its class docstring, else of its module's docstring (whose first
+    words, by this repository's habit, are the pass's name and a colon)."""
+    import re
+    import sys
+
+    text = getattr(pass_type, "description", None)
+    if not isinstance(text, str) or not text.strip():
+        text = pass_type.__dict__.get("__doc__") or ""
+        if text.startswith(f"{pass_type.__name__}("):  # (what @dataclass writes where there is none)
+            text = ""
+    if not text.strip():
+        text = getattr(sys.modules.get(pass_type.__module__), "__doc__", None) or ""
+    first = " ".join(text.strip().split("\n\n")[0].split())
+    first = re.sub(rf"^{re.escape(getattr(pass_type, 'name', ''))}:\s*", "", first)
+    m = re.search(r"(?<=[^.]\.)\s+(?=[A-Z`(])", first)  # the first sentence ("e.g. x", "..." go on)
+    first = first[: m.start()] if m else first
+    return first[0].upper() + first[1:] if first else "(no description)"

@@ -304,7 +304,9 @@ def _make_kernel(fn: func.FuncOp, buffers: list[str]) -> None:
     for i, arg in enumerate(list(block.args)):
         sem = attrs[i].data.get(SEMANTIC) if i < len(attrs) else None
         if sem is None:
-            if not is_compute_entry(fn):
+            # the buffers of globals it uses (status globals of checks and bounded loops among them)
+            # are parameters of any entry point; a plain main() has no parameters of its own
+            if not is_compute_entry(fn) and i < len(block.args) - len(buffers):
                 raise _fail(fn, "a non-shader entry point must have no parameters")
             if i < len(block.args) - len(buffers):
                 _check_kernel_param(fn, arg, names[i], set(buffers))

@@ -126,6 +126,8 @@ def _is_site(op: Operation, instrumented: set[str]) -> bool:
 
 @dataclass(frozen=True)
 class NanCheckPass(ModulePass):
+    """Derivative code records the first op that made a NaN or an infinity out of finite operands (the sanitizer mode)."""
+
     name = "nan-check"
 
     functions: str = ""

@@ -430,7 +430,7 @@ def test_intrinsics_through_opencl(tmp_path):
                        env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.split()
-    assert lines[:2] == ["type:", "float"]
+    assert lines[:2] == ["outp:", "float"]  # the out buffer, by name
     np.testing.assert_allclose([float(v) for v in lines[2:]], _kernel_expected(), rtol=1e-5, atol=1e-6)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,8 +67,14 @@ def test_emit_stages(kernel_file):
     assert "get_global_id(0)" in cl.stdout
 
 
-def test_run_prints_out_buffers_like_slang(kernel_file):
+def test_run_prints_out_buffers_by_name(kernel_file):
     r = diffc("run", str(kernel_file), "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["outp: float", "2.000000", "4.000000", "6.000000", "8.000000"]
+
+
+def test_run_prints_out_buffers_like_slang_on_request(kernel_file):
+    r = diffc("run", str(kernel_file), "--device", "cpu", "--slang-output")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["type: float", "2.000000", "4.000000", "6.000000", "8.000000"]
 
@@ -164,9 +171,10 @@ def test_run_buffers_of_vectors_with_their_stride(tmp_path):
     f.write_text(VECTOR_KERNEL)
     r = diffc("run", str(f))
     assert r.returncode == 0, r.stderr
-    blocks = r.stdout.split("type: ")[1:]
-    values = [[float(x) for x in b.split()[1:]] for b in blocks]
-    assert [b.split()[0] for b in blocks] == ["float", "float", "float", "int"]
+    blocks = re.split(r"^(\w+): (\w+)$", r.stdout, flags=re.M)[1:]  # name, type, values, name, ...
+    names, types = blocks[0::3], blocks[1::3]
+    values = [[float(x) for x in b.split()] for b in blocks[2::3]]
+    assert names == ["packed", "wide", "four", "ints"] and types == ["float", "float", "float", "int"]
     assert values[0] == [2, 4, 6, 8, 10, 12]
     assert values[1] == [1.5, 2.5, 3.5, 7, 4.5, 5.5, 6.5, 7]
     assert values[2] == [1, 2, 3, 0, 4, 5, 6, 1]
@@ -222,6 +230,43 @@ def test_error_opencl_build(tmp_path, monkeypatch, capsys):
 def test_version():
     r = diffc("version")
     assert r.returncode == 0 and r.stdout.strip()
+    flag = diffc("--version")
+    assert flag.returncode == 0 and flag.stdout == r.stdout
+
+
+def test_help_lists_every_command():
+    r = diffc("--help")
+    assert r.returncode == 0, r.stderr
+    listed = {ln.split()[0] for ln in r.stdout.split("COMMAND\n", 2)[-1].splitlines() if ln.startswith("    ")}
+    assert {"version", "demo", "compile", "run", "check", "suite"} <= listed
+    for command in ("check", "suite"):  # each answers its own -h
+        sub = diffc(command, "-h")
+        assert sub.returncode == 0 and sub.stdout.startswith(f"usage: diffc {command}")
+
+
+LIBRARY = """\
+[Differentiable]
+float cube(float x) { return x * x * x; }
+float slope(float x) {
+    var p = diffPair(x, 0.0);
+    bwd_diff(cube)(p, 1.0);
+    return p.d;
+}
+"""
+
+
+@pytest.mark.parametrize("emit", ["lowered", "opencl"])
+def test_compile_a_module_without_entry_point_shows_its_functions(tmp_path, emit):
+    f = tmp_path / "lib.slang"
+    f.write_text(LIBRARY)
+    r = diffc("compile", str(f), "--emit", emit)
+    assert r.returncode == 0, r.stderr
+    assert f"note: {f} has no entry point" in r.stderr and "error" not in r.stderr
+    if emit == "lowered":  # the derivative the passes made, and no diff op left
+        assert "func.func @cube_bwd" in r.stdout and "diff.bwd_diff" not in r.stdout
+    else:
+        assert "float slope(float x)" in r.stdout and "cube_bwd(" in r.stdout
+    assert diffc("compile", str(ROOT / "examples" / "poly.slang")).returncode == 0
 
 
 POINTER_KERNEL = """\
@@ -246,7 +291,7 @@ def test_run_binds_pointer_parameters_by_name(tmp_path):
     f.write_text(POINTER_KERNEL)
     r = diffc("run", str(f))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == ["type: float", "3.000000", "5.000000", "7.000000", "9.000000"]
+    assert r.stdout.splitlines() == ["dst: float", "3.000000", "5.000000", "7.000000", "9.000000"]
 
 
 def test_error_scalar_parameter_is_located(tmp_path):
@@ -372,3 +417,54 @@ def test_compile_into_a_closed_pipe_ends_quietly(tmp_path):
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 141, err
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+BOUNDED_WHILE_MAIN = """\
+[Differentiable]
+float power(float x, int n) {
+    float y = x;
+    int i = 0;
+    [MaxIters(8)]
+    while (i < n) { y = y * x; i++; }
+    return y;
+}
+void main() {
+    var x = diffPair(X0, 0.0);
+    bwd_diff(power)(x, N, 1.0);
+    printf("dx: %f\\n", x.d);
+}
+"""
+
+
+def _power(x: float, n: int) -> float:  # what BOUNDED_WHILE_MAIN's power computes, in float64
+    y = x
+    for _ in range(n):
+        y = y * x
+    return y
+
+
+@pytest.mark.parametrize("x0, n", [(2.0, 3), (1.5, 7)])
+def test_run_main_with_a_bounded_while_under_bwd_diff(tmp_path, x0, n):
+    # the loop's status buffer is a parameter of main(), which has none of its own
+    f = tmp_path / "w.slang"
+    f.write_text(BOUNDED_WHILE_MAIN.replace("X0", str(x0)).replace("N", str(n)))
+    r = diffc("run", str(f))
+    assert r.returncode == 0, r.stderr
+    h = 1e-6
+    expected = (_power(x0 + h, n) - _power(x0 - h, n)) / (2 * h)
+    got = float(r.stdout.split()[-1])
+    assert got == pytest.approx(expected, rel=1e-5)
+
+
+def test_run_main_whose_bounded_while_overruns(tmp_path):
+    f = tmp_path / "w.slang"
+    f.write_text(BOUNDED_WHILE_MAIN.replace("X0", "1.5").replace("N", "20"))
+    r = diffc("run", str(f))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"{f}:5:5: error[E0010]" in r.stderr and "[MaxIters(8)]" in r.stderr
+    grown = diffc("run", "--grow-tape", str(f))
+    assert grown.returncode == 0, grown.stderr
+    assert grown.stdout.count("dx: ") == 1  # the overrun run's printf is replaced by the rerun's
+    h = 1e-6
+    expected = (_power(1.5 + h, 20) - _power(1.5 - h, 20)) / (2 * h)
+    assert float(grown.stdout.split()[-1]) == pytest.approx(expected, rel=1e-5)

@@ -150,7 +150,7 @@ void computeMain()
 def _diffc_run(tmp_path, src: str) -> subprocess.CompletedProcess:
     f = tmp_path / "k.slang"
     f.write_text(src)
-    return subprocess.run([sys.executable, "-m", "diffc.cli", "run", str(f)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
                           env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=600)
 
 

@@ -427,15 +427,64 @@ def test_constant_too_large_for_memory_is_located(tmp_path: Path, capsys):
     assert capsys.readouterr().err.splitlines()[0] == f"{src}:2:3: error: too large to build in memory"
 
 
-def test_time_passes_prints_each_pass_as_xdsl_opt_does(tmp_path: Path):
+def test_time_passes_prints_each_pass_on_stderr(tmp_path: Path):
+    """As mlir-opt's report: on stderr, so the IR on stdout still pipes into FileCheck."""
     src = tmp_path / "in.mlir"
     src.write_text(GOOD)
     r = run_opt([str(src), "--time-passes", "-p", "diff-fwd,canonicalize"])
     assert r.returncode == 0, r.stderr
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("Pass ")]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("Pass ")]
     assert [ln.split()[1] for ln in lines] == ["diff-fwd", "canonicalize"]
     for ln in lines:
         assert ln.endswith(" seconds") and float(ln.split()[3]) >= 0
-    assert "func.func @square" in r.stdout  # the IR still follows
     quiet = run_opt([str(src), "-p", "diff-fwd,canonicalize"])
-    assert "took" not in quiet.stdout
+    assert "took" not in quiet.stdout + quiet.stderr
+    assert r.stdout == quiet.stdout and "func.func @square" in r.stdout
+
+
+def test_help_lists_each_diffc_pass_with_what_it_does():
+    r = run_opt(["--help"])
+    assert r.returncode == 0, r.stderr
+    rows = {ln.split()[0]: ln.split(None, 1)[1] for ln in r.stdout.split("diffc's passes")[1].splitlines()[1:]
+            if ln.startswith("  ")}
+    from diffc.registry import PASSES
+
+    assert set(PASSES) <= set(rows)
+    assert rows["diff-fwd"].startswith("Replaces every diff.fwd_diff with a call to a generated forward derivative")
+    assert rows["diff-rev"].startswith("Replaces each diff.bwd_diff")
+    assert rows["bounds-check"].startswith("Every access to a host buffer checks its index")
+    assert all(w and "(no description)" not in w and not w.startswith(("Pass(", "(")) for w in rows.values())
+
+
+def test_help_lists_a_plugin_pass_given_before_it():
+    r = run_opt([f"--load-pass-plugin={INPUTS / 'tag_functions_plugin.py'}", "--help"])
+    assert r.returncode == 0, r.stderr
+    row = next(ln for ln in r.stdout.splitlines() if ln.split()[:1] == ["tag-functions"])
+    assert "A pass plugin for diffc-opt's tests" in row
+
+
+def test_pass_description_prefers_an_attribute_then_the_class_then_the_module():
+    from dataclasses import dataclass
+
+    from xdsl.passes import ModulePass
+
+    from diffc.registry import pass_description
+
+    class Described(ModulePass):
+        name = "described"
+        description = "Says so itself."
+
+        def apply(self, ctx, op):
+            pass
+
+    @dataclass(frozen=True)
+    class Documented(ModulePass):
+        """First sentence, e.g. this one. Second sentence."""
+
+        name = "documented"
+
+        def apply(self, ctx, op):
+            pass
+
+    assert pass_description(Described) == "Says so itself."
+    assert pass_description(Documented) == "First sentence, e.g. this one."

@@ -116,7 +116,7 @@ void computeMain()
 def test_store_writes_from_a_byte_offset_on_opencl(tmp_path):
     f = tmp_path / "k.slang"
     f.write_text(STORE_KERNEL)
-    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", str(f)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
                        env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
     assert r.returncode == 0, r.stderr
     sections = [[float(v) for v in s.split()[1:]] for s in r.stdout.split("type:")[1:]]
@@ -193,7 +193,7 @@ void computeMain()
 def test_a_20_wide_coopvec_runs_on_opencl(tmp_path):
     f = tmp_path / "k.slang"
     f.write_text(WIDE_KERNEL)
-    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", str(f)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
                        env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
     assert r.returncode == 0, r.stderr
     got = np.array([float(v) for v in r.stdout.split("type:")[1].split()[1:]])

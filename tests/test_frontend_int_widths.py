@@ -76,7 +76,7 @@ def _kernel_expected():
 def test_integer_widths_compute_as_c_does_on_opencl(tmp_path):
     f = tmp_path / "k.slang"
     f.write_text(KERNEL)
-    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", str(f)], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
                        env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
     assert r.returncode == 0, r.stderr
     sections = [s.split() for s in r.stdout.split("type:")[1:]]

@@ -131,7 +131,7 @@ def _run(tmp_path, capsys, src: str) -> list[float]:
     path.write_text(src)
     assert cli.main(["run", str(path)]) == 0
     lines = capsys.readouterr().out.split()
-    assert lines[:2] == ["type:", "float"]
+    assert lines[:2] == ["out:", "float"]  # the out buffer, by name
     return [float(v) for v in lines[2:]]
 
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from diffc import gradcheck
@@ -115,3 +116,75 @@ def test_cli_exit_codes(tmp_path):
     assert p.returncode == 2 and "LO < HI" in p.stderr and "Traceback" not in p.stderr
     p = _cli(str(tmp_path / "missing.slang"))
     assert p.returncode == 1 and "no such file" in p.stderr and "Traceback" not in p.stderr
+
+
+PHONG = """
+[Differentiable]
+float phong(float3 r, float3 v, float shininess) {
+    return pow(max(dot(r, v), 0.0), shininess);
+}
+"""
+
+
+def test_a_parameter_takes_its_own_domain():
+    """A Phong term's exponent below 1 makes d/dx pow(x, s) infinite at x = 0 (where max clamps):
+    the default domain fails it; the exponent's own range [1, 64] checks it."""
+    m = load_module_from_string(PHONG, "phong.slang")
+    assert not gradcheck.check(m).ok
+    for key in ("shininess", "phong.shininess"):
+        r = gradcheck.check(m, domains={key: (1.0, 64.0)}, samples=5)
+        f = _fn(r, "phong")
+        assert r.ok and f.status == "ok" and f.samples == 5, r.table()
+        assert all(1.0 <= args[2] <= 64.0 for args in f.worst.values())  # the exponent's own range
+        assert all(np.all(np.abs(args[0]) <= 1.0) for args in f.worst.values())  # the others: the default
+        assert "shininess in [1, 64], the others in [-1, 1]" in r.table()
+
+
+def test_a_domain_for_no_parameter_is_refused():
+    m = load_module_from_string(PHONG, "phong.slang")
+    with pytest.raises(ValueError, match="no function checked has a parameter 'shine'.*r, shininess, v"):
+        gradcheck.check(m, domains={"shine": (1.0, 64.0)})
+    with pytest.raises(ValueError, match="lo < hi"):
+        gradcheck.check(m, domains={"shininess": (64.0, 1.0)})
+
+
+def test_a_failure_names_its_sample_and_why_it_may_be_infinite():
+    r = gradcheck.check(load_module_from_string(PHONG, "phong.slang"))
+    f = _fn(r, "phong")
+    assert f.status == "FAIL"
+    k = f.worst_sample["bwd vs fd"]
+    assert 1 <= k <= f.samples
+    row = next(ln for ln in r.table().splitlines() if ln.lstrip().startswith("bwd vs fd"))
+    assert f"#{k}: " in row and "<-- mismatch" in row
+    assert f"at sample #{k} the derivative is NaN or infinite" in r.table()
+
+
+@pytest.mark.parametrize("seed", [2, 5])  # seeds whose inputs make inf - inf in the finite differences
+def test_numpy_warnings_stay_off_stderr(seed):
+    import warnings
+
+    m = load_module_from_string(PHONG, "phong.slang")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        gradcheck.check(m, seed=seed)
+    assert not [w for w in seen if issubclass(w.category, RuntimeWarning)]
+
+
+def test_cli_domain_per_parameter(tmp_path):
+    f = tmp_path / "phong.slang"
+    f.write_text(PHONG)
+
+    def check(*args):
+        return subprocess.run([sys.executable, "-m", "diffc.cli", "check", str(f), *args], capture_output=True,
+                              text=True, timeout=300)
+
+    quiet = check("--seed", "2")  # (inf - inf in its finite differences: no numpy warning printed)
+    assert quiet.stderr == "" and "@phong" in quiet.stdout
+    good = check("--domain", "shininess=1,64", "--domain", "-0.5,0.5")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "shininess in [1, 64], the others in [-0.5, 0.5]" in good.stdout
+    typo = check("--domain", "shine=1,64")
+    assert typo.returncode == 1 and "no function checked has a parameter 'shine'" in typo.stderr
+    assert "Traceback" not in typo.stderr
+    malformed = check("--domain", "shi-ne=1,64")
+    assert malformed.returncode == 2 and "NAME=LO,HI" in malformed.stderr

@@ -16,7 +16,7 @@ import pytest
 MLP = Path(__file__).resolve().parent.parent / "examples" / "mlp"
 sys.path.insert(0, str(MLP))
 from model import Adam  # noqa: E402
-from png_plot import COLORS, line_plot  # noqa: E402
+from png_plot import COLORS, LINE, TEXT, draw_text, line_plot, text_width  # noqa: E402
 from progress import ProgressBar  # noqa: E402
 import mlp_rounding  # noqa: E402
 from mlp_rounding import kernel_sample_gradients  # noqa: E402
@@ -50,19 +50,55 @@ def read_png(path) -> np.ndarray:
 def test_png_plot_draws_each_series_in_its_color_on_a_log_scale(tmp_path):
     path = tmp_path / "plot.png"
     # y spans 1 .. 100: two decades, so 10 lies halfway up the plotting area.
-    line_plot(path, [([0, 10], [10, 10], "orange"), ([0, 5, 10], [100, 1, 1], "blue")], width=200, height=120, margin=10)
+    left, top, right, bottom = line_plot(path, [([0, 10], [10, 10], "orange"), ([0, 5, 10], [100, 1, 1], "blue")],
+                                         width=300, height=180, margin=10)
     img = read_png(path)
-    assert img.shape == (120, 200, 3)
+    assert img.shape == (180, 300, 3)
+    assert 10 < left < right < 300 - 10 and 10 < top < bottom < 180 - 10
     orange = np.all(img == COLORS["orange"], axis=2)
     blue = np.all(img == COLORS["blue"], axis=2)
     rows = np.nonzero(orange.any(axis=1))[0]
-    middle = (10 + (120 - 1 - 10)) / 2
-    assert abs(rows.mean() - middle) <= 1
-    assert orange[:, 20:180].any(axis=0).mean() > 0.9  # across the plot, but where blue crosses it
+    assert abs(rows.mean() - (top + bottom) / 2) <= 1
+    assert orange[:, left + 10:right - 10].any(axis=0).mean() > 0.9  # across the plot, but where blue crosses it
     ys, xs = np.nonzero(blue)
-    assert ys.min() <= 11 and ys.max() >= 120 - 12  # from 100 (the top) down to 1 (the bottom)
+    assert ys.min() <= top + 1 and ys.max() >= bottom - 2  # from 100 (the top) down to 1 (the bottom)
+    assert xs.min() <= left + 2 and xs.max() >= right - 2
     with pytest.raises(ValueError, match="nothing to plot"):
         line_plot(path, [([0], [0.0], "blue")])
+
+
+def test_png_plot_labels_its_axes_and_its_series(tmp_path):
+    path = tmp_path / "plot.png"
+    series = [([0, 50, 100], [30, 3, 0.5], "orange", "float64 replica"), ([0, 50, 100], [31, 3.1, 0.52], "blue", "diffc")]
+    left, top, right, bottom = line_plot(path, series, xlabel="training steps", ylabel="largest loss")
+    img = read_png(path)
+    text = np.all(img == TEXT, axis=2)
+    assert text[:, :left - 1].any()  # the decades' labels, left of the frame
+    assert text[bottom + 2:, left:right].sum() > text[bottom + 2:bottom + 2 + 16, left:right].sum() > 0  # ticks, label
+    assert text[:top - 1, :].any()  # the y axis's label above the plot
+    # the legend, top right: a sample line of each color, each beside its label
+    box = img[top:top + 60, (left + right) // 2:right]
+    for color in ("orange", "blue"):
+        ys, xs = np.nonzero(np.all(box == COLORS[color], axis=2))
+        row = np.median(ys)
+        assert np.all(box[int(row) - 3:int(row) + 4, xs.max() + 1:] == TEXT, axis=2).any()
+    plain = tmp_path / "plain.png"
+    l2, t2, r2, b2 = line_plot(plain, [(xs_, ys_, c) for xs_, ys_, c, _ in series])
+    inside = np.all(read_png(plain)[t2 + 1:b2, l2 + 1:r2] == TEXT, axis=2)
+    assert not inside.any()  # no labels given: no legend
+
+
+def test_draw_text_stays_in_its_box_and_tells_letters_apart():
+    def drawn(s):
+        img = np.zeros((40, 200, 3), np.uint8)
+        draw_text(img, 3, 4, s, color=(255, 255, 255))
+        return img[:, :, 0] > 0
+
+    for s in ("steps", "1e-3", "loss (log)", "gypq"):
+        ys, xs = np.nonzero(drawn(s))
+        assert xs.min() >= 3 and xs.max() < 3 + text_width(s) and ys.min() >= 4 and ys.max() < 4 + LINE
+    assert len({drawn(c).tobytes() for c in "0123456789abcdefghijklmnopqrstuvwxyz"}) == 36
+    assert not drawn("\u00e9").any()  # a sign the font lacks: a space
 
 
 def test_progress_bar_redraws_one_line():
@@ -202,4 +238,5 @@ def test_train_cli_writes_the_plot_with_adam(tmp_path):
     img = read_png(out)
     for color in ("blue", "orange"):
         assert np.all(img == COLORS[color], axis=2).any()
+    assert np.all(img == TEXT, axis=2).sum() > 500  # the axes' labels and the legend
     assert "\r" not in run.stderr  # no progress bar when asked for none

@@ -177,3 +177,61 @@ struct B : IDifferentiable { float3 pos; float w; };
     second = diffc.load_module(path)
     check(second)
     assert delta(before, "hits") == 1 and delta(before, "kernel_hits") == 1 and second._ir is None
+
+
+def _scaled(m) -> list[float]:
+    return m.scaled(x=np.array([1.0, 2.0], np.float32), _result="numpy").tolist()
+
+
+@pytest.mark.parametrize("use", ['import factor;', '#include "factor.slang"', '__include factor;'])
+def test_an_edited_imported_file_is_read_again(cache, tmp_path, use):
+    """The module is keyed by every file the front end read, not the loaded file alone."""
+    (tmp_path / "factor.slang").write_text("float factor() { return 2.0; }\n")
+    path = tmp_path / "main.slang"
+    path.write_text(f"{use}\n[Differentiable]\nfloat scaled(float x) {{ return factor() * x; }}\n")
+    assert _scaled(diffc.load_module(path)) == [2.0, 4.0]
+    before = hits()
+    assert _scaled(diffc.load_module(path)) == [2.0, 4.0] and delta(before, "hits") == 1
+    (tmp_path / "factor.slang").write_text("float factor() { return 3.0; }\n")
+    before = hits()
+    m = diffc.load_module(path)
+    assert delta(before, "hits") == 0 and m._ir is not None
+    assert _scaled(m) == [3.0, 6.0]
+    (tmp_path / "factor.slang").write_text("float factor() { return 2.0; }\n")  # its first entry is good again
+    before = hits()
+    assert _scaled(diffc.load_module(path)) == [2.0, 4.0] and delta(before, "hits") == 1
+
+
+def test_an_edited_import_of_an_import_is_read_again_in_another_process(cache, tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "inner.slang").write_text("float factor() { return 2.0; }\n")
+    (tmp_path / "outer.slang").write_text("import lib.inner;\nfloat twice_factor() { return 2.0 * factor(); }\n")
+    path = tmp_path / "main.slang"
+    path.write_text("import outer;\n[Differentiable]\nfloat scaled(float x) { return twice_factor() * x; }\n")
+    child = ("import sys, numpy as np, diffc\n"
+             "m = diffc.load_module(sys.argv[1])\n"
+             "print(m.scaled(x=np.array([1.0], np.float32), _result='numpy')[0])\n")
+    env = dict(os.environ, DIFFC_CACHE_DIR=str(cache))
+
+    def run() -> float:
+        r = subprocess.run([sys.executable, "-c", child, str(path)], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        return float(r.stdout.split()[-1])
+
+    assert run() == 4.0
+    (tmp_path / "lib" / "inner.slang").write_text("float factor() { return 5.0; }\n")
+    assert run() == 10.0
+
+
+def test_a_file_that_now_shadows_an_import_is_read(cache, tmp_path):
+    """An import is looked for beside the importing file before the main file's folder: a file
+    that appears there is found instead, so the module made without it is stale."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helper.slang").write_text("import factor;\nfloat helped() { return factor(); }\n")
+    (tmp_path / "factor.slang").write_text("float factor() { return 2.0; }\n")
+    path = tmp_path / "main.slang"
+    path.write_text("import lib.helper;\n[Differentiable]\nfloat scaled(float x) { return helped() * x; }\n")
+    assert _scaled(diffc.load_module(path)) == [2.0, 4.0]
+    (tmp_path / "lib" / "factor.slang").write_text("float factor() { return 7.0; }\n")
+    assert _scaled(diffc.load_module(path)) == [7.0, 14.0]

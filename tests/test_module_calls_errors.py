@@ -91,6 +91,16 @@ def test_multiple_results_and_unknown_function(m):
 def test_load_module_errors(tmp_path):
     with pytest.raises(RuntimeDiffcError, match="no such file"):
         diffc.load_module(tmp_path / "missing.mlir")
+    # a missing file is also what Python's own loaders raise for one
+    with pytest.raises(FileNotFoundError, match="no such file: 'nope.slang'") as e:
+        diffc.load_module("nope.slang")
+    assert e.value.filename == "nope.slang"
+    with pytest.raises(FileNotFoundError, match="is a folder, not a file"):
+        diffc.load_module(tmp_path)
+    import diffc.slangpy as spy
+
+    with pytest.raises(FileNotFoundError, match="no module file 'nope.slang'"):
+        spy.Module.load_from_file(spy.create_device(), "nope.slang")
     bad = tmp_path / "f.xyz"
     bad.write_text("")
     with pytest.raises(RuntimeDiffcError, match="unknown extension"):

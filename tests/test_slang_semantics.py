@@ -800,7 +800,7 @@ def test_early_return_and_switch_derivatives_through_diffc_run(tmp_path):
     r = _diffc("run", str(f))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.split()
-    assert lines[:2] == ["type:", "float"]
+    assert lines[:2] == ["out:", "float"]  # the out buffer, by name
     got = np.array([float(v) for v in lines[2:]])
     xs = np.float32([-1.3, -0.7, -0.1, 0.3, 0.8, 1.4, 1.9, 2.6]).astype(float)
     # the early-return reference: finite differences of the Python program

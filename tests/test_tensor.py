@@ -115,3 +115,62 @@ def test_repr_shows_shape_dtype_device_and_values():
     small = repr(diffc.Tensor.from_numpy(np.array([[7, -3], [11, 2]], np.int32)))
     assert "[ 7, -3, 11,  2]" in small and "..." not in small and "dtype=int32" in small
     assert "Tensor([]" in repr(diffc.Tensor((0, 3), np.float32))
+
+
+POLY = """
+[Differentiable]
+float polynomial(float a, float b, float c, float x) { return a * x * x + b * x + c; }
+"""
+
+
+def test_numpy_reads_a_result_tensor():
+    """np.asarray and numpy's functions take a Tensor (a host copy of its contents)."""
+    from diffc.runtime.module import load_module_from_string
+
+    m = load_module_from_string(POLY, "poly.slang")
+    x = np.array([1, 2, 3, 4], np.float32)
+    y = m.polynomial(a=2.0, b=8.0, c=-1.0, x=diffc.Tensor.from_numpy(x), _result="tensor")
+    assert isinstance(y, diffc.Tensor)
+    want = 2 * x.astype(np.float64) ** 2 + 8 * x - 1
+    got = np.asarray(y)
+    assert got.dtype == np.float32 and got.shape == (4,)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.asarray(y, dtype=np.float64), want)
+    assert np.sum(y) == want.sum() and np.array(y).tolist() == want.tolist()
+    got[0] = 123.0  # a copy: the tensor keeps its values
+    assert y.to_numpy()[0] == want[0]
+
+
+def test_numpy_cannot_view_device_memory_without_a_copy():
+    t = diffc.Tensor.from_numpy(np.arange(3, dtype=np.float32))
+    if np.lib.NumpyVersion(np.__version__) < "2.0.0":
+        pytest.skip("numpy before 2 has no copy=False that asks for a view")
+    with pytest.raises(ValueError, match="device memory"):
+        np.array(t, copy=False)
+
+
+def test_dlpack_exports_a_host_copy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = diffc.Tensor.from_numpy(a)
+    assert t.__dlpack_device__() == (1, 0)
+    np.testing.assert_array_equal(np.from_dlpack(t), a)
+    with pytest.raises(BufferError):
+        t.__dlpack__(copy=False)
+    torch = pytest.importorskip("torch")
+    got = torch.from_dlpack(t)
+    assert got.dtype == torch.float32 and got.shape == (3, 4)
+    np.testing.assert_array_equal(got.numpy(), a)
+
+
+def test_numpy_raises_a_pending_launch_error_before_the_values():
+    from diffc.runtime.module import load_module_from_string
+
+    m = load_module_from_string("""
+[shader("compute")]
+[numthreads(8, 1, 1)]
+void fill(uint3 tid : SV_DispatchThreadID, RWStructuredBuffer<float> dst) { dst[tid.x] = 1.0; }
+""", "fill.slang")
+    short = diffc.Tensor.zeros(4, np.float32)
+    m.fill.dispatch(thread_count=8, dst=short)
+    with pytest.raises(Exception, match="outside its 4 elements"):
+        np.asarray(short)

@@ -174,6 +174,7 @@ class DiffcOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         self.sources: dict[str, str] = {}
+        self._argv = args
         registry.load_installed_plugins()
         super().__init__(description="diffc modular optimizer driver", args=args)
 
@@ -223,6 +224,9 @@ class DiffcOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
+        if {"-h", "--help"} & set(sys.argv[1:] if self._argv is None else self._argv):
+            arg_parser.epilog = self._pass_list()  # (imports every pass: only for --help)
+            arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
         arg_parser.add_argument(
             "--pass-pipeline",
             type=str,
@@ -236,6 +240,30 @@ class DiffcOptMain(xDSLOptMain):
             metavar="FILE.py",
             help="load every ModulePass subclass defined in FILE.py (repeatable)",
         )
+
+    def _pass_list(self) -> str:
+        """diffc's passes (plugins' among them), one line each, for --help."""
+        passes = dict(registry.PASSES)
+        argv = list(sys.argv[1:] if self._argv is None else self._argv)
+        for k, arg in enumerate(argv):  # (the files --load-pass-plugin names, read before the help)
+            path = arg.partition("=")[2] if arg.startswith("--load-pass-plugin=") else \
+                argv[k + 1] if arg == "--load-pass-plugin" and k + 1 < len(argv) else None
+            if path:
+                try:
+                    passes.update({t.name: (lambda t=t: t) for t in load_pass_plugin(path)})
+                except DiffcError:
+                    pass  # (the run after --help reports it)
+        rows = []
+        for name, factory in sorted(passes.items()):
+            try:
+                what = registry.pass_description(factory())
+            except Exception as e:  # a plugin that fails to load is named, the help still prints
+                what = f"(cannot load: {type(e).__name__}: {e})"
+            rows.append((name, what))
+        width = max(len(n) for n, _ in rows)
+        lines = [f"  {n.ljust(width)}  {w}" for n, w in rows]
+        return ("diffc's passes (-p NAME{option=value}; the xDSL passes are listed under -p above):\n"
+                + "\n".join(lines))
 
     # -- pipeline ----------------------------------------------------------------------------
 
@@ -283,7 +311,8 @@ class DiffcOptMain(xDSLOptMain):
     ) -> None:
         self._running = None
         if self.args.time_passes and previous is not None:  # xdsl-opt's line (its callback is replaced here)
-            print(f"Pass {previous.name} took {time.perf_counter() - self._pass_start} seconds")
+            # (on stderr, as mlir-opt's timing report: the IR on stdout can go on to FileCheck)
+            print(f"Pass {previous.name} took {time.perf_counter() - self._pass_start} seconds", file=sys.stderr)
         if not self.args.disable_verify:
             verify_located(module, self.sources, previous.name if previous else None)
         if previous and following and self.args.print_between_passes:

@@ -50,7 +50,7 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
     loader = Loader(filename, defines, include_dirs)
     sources = loader.sources  # every file read so far, preprocessed: an error names the file it is in
     try:
-        first = [loader.parse(Path(p).read_text(encoding="utf-8"), p) for p in preludes]
+        first = [loader.parse(_read_prelude(p), p) for p in preludes]
         prog = loader.parse(text, filename)  # with the files it imports (imports.py)
         prog.decls[:0] = [d for q in first for d in q.decls]
         checker = Checker()
@@ -64,6 +64,14 @@ def compile_slang(text: str, filename: str = "<input>", defines: dict[str, str] 
         raise e.to_diffc_error(sources) from None
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _read_prelude(path: str) -> str:
+    from diffc.frontend.source import files_read
+
+    text = Path(path).read_text(encoding="utf-8")
+    files_read.read(path, text)
+    return text
 
 
 def _no_spaces(type_name: str) -> str:

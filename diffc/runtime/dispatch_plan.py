@@ -177,7 +177,7 @@ def check(bounds, kernel: str, what: str, sources, deferred: bool) -> None:
         return
     reader = bounds.deferred
     if reader is None:
-        reader = bounds.deferred = pending.Reader(READ_EVERY)
+        reader = bounds.deferred = pending.deferred_reader(READ_EVERY)
     reader.poll()
     reader.launched(bounds, kernel, what, sources)
 

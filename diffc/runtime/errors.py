@@ -9,6 +9,15 @@ class RuntimeDiffcError(DiffcError):
     """Something about the device, a program build or a call went wrong."""
 
 
+class ModuleFileNotFoundError(RuntimeDiffcError, FileNotFoundError):
+    """load_module of a path that is no file: a FileNotFoundError as Python's own loaders raise
+    (`except FileNotFoundError` catches it), and a DiffcError that tools print as one line."""
+
+    def __init__(self, message: str, path):
+        RuntimeDiffcError.__init__(self, message)
+        self.filename = str(path)
+
+
 class DeviceError(RuntimeDiffcError):
     """No usable OpenCL device, or DIFFC_DEVICE names none that exists."""
 

@@ -73,7 +73,10 @@ def load_module(path: str | os.PathLike, check: bool | None = None,
     `conformance_ids` (Slang): interface -> {struct: id}, the tags of dynamic interface values."""
     p = Path(path)
     if not p.is_file():
-        raise RuntimeDiffcError(f"error: load_module: no such file '{path}'")
+        from diffc.runtime.errors import ModuleFileNotFoundError
+
+        what = "is a folder, not a file" if p.is_dir() else "no such file"
+        raise ModuleFileNotFoundError(f"error: load_module: {what}: '{path}'", path)
     return _cached_module(str(p), {str(p): read_source(p)}, check, _options(conformance_ids))
 
 
@@ -84,12 +87,24 @@ def _options(conformance_ids) -> dict:
 def _cached_module(path: str, sources: dict[str, str], check: bool | None, options: dict | None = None) -> Module:
     """The Module of file `path` whose text is `sources[path]`: from the module cache where an
     unchanged module is there (the front end skipped: module_cache.py), else compiled and stored."""
+    from diffc.frontend.source import files_read
+
     # front-end options make another module: they are part of the key (as a file no source names)
-    key = module_cache.module_key({**sources, "\0frontend options": repr(options)} if options else sources)
-    signatures = module_cache.load_signatures(key)
-    if signatures is not None:
-        return Module(None, path, sources, signatures=signatures, cache_key=key, check=check, options=options)
-    m = Module(parse_source(sources[path], path, options), path, sources, cache_key=key, check=check, options=options)
+    first = module_cache.module_key({**sources, "\0frontend options": repr(options)} if options else sources)
+    # then the other files it was last made from, as they are now (module_cache.py)
+    read_before = module_cache.load_dependencies(first)
+    if read_before is not None:
+        key = module_cache.with_dependencies(first, read_before)
+        signatures = module_cache.load_signatures(key)
+        if signatures is not None:
+            return Module(None, path, sources, signatures=signatures, cache_key=key, check=check, options=options)
+    with files_read.recording() as read:
+        ir = parse_source(sources[path], path, options)
+    own = {os.path.abspath(p) for p in sources}  # (already in the first key)
+    read = {p: h for p, h in read.items() if p not in own}
+    key = module_cache.with_dependencies(first, read)
+    m = Module(ir, path, sources, cache_key=key, check=check, options=options)
+    module_cache.store_dependencies(first, read)
     module_cache.store_signatures(key, m._signatures)
     return m
 

@@ -15,8 +15,13 @@ Two kinds of entry, in `<cache dir>/modules/` (the program cache's folder, see p
 `<key>` hashes a format number, diffc's version, a fingerprint of diffc's installed files (so
 an edited diffc never reads an older diffc's results) and of the site-packages folders on
 sys.path (so installing or upgrading a plugin package starts afresh), the pass pipelines, and
-the name and text of every source file the module was made from (a Slang module is one file:
-the front end reads no includes). A plugin edited in place (an editable install) is not seen:
+the name and text of the file loaded and the front end's options, then the hash of every other
+file the front end read to make the module (`#include`, `import`, `implementing`, diffc's library
+modules) and every path a search for one tried before the file it found
+(frontend/source/files_read.py). Those files are known only once the module is made: a third
+kind of entry, `<first key>.deps`, keyed without them, lists them; a load hashes each as it is
+now and looks for the module under the whole key, so an edited imported file is a miss (and the
+kernels, keyed by the module's key, are rebuilt too). A plugin edited in place (an editable install) is not seen:
 clear the folder, or set `DIFFC_MODULE_CACHE=0` while developing one. Entries are written whole
 to a temporary file and moved into place (`os.replace`), so processes sharing the folder see a
 whole entry or none; an entry that cannot be read is ignored and rewritten.
@@ -36,8 +41,8 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType
 
-FORMAT = 4  # the layout of the entries (2: entry programs keep their accumulate-gradients plans; 3: api;
-# 4: entry programs are the compiler's KernelPrograms, keyed by the KernelSettings)
+FORMAT = 5  # the layout of the entries (2: entry programs keep their accumulate-gradients plans; 3: api;
+# 4: entry programs are the compiler's KernelPrograms, keyed by the KernelSettings; 5: the files read, .deps)
 stats = {"hits": 0, "misses": 0, "kernel_hits": 0, "kernel_misses": 0}
 
 
@@ -160,6 +165,34 @@ def module_key(sources: dict[str, str]) -> str | None:
         h.update(sources[name].encode())
         h.update(b"\1")
     return h.hexdigest()
+
+
+def with_dependencies(key: str | None, files: dict[str, str]) -> str | None:
+    """The key of module `key` made also from `files` (path -> content hash, as
+    frontend/source/files_read.py records them)."""
+    if key is None or not files:
+        return key
+    h = hashlib.sha256(key.encode())
+    for path in sorted(files):
+        h.update(f"\1{path}\0{files[path]}".encode())
+    return h.hexdigest()
+
+
+def load_dependencies(key: str | None) -> dict[str, str] | None:
+    """The files module `key` was last made from, hashed as they are now; None when unknown."""
+    from diffc.frontend.source.files_read import current_hash
+
+    value = _read(f"{key}.deps") if key is not None else None
+    if not (isinstance(value, list) and all(isinstance(p, str) for p in value)):
+        if key is not None:
+            stats["misses"] += 1  # (no module is looked for)
+        return None
+    return {p: current_hash(p) for p in value}
+
+
+def store_dependencies(key: str | None, files: dict[str, str]) -> None:
+    if key is not None:
+        _write(f"{key}.deps", sorted(files))
 
 
 # -- entries ------------------------------------------------------------------------------------

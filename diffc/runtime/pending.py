@@ -22,11 +22,19 @@ Two readers use it:
     launch since the one before.
 
 DIFFC_LAZY_CHECKS=0 reads after every launch instead (the error comes from the dispatch call).
+
+An error no synchronizing point raised (a launch that wrote past a tensor's end, and then no
+read) is not lost: at the interpreter's exit `report_unread` settles AT_SYNC and every deferred
+check's reader and prints each error found on stderr as a warning naming its launch. The
+`diffc` command calls it when its work is done, and exits with 1 when it found one.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import sys
+import weakref
 from collections.abc import Callable
 
 LAZY = os.environ.get("DIFFC_LAZY_CHECKS", "1") != "0"
@@ -41,6 +49,7 @@ class Reads:
         self.limit = limit  # 0: no limit
 
     def add(self, event, check: Callable[[], None]) -> None:
+        _report_at_exit_once()
         self.items.append((event, check))
         if self.limit and len(self.items) > self.limit:
             self._drop_completed_clean()
@@ -98,7 +107,7 @@ def _complete(event) -> bool:
 class Reader:
     """Reads a status source back every `every` launches, without waiting, into `reads`."""
 
-    __slots__ = ("every", "reads", "unread", "last")
+    __slots__ = ("every", "reads", "unread", "last", "__weakref__")
 
     def __init__(self, every: int, reads: Reads | None = None):
         self.every = every
@@ -145,3 +154,55 @@ def settle() -> None:
 def first_error() -> Exception | None:
     """The error settle() would raise, left pending (a repr shows it instead of the values)."""
     return AT_SYNC.reads.first_error()
+
+
+# the readers of deferred checks (runtime/dispatch_plan.py), settled at exit with AT_SYNC
+_deferred: weakref.WeakSet[Reader] = weakref.WeakSet()
+
+
+def deferred_reader(every: int) -> Reader:
+    reader = Reader(every)
+    _deferred.add(reader)
+    _report_at_exit_once()
+    return reader
+
+
+def unread_errors() -> list[Exception]:
+    """Waits for every pending read (AT_SYNC's, the deferred checks') and returns the errors they
+    found, raising none; all of them are forgotten."""
+    errors: list[Exception] = []
+    for reader in (AT_SYNC, *list(_deferred)):
+        try:
+            reader.settle()
+        except Exception as e:  # (the error a later synchronizing point would have raised)
+            errors.append(e)
+    return errors
+
+
+def report_unread(stream=None) -> bool:
+    """Prints each error of a launch that nothing raised yet as a warning on `stream` (stderr);
+    whether there was one."""
+    from diffc.diagnostics import render_error
+
+    errors = unread_errors()
+    stream = sys.stderr if stream is None else stream
+    for e in errors:
+        print(f"warning: a launch's error was never raised (no read of the device's results, no "
+              f"diffc.synchronize() came after it):\n{render_error(e)}", file=stream)
+    return bool(errors)
+
+
+_at_exit: list = []
+
+
+def _report_at_exit_once() -> None:
+    # (called after a launch, so after pyopencl's import: atexit runs this before its handlers)
+    if not _at_exit:
+        _at_exit.append(atexit.register(_report_at_exit))
+
+
+def _report_at_exit() -> None:
+    try:
+        report_unread()
+    except Exception as e:  # the device may be gone already: say so, never a traceback at exit
+        print(f"warning: diffc could not read the status of earlier launches at exit ({e})", file=sys.stderr)

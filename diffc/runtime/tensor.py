@@ -334,6 +334,29 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         return self.to_numpy()
 
+    # numpy's and DLPack's protocols: the memory is OpenCL's, which numpy and torch cannot read in
+    # place, so both hand over a host copy of the contents (as to_numpy makes it)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """`np.asarray(t)`, `np.sum(t)`, ...: a host copy (`copy=False` is refused: no view exists)."""
+        if copy is False:
+            raise ValueError("a diffc.Tensor lives in device memory: numpy cannot use it without a copy "
+                             "(np.asarray(t) or t.to_numpy() makes one)")
+        out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """`np.from_dlpack(t)`, `torch.from_dlpack(t)`: a DLPack capsule of a host copy."""
+        if copy is False:
+            raise BufferError("a diffc.Tensor lives in device memory: DLPack can export only a host copy of it")
+        out = self.to_numpy()
+        # (numpy before 2.1 takes no keywords beyond `stream`)
+        options = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device)) if v is not None}
+        return out.__dlpack__(**options)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # DLPack's kDLCPU: what __dlpack__ exports is host memory
+
     def fill(self, value) -> Tensor:
         import pyopencl as cl
 

@@ -81,8 +81,10 @@ class Module:
                     p = Path(d) / p
                     break
             else:
-                raise RuntimeDiffcError(f"error: slangpy: no module file '{path}' (looked in the current folder and "
-                                        "the device's include paths)")
+                from diffc.runtime.errors import ModuleFileNotFoundError
+
+                raise ModuleFileNotFoundError(f"error: slangpy: no module file '{path}' (looked in the current "
+                                              "folder and the device's include paths)", path)
         return cls(device, str(p.resolve()), p.read_text(encoding="utf-8"))
 
     @classmethod

@@ -13,7 +13,7 @@ progress bar on stderr when it is a terminal. --optimizer adam runs adam.slang's
 moments, learning rate --lr) in place of the tutorial's adjustParameters (SGD, lr 0.01 fixed in
 mlp.slang). --plot FILE writes that evaluation curve (blue) and a float64 numpy replica's
 (orange; replica.py: the same initialization, data and optimizer) as a PNG, log-scale loss
-against steps; a smaller --every gives a finer curve.
+against steps, with labelled axes and a legend; a smaller --every gives a finer curve.
 
 Data-parallel (diffc/distributed.py): one process per device, each draws the same batch, runs
 learnGradient over its shard of it, the gradients are summed over the processes through
@@ -222,7 +222,9 @@ def plot(path: str, history: list[float], steps: int, batch: int, every: int, se
     the replica's curve."""
     _, reference = replay(steps, batch, every, seed, optimizer, adam)
     xs = [every * i for i in range(len(history))]
-    line_plot(path, [(xs, reference, "orange"), (xs, history, "blue")])
+    line_plot(path, [(xs, reference, "orange", "float64 numpy replica"),
+                     (xs, history, "blue", f"diffc, half ({diffc.device().kind})")],
+              xlabel="training steps", ylabel="largest evaluation loss (log scale)")
     worst = max(abs(a - b) / b for a, b in zip(history, reference))
     log(f"wrote {path}: largest evaluation loss against steps (log scale); blue: diffc (half, "
         f"{diffc.device().name}), orange: float64 numpy replica; largest relative gap {worst:.2%}")

@@ -32,6 +32,7 @@ from diffc.frontend.errors import UNDEFINED, FrontendError
 from diffc.frontend.parser.library import LIBRARY_DIRS
 from diffc.frontend.parser.namespaces import clashes, declared_types_by_scope, namespace_names
 from diffc.frontend.parser.parser import Parser, declared_type_names, imported_names
+from diffc.frontend.source import files_read
 from diffc.frontend.source.lexer import tokenize
 from diffc.frontend.source.preprocess import Preprocessed, preprocess
 from diffc.frontend.source.source_map import SourceMap
@@ -119,6 +120,7 @@ class Loader:
                         todo.append((fh.read(), path))
                 except (OSError, UnicodeDecodeError):
                     continue
+                files_read.read(path, todo[-1][0])
         self.namespace_clashes = clashes(scopes)
         for ns, names in self.namespace_clashes.items():  # (namespaces.py: `ns_Name`)
             self.type_names |= {f"{ns}_{n}" for n in names}
@@ -171,6 +173,7 @@ class Loader:
                 text = fh.read()
         except (OSError, UnicodeDecodeError) as err:
             raise FrontendError(UNDEFINED, f"cannot read '{path}' for {kind} '{name}': {err}", *where) from None
+        files_read.read(path, text)
         return self.parse(text, path).decls
 
     def _candidates(self, name: str, quoted: bool) -> list[str]:
@@ -195,4 +198,5 @@ class Loader:
                 path = os.path.join(d, cand)
                 if os.path.isfile(path):
                     return path
+                files_read.missing(path)  # (a file made here later would be found instead)
         return None

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, read_source
+from diffc.frontend.source import files_read
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED
 from diffc.frontend.source.pp_macros import BUILTIN_MACROS, Macros, PPError, evaluate_condition, parse_define
 from diffc.frontend.source.pp_tokens import LogicalLine, PPToken, logical_line, spell, tokenize
@@ -76,11 +77,15 @@ def find_include(name: str, including_file: str, search_dirs: Iterable[str] = ()
     """The path of file `name` as `#include "name"` in `including_file` finds it: next to that
     file (the current directory for a name like "<input>"), then in each of `search_dirs`."""
     if os.path.isabs(name):
-        return name if os.path.isfile(name) else None
+        if os.path.isfile(name):
+            return name
+        files_read.missing(name)
+        return None
     for d in (os.path.dirname(including_file), *search_dirs):
         path = os.path.normpath(os.path.join(d, name))
         if os.path.isfile(path):
             return path
+        files_read.missing(path)  # (a file made here later would be found instead)
     return None
 
 
@@ -88,7 +93,11 @@ def read_include(name: str, including_file: str, search_dirs: Iterable[str] = ()
     """(path, text) of the file `find_include` finds, or None when there is none. A file that is
     not UTF-8 is a located `DiffcError`; one that cannot be read, an OSError."""
     path = find_include(name, including_file, search_dirs)
-    return None if path is None else (path, read_source(path))
+    if path is None:
+        return None
+    text = read_source(path)
+    files_read.read(path, text)
+    return path, text
 
 
 @dataclass
