@@ -32,8 +32,8 @@ def for_device(cl_device, **changes: Any) -> KernelSettings:
                       accumulate_work_group=work_group(cl_device, env.get("accumulate_work_group", 0)),
                       accumulate_finish_group=finish_group(cl_device, env.get("accumulate_finish_group", 0)),
                       accumulate_local_bytes=env.get("accumulate_local_bytes") or local_bytes(cl_device))
-        if "cooperative_mma" not in env and emit.atomics == "ptx":
-            fields["cooperative_mma"] = mma_builds(cl_device)
+        if env.get("cooperative_mma") and emit.atomics == "ptx" and not mma_builds(cl_device):
+            fields["cooperative_mma"] = False  # asked for, but this NVIDIA OpenCL does not build mma.sync
     return KernelSettings(**fields).changed(**changes)
 
 

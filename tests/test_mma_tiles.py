@@ -1,7 +1,7 @@
-"""cooperative-layers' group product (diffc/backend/opencl/mma_tiles.py): where the device's
-OpenCL does not build inline PTX (PoCL here) the settings leave it off and the per-work-item
-products stay; forced on (DIFFC_COOP_MMA=1), PoCL gets the helper's plain float sums, and the
-staging of vectors and weights around it must give the float64 model's gradients exactly."""
+"""cooperative-layers' group product (diffc/backend/opencl/mma_tiles.py), asked for with
+DIFFC_COOP_MMA=1: PoCL's OpenCL does not build the inline PTX, so it is off by default and the
+per-work-item products stay; asked for, PoCL gets the helper's plain float sums (not the PTX),
+and the staging of vectors and weights around it must give the float64 model's gradients exactly."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ def test_pocl_does_not_take_the_tensor_cores(monkeypatch):
     dev = _device()
     assert not mma_builds(dev)  # PoCL: no inline PTX
     assert for_device(dev).cooperative_mma is False
+    from diffc.backend.opencl.options import atomics_for_device
+
+    assert atomics_for_device(dev) != "ptx"  # so the emitter prints the plain sums when asked
 
 
 @pytest.mark.parametrize("group", [32, 16])
