@@ -61,6 +61,7 @@ class KernelSettings:
     # only where the OpenCL builds the inline PTX, kernel_settings.mma_builds; elsewhere plain sums).
     # Off: on an H200 the CoopVec step took 6.98 ms at 2^18 with it against 5.22 without
     cooperative_mma: bool = False
+    cooperative_mma_local_bytes: int = 40960  # its local memory: vectors, weights, products (DIFFC_COOP_MMA_LOCAL_BYTES)
     reduce_atomics: bool = True  # DIFFC_REDUCE_ATOMICS
 
     def changed(self, **changes: Any) -> KernelSettings:
@@ -87,6 +88,7 @@ ENVIRONMENT = {
     "DIFFC_COOP_LOCAL_BYTES": "cooperative_local_bytes",
     "DIFFC_COOP_MATVEC": "cooperative_matvec",
     "DIFFC_COOP_MMA": "cooperative_mma",
+    "DIFFC_COOP_MMA_LOCAL_BYTES": "cooperative_mma_local_bytes",
     "DIFFC_REDUCE_ATOMICS": "reduce_atomics",
 }
 
@@ -149,7 +151,8 @@ KERNEL_PIPELINE: tuple[KernelStep, ...] = (
     KernelStep("accumulate-gradients", "accumulate_gradients.AccumulateGradientsPass", "accumulate", _accumulate_options),
     KernelStep("cooperative-layers", "cooperative_layers.CooperativeLayersPass", "cooperative",
                lambda s, b: {"local_bytes": s.cooperative_local_bytes, "matvec": s.cooperative_matvec,
-                                "mma": s.cooperative_mma, "report": b.report}),
+                                "mma": s.cooperative_mma,
+                                "mma_local_bytes": s.cooperative_mma_local_bytes, "report": b.report}),
     KernelStep("merge-calls", "merge_calls.MergeCallsPass", "merge_calls"),
     KernelStep("reduce-atomics", "reduce_atomics.ReduceAtomicsPass", "reduce_atomics"),
     KernelStep("bounds-check", "bounds_check.BoundsCheckPass", "bounds_check", lambda s, b: {"prove": s.bounds_proofs}),

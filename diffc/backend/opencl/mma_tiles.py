@@ -12,9 +12,10 @@ Otherwise: plain float sums, each work-item some elements of Y (the same numbers
 tiles). The setting is off unless asked for (DIFFC_COOP_MMA=1), and kernel_settings.mma_builds
 turns it back off on an NVIDIA OpenCL that does not build this. On an H200 it is correct (one
 step within 1.5e-3 of a float64 step's largest update: half inputs) but slower than each
-work-item's own products (6.98 against 5.22 ms at 2^18): W is staged as floats per group and
-matrix product, 40 KiB of local memory a group of 64 leaves few groups per multiprocessor, and
-every fragment is converted to half again as it is loaded."""
+work-item's own products (6.98 against 5.22 ms at 2^18). Not for want of occupancy: 24 KiB
+of local memory (16 samples at a time) gave 7.03 ms against 7.05 with 40 KiB. Left to try: W
+staged per group and product as floats, every fragment converted to half again as it is loaded,
+three barriers a chunk, and the products' round trip through local memory to each row."""
 
 from __future__ import annotations
 
