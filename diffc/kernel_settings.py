@@ -32,6 +32,8 @@ def for_device(cl_device, **changes: Any) -> KernelSettings:
                       accumulate_work_group=work_group(cl_device, env.get("accumulate_work_group", 0)),
                       accumulate_finish_group=finish_group(cl_device, env.get("accumulate_finish_group", 0)),
                       accumulate_local_bytes=env.get("accumulate_local_bytes") or local_bytes(cl_device))
+        if env.get("cooperative_mma") and emit.atomics == "ptx" and not mma_builds(cl_device):
+            fields["cooperative_mma"] = False  # asked for, but this NVIDIA OpenCL does not build mma.sync
     return KernelSettings(**fields).changed(**changes)
 
 
@@ -84,3 +86,38 @@ def finish_group(cl_device, asked: int = 0) -> int:
 
 def _power_of_two_at_most(n: int) -> int:
     return 1 << (max(1, n).bit_length() - 1)
+
+
+_MMA_BUILDS: dict[Any, bool] = {}
+
+
+def mma_builds(cl_device) -> bool:
+    """Whether the device's OpenCL builds and runs the tensor-core group product (inline PTX
+    mma.sync; diffc/backend/opencl/mma_tiles.py): one 16 x 8 x 16 product of ones must give 16s.
+    Asked once per device; any failure (no PTX, no sm_80, too little local memory) says no."""
+    key = getattr(cl_device, "int_ptr", id(cl_device))
+    if key not in _MMA_BUILDS:
+        _MMA_BUILDS[key] = _try_mma(cl_device)
+    return _MMA_BUILDS[key]
+
+
+def _try_mma(cl_device) -> bool:
+    try:
+        import numpy as np
+        import pyopencl as cl
+
+        from diffc.backend.opencl.mma_tiles import PROBE
+
+        if int(cl_device.local_mem_size) < 40960 + 4096:
+            return False
+        ctx = cl.Context([cl_device])
+        queue = cl.CommandQueue(ctx)
+        program = cl.Program(ctx, PROBE).build()
+        out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 32 * 4)
+        program.diffc_mma_probe_kernel(queue, (32,), (32,), out)
+        got = np.zeros(32, np.float32)
+        cl.enqueue_copy(queue, got, out)
+        queue.finish()
+        return bool(np.all(got == 16.0))
+    except Exception:
+        return False

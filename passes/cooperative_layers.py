@@ -30,6 +30,8 @@ class CooperativeLayersPass(ModulePass):
 
     local_bytes: int = 16384  # local memory for one chunk of the group's rows
     matvec: bool = False  # coopVecMatMul's row loops too
+    mma: bool = False  # ... as the group product on the tensor cores (a device whose build takes mma.sync)
+    mma_local_bytes: int = 40960  # local memory for its vectors, weights and products
     report: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -44,6 +46,6 @@ class CooperativeLayersPass(ModulePass):
                 if self.report:
                     print(f"// cooperative-layers @{name}: left to accumulate-gradients")
                 continue
-            for line in cooperate(fn, funcs, self.local_bytes, self.matvec):
+            for line in cooperate(fn, funcs, self.local_bytes, self.matvec, self.mma, self.mma_local_bytes):
                 if self.report:
                     print(f"// cooperative-layers @{name}: {line}")

@@ -412,6 +412,17 @@ def linear_local_id(sizes: tuple[int, int, int], b: Builder) -> SSAValue:
 # -- matrix-vector products ------------------------------------------------------------------------
 
 MATMUL_MARK, MATMUL = "diffc.coopvec", "matmul"  # the front end's mark on coopVecMatMul's row loop
+MMA_XWT = "diffc_mma_xwt"  # the group product's declaration (the OpenCL emitter prints its body)
+
+
+def mma_plan(op: MatVec, group: int, local_floats: int) -> int | None:
+    """Samples at a time (a multiple of 16 dividing the group) whose vectors, the weights and
+    their products fit `local_floats`; None when the group is not whole warps or none fit."""
+    if group % 32:
+        return None
+    fits = [c for c in range(16, group + 1, 16) if group % c == 0
+            and c * (op.cols + 1) + op.rows * op.cols + c * op.rows <= local_floats]
+    return max(fits) if fits else None
 
 
 @dataclass
@@ -584,7 +595,10 @@ class MatVecLowering(Lowering):
         cb.insert(scf.YieldOp())
         self.b = b
         b.insert(scf.ForOp(self._i(0), self._i(L), self._i(C), [], body))
-        # the dot product becomes the row's product
+        self._read_products(op, yrow, active)
+
+    def _read_products(self, op: MatVec, yrow: SSAValue, active: SSAValue | None) -> None:
+        """The dot product becomes the row's product (yrow[i])."""
         iv = op.loop.body.blocks[0].args[0]
         self.b = Builder(InsertPoint.before(op.dot))
         product = self._v(memref.LoadOp.get(yrow, [iv if isinstance(iv.type, IndexType)
@@ -596,6 +610,61 @@ class MatVecLowering(Lowering):
         Rewriter.erase_op(op.dot)
         if active is not None:  # the rest of the row loop (bias, stores) in active work-items
             wrap([op.loop], active, InsertPoint.after(op.loop))
+
+    def lower_mma(self, op: MatVec, chunk: int, active: SSAValue | None) -> None:
+        """The group's product through the XWT helper (tensor cores on NVIDIA): W staged once
+        (as floats, M x K), then C samples' vectors at a time, the helper's C x M products read
+        back to each work-item's row."""
+        L, C, M, K = self.group, chunk, op.rows, op.cols
+        stride = K + 1
+        w_off, y_off = C * stride, C * stride + M * K
+        self.b = b = Builder(InsertPoint.before(op.loop))
+        yrow = self._v(memref.AllocaOp.get(f32, shape=[M]))
+        stage_w = Block(arg_types=[IndexType()])
+        self.b = Builder(InsertPoint.at_end(stage_w))
+        e = stage_w.args[0]
+        i, k = self._v(arith.DivUIOp(e, self._i(K))), self._v(arith.RemUIOp(e, self._i(K)))
+        self.b.insert(memref.StoreOp.get(self._float(self._clone_dot(op, op.w, i, k)), self.buffer,
+                                         [self._add(self._i(w_off), e)]))
+        self.b.insert(scf.YieldOp())
+        self.b = b
+        b.insert(scf.ForOp(self.lid, self._i(M * K), self._i(L), [], stage_w))
+        body = Block(arg_types=[IndexType()])
+        cb = self.b = Builder(InsertPoint.at_end(body))
+        c = body.args[0]
+        mine = self._v(arith.AndIOp(self._v(arith.CmpiOp(self.lid, c, "uge")),
+                                    self._v(arith.CmpiOp(self.lid, self._add(c, self._i(C)), "ult"))))
+        row = self._v(arith.SubiOp(self.lid, c))
+        stage = Block()
+        self.b = Builder(InsertPoint.at_end(stage))
+        self._stage_vector(op, row, stride, active)
+        self.b.insert(scf.YieldOp())
+        self.b = cb
+        cb.insert(scf.IfOp(mine, [], Region(stage)))
+        cb.insert(kernel.BarrierOp())
+        args = [self.buffer, *[self._i(n) for n in (0, stride, w_off, y_off, C, M, K)], self.lid, self._i(L)]
+        cb.insert(func.CallOp(MMA_XWT, args, []))
+        cb.insert(kernel.BarrierOp())
+        take = Block()
+        self.b = Builder(InsertPoint.at_end(take))
+        loop_body = Block(arg_types=[IndexType()])
+        outer = self.b
+        self.b = Builder(InsertPoint.at_end(loop_body))
+        iv = loop_body.args[0]
+        v = self._v(memref.LoadOp.get(self.buffer, [self._add(self._i(y_off),
+                                                              self._add(self._v(arith.MuliOp(row, self._i(M))), iv))]))
+        self.b.insert(memref.StoreOp.get(v, yrow, [iv]))
+        self.b.insert(scf.YieldOp())
+        self.b = outer
+        self.b.insert(scf.ForOp(self._i(0), self._i(M), self._i(1), [], loop_body))
+        self.b.insert(scf.YieldOp())
+        self.b = cb
+        cb.insert(scf.IfOp(mine, [], Region(take)))
+        cb.insert(kernel.BarrierOp())  # every row read before the next chunk's vectors
+        cb.insert(scf.YieldOp())
+        self.b = b
+        b.insert(scf.ForOp(self._i(0), self._i(L), self._i(C), [], body))
+        self._read_products(op, yrow, active)
 
     def _stage_vector(self, op: MatVec, row: SSAValue, stride: int, active: SSAValue | None) -> None:
         body = Block(arg_types=[IndexType()])
@@ -651,10 +720,13 @@ def _calls_line(c: Operation) -> str:
             "take (or of a callee that cannot be inlined) holds layer loops")
 
 
-def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int, matvec: bool = True) -> list[str]:
-    """Rewrites kernel `fn`'s outer products, sums and (`matvec`) matrix-vector products (see the
-    module docstring) in place; returns one report line per loop nest: rewritten, or why not. A
-    kernel with nothing rewritten stays as it was."""
+def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int, matvec: bool = True,
+              mma: bool = False, mma_local_bytes: int = 40960) -> list[str]:
+    """Rewrites kernel `fn`'s outer products, sums and (`matvec`, or `mma`: through the group
+    product MMA_XWT, in `mma_local_bytes`) matrix-vector products (see the module docstring) in
+    place; returns one report line per loop nest: rewritten, or why not. A kernel with nothing
+    rewritten stays as it was."""
+    matvec = matvec or mma
     def layer_loop(op: Operation) -> bool:
         return _holds_add(op) or (matvec and _is_matvec(op))
 
@@ -723,6 +795,12 @@ def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int, 
     plans: list = []
     floats = 0
     for x, p in done:
+        if isinstance(x, MatVec) and mma:
+            c = mma_plan(x, group, mma_local_bytes // 4)
+            if c is not None:
+                floats = max(floats, c * (x.cols + 1) + x.rows * x.cols + c * x.rows)
+                plans.append((x, p, c))
+                continue
         if isinstance(x, MatVec):
             mv = matvec_plan(x, group, local_bytes // 4)
             if mv is None:
@@ -748,6 +826,12 @@ def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int, 
     buffer.name_hint = "cooperative_rows"
     lowering = MatVecLowering(lid, group, buffer)
     for x, p, t in plans:
+        if isinstance(x, MatVec) and isinstance(t, int):
+            lowering.lower_mma(x, t, p)
+            lines.append(f"cooperative{_where(x.loop)}: {x.label} of {x.rows} x {x.cols} for the group's {group} "
+                         f"samples (the group product {MMA_XWT}, {t} samples at a time)")
+            _declare_xwt(fn, funcs, buffer.type)
+            continue
         if isinstance(x, MatVec):
             c, tt = t
             where = _where(x.loop)
@@ -765,6 +849,17 @@ def cooperate(fn: func.FuncOp, funcs: dict[str, func.FuncOp], local_bytes: int, 
     Rewriter.erase_op(fn)
     funcs[work.sym_name.data] = work
     return lines
+
+
+def _declare_xwt(fn: func.FuncOp, funcs: dict[str, func.FuncOp], buffer_type) -> None:
+    if MMA_XWT in funcs:
+        return
+    index = IndexType()
+    decl = func.FuncOp.external(MMA_XWT, [buffer_type, *[index] * 9], [])
+    parent = fn.parent_block()
+    assert parent is not None
+    parent.insert_op_before(decl, fn)
+    funcs[MMA_XWT] = decl
 
 
 def _ancestors(op: Operation):

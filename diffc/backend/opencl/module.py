@@ -8,6 +8,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
 
 from diffc.dialects.kernel import REQD_WORK_GROUP_SIZE, is_kernel
 
+from . import mma_tiles
 from .module_parts import ModuleParts
 from .naming import ctype
 from .options import EmitOptions, OpenCLEmitError
@@ -46,6 +47,9 @@ class ModuleEmitter(ModuleParts):
         kernels: list[list[str]] = []
         for symbol, fn in self.functions.items():
             if not fn.body.blocks:
+                if symbol == mma_tiles.XWT:  # cooperative-layers' group product: the device's kind of it
+                    name = self.names[symbol]
+                    self.helpers.setdefault(name, mma_tiles.xwt_helper(name, self.options.atomics == "ptx"))
                 continue  # a declaration: nothing to print
             if len(fn.body.blocks) != 1:
                 raise OpenCLEmitError.at(fn, "has several blocks; the OpenCL emitter needs structured control flow (scf)")
