@@ -67,6 +67,7 @@ from xdsl.traits import is_side_effect_free, is_speculatable
 
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import is_global_add, only_added
+from diffc.kernel_support.unrolling import fold_or_clone
 
 # Work-group queries whose value is the same in every work-item of a group.
 _UNIFORM_QUERIES = (kernel.GroupIdOp, kernel.LocalSizeOp, kernel.NumGroupsOp, kernel.GlobalSizeOp)
@@ -403,7 +404,9 @@ class _KernelReducer:
                     for op in body.ops:
                         if op is body.last_op:
                             break
-                        new = op.clone(mapping)
+                        new = fold_or_clone(op, mapping)
+                        if new is None:
+                            continue
                         Rewriter.insert_op(new, InsertPoint.before(loop))
                         if op in predicates:
                             predicates[new] = predicates[op]
