@@ -41,6 +41,7 @@ from diffc.pipeline import (  # noqa: F401 (re-exported)
     KernelSettings,
     KernelStep,
 )
+from diffc.stages import stage
 from diffc.verify import verify_located
 from diffc.xdsl_adapter import HookedParser
 
@@ -152,7 +153,8 @@ def parse_source(text: str, filename: str, error: type[DiffcError] = DiffcError,
     ext = Path(filename).suffix.lstrip(".")
     registry.load_installed_plugins()
     if ext in registry.FRONTENDS:
-        module = registry.FRONTENDS[ext]()(text, filename, **(frontend_options or {}))
+        with stage(f"reading {Path(filename).name}"):
+            module = registry.FRONTENDS[ext]()(text, filename, **(frontend_options or {}))
     elif ext in ("mlir", ""):
         if frontend_options:
             raise error(f"error: '{filename}' is IR text: front-end options ({', '.join(frontend_options)}) do not "
@@ -266,7 +268,8 @@ def run_kernel_steps(module: ModuleOp, steps: Sequence[KernelStep], settings: Ke
         options = step.options(settings, build)
         if options is None:
             continue
-        apply_pass(passes[step.name]()(**options), module, ctx, name_failing_pass=name_failing_pass)
+        with stage(f"kernel pass {step.name}"):
+            apply_pass(passes[step.name]()(**options), module, ctx, name_failing_pass=name_failing_pass)
 
 
 def lower_kernels(module: ModuleOp, settings: KernelSettings, *, entry: str | None = None, ctx: Context | None = None,
@@ -278,10 +281,12 @@ def lower_kernels(module: ModuleOp, settings: KernelSettings, *, entry: str | No
     passes that can say what they did print it (accumulate-gradients, `diffc compile --report`)."""
     ctx = ctx or make_context()
     primal = primal_functions(module)
-    apply_pipeline(module, AD_PIPELINE_SPEC, ctx, name_failing_pass=name_failing_pass)
+    with stage("differentiating"):
+        apply_pipeline(module, AD_PIPELINE_SPEC, ctx, name_failing_pass=name_failing_pass)
     build = KernelBuild(entry, derivative_functions(module, primal), report)
     run_kernel_steps(module, KERNEL_PIPELINE, settings, build, ctx, name_failing_pass=name_failing_pass)
-    module.verify()
+    with stage("verifying the kernels"):
+        module.verify()
 
 
 def lower_call_kernel(module: ModuleOp, settings: KernelSettings, primal: set[str], ctx: Context | None = None):
@@ -324,7 +329,8 @@ def kernel_program(low: ModuleOp, settings: KernelSettings, front: ModuleOp, ent
 
     options = emit_options(settings)
     emitter = ModuleEmitter(low, options)
-    source = emitter.emit()
+    with stage("emitting OpenCL"):
+        source = emitter.emit()
     return read_program(low, front, source, emitter.names, settings, tuple(build_options(options)), entry)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from diffc.runtime.device import DeviceInfo, device
 from diffc.runtime.errors import BuildError
+from diffc.stages import stage
 
 _memory: dict[str, object] = {}
 _lock = threading.Lock()
@@ -165,7 +166,7 @@ def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: 
         except (cl.Error, OSError):
             pass  # stale or damaged: rebuild below
     try:
-        with _quiet_compiler():
+        with _quiet_compiler(), stage("building the OpenCL program"):
             prg = cl.Program(dev.context, source).build(options=list(options), cache_dir=False)
     except cl.RuntimeError as e:
         log = _build_log(e, dev)
