@@ -6,7 +6,7 @@ one on the same condition and is compared with it op by op, and a kernel of a fe
 with a few hundred branches costs seconds a call (merge-calls calls it after each round of
 inlining). Here the table is a chain of scopes (a region sees its parents' entries without
 copying them) and an op with regions is compared structurally only with earlier ops of the same
-key whose regions hold the same sequence of op names.
+key whose regions have the same shape (their ops, attributes and operands as one value).
 
 The result is xDSL's: the same ops are replaced (pure ones by an equal earlier one in scope; ops
 that only read by an equal earlier one in the same block with no write between), the same dead
@@ -54,12 +54,28 @@ class _Driver:
     def __init__(self) -> None:
         self.scope = _Scope(None)
         self.to_erase: list[Operation] = []
-        self.shapes: dict[Operation, tuple[str, ...]] = {}
+        self.shapes: dict[Operation, tuple] = {}
 
-    def shape(self, op: Operation) -> tuple[str, ...]:
+    def shape(self, op: Operation) -> tuple:
+        """What structural equivalence compares, as a value: each nested op's name, attributes,
+        properties and operands (a value defined inside `op` by its place, one from outside by
+        itself); ops whose regions are equivalent have equal shapes."""
         s = self.shapes.get(op)
         if s is None:
-            s = self.shapes[op] = tuple(o.name for o in op.walk())
+            inside: dict = {}
+            parts = []
+            for o in op.walk():
+                if o is not op:
+                    parts.append((o.name, frozenset(o.attributes.items()), frozenset(o.properties.items()),
+                                  tuple(inside.get(v, v) for v in o.operands), len(o.regions)))
+                for r in o.regions:
+                    for b in r.blocks:
+                        parts.append(("^", b.arg_types))
+                        for a in b.args:
+                            inside[a] = len(inside)
+                for v in o.results:
+                    inside[v] = len(inside)
+            s = self.shapes[op] = tuple(parts)
         return s
 
     def find(self, op: Operation, key: tuple) -> Operation | None:
@@ -67,10 +83,8 @@ class _Driver:
         candidates = self.scope.lookup(key)
         if not op.regions:
             return candidates[-1] if candidates else None
-        shape = self.shape(op)
         for other in reversed(candidates):
-            if self.shape(other) == shape and all(
-                    r.is_structurally_equivalent(o) for r, o in zip(op.regions, other.regions, strict=True)):
+            if self.equal(op, other):
                 return other
         return None
 
@@ -81,15 +95,19 @@ class _Driver:
             inherited = self.scope.parent.lookup(key) if self.scope.parent is not None else []
             entries = self.scope.known[key] = list(inherited)
         if op.regions:
-            # equal ops replace each other in a table keyed by equality
-            entries[:] = [e for e in entries if not self.find_equal(op, e)]
+            # an equal op (one that only reads, out of reach) is replaced, as in a table keyed by equality
+            entries[:] = [e for e in entries if not self.equal(op, e)]
         else:
             entries.clear()
         entries.append(op)
 
-    def find_equal(self, op: Operation, other: Operation) -> bool:
-        return self.shape(other) == self.shape(op) and all(
-            r.is_structurally_equivalent(o) for r, o in zip(op.regions, other.regions, strict=True))
+    def equal(self, op: Operation, other: Operation) -> bool:
+        try:
+            if self.shape(other) != self.shape(op):
+                return False
+        except TypeError:  # an attribute that cannot be hashed: compare the regions themselves
+            pass
+        return all(r.is_structurally_equivalent(o) for r, o in zip(op.regions, other.regions, strict=True))
 
     def replace(self, op: Operation, existing: Operation) -> None:
         for old, new in zip(op.results, existing.results, strict=True):
