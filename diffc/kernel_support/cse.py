@@ -125,6 +125,11 @@ class _Driver:
         key = _key(op)
         if key is None:
             return
+        if op.regions:
+            try:  # ops of another shape are never equal: they need not share a list of candidates
+                key = (*key, hash(self.shape(op)))
+            except TypeError:
+                pass
         if not is_side_effect_free(op):
             if not only_has_effect(op, MemoryEffectKind.READ):
                 return
