@@ -30,7 +30,8 @@ after it, one run:
     after    mlp first step         warm      1.51 s     0.72 s
     after    learnGradient OpenCL            15584 lines
 
-(the 10,000-op pipelines, two separate runs: 40.19 s CPU cold before, 26.62 s after.) Where the
+(the 10,000-op pipelines, `--skip mlp`, one run: 37.52 / 39.81 s CPU cold / warm before, 30.02 /
+35.44 s after; the differentiation passes and xDSL's canonicalize hold most of it.) Where the
 cold step's CPU went after (cProfile with a CPU clock, so PoCL's compiler threads count): the
 kernel passes about half (merge-calls, bounds-check, accumulate-gradients), PoCL's build of the
 program's source and its compile of the one kernel launched about a third, emitting OpenCL, the
