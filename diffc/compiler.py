@@ -21,6 +21,7 @@ keeping its location).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from diffc.pipeline import (  # noqa: F401 (re-exported)
     KernelSettings,
     KernelStep,
 )
+from diffc.stages import stage
 from diffc.verify import verify_located
 from diffc.xdsl_adapter import HookedParser
 
@@ -152,7 +154,8 @@ def parse_source(text: str, filename: str, error: type[DiffcError] = DiffcError,
     ext = Path(filename).suffix.lstrip(".")
     registry.load_installed_plugins()
     if ext in registry.FRONTENDS:
-        module = registry.FRONTENDS[ext]()(text, filename, **(frontend_options or {}))
+        with stage(f"reading {Path(filename).name}"):
+            module = registry.FRONTENDS[ext]()(text, filename, **(frontend_options or {}))
     elif ext in ("mlir", ""):
         if frontend_options:
             raise error(f"error: '{filename}' is IR text: front-end options ({', '.join(frontend_options)}) do not "
@@ -266,22 +269,29 @@ def run_kernel_steps(module: ModuleOp, steps: Sequence[KernelStep], settings: Ke
         options = step.options(settings, build)
         if options is None:
             continue
-        apply_pass(passes[step.name]()(**options), module, ctx, name_failing_pass=name_failing_pass)
+        with stage(f"kernel pass {step.name}"):
+            apply_pass(passes[step.name]()(**options), module, ctx, name_failing_pass=name_failing_pass)
 
 
 def lower_kernels(module: ModuleOp, settings: KernelSettings, *, entry: str | None = None, ctx: Context | None = None,
                   name_failing_pass: bool = False, report: bool = False) -> None:
     """The kernel pipeline, in place: differentiates the front end's `module` (AD_PIPELINE) and
     lowers its compute entry points (or only `entry`, which may be a plain function such as
-    `main`) into kernels with KERNEL_PIPELINE under `settings`; verified. Dispatch, `diffc run`,
-    `diffc compile` and the benches lower through here, so they build the same kernels. `report`:
-    passes that can say what they did print it (accumulate-gradients, `diffc compile --report`)."""
+    `main`) into kernels with KERNEL_PIPELINE under `settings`; verified when DIFFC_VERIFY=1.
+    Dispatch, `diffc run`, `diffc compile` and the benches lower through here, so they build the
+    same kernels. `report`: passes that can say what they did print it (accumulate-gradients,
+    `diffc compile --report`)."""
     ctx = ctx or make_context()
     primal = primal_functions(module)
-    apply_pipeline(module, AD_PIPELINE_SPEC, ctx, name_failing_pass=name_failing_pass)
+    with stage("differentiating"):
+        apply_pipeline(module, AD_PIPELINE_SPEC, ctx, name_failing_pass=name_failing_pass)
     build = KernelBuild(entry, derivative_functions(module, primal), report)
     run_kernel_steps(module, KERNEL_PIPELINE, settings, build, ctx, name_failing_pass=name_failing_pass)
-    module.verify()
+    if os.environ.get("DIFFC_VERIFY", "").strip() not in ("", "0"):
+        # xDSL's verifier over the lowered module costs a third of the kernel pipeline (the
+        # MLP's learnGradient: 20,000 ops); the passes' own tests run with it (tests/conftest.py)
+        with stage("verifying the kernels"):
+            module.verify()
 
 
 def lower_call_kernel(module: ModuleOp, settings: KernelSettings, primal: set[str], ctx: Context | None = None):
@@ -324,7 +334,8 @@ def kernel_program(low: ModuleOp, settings: KernelSettings, front: ModuleOp, ent
 
     options = emit_options(settings)
     emitter = ModuleEmitter(low, options)
-    source = emitter.emit()
+    with stage("emitting OpenCL"):
+        source = emitter.emit()
     return read_program(low, front, source, emitter.names, settings, tuple(build_options(options)), entry)
 
 

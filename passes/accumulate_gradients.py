@@ -70,6 +70,7 @@ from xdsl.traits import is_side_effect_free
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import only_added
 from diffc.kernel_support.kernel_params import append_params
+from diffc.kernel_support.unrolling import fold_or_clone
 
 ACCUMULATED = "diffc.accumulated"
 ACCUMULATE_OF = "diffc.accumulate_of"
@@ -274,8 +275,12 @@ class _Accumulator:
                     if op is body.last_op:
                         carried = [mapping.get(v, v) for v in op.operands]
                         break
-                    new = op.clone(mapping)
+                    new = fold_or_clone(op, mapping)
+                    if new is None:
+                        continue
                     Rewriter.insert_op(new, InsertPoint.before(loop))
+                    if new.name != op.name:  # folded into a constant
+                        continue
                     for old, cloned in zip(op.walk(), new.walk()):
                         if old in live:
                             live.add(cloned)

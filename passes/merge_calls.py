@@ -12,8 +12,9 @@ values. In each kernel (`kernel.entry`) this pass:
 * merges, block by block, a call to a read-only function with an earlier call to the same
   function with the same operands, unless an op between them may write memory the callee can
   read (a store into global or local memory, an atomic, a barrier, a call that writes, or a
-  store into a private array passed to the call); xDSL's CSE runs between rounds so that the
-  operands inlined copies compute (`x * x`) become the same values.
+  store into a private array passed to the call); CSE (diffc/kernel_support/cse.py: xDSL's, in
+  linear time) runs between rounds so that the operands inlined copies compute (`x * x`) become
+  the same values.
 
 Read-only: every op of the function is free of effects, a read, or a store into one of its own
 private arrays (`memref.alloca`), and every callee is read-only (a printf, an atomic or a
@@ -32,9 +33,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free
-from xdsl.transforms.common_subexpression_elimination import cse
 
 from diffc.dialects import kernel
+from diffc.kernel_support.cse import cse
 
 _READS = (memref.LoadOp, kernel.VLoadOp)
 # control flow: its effects are its regions' ops', which are judged one by one

@@ -62,6 +62,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import is_global_add, only_added
 from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity
+from diffc.kernel_support.unrolling import fold_or_clone
 
 # Local memory for one batch's contributions stays under this many bytes.
 _LOCAL_BYTES = 16384
@@ -164,7 +165,9 @@ class _KernelReducer:
                     for op in body.ops:
                         if op is body.last_op:
                             break
-                        new = op.clone(mapping)
+                        new = fold_or_clone(op, mapping)
+                        if new is None:
+                            continue
                         Rewriter.insert_op(new, InsertPoint.before(loop))
                         if op in predicates:
                             predicates[new] = predicates[op]

@@ -21,6 +21,9 @@ from diffc.dialects import diff
 
 CANONICAL = AD_PIPELINE_SPEC  # the driver's pipeline (diffc.compiler)
 
+# every kernel pipeline the tests run (and their subprocesses) ends with xDSL's verifier
+os.environ.setdefault("DIFFC_VERIFY", "1")
+
 
 import pytest  # noqa: E402
 

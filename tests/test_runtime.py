@@ -34,6 +34,7 @@ def test_bad_device_env_is_an_error():
 
 def test_program_cache_memory_and_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("DIFFC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(program, "keeps_binaries", lambda dev: True)  # the disk path, on PoCL too
     src = "__kernel void add_one(__global float *a) { a[get_global_id(0)] += 1.0f; }\n// %d" % os.getpid()
     before = dict(program.stats)
     p1 = program.build_program(src)
@@ -59,8 +60,22 @@ def test_program_cache_memory_and_disk(tmp_path, monkeypatch):
     assert len(list((tmp_path / "programs").glob("*.bin"))) == 2
 
 
+def test_pocl_programs_leave_their_binaries_to_pocl(tmp_path, monkeypatch):
+    # PoCL compiles a kernel when it first runs: asking for the binary would compile them all
+    monkeypatch.setenv("DIFFC_CACHE_DIR", str(tmp_path))
+    d = diffc.device()
+    assert program.keeps_binaries(d) == (not d.is_pocl)
+    monkeypatch.setattr(program, "keeps_binaries", lambda dev: False)
+    src = "__kernel void k3(__global int *a) { a[0] = 3; }\n// lazy %d" % os.getpid()
+    builds = program.stats["builds"]
+    program.build_program(src)
+    assert program.stats["builds"] == builds + 1
+    assert not (tmp_path / "programs").exists()
+
+
 def test_damaged_cache_entry_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("DIFFC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(program, "keeps_binaries", lambda dev: True)
     src = "__kernel void k2(__global int *a) { a[0] = 7; }\n// damaged %d" % os.getpid()
     key = program.program_key(src, (), diffc.device())
     (tmp_path / "programs").mkdir()

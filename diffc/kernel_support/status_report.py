@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from diffc.dialects import kernel
 
@@ -133,9 +133,41 @@ def stash_slots(module: ModuleOp) -> None:
         module.attributes[SLOTS] = ArrayAttr(rows)
 
 
+RECORD_SITE = "diffc_record_site"  # the function that records a failed check (record_site)
+
+
 def record_site(block: Block, idx: SSAValue, length: SSAValue, status: SSAValue, site: int) -> None:
     """Appends to `block` the recording of site `site`: [3k] = 1 (2 for a negative index), [3k+1] =
-    the index, [3k+2] = `length` (index values, clamped to int range), with atomic maxes."""
+    the index, [3k+2] = `length` (index values, clamped to int range), with atomic maxes. It is a
+    call of one function per module (made here on first use), so that the hundreds of sites of a
+    large kernel cost a line of OpenCL each, not sixteen."""
+    site_value = arith.ConstantOp(IntegerAttr(site, IndexType()))
+    call = func.CallOp(_site_recorder(status), [idx, length, status, site_value.result], [])
+    block.add_ops([site_value, call])
+
+
+def _module_of(value: SSAValue) -> ModuleOp:
+    node = value.owner
+    op = node.parent_op() if isinstance(node, Block) else node
+    while not isinstance(op, ModuleOp):
+        assert op is not None, "a status buffer outside a module"
+        op = op.parent_op()
+    return op
+
+
+def _site_recorder(status: SSAValue) -> str:
+    """The name of `@diffc_record_site(index, length, status, site)` in the module `status` (a
+    function's status buffer parameter) is in, declared there if it is not yet."""
+    module = _module_of(status)
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == RECORD_SITE:
+            return RECORD_SITE
+    index = IndexType()
+    block = Block(arg_types=[index, index, status.type, index])
+    idx, length, buf, site = block.args
+    for arg, hint in zip(block.args, ("index", "length", "diffc_status", "site")):
+        arg.name_hint = hint
+
     def const(v: int, t=IndexType()) -> SSAValue:
         c = arith.ConstantOp(IntegerAttr(v, t))
         block.add_op(c)
@@ -153,9 +185,15 @@ def record_site(block: Block, idx: SSAValue, length: SSAValue, status: SSAValue,
         block.add_ops([cast, minus1, sel])
         return sel.result
 
+    first = arith.MuliOp(site, const(3))
+    block.add_op(first)
+
     def put(slot: int, value: SSAValue) -> None:
-        rmw = kernel.AtomicRMWOp("maxs", value, status, [const(3 * site + slot)])
-        block.add_op(rmw)
+        at = first.result
+        if slot:
+            at = arith.AddiOp(first.result, const(slot)).result
+            block.add_op(at.owner)
+        block.add_op(kernel.AtomicRMWOp("maxs", value, buf, [at]))
 
     negative = arith.CmpiOp(idx, const(0), "slt")
     flag = arith.SelectOp(negative.result, const(2, i32), const(1, i32))  # 2: a negative index
@@ -163,3 +201,7 @@ def record_site(block: Block, idx: SSAValue, length: SSAValue, status: SSAValue,
     put(0, flag.result)
     put(1, as_i32(idx))
     put(2, as_i32(length))
+    block.add_op(func.ReturnOp())
+    fn = func.FuncOp(RECORD_SITE, ([index, index, status.type, index], []), Region(block))
+    module.body.block.add_op(fn)
+    return RECORD_SITE

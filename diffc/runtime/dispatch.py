@@ -92,7 +92,10 @@ def entry_program(module) -> EntryProgram:
     """The module's compute entry points, lowered and built (once per Module)."""
     cached = module._entry_program
     if cached is None:
-        cached = module._entry_program = _load(_build_or_load(module))
+        from diffc.stages import stage
+
+        with stage("compiling the compute entry points"):
+            cached = module._entry_program = _load(_build_or_load(module))
     return cached
 
 
@@ -455,7 +458,10 @@ def dispatch(fn, thread_count, kwargs: dict):
     if plan.snap is not None and kernel.uninit is None:  # (the sanitizer binds each dispatch's shadows)
         plans.insert(0, plan)
         del plans[4:]  # a few: a training loop alternates a handful of calls
-    event = plan.run()
+    from diffc.stages import stage
+
+    with stage(f"{fn.name}'s first launch (a CPU driver compiles the kernel now)"):
+        event = plan.run()
     if kernel.uninit is not None:
         kernel.uninit.finish(fn.name, where, fn.module.sources)
     for step in capture.RECORDING:

@@ -6,6 +6,13 @@ device (platform, name, version, driver version) and the pyopencl version. Its f
 Each entry is written to a temporary file in the same folder and moved into place with
 `os.replace`, so processes sharing the folder see either nothing or a whole binary.
 A binary that fails to load is rebuilt from source (and rewritten).
+
+PoCL compiles each kernel of a program for the CPU only when it first runs, and keeps what it
+compiled in its own cache (`$POCL_CACHE_DIR`, else `~/.cache/pocl/kcache`), keyed by the source.
+Asking it for the program's binary would compile every kernel of the program at once (all the
+variants of an entry point: the MLP's learnGradient cost 140 s of CPU that way, of which its
+first step runs one kernel). So on PoCL no binary is written here (`keeps_binaries`): a second
+build of the same source is PoCL's cache hit.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from pathlib import Path
 
 from diffc.runtime.device import DeviceInfo, device
 from diffc.runtime.errors import BuildError
+from diffc.stages import stage
 
 _memory: dict[str, object] = {}
 _lock = threading.Lock()
@@ -137,10 +145,16 @@ def _quiet_compiler():
         yield
 
 
+def keeps_binaries(dev: DeviceInfo) -> bool:
+    """Whether built programs' binaries go to the disk cache on this device: not on PoCL, which
+    compiles a kernel when it first runs and caches it itself (see the module's docstring)."""
+    return not dev.is_pocl
+
+
 def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: str):
     import pyopencl as cl
 
-    folder = cache_dir()
+    folder = cache_dir() if keeps_binaries(dev) else None
     path = folder / "programs" / f"{key}.bin" if folder is not None else None
     if path is not None and path.is_file():
         try:
@@ -152,7 +166,7 @@ def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: 
         except (cl.Error, OSError):
             pass  # stale or damaged: rebuild below
     try:
-        with _quiet_compiler():
+        with _quiet_compiler(), stage("building the OpenCL program"):
             prg = cl.Program(dev.context, source).build(options=list(options), cache_dir=False)
     except cl.RuntimeError as e:
         log = _build_log(e, dev)

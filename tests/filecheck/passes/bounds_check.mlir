@@ -33,7 +33,7 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
 // CHECK-NEXT: %v = memref.load %params[%j]
 // CHECK-NEXT: scf.yield %v
 // CHECK-NEXT: } else {
-// CHECK: kernel.atomic_rmw maxs %{{.*}}, %[[ST]][%{{.*}}]
+// CHECK: func.call @diffc_record_site(%j, %[[LEN]], %[[ST]], %{{.*}}) : (index, index, memref<?xi32>, index) -> ()
 // CHECK: %[[Z:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT: scf.yield %[[Z]] : f32
 // CHECK: func.return %[[R]] : f32
@@ -43,6 +43,13 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
 // CHECK: func.func @main(%params: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %grads: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %[[LP:.*]]: index {diffc.name = "diffc_len_params", diff.abi = #diff.abi<length of "params">}, %[[LG:.*]]: index {diffc.name = "diffc_len_grads", diff.abi = #diff.abi<length of "grads">}, %[[S:.*]]: memref<?xi32> {diffc.name = "diffc_bounds", diff.abi = #diff.abi<status of "bounds">})
 // CHECK: func.call @get(%{{.*}}, %params, %[[LP]], %[[S]])
 // CHECK: func.call @acc(%{{.*}}, %{{.*}}, %grads, %[[LG]], %[[S]])
+// a failed check records its site (3k: 1, or 2 for a negative index; 3k+1: the index; 3k+2: the length)
+// CHECK-LABEL: func.func @diffc_record_site(%index: index, %length: index, %diffc_status: memref<?xi32>, %site: index)
+// CHECK: %[[K:.*]] = arith.muli %site, %{{.*}} : index
+// CHECK: kernel.atomic_rmw maxs %{{.*}}, %diffc_status[%[[K]]]
+// CHECK: kernel.atomic_rmw maxs %{{.*}}, %diffc_status[%{{.*}}]
+// CHECK: kernel.atomic_rmw maxs %{{.*}}, %diffc_status[%{{.*}}]
+// CHECK-NEXT: func.return
 
 // CL: (ulong){{.*}} < (ulong)
 // CL: __kernel {{.*}}main{{[_0-9]*}}(__global float* params, __global float* grads, long diffc_len_params, long diffc_len_grads, __global int* diffc_bounds)

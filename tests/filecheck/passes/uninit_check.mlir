@@ -33,7 +33,7 @@ func.func @main(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref
 // CHECK-NEXT: %[[SEEN:.*]] = memref.load %diffc_written_p[%k] : memref<?xi32>
 // CHECK: %[[NONE:.*]] = arith.cmpi eq, %[[SEEN]], %{{.*}} : i32
 // CHECK-NEXT: scf.if %[[NONE]] {
-// CHECK: kernel.atomic_rmw maxs %{{.*}}, %diffc_uninit[%{{.*}}]
+// CHECK: func.call @diffc_record_site(%k, %{{.*}}, %diffc_uninit, %{{.*}})
 // CHECK: memref.load %p[%k]
 // CHECK-LABEL: func.func @main(
 // CHECK-SAME: %diffc_written_src: memref<?xi32> {diffc.name = "diffc_written_src", diff.abi = #diff.abi<shadow of "src">}, %diffc_track_src: i32 {diffc.name = "diffc_track_src", diff.abi = #diff.abi<track of "src">}, %diffc_written_dst: memref<?xi32> {diffc.name = "diffc_written_dst", diff.abi = #diff.abi<shadow of "dst">}, %diffc_track_dst: i32 {diffc.name = "diffc_track_dst", diff.abi = #diff.abi<track of "dst">}, %diffc_uninit: memref<?xi32>
@@ -49,6 +49,6 @@ func.func @main(%tid: i32 {diffc.semantic = "SV_DispatchThreadID"}, %src: memref
 // CHECK: func.call @get(%dst, %dst_off, %tid, %{{.*}}, %diffc_bounds, %diffc_written_dst, %diffc_track_dst, %diffc_uninit)
 // the atomic checks, then sets
 // CHECK: memref.load %diffc_written_dst[%a]
-// CHECK: kernel.atomic_rmw maxs %{{.*}}, %diffc_uninit
+// CHECK: func.call @diffc_record_site(%a, %{{.*}}, %diffc_uninit, %{{.*}})
 // CHECK: kernel.atomic_rmw addf %{{.*}}, %dst[%a]
 // CHECK: memref.store %{{.*}}, %diffc_written_dst[%a]

@@ -1,0 +1,184 @@
+"""Compile time, cold and warm: the MLP tutorial's first training step and the AD + kernel
+pipelines on a generated function of about 10,000 ops, each in a fresh process.
+
+    python bench/bench_compile.py                       # this tree
+    python bench/bench_compile.py --tree OLD --tree .   # trees side by side, runs interleaved
+
+Rows:
+* `mlp first step`: examples/mlp/train.py's first step (load mlp.slang, evaluate, one training
+  step: learnGradient and adjustParameters lowered, emitted, built and run). cold: empty
+  caches (diffc's, DIFFC_CACHE_DIR, and PoCL's kernel cache, POCL_CACHE_DIR, both temporary
+  folders here); warm: a second process over the caches the first filled.
+* `10k-op pipelines`: bench_ad_pipeline.py's function with a compute entry point that calls its
+  bwd_diff and fwd_diff, through `diffc.compiler.lower_kernels` (AD_PIPELINE, then
+  KERNEL_PIPELINE) and the OpenCL emitter; parsing not counted. cold: the first run in a
+  process; warm: the second, in the same process, over a fresh parse.
+* `learnGradient OpenCL`: lines of `diffc compile examples/mlp/mlp.slang --entry learnGradient`.
+
+Times are wall seconds, with the process's CPU seconds (user + system, all threads: PoCL's
+compiler included) beside them: on a shared machine CPU time is the fairer number. Imports
+(Python, xDSL, pyopencl) are not counted.
+
+Measured for issue 24 (2026-11-27, PoCL on the shared 2-core CPU machine, load average 5 to 11:
+wall times are several times CPU times), `--tree` the commit before the work (9e93488) and
+after it, one run:
+
+    9e93488  mlp first step         cold    681.10 s   172.98 s
+    9e93488  mlp first step         warm      1.64 s     0.81 s
+    9e93488  learnGradient OpenCL            25056 lines
+    after    mlp first step         cold     30.22 s    15.00 s
+    after    mlp first step         warm      1.51 s     0.72 s
+    after    learnGradient OpenCL            15584 lines
+
+(the 10,000-op pipelines, `--skip mlp`, one run: 37.52 / 39.81 s CPU cold / warm before, 30.02 /
+35.44 s after; the differentiation passes and xDSL's canonicalize hold most of it.) Where the
+cold step's CPU went after (cProfile with a CPU clock, so PoCL's compiler threads count): the
+kernel passes about half (merge-calls, bounds-check, accumulate-gradients), PoCL's build of the
+program's source and its compile of the one kernel launched about a third, emitting OpenCL, the
+front end and the differentiation the rest. Before, asking PoCL for the program's binary
+compiled all six variants of learnGradient: 140 s of the 173.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+MLP_CHILD = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, os.path.join(sys.argv[1], "examples", "mlp"))
+import numpy as np, pyopencl, xdsl
+import diffc
+import train
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+t0, c0 = time.perf_counter(), cpu()
+train.train(steps=1, every=1, log=lambda *a: None)
+print(json.dumps({"wall": time.perf_counter() - t0, "cpu": cpu() - c0}))
+"""
+
+PIPELINE_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[1] + "/bench")
+from bench_compile import pipeline_module_text
+from diffc import compiler
+from diffc.pipeline import KernelSettings
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+text, ops = pipeline_module_text(int(sys.argv[2]))
+out = {"ops": ops}
+for run in ("cold", "warm"):
+    module = compiler.parse_ir(text, "bench.mlir")
+    t0, c0 = time.perf_counter(), cpu()
+    compiler.lower_kernels(module, KernelSettings())
+    source = compiler.emit_opencl(module)
+    out[run] = {"wall": time.perf_counter() - t0, "cpu": cpu() - c0}
+out["lines"] = source.count("\n")
+print(json.dumps(out))
+"""
+
+
+def pipeline_module_text(n_ops: int) -> tuple[str, int]:
+    """bench_ad_pipeline's function @f and a compute entry point over buffers that calls its
+    bwd_diff and its fwd_diff (so both modes are lowered into a kernel)."""
+    sys.path.insert(0, str(HERE))
+    from bench_ad_pipeline import generate
+
+    text, count = generate(n_ops)
+    f = text[:text.index("func.func @main_bwd")]
+    pointer = '{{diff.abi = #diff.abi<pointer of "{0}">}}'
+    offset = '{{diff.abi = #diff.abi<offset of "{0}">}}'
+    loads = "\n".join(
+        f"      %i{k} = arith.addi %tid_i, %c{k} : index\n"
+        f"      %j{k} = arith.addi %xs_off, %i{k} : index\n"
+        f"      %x{k} = memref.load %xs[%j{k}] : memref<?xf32>" for k in range(4))
+    stores = "\n".join(
+        f"      %s{k} = arith.addi %grads_off, %i{k} : index\n"
+        f"      memref.store %g#{k}, %grads[%s{k}] : memref<?xf32>" for k in range(4))
+    entry = f"""
+func.func @main_kernel(%tid: i32 {{diffc.semantic = "SV_DispatchThreadID"}}, %xs: memref<?xf32> {pointer.format("xs")}, %xs_off: index {offset.format("xs")}, %grads: memref<?xf32> {pointer.format("grads")}, %grads_off: index {offset.format("grads")}, %count: i32) attributes {{diffc.shader = "compute", diffc.numthreads = array<i64: 64, 1, 1>}} {{
+  %inside = arith.cmpi ult, %tid, %count : i32
+  scf.if %inside {{
+      %tid_i0 = arith.index_cast %tid : i32 to index
+      %c4 = arith.constant 4 : index
+      %tid_i = arith.muli %tid_i0, %c4 : index
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+{loads}
+      %one = arith.constant 1.0 : f32
+      %g:4 = diff.bwd_diff @f(%x0, %x1, %x2, %x3, %one) : (f32, f32, f32, f32, f32) -> (f32, f32, f32, f32)
+{stores}
+      %zero = arith.constant 0.0 : f32
+      %p0 = diff.make_pair %x0, %one : f32
+      %p1 = diff.make_pair %x1, %zero : f32
+      %p2 = diff.make_pair %x2, %zero : f32
+      %p3 = diff.make_pair %x3, %zero : f32
+      %y = diff.fwd_diff @f(%p0, %p1, %p2, %p3) : (!diff.pair<f32>, !diff.pair<f32>, !diff.pair<f32>, !diff.pair<f32>) -> !diff.pair<f32>
+      %dy = diff.differential %y : !diff.pair<f32>
+      %t = arith.addi %xs_off, %c0 : index
+      memref.store %dy, %xs[%t] : memref<?xf32>
+  }}
+  func.return
+}}
+"""
+    return f + entry, count
+
+
+def run_child(code: str, args: list[str], tree: Path, env: dict) -> dict:
+    env = dict(os.environ, **env, PYTHONPATH=str(tree))
+    out = subprocess.run([sys.executable, "-c", code, str(tree), *args], env=env, capture_output=True, text=True,
+                         cwd=str(tree))
+    if out.returncode:
+        raise RuntimeError(f"{tree}: {out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def opencl_lines(tree: Path) -> int:
+    out = subprocess.run([sys.executable, "-m", "diffc.cli", "compile", "examples/mlp/mlp.slang", "--entry",
+                          "learnGradient", "--emit", "opencl"], env=dict(os.environ, PYTHONPATH=str(tree)),
+                         capture_output=True, text=True, cwd=str(tree), check=True)
+    return out.stdout.count("\n")
+
+
+def fmt(r: dict) -> str:
+    return f"{r['wall']:8.2f} s {r['cpu']:8.2f} s"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", action="append", type=Path, help="a source tree to measure (default: this one)")
+    ap.add_argument("--ops", type=int, default=10_000)
+    ap.add_argument("--skip", action="append", default=[], choices=("mlp", "pipeline", "lines"))
+    args = ap.parse_args()
+    trees = [t.resolve() for t in (args.tree or [HERE.parent])]
+    print(f"{'tree':24s} {'row':22s} {'':5s} {'wall':>10s} {'cpu':>10s}")
+    for tree in trees:
+        name = str(tree)[-24:]
+        if "mlp" not in args.skip:
+            with tempfile.TemporaryDirectory(prefix="diffc-bench-") as tmp:
+                env = {"DIFFC_CACHE_DIR": tmp + "/diffc", "POCL_CACHE_DIR": tmp + "/pocl"}
+                for what in ("cold", "warm"):
+                    print(f"{name:24s} {'mlp first step':22s} {what:5s} {fmt(run_child(MLP_CHILD, [], tree, env))}",
+                          flush=True)
+        if "pipeline" not in args.skip:
+            r = run_child(PIPELINE_CHILD, [str(args.ops)], tree, {})
+            row = f"{r['ops']:,}-op pipelines"
+            for what in ("cold", "warm"):
+                print(f"{name:24s} {row:22s} {what:5s} {fmt(r[what])}   ({r['lines']} lines of OpenCL)", flush=True)
+        if "lines" not in args.skip:
+            print(f"{name:24s} {'learnGradient OpenCL':22s} {'':5s} {opencl_lines(tree):8d} lines", flush=True)
+
+
+if __name__ == "__main__":
+    main()
