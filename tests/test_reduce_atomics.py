@@ -95,8 +95,10 @@ void grid(uint3 tid : SV_DispatchThreadID, uniform float* values, uniform uint32
 @pytest.fixture(autouse=True)
 def _reduce_atomics_alone(monkeypatch):
     """These tests are about reduce-atomics: build without accumulate-gradients, which since it
-    takes integer adds too rewrites some of these kernels (and has tests of its own)."""
+    takes integer adds too rewrites some of these kernels (and has tests of its own), and without
+    cooperative-layers, which sums a loop of adds like UNIFORM's over the group itself."""
     monkeypatch.setitem(device_settings, "accumulate", False)
+    monkeypatch.setitem(device_settings, "cooperative", False)
 
 
 def _module(text: str, name: str):
