@@ -56,7 +56,8 @@ def register(fn) -> int:
 
 def compiling() -> bool:
     """Whether torch.compile is tracing the caller (False without torch: nothing can). (Every
-    eager call asks: ~0.2 us, most of it torch's own function, which the tracer must see called.)"""
+    eager call asks: under a microsecond, most of it torch's own function, which the tracer must see
+    called.)"""
     torch = sys.modules.get("torch")
     return torch is not None and torch.compiler.is_compiling() and not _PLANNING[0]
 _PLANNING: list = [False]  # True while _plan runs (outside the trace, though torch says it compiles)
