@@ -29,7 +29,19 @@ that run's step, a little longer: the phases' waits cost time of their own):
 
 --transport: "device" runs the collective on the process group's device (with NCCL: two copies
 to and from the GPU around it); "host" over a gloo group made once on the host (no CUDA at all,
-for a few hundred bytes possibly cheaper). Under gloo both are the same collective.
+for a few hundred bytes possibly cheaper). Under gloo both are the same collective. "shared"
+keeps the gradients in memory diffc and torch share (diffc.distributed.shared_zeros: on an
+NVIDIA GPU memory CUDA and OpenCL share, runtime/cuda_shared.py; on a CPU device host memory)
+and sums them there: no download, stage, unstage or upload, and on the GPU no host wait (the
+optimizer is queued behind the NCCL sum, and the step reads the gathered loss after queuing it).
+After the full table comes the scaling table: per model, batch and transport, the one-process
+step and the efficiency at each process count (samples per second per process against one
+process: the fraction of N x that N processes reach).
+
+The runs for the shared path on a machine with 4 GPUs (2: --procs 1 2):
+
+    python bench/bench_distributed.py --procs 1 2 4 --models mlp --log2 22 24 26 28 --steps 20 --transport shared device
+    python bench/bench_distributed.py --procs 1 2 4 --models wide --log2 10 12 14 16 --steps 5 --transport shared device
 
     python bench/bench_distributed.py                       # 1 and 2 processes, batches 2^10 2^14
     python bench/bench_distributed.py --procs 1 2 4 --log2 22 24 26 27 28 --models mlp --steps 20 --transport device host
@@ -190,7 +202,7 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transpo
     prints one JSON line per row."""
     import torch.distributed as dist
 
-    from diffc.distributed import DataParallel, init
+    from diffc.distributed import DataParallel, init, shared_zeros
 
     rank, world = init()
     import diffc
@@ -207,7 +219,7 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transpo
                 n = 1 << log2
                 rng = np.random.default_rng(log2)
                 params = diffc.Tensor.from_numpy(init_params(rng, layers))
-                grads = diffc.Tensor.zeros(total, np.float16)
+                grads = shared_zeros(total, np.float16) if transport == "shared" else diffc.Tensor.zeros(total, np.float16)
                 network = network_of(params, grads, layers)
                 loss = diffc.Tensor.zeros(1, np.uint32)
                 loss_value = loss.view(np.float32)
@@ -226,13 +238,13 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transpo
                     loss.fill(0)
                     m.learnGradient.dispatch(thread_count=count, network=network, lossBuffer=loss, inputs=inputs, count=count)
                     clock["dispatch"] += time.perf_counter() - t
-                    batch_max = dp.all_reduce(gather=loss_value).max()
+                    gathered = dp.all_reduce(gather=loss_value, wait=False)
                     t = time.perf_counter()
                     m.adjustParameters.dispatch(thread_count=total, params=params, gradients=grads, count=total)
                     if dp.profile:
                         diffc.synchronize()
                     clock["optimizer"] += time.perf_counter() - t
-                    return batch_max
+                    return gathered.result().max()  # (the shared transport: read after the optimizer is queued)
 
                 def timed(dp) -> float:
                     """Seconds per step over `steps` steps, the slowest rank's."""
@@ -322,6 +334,27 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def scaling_table(rows: list[dict]) -> str:
+    """Per model, batch and transport: the one-process step and, for each process count, the
+    efficiency (samples/s per process against one process: the fraction of N x reached)."""
+    procs = sorted({r["procs"] for r in rows})
+    runs: dict = {}
+    for r in rows:
+        runs.setdefault((r["model"], r["log2"], r["transport"]), {})[r["procs"]] = r
+    out = ["model   batch   transport   1-process step ms   " + "   ".join(f"{p} procs" for p in procs if p > 1)]
+    for (model, log2, transport), by in runs.items():
+        base = by.get(1)
+        cells = []
+        for p in procs:
+            if p == 1:
+                continue
+            r = by.get(p)
+            cells.append(f"{base['step_ms'] / r['step_ms'] / p:<7.2f}" if r and base else "-      ")
+        step = f"{base['step_ms']:.3f}" if base else "-"
+        out.append(f"{model:<7} 2^{log2:<5} {transport:<11} {step:<19} " + "   ".join(cells))
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--procs", type=int, nargs="+", default=[1, 2])
@@ -329,8 +362,9 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["mlp", "wide"])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--transport", nargs="+", choices=["device", "host"], default=["device"],
-                    help="where the collective runs: the process group's device (NCCL: the GPU) or the host (gloo)")
+    ap.add_argument("--transport", nargs="+", choices=["device", "host", "shared"], default=["device"],
+                    help="where the collective runs: the process group's device (NCCL: the GPU), the host (gloo), or "
+                         "on the gradients' own memory shared by diffc and torch (no round trip)")
     ap.add_argument("--collectives", action="store_true",
                     help="time only gloo's all-reduce and all-gather of each model's gradients over the processes "
                          "(host only, no device; --steps calls)")
@@ -361,6 +395,8 @@ def main() -> None:
         return
     rows.sort(key=lambda r: (r["model"], r["log2"], r["transport"], r["procs"]))
     print(table(rows))
+    print()
+    print(scaling_table(rows))
 
 
 if __name__ == "__main__":

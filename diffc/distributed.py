@@ -48,6 +48,17 @@ Under gloo both are the same. With profile=True the phases are timed exactly (a 
 the collective, the GPU waited for after each phase); without it a GPU's stage and collective
 are only enqueued, and their time shows in the unstage.
 
+transport="shared": the gradients live in memory that diffc and torch share (made by
+`shared_zeros`), and the collective runs on them where they are: no download, stage, unstage or
+upload. On an NVIDIA GPU (NCCL) that is memory CUDA and diffc's OpenCL share
+(runtime/cuda_shared.py), and nothing waits on the host: torch's stream waits (on the device) for
+the gradient kernel diffc queued, NCCL sums, diffc's queue waits for that before the next kernel
+(the optimizer), so the host goes on to queue the next work while the sum runs; the gathered
+values come back when asked (`all_reduce(..., wait=False)` returns a handle whose `result()`
+waits for them). On a CPU device (PoCL) it is host memory the OpenCL buffer uses, summed by gloo
+after one wait for the queue. Sums are in the gradients' dtype there (NCCL's or gloo's sum of
+half values, not float32's); "auto" takes "shared" when every gradient tensor is shared.
+
 With one rank there is nothing to sum: all_reduce leaves the gradients on the device and only
 reads the gathered values, so a one-process run costs what a plain training step with a loss
 read does (the baseline bench/bench_distributed.py measures scaling against).
@@ -69,6 +80,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import time
 import weakref
 from typing import Sequence
@@ -77,7 +89,7 @@ import numpy as np
 
 PHASES = ("kernel", "download", "stage", "barrier", "collective", "unstage", "upload")
 ROUND_TRIP = ("download", "stage", "unstage", "upload")  # the host round trip's phases
-TRANSPORTS = ("auto", "device", "host")
+TRANSPORTS = ("auto", "device", "host", "shared")
 # transport="auto": gradients of at most this many bytes (float32) go through the host. Measured on
 # an H100 under NCCL (one process, bench_distributed.py, the MLP's 148 gradients): a step of 0.40
 # ms through the host against 0.65 through the GPU (its two copies cost more than the sum).
@@ -174,6 +186,50 @@ def sum_in_rank_order(parts: Sequence[np.ndarray], out: np.ndarray | None = None
     return out
 
 
+def shared_zeros(shape, dtype=np.float32):
+    """A zeroed diffc Tensor whose memory torch sees as a tensor too (`shared_view`), for
+    gradients that transport="shared" sums where they are: on an NVIDIA GPU memory CUDA and
+    diffc's OpenCL share (runtime/cuda_shared.py, where torch has CUDA and the CUDA bindings are
+    installed), on a CPU OpenCL device host memory the buffer uses (a torch tensor's). A plain
+    Tensor.zeros where neither is possible (transport "shared" then refuses it; "auto" does not
+    take it)."""
+    import pyopencl as cl
+    import torch
+
+    from diffc.runtime.device import device
+    from diffc.runtime.tensor import Tensor
+
+    dtype = np.dtype(dtype)
+    shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
+    n = max(int(np.prod(shape, dtype=np.int64)), 1)
+    dev = device()
+    if dev.kind == "cpu":  # (the Tensor's storage is the torch tensor: shared_view finds it there)
+        owner = torch.zeros(n, dtype=getattr(torch, dtype.name))
+        buffer = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR, hostbuf=owner.numpy())
+        return Tensor(shape, dtype, _buffer=buffer, _storage=owner)
+    from diffc.runtime import cuda_shared
+
+    if cuda_shared.unavailable() is not None:
+        return Tensor.zeros(shape, dtype)
+    block = cuda_shared.shared().pool.alloc(n * dtype.itemsize)
+    t = Tensor(shape, dtype, _buffer=block.buffer, _storage=block)  # (the block: shared_view's CUDA memory)
+    return t.fill(0)  # (on diffc's queue, which the first collective's stream waits for)
+
+
+def shared_view(tensor):
+    """The torch tensor (flat, of the Tensor's dtype) on the memory of a `shared_zeros` Tensor
+    (or of a view or detach() of one), or None for any other Tensor."""
+    import torch
+
+    storage = getattr(tensor, "_storage", None)
+    if isinstance(storage, torch.Tensor):  # host memory the OpenCL buffer uses
+        return storage.view(getattr(torch, tensor.dtype.name))[:tensor.size]
+    cuda_shared = sys.modules.get("diffc.runtime.cuda_shared")
+    if cuda_shared is not None and isinstance(storage, cuda_shared.Block) and storage.buffer is tensor.buffer:
+        return cuda_shared.torch_tensor(storage, (tensor.size,), tensor.dtype)
+    return None
+
+
 class _Staging:
     """The host arrays and torch tensors of one all_reduce layout (n gradient values, then k
     gathered values per rank), made once and reused every call."""
@@ -210,11 +266,18 @@ class DataParallel:
         if transport not in TRANSPORTS:
             raise ValueError(f"diffc.distributed.DataParallel: transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
         self.grads = list(grads)
+        views = [shared_view(g) for g in self.grads]
+        if transport == "auto" and self.grads and all(v is not None for v in views):
+            transport = "shared"
         if transport == "auto":
             transport = "host" if 4 * sum(g.size for g in self.grads) <= HOST_TRANSPORT_BYTES else "device"
         self.group, self.mean, self.profile, self.transport = group, mean, profile, transport
         self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
-        if transport == "host":
+        self._shared: _SharedSum | None = None
+        if transport == "shared":
+            self._shared = _SharedSum(self.grads, views, group, self.world, self.rank)
+            self.comm_group, self.torch_device = group, self._shared.torch_device
+        elif transport == "host":
             self.comm_group, self.torch_device = host_group(group), torch.device("cpu")
         else:
             self.comm_group = group
@@ -237,6 +300,9 @@ class DataParallel:
         self.size = at
         if ordered is None:  # gather and add in rank order where that is the faster collective
             ordered = transport == "host" and 4 * self.size <= HOST_TRANSPORT_BYTES
+        if ordered and transport == "shared":
+            raise ValueError("diffc.distributed.DataParallel: ordered=True is for the device and host transports "
+                             "(the shared transport sums with the backend's own all-reduce)")
         self.ordered = ordered
         self.sizes = [g.size for g in self.grads]
         self._staging: _Staging | None = None
@@ -260,13 +326,23 @@ class DataParallel:
         if self.torch_device.type == "cuda":
             torch.cuda.current_stream().synchronize()
 
-    def all_reduce(self, gather=None) -> np.ndarray | None:
+    def all_reduce(self, gather=None, *, wait: bool = True):
         """Replaces every gradient tensor with its sum (its mean with mean=True) over the ranks.
         gather: this rank's values to share (a number, numbers, or a float32 diffc.Tensor read
         with the gradients), sent in the same collective; returns every rank's, a (world, k)
         float32 array (row r: rank r's; exact, as x + 0 is, on a device that keeps subnormals),
         or None without `gather`. One rank: the gradients already are the sums, and only the
-        gathered values are read."""
+        gathered values are read. wait=False: returns a handle whose `result()` gives that
+        array (or None) when asked; the shared transport queues the sum and returns at once,
+        so the host can queue the next work (the optimizer) first."""
+        if self._shared is not None:
+            got = self._shared.all_reduce(gather, self.mean, self.profile, self.timings)
+            self.calls += 1
+            return got if not wait else got.result()
+        got = self._host_all_reduce(gather)
+        return got if wait else _Done(got)
+
+    def _host_all_reduce(self, gather) -> np.ndarray | None:
         from diffc.runtime import pending
         from diffc.runtime.device import synchronize
 
@@ -433,3 +509,186 @@ class DataParallel:
         phases = "  ".join(f"{names.get(k, k)} {v * 1e3:.3f} ms" for k, v in per.items() if k != "barrier" or self.profile)
         return (f"all_reduce over {self.world} ranks ({self.calls} calls, {self.size} values, {self.transport} transport): "
                 f"{phases}; host round trip {trip * 1e3:.3f} ms, with the collective {(trip + per['collective']) * 1e3:.3f} ms")
+
+
+class _Done:
+    """all_reduce(wait=False)'s handle of values already there."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def _gather_values(gather) -> tuple[int, np.ndarray | None]:
+    """(k, the numbers as float32, or None for a Tensor) of all_reduce's `gather`."""
+    from diffc.runtime.tensor import Tensor
+
+    if gather is None:
+        return 0, None
+    if isinstance(gather, Tensor):
+        if gather.dtype != np.float32:
+            raise TypeError(f"diffc.distributed.all_reduce: gather takes a float32 Tensor, got {gather.dtype.name} "
+                            "(one holding a float's bits: .view(np.float32))")
+        return gather.size, None
+    mine = np.asarray(gather, np.float32).reshape(-1)
+    return mine.size, mine
+
+
+class _SharedSum:
+    """transport="shared": the collective on the gradients' own memory (shared_zeros). The
+    gathered values ride in a shared float32 tensor of `world` slots per value (this rank's
+    written on diffc's queue, the others zero), summed in the same group of collectives."""
+
+    def __init__(self, grads: list, views: list, group, world: int, rank: int):
+        import torch
+        import torch.distributed as dist
+
+        missing = [i for i, v in enumerate(views) if v is None]
+        if missing:
+            raise ValueError(f"diffc.distributed.DataParallel: transport='shared' sums gradients where they are, but "
+                             f"gradient tensors {missing} are not in shared memory: make them with "
+                             "diffc.distributed.shared_zeros (which needs torch CUDA and the CUDA bindings on an NVIDIA "
+                             "GPU, or a CPU device)")
+        self.world, self.rank = world, rank
+        self.grads = grads
+        seen: dict[int, object] = {}
+        for g, v in zip(grads, views):
+            seen.setdefault(id(g.buffer), (g, v))
+        self.views = [v for _, v in seen.values()]
+        self.tensors = [g for g, _ in seen.values()]
+        kinds = {"cuda" if v.is_cuda else "host" for v in self.views}
+        self.kind = kinds.pop() if len(kinds) == 1 else "mixed"
+        backend = dist.get_backend(group)
+        if self.kind == "mixed" or (self.kind == "cuda") != (backend == "nccl"):
+            raise ValueError(f"diffc.distributed.DataParallel: transport='shared' with {backend} needs the gradients in "
+                             f"{'CUDA' if backend == 'nccl' else 'host'} memory (shared_zeros on "
+                             f"{'an NVIDIA GPU' if backend == 'nccl' else 'a CPU device'})")
+        self.group = group
+        self.torch_device = self.views[0].device
+        if self.kind == "cuda" and self.torch_device.index != torch.cuda.current_device():
+            raise ValueError(f"diffc.distributed.DataParallel: the gradients are on {self.torch_device} (diffc's OpenCL "
+                             f"device), but this rank's NCCL device is cuda:{torch.cuda.current_device()}: set "
+                             "CUDA_DEVICE_ORDER=PCI_BUS_ID so that CUDA numbers the GPUs as OpenCL does")
+        self.slots = None  # (k, the diffc Tensor, its torch view)
+        self._host_slots = None
+        self._uploads: list = []
+
+    def _slots_for(self, k: int):
+        if self.slots is None or self.slots[0] != k:
+            t = shared_zeros(self.world * k, np.float32)
+            self.slots = (k, t, shared_view(t))
+            if self.kind == "cuda":
+                import torch
+
+                self._host_slots = torch.empty(self.world * k, dtype=torch.float32, pin_memory=True)
+        return self.slots
+
+    def _before(self) -> None:
+        """The collective's side waits for diffc's queued work (the gradient kernel)."""
+        from diffc.runtime import pending
+        from diffc.runtime.device import device
+
+        if self.kind == "cuda":
+            from diffc.runtime import cuda_shared
+
+            sh = cuda_shared.shared()
+            sh.before_torch(sh.stream())
+        else:
+            device().queue.finish()
+            pending.settle()  # a checked launch's error, before its gradients are summed
+
+    def _after(self) -> None:
+        """diffc's queue waits for the collective (the next kernel reads the sums)."""
+        if self.kind == "cuda":
+            from diffc.runtime import cuda_shared
+
+            sh = cuda_shared.shared()
+            sh.after_torch(sh.stream())
+
+    def all_reduce(self, gather, mean: bool, profile: bool, clock: dict):
+        import pyopencl as cl
+        import torch
+        import torch.distributed as dist
+
+        from diffc.runtime.device import device, synchronize
+
+        k, mine = _gather_values(gather)
+        # the last call's copies from host numbers, done by now (on a GPU not waited for there:
+        # pyopencl waits for such a copy when its event is dropped)
+        self._uploads.clear()
+        if profile:
+            t = time.perf_counter()
+            synchronize()
+            clock["kernel"] += time.perf_counter() - t
+        queue = device().queue
+        slots = None
+        if k:
+            _, slots, slots_view = self._slots_for(k)
+            at = self.rank * k * 4
+            cl.enqueue_fill_buffer(queue, slots.buffer, np.float32(0), 0, slots.nbytes)
+            if mine is not None:  # (kept until the queue has copied it: see DataParallel._uploads)
+                self._uploads.append(cl.enqueue_copy(queue, slots.buffer, mine, dst_offset=at, is_blocking=False))
+            else:
+                cl.enqueue_copy(queue, slots.buffer, gather.buffer, byte_count=k * 4, dst_offset=at)
+        if self.world == 1:  # nothing to sum: only the gathered values are read
+            return self._read_now(slots) if k else _Done(None)
+        t = time.perf_counter()
+        self._before()
+        if profile:
+            dist.barrier(group=self.group)
+            clock["barrier"] += time.perf_counter() - t
+            t = time.perf_counter()
+        for v in self.views:
+            if v.numel():
+                dist.all_reduce(v, group=self.group)
+                if mean:
+                    v.div_(self.world)
+        if k:
+            dist.all_reduce(slots_view, group=self.group)
+        for g in self.grads:
+            g.uninitialized = False
+        if self.kind != "cuda":
+            clock["collective"] += time.perf_counter() - t
+            return _Done(slots_view.numpy().reshape(self.world, k).copy() if k else None)
+        handle = None
+        if k:
+            self._host_slots.copy_(slots_view, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record()
+            handle = _Gathered(self._host_slots, event, self.world, k)
+        self._after()
+        if profile:
+            torch.cuda.current_stream().synchronize()
+        clock["collective"] += time.perf_counter() - t
+        return handle or _Done(None)
+
+    @staticmethod
+    def _read_now(slots) -> _Done:
+        """One rank: the gathered values read back at once (no collective to wait behind)."""
+        import pyopencl as cl
+
+        from diffc.runtime import pending
+        from diffc.runtime.device import device
+
+        a = np.empty(slots.size, np.float32)
+        cl.enqueue_copy(device().queue, a, slots.buffer, is_blocking=True)
+        pending.settle()
+        return _Done(a.reshape(1, -1))
+
+
+class _Gathered:
+    """The shared transport's gathered values on their way to the host: result() waits for them
+    (before the next all_reduce, which reuses the host slots)."""
+
+    __slots__ = ("host", "event", "shape")
+
+    def __init__(self, host, event, world: int, k: int):
+        self.host, self.event, self.shape = host, event, (world, k)
+
+    def result(self) -> np.ndarray:
+        self.event.synchronize()
+        return self.host.numpy().reshape(self.shape).copy()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from diffc.distributed import DataParallel, init
+from diffc.distributed import DataParallel, init, shared_zeros
 
 rank, world = init()
 import diffc  # noqa: E402  (after init(): each rank takes its own device)
@@ -70,3 +70,36 @@ batch_max = dp.all_reduce(gather=loss.view(np.float32)).max()
 whole = max_loss(m, network_of(params, diffc.Tensor.zeros(total, np.float16), layers), xy)
 assert batch_max == whole and whole > 0, (batch_max, whole)
 print(f"ok: rank {rank} batch max loss {batch_max!r} equals one process's", flush=True)
+
+# transport="shared": gradients in memory diffc and torch share (host memory the OpenCL buffer
+# uses on a CPU device, CUDA memory on an NVIDIA GPU), summed where they are; sums in the
+# gradients' dtype.
+from diffc.distributed import shared_view  # noqa: E402
+
+for mean in (False, True):
+    half, single = shared_zeros(5, np.float16), shared_zeros((2, 3), np.float32)
+    if shared_view(half) is None:  # a GPU whose memory torch cannot share here
+        print(f"ok: rank {rank} transport=shared mean={mean} skipped: no shared memory on this device", flush=True)
+        continue
+    dp = DataParallel([half, single, single.detach()], mean=mean)
+    assert dp.transport == "shared", dp.transport
+    for step in range(3):
+        h, s = grads_of(rank, step)
+        half.copy_from_numpy(h)
+        single.copy_from_numpy(s)
+        mine = losses_of(rank, step)
+        values = diffc.Tensor.from_numpy(mine) if step % 2 else mine
+        handle = dp.all_reduce(gather=values, wait=False)
+        got = handle.result()
+        want = np.stack([losses_of(r, step) for r in range(world)])
+        np.testing.assert_array_equal(got, want)
+        for i, t in enumerate((half, single)):
+            parts = [grads_of(r, step)[i] for r in range(world)]
+            total = parts[0].copy()
+            for p in parts[1:]:
+                total = (total + p).astype(t.dtype)  # (two ranks: one rounding either way)
+            if mean:
+                total = (total / t.dtype.type(world)).astype(t.dtype)
+            np.testing.assert_array_equal(t.to_numpy(), total)
+    assert dp.all_reduce() is None
+    print(f"ok: rank {rank} transport=shared mean={mean}", flush=True)

@@ -136,3 +136,23 @@ def test_result_into_a_torch_tensor_and_numpy(m, no_host):
     assert m.affine(x=x, s=2.0, _result=into) is into
     torch.testing.assert_close(into, 2 * x + 1)
     np.testing.assert_allclose(m.affine(x=x, s=2.0, _result="numpy"), (2 * x + 1).cpu().numpy())
+
+
+def test_torch_compile_on_cuda_tensors_no_host(m, no_host):
+    """A step compiled with fullgraph=True on CUDA tensors: the diffc::call node and its
+    backward run through shared memory (no byte through the host), with eager's numbers."""
+    torch.manual_seed(1)
+    x = torch.randn(1000, device="cuda", requires_grad=True)
+    y = torch.randn(1000, device="cuda", requires_grad=True)
+
+    def loss_of(x, y):
+        return (m.wave(1.5, torch.tanh(x), y) ** 2).mean()
+
+    loss = torch.compile(loss_of, fullgraph=True, backend="aot_eager")(x, y)
+    gx, gy = torch.autograd.grad(loss, (x, y))
+    xe, ye = x.detach().requires_grad_(), y.detach().requires_grad_()
+    ref = (wave_torch(1.5, torch.tanh(xe), ye) ** 2).mean()
+    rx, ry = torch.autograd.grad(ref, (xe, ye))
+    torch.testing.assert_close(loss, ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(gx, rx, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(gy, ry, rtol=1e-4, atol=1e-6)

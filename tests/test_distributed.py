@@ -116,7 +116,7 @@ def test_gathered_values_and_sums_are_exact_in_every_mode_over_two_gloo_processe
            str(Path(__file__).resolve().parent / "distributed_gather_worker.py")]
     run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert run.stdout.count("ok: ") == 2 * 9 and "equals one process's" in run.stdout
+    assert run.stdout.count("ok: ") == 2 * 11 and "equals one process's" in run.stdout
 
 
 def test_tensor_view_reads_the_same_bits_as_another_dtype():
@@ -148,6 +148,48 @@ def test_host_group_is_a_gloo_group_made_once_per_process_group(tmp_path, monkey
         made = host_group()
         assert made is not None and real(made) == "gloo" and dist.get_world_size(made) == 1
         assert host_group() is made
+    finally:
+        dist.destroy_process_group()
+
+
+def test_shared_gradients_are_summed_where_they_are_and_refused_elsewhere(tmp_path):
+    """shared_zeros: a diffc Tensor whose memory torch sees (here host memory the OpenCL buffer
+    uses): kernels' writes show in the torch view and the view's in the Tensor; "auto" takes the
+    shared transport for such gradients; one rank keeps them and returns the gathered values
+    (wait=False: through a handle); plain Tensors, mixed or ordered, are refused with a reason."""
+    torch = _torch_distributed()
+    import torch.distributed as dist
+
+    from diffc.distributed import DataParallel, shared_view, shared_zeros
+
+    g = shared_zeros((2, 3), np.float16)
+    view = shared_view(g)
+    if view is None:  # (a GPU whose memory torch cannot share here: cuda_shared.unavailable() says why)
+        pytest.skip("no memory diffc shares with torch on this device")
+    backend = "nccl" if view.is_cuda else "gloo"
+    dist.init_process_group(backend, init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        diffc.synchronize()
+        assert view.numel() == 6 and not view.any()
+        g.copy_from_numpy(np.arange(6, dtype=np.float16).reshape(2, 3))
+        diffc.synchronize()
+        assert view.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # the same memory, no copy
+        view[0] = 7.0
+        if view.is_cuda:
+            torch.cuda.synchronize()
+        assert g.to_numpy()[0, 0] == 7.0
+        assert shared_view(diffc.Tensor.zeros(3)) is None
+        dp = DataParallel([g, g.detach()])
+        assert dp.transport == "shared"
+        got = dp.all_reduce(gather=[1.5, -2.0], wait=False)
+        np.testing.assert_array_equal(got.result(), [[1.5, -2.0]])
+        np.testing.assert_array_equal(dp.all_reduce(gather=diffc.Tensor.from_numpy(np.float32([3.25]))), [[3.25]])
+        assert g.to_numpy().ravel().tolist() == [7.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        assert DataParallel([g, diffc.Tensor.zeros(2)]).transport != "shared"
+        with pytest.raises(ValueError, match=r"gradient tensors \[1\] are not in shared memory.*shared_zeros"):
+            DataParallel([g, diffc.Tensor.zeros(2)], transport="shared")
+        with pytest.raises(ValueError, match="ordered=True is for the device and host transports"):
+            DataParallel([g], transport="shared", ordered=True)
     finally:
         dist.destroy_process_group()
 

@@ -326,6 +326,12 @@ def empty(shape, dtype=None):
     return _torch_of(block, shape, npd, sh)
 
 
+def torch_tensor(block: Block, shape: tuple, dtype) -> object:
+    """A torch CUDA tensor on `block`'s memory (it keeps the block alive): diffc.distributed sums
+    gradients in such memory where they are."""
+    return _torch_of(block, tuple(shape), np.dtype(dtype), shared())
+
+
 def _torch_of(block: Block, shape: tuple, npd: np.dtype, sh: Shared):
     n = int(np.prod(shape, dtype=np.int64))
     flat = sh.torch.as_tensor(_ArrayInterface(block, max(n, 1), npd), device=sh.device)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from diffc.runtime.errors import CallError
+from diffc.runtime import torch_ops
 
 # numpy dtype -> the Slang scalar type a type parameter stands for
 _SCALARS = {
@@ -74,11 +75,15 @@ class GenericFunction:
         self.name = decl.name
         self.params = [p.name for p in decl.params]
         self._instances: dict[tuple, object] = {}  # generic arguments -> the instance's Function
+        self.handle = torch_ops.register(self)  # (torch.compile picks instances by it: torch_ops.py)
 
     def __repr__(self) -> str:
         return f"<diffc.GenericFunction {self.name}<{', '.join(self.decl.generic_params)}>({', '.join(self.params)})>"
 
     def __call__(self, *args, **kwargs):
+        if torch_ops.compiling():  # traced by torch.compile: the instance is picked outside the trace
+            return torch_ops.call(self.handle, "", args, {k: v for k, v in kwargs.items() if k != "_result"},
+                                  kwargs.get("_result", "torch"))
         return self.instance(args, kwargs)(*args, **kwargs)
 
     def bwds(self, *args, **kwargs):

@@ -44,7 +44,7 @@ from diffc.runtime.staging import Staging, read_later, stage, upload
 from diffc.runtime.sanitize import check_initialized, enabled_by_default
 from diffc.runtime.status import StatusBuffers, run_growing_tape
 from diffc.runtime.tensor import Tensor
-from diffc.runtime import torch_bridge
+from diffc.runtime import torch_bridge, torch_ops
 from diffc.runtime.torch_bridge import holds_torch
 
 # Set to False to make every call use the one-element-per-work-item kernel (tests use this).
@@ -139,6 +139,7 @@ class Module:
         self._entry_program = None  # the compute entry points' program (dispatch.py), built on first use
         # the sanitizer mode: derivative code reports NaN/Inf with its source line (sanitize.py)
         self.check = enabled_by_default() if check is None else bool(check)
+        self.handle = torch_ops.register(self)  # (torch.compile makes its functions by it: torch_ops.py)
 
     @property
     def ir(self) -> ModuleOp:
@@ -153,22 +154,27 @@ class Module:
     def __getattr__(self, name: str) -> Function:
         if name.startswith("__"):
             raise AttributeError(name)
+        if torch_ops.compiling():  # traced by torch.compile: made and looked up outside the trace
+            return torch_ops.Traced(self.handle, name)
         fn = self._functions.get(name)
-        if fn is None:
-            if name not in self._signatures:
-                # a generic function: specialized from each call's arguments (generic_calls.py)
-                from diffc.runtime.generic_calls import GenericFunction, generic_functions
+        return fn if fn is not None else self._attribute(name)
 
-                if self._generics is None:
-                    self._generics = generic_functions(self)
-                decl = self._generics.get(name)
-                if decl is None:
-                    have = ", ".join(sorted(self._signatures)) or "none"
-                    raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
-                if not isinstance(decl, GenericFunction):  # (kept apart from _functions: no kernels)
-                    decl = self._generics[name] = GenericFunction(self, decl)
-                return decl
-            fn = self._functions[name] = Function(self, self._signatures[name])
+    def _attribute(self, name: str):
+        """`__getattr__`'s function or generic function not made yet."""
+        if name not in self._signatures:
+            # a generic function: specialized from each call's arguments (generic_calls.py)
+            from diffc.runtime.generic_calls import GenericFunction, generic_functions
+
+            if self._generics is None:
+                self._generics = generic_functions(self)
+            decl = self._generics.get(name)
+            if decl is None:
+                have = ", ".join(sorted(self._signatures)) or "none"
+                raise AttributeError(f"module '{self.path}' has no function '{name}' (functions: {have})")
+            if not isinstance(decl, GenericFunction):  # (kept apart from _functions: no kernels)
+                decl = self._generics[name] = GenericFunction(self, decl)
+            return decl
+        fn = self._functions[name] = Function(self, self._signatures[name])
         return fn
 
     def with_source(self, text: str) -> Module:
@@ -216,6 +222,7 @@ class Function:
         self.staging = Staging()  # kept device copies of arrays of calls read back at once (staging.py)
         self.torch_views: dict = {}  # numpy views of the last call's small torch tensors (torch_bridge.py)
         self.last_event = None
+        self.handle = torch_ops.register(self)  # (the key of its torch operator calls: torch_ops.py)
 
     @property
     def op(self) -> func.FuncOp:
@@ -233,6 +240,8 @@ class Function:
     # -- public calls -------------------------------------------------------------------
 
     def __call__(self, *args, _result="tensor", **kwargs):
+        if torch_ops.compiling():  # traced by torch.compile: one custom operator node
+            return torch_ops.call(self.handle, "", args, kwargs, _result)
         if self.general:
             return self._record_call("call", args, kwargs, _result)
         plan = self._plans.get("call")
