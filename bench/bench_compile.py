@@ -136,7 +136,9 @@ func.func @main_kernel(%tid: i32 {{diffc.semantic = "SV_DispatchThreadID"}}, %xs
 
 
 def run_child(code: str, args: list[str], tree: Path, env: dict) -> dict:
-    env = dict(os.environ, **env, PYTHONPATH=str(tree))
+    # the tree first, then whatever the caller's path had (packages installed with --target)
+    path = os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, **env, PYTHONPATH=path)
     out = subprocess.run([sys.executable, "-c", code, str(tree), *args], env=env, capture_output=True, text=True,
                          cwd=str(tree))
     if out.returncode:
