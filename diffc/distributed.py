@@ -58,6 +58,8 @@ values come back when asked (`all_reduce(..., wait=False)` returns a handle whos
 waits for them). On a CPU device (PoCL) it is host memory the OpenCL buffer uses, summed by gloo
 after one wait for the queue. Sums are in the gradients' dtype there (NCCL's or gloo's sum of
 half values, not float32's); "auto" takes "shared" when every gradient tensor is shared.
+Not yet measured on a GPU: the one bench run on two H200s (bench_distributed.py --transport
+shared, 2^26) printed no row within 170 s, cause not found; the CPU path is tested.
 
 With one rank there is nothing to sum: all_reduce leaves the gradients on the device and only
 reads the gathered values, so a one-process run costs what a plain training step with a loss
