@@ -166,7 +166,7 @@ def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: 
         except (cl.Error, OSError):
             pass  # stale or damaged: rebuild below
     try:
-        with _quiet_compiler(), stage("building the OpenCL program"):
+        with _quiet_compiler(), stage(f"building the OpenCL program for {dev.cl_device.name.strip()}"):
             prg = cl.Program(dev.context, source).build(options=list(options), cache_dir=False)
     except cl.RuntimeError as e:
         log = _build_log(e, dev)
