@@ -285,15 +285,52 @@ def test_torch_tensors_run_through_autograd(m):
     assert img.grad_fn is not None and torch.allclose(img, out.detach())
 
 
-def test_call_shape_info_is_a_located_e0008(tmp_path):
-    from diffc.diagnostics import DiffcError
+# (a module compiles for each call with the call's number of dimensions, so `shape[1]` is out of
+# bounds in a one-dimensional call: the two-dimensional function has a module of its own)
+WHERE_SRC = """
+import slangpy;
+int3 where(float x)
+{
+    CallShapeInfo c = CallShapeInfo::get_call_id();
+    return int3(c.shape[0], c.shape[1], c.dimension);
+}
+"""
+SHAPE_SRC = """
+import slangpy;
+static const int K = 2;
+struct Counter { float sum; int seen; float2 last; };
+// each thread updates the struct at its call id and reads the pointer there
+void tally(float* xs, inout Counter c, float[K] w)
+{
+    int i = CallShapeInfo::get_call_id().shape[0];
+    c.sum += xs[i] * w[0] + w[1];
+    c.seen += 1;
+    c.last = float2(xs[i], float(i));
+}
+"""
 
-    path = tmp_path / "callshape.slang"
-    path.write_text("import slangpy;\nvoid f(int i)\n{\n    int c = CallShapeInfo::get_call_id().shape[0];\n}\n")
-    with pytest.raises(DiffcError) as e:
-        spy.Module.load_from_file(None, str(path))
-    assert "callshape.slang:4:13: error[E0008]" in str(e.value) and "call_id()" in str(e.value)
 
+def test_call_shape_info_is_the_threads_place_in_the_call(tmp_path):
+    where = spy.Module.load_from_source(None, str(tmp_path / "where"), WHERE_SRC)
+    r = where.where(np.zeros((3, 4), np.float32), _result="numpy")
+    rows, cols = np.meshgrid(np.arange(3), np.arange(4), indexing="ij")
+    assert (r[..., 0] == rows).all() and (r[..., 1] == cols).all() and (r[..., 2] == 2).all()
+    # a one-dimensional call, a tensor of structs updated in place, an array sized by a constant
+    mod = spy.Module.load_from_source(None, str(tmp_path / "tally"), SHAPE_SRC)
+    xs = spy.Tensor.from_numpy(None, np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32))
+    c = spy.Tensor.zeros(None, dtype=mod.Counter, shape=(5,))
+    for _ in range(2):
+        mod.tally(xs, c, [0.5, 1.0])
+    got = c.to_numpy()
+    assert np.allclose(got["sum"], 2 * (0.5 * np.arange(1, 6) + 1.0))
+    assert got["seen"].tolist() == [2] * 5
+    assert np.allclose(got["last"], np.stack([np.arange(1, 6), np.arange(5)], axis=1))
+
+
+def test_a_tensor_of_structs_for_another_type_is_a_call_error(tmp_path):
+    mod = spy.Module.load_from_source(None, str(tmp_path / "where"), WHERE_SRC + "struct Counter { float sum; };")
+    with pytest.raises(CallError, match="tensor of Counter"):
+        mod.where(spy.Tensor.zeros(None, dtype=mod.Counter, shape=(5,)))
 
 
 def test_tensor_gradients_behind_a_bounds_check(m):

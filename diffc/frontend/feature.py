@@ -64,6 +64,7 @@ class Feature:
     # c, d: A.Global, its type -> True when the feature declared the global
     declare_global: Hook | None = None
     declare_func: Hook | None = None  # c, d: A.Func (before its signature is checked)
+    declare_param: Hook | None = None  # c, p: A.Param (rewritten in place, before its type is resolved)
     # c, e: A.Assign -> its type, when the feature gives the assignment its meaning (a property's
     # setter); c, e, target type -> the type of a compound assignment `x op= v` the feature owns
     check_assign: Hook | None = None
@@ -76,6 +77,8 @@ class Feature:
     # c, d: A.Struct, (name, generic values) -> the interfaces each type parameter has there
     instance_constraints: Hook | None = None
     declare_struct: Hook | None = None  # c, d: A.Struct, s: T.Struct (after its fields)
+    # c, s: A.VarDecl, t: T.Struct -> the initializer `T x;` gets (its fields' default values), or None
+    default_init: Hook | None = None
     # c, type name, t: A.TypeRef -> the type a name the feature adds means (`float3x3`, `Texture2D`)
     resolve_type: Hook | None = None
     # c, interface name, t: A.TypeRef -> the type of a value of that interface (dynamic.py)

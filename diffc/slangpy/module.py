@@ -10,8 +10,8 @@ import numpy as np
 
 from diffc.diagnostics import DiffcError
 from diffc.runtime.errors import CallError, RuntimeDiffcError
-from diffc.slangpy.calls import ENTRY, plan_call
-from diffc.slangpy.signature import Declarations, Function, read_declarations
+from diffc.slangpy.calls import CALL_SHAPE, ENTRY, plan_call
+from diffc.slangpy.signature import Declarations, Function, read_declarations, struct_leaves
 from diffc.slangpy.tensor import Format, Tensor, Texture
 from diffc.slangpy import values
 from diffc.slangpy.values import _Vector, element_type
@@ -98,17 +98,20 @@ class Module:
         if et is not None:
             return et
         if name in self.declarations.structs:
-            return StructType(name)
+            return StructType(name, self.declarations)
         raise AttributeError(f"slangpy module '{self.path}' has no function or type '{name}'")
 
-    def kernel_module(self, source: str):
-        """The diffc Module of this module's text with a generated call kernel appended."""
-        found = self._kernels.get(source)
+    def kernel_module(self, source: str, defines: dict[str, str] | None = None):
+        """The diffc Module of this module's text with a generated call kernel appended, compiled
+        with `defines` (each file's macros, the imported slangpy module's too)."""
+        key = (source, tuple(sorted((defines or {}).items())))
+        found = self._kernels.get(key)
         if found is None:
             from diffc.runtime.module import _cached_module
 
             text = self.text + "\n" + source
-            found = self._kernels[source] = _cached_module(self.path, {self.path: text}, None)
+            options = {"defines": dict(defines)} if defines else None
+            found = self._kernels[key] = _cached_module(self.path, {self.path: text}, None, options)
         return found
 
 
@@ -124,11 +127,27 @@ def _in_generated_kernel(e: DiffcError, module: Module, name: str, mode: str, so
                      f"the kernel:\n{source}", name)
 
 
+def _reads_call_shape(m) -> bool:
+    """Whether the call's kernel reads the call's shape (through CallShapeInfo)."""
+    from diffc.runtime.dispatch import entry_program
+
+    return any(p.name == CALL_SHAPE for p in entry_program(m).kernels[ENTRY].params)
+
+
 class StructType:
     """`module.S`: calling it gives the dict of fields a struct argument takes."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, declarations: Declarations | None = None):
         self.name = name
+        self.declarations = declarations
+
+    def struct_leaves(self):
+        """Its fields as a tensor of it stores them (signature.struct_leaves)."""
+        leaves = struct_leaves(self.declarations, self.name) if self.declarations is not None else None
+        if not leaves:
+            raise CallError(f"error: slangpy: a tensor of struct {self.name} holds scalar, vector, matrix and struct "
+                            "fields only (not arrays, pointers or tensors)", self.name)
+        return leaves
 
     def __call__(self, **fields) -> dict:
         return {**fields, "_type": self.name}
@@ -156,12 +175,15 @@ class FunctionHandle:
         fn = self._pick(args, kwargs)
         plan = plan_call(fn, self.module.declarations, mode, args, kwargs, result)
         try:
-            m = self.module.kernel_module(plan.source)
+            m = self.module.kernel_module(plan.source, plan.defines)
         except DiffcError as e:
             raise _in_generated_kernel(e, self.module, fn.name, mode, plan.source) from None
         if plan.threads:
+            kwargs = plan.kwargs
+            if _reads_call_shape(m):
+                kwargs = {**kwargs, **plan.call_shape_argument()}
             try:
-                getattr(m, ENTRY).dispatch(plan.threads, **plan.kwargs)
+                getattr(m, ENTRY).dispatch(plan.threads, **kwargs)
             except CallError as e:  # (binding a uniform value: named as the call's, not the kernel's)
                 raise CallError(str(e).replace(f"{ENTRY}.dispatch", f"{fn.name}()"), e.argument) from None
         return plan.result

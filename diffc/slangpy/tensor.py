@@ -36,12 +36,16 @@ class Tensor:
 
     @classmethod
     def empty(cls, device=None, shape=(), dtype=float) -> Tensor:
+        if hasattr(dtype, "struct_leaves"):  # `module.S`: a tensor of structs
+            return StructTensor.make(dtype.name, shape, dtype.struct_leaves(), zero=False)
         et = to_element_type(dtype)
         s = _shape(shape)
         return cls(Storage.empty((*s, *et.shape), et.scalar), et, s)
 
     @classmethod
     def zeros(cls, device=None, shape=(), dtype=float) -> Tensor:
+        if hasattr(dtype, "struct_leaves"):
+            return StructTensor.make(dtype.name, shape, dtype.struct_leaves(), zero=True)
         et = to_element_type(dtype)
         s = _shape(shape)
         return cls(Storage.zeros((*s, *et.shape), et.scalar), et, s)
@@ -120,6 +124,44 @@ class Tensor:
     def __repr__(self) -> str:
         grads = ", with grads" if self.grad_out is not None else ""
         return f"<slangpy.Tensor {self.dtype.name} {self.shape}{grads}>"
+
+
+class StructTensor:
+    """A Tensor of struct elements (`Tensor.empty(device, dtype=module.S, shape=...)`): one Tensor
+    per scalar, vector or matrix field (nested structs' fields flattened), each of the tensor's
+    shape. A call fills a parameter of the struct type element by element from it, and writes an
+    out or inout one back; `to_numpy()` gives a numpy structured array."""
+
+    def __init__(self, struct: str, shape: tuple[int, ...], leaves: dict[str, Tensor]):
+        self.struct = struct
+        self.shape = shape
+        self.leaves = leaves  # `.field` / `.inner.field` -> its Tensor
+
+    @classmethod
+    def make(cls, struct: str, shape, leaves: list[tuple[str, ElementType]], zero: bool) -> StructTensor:
+        s = _shape(shape)
+        make = Tensor.zeros if zero else Tensor.empty
+        return cls(struct, s, {path: make(None, s, et) for path, et in leaves})
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(self.shape)
+
+    def to_numpy(self) -> np.ndarray:
+        fields = [(path[1:], t.dtype.scalar, t.dtype.shape) for path, t in self.leaves.items()]
+        out = np.zeros(self.shape, dtype=np.dtype(fields))
+        for path, t in self.leaves.items():
+            out[path[1:]] = t.to_numpy()
+        return out
+
+    def copy_from_numpy(self, data) -> StructTensor:
+        """From a structured array (or a dict) with a value for each field, by its dotted path."""
+        for path, t in self.leaves.items():
+            t.copy_from_numpy(np.asarray(data[path[1:]]))
+        return self
+
+    def __repr__(self) -> str:
+        return f"<slangpy.Tensor {self.struct} {self.shape}>"
 
 
 class Format:

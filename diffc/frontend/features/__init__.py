@@ -6,12 +6,14 @@ in which the phases ask the features' hooks (the first answer wins)."""
 
 from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
+from diffc.frontend.features import atomic_intrinsics
 from diffc.frontend.features import coopvec
 from diffc.frontend.features import cuda_builtins
 from diffc.frontend.features import declared_differential
 from diffc.frontend.features import dynamic
 from diffc.frontend.features import dynamic_buffers
 from diffc.frontend.features import extensions
+from diffc.frontend.features import field_defaults
 from diffc.frontend.features import func_extensions
 from diffc.frontend.features import groupshared
 from diffc.frontend.features import hex_floats
@@ -19,6 +21,7 @@ from diffc.frontend.features import matrices
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
 from diffc.frontend.features import pair_accessors
+from diffc.frontend.features import ref_params
 from diffc.frontend.features import properties
 from diffc.frontend.features import subscripts
 from diffc.frontend.features import textures
@@ -41,6 +44,9 @@ FEATURES = [
     access_modifiers.FEATURE,
     cuda_builtins.FEATURE,
     pair_accessors.FEATURE,
+    field_defaults.FEATURE,
+    ref_params.FEATURE,
+    atomic_intrinsics.FEATURE,
 ]
 
 install(FEATURES)

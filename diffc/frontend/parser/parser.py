@@ -32,7 +32,8 @@ def canonical_type_name(name: str) -> str:
 
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector", "Ptr",
                  "CoopVec", "Optional",
-                 "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock"}  # (a texture's <T> may be left out)
+                 "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock",
+                 "Ref", "ConstRef"}  # (a texture's <T> may be left out; Ref and ConstRef: ref_params.py)
 RESOURCE_TYPES = {"SamplerState"}  # frontend/features/textures.py
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
