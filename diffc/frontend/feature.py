@@ -44,6 +44,8 @@ class Feature:
     parse_declarator: Hook | None = None
     # name, name span, value, then, else, span -> the statement `if (let name = value) then else`
     if_let: Hook | None = None
+    # p -> an expression starting at the current `(` that the feature parses (a lambda), or None
+    parse_primary: Hook | None = None
     # ---- phase 3, checking (checker/checker.py); each returns the expression's type or None
     check_name: Hook | None = None  # c, e: A.Name (not a declared name)
     check_unary: Hook | None = None  # c, e: A.Unary, operand type
@@ -89,6 +91,9 @@ class Feature:
     # feature adds (`mul`); c, e, callee: A.Member, base type -> of a method call on a value of a
     # type the feature owns; c, e, t -> of a constructor call `T(...)` of such a type
     check_call: Hook | None = None
+    # c, e: A.Call, local: the Local its callee names -> the type of a call of a local variable
+    # (a lambda's), or None
+    check_local_call: Hook | None = None
     check_method: Hook | None = None
     check_constructor: Hook | None = None
     # e -> whether expression e is an element of work-group memory (atomics may update it)

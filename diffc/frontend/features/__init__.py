@@ -17,6 +17,7 @@ from diffc.frontend.features import field_defaults
 from diffc.frontend.features import func_extensions
 from diffc.frontend.features import groupshared
 from diffc.frontend.features import hex_floats
+from diffc.frontend.features import lambdas
 from diffc.frontend.features import matrices
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
@@ -47,6 +48,7 @@ FEATURES = [
     field_defaults.FEATURE,
     ref_params.FEATURE,
     atomic_intrinsics.FEATURE,
+    lambdas.FEATURE,
 ]
 
 install(FEATURES)

@@ -1363,6 +1363,8 @@ class Parser:
             self.i += 1
             return A.Name(t.text, span=(t.start, t.end))
         if t.kind == "punct" and t.text == "(":
+            if (parsed := feature.first("parse_primary", self)) is not None:  # (a lambda: lambdas.py)
+                return parsed
             self.i += 1
             e = self.expr()
             self.expect(")")
