@@ -33,6 +33,8 @@ class Feature:
     modifiers: frozenset[str] = frozenset()
     # keyword -> p, attrs, start -> the top-level declaration starting with that keyword
     declarations: Mapping[str, Hook] = field(default_factory=dict)
+    # keyword -> p, start -> the statement starting with that keyword (in a function body)
+    statements: Mapping[str, Hook] = field(default_factory=dict)
     # keyword -> p, mods, start, requirement, prefix -> the methods a struct or interface member
     # starting with that keyword declares (None: not this feature's); `requirement`: in an
     # interface; `prefix`: the parameters of a `__generic<...>` before it
@@ -141,6 +143,10 @@ def members() -> dict[str, Hook]:
 
 def declarations() -> dict[str, Hook]:
     return {k: h for f in _installed for k, h in f.declarations.items()}
+
+
+def statements() -> dict[str, Hook]:
+    return {k: h for f in _installed for k, h in f.statements.items()}
 
 
 def expr_kinds() -> dict[type, Hook]:

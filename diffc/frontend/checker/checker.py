@@ -463,6 +463,8 @@ class Checker(TypeResolution):
             return case
         if isinstance(a, A.TypeRef):
             return self.resolve(a)
+        if isinstance(a, A.Expr) and (v := const_int(a, self.static_const_int)) is not None:
+            return v  # `f<C * C>()`, C an int parameter already replaced by its value
         raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int or a type", where)
 
     def enum_case_value(self, a) -> int | None:

@@ -25,6 +25,7 @@ from diffc.frontend.features import pair_accessors
 from diffc.frontend.features import ref_params
 from diffc.frontend.features import properties
 from diffc.frontend.features import subscripts
+from diffc.frontend.features import target_switch
 from diffc.frontend.features import textures
 
 FEATURES = [
@@ -49,6 +50,7 @@ FEATURES = [
     ref_params.FEATURE,
     atomic_intrinsics.FEATURE,
     lambdas.FEATURE,
+    target_switch.FEATURE,
 ]
 
 install(FEATURES)

@@ -945,7 +945,10 @@ class Parser:
         self.expect("<")
         args: list = []
         while True:
-            if self.tok.kind == "int":
+            if self.at("(") or (self.tok.kind == "int" or self.tok.kind == "ident" and not self.is_type_name(self.tok.text)) \
+                    and self.peek().text in ("+", "-", "*", "/", "%"):  # `f<C * C>()`: an int expression
+                args.append(self.binary(BINARY_PREC.index(["+", "-"])))
+            elif self.tok.kind == "int":
                 args.append(self.tok.value)
                 self.i += 1
             elif (self.tok.text in ("Access", "AddressSpace") and self.peek().text in (".", "::")
@@ -1076,6 +1079,8 @@ class Parser:
             return A.Block([], span=self.span_from(start))
         if t.kind == "ident":
             kw = t.text
+            if (parse := feature.statements().get(kw)) is not None:  # (`__target_switch`: target_switch.py)
+                return parse(self, start)
             if kw == "if":
                 self.i += 1
                 self.expect("(")
@@ -1254,6 +1259,9 @@ class Parser:
 
     def unary(self) -> A.Expr:
         t = self.tok
+        if t.kind == "punct" and t.text == "&":
+            raise FrontendError(UNSUPPORTED, "taking an address ('&x', a pointer into a variable or group-shared "
+                                "memory) is not supported", t.start, t.end)
         if t.kind == "punct" and (t.text in ("-", "+", "!", "~") or (
                 t.text == "*" and (self.peek().kind == "ident" or self.peek().text == "("))):  # `*p`
             self.i += 1
