@@ -13,6 +13,10 @@ from diffc.runtime.tensor import Tensor
 SRC = """
 struct Sums { float* f; int* n; };
 void count(Sums s, uint i, float v) { __atomic_add(s.f[i % 2], v); __atomic_add(*s.n, 1); }
+// an element of an atomic pointer: its add is the pointer's
+void tally(Atomic<float>* g, uint i) { g[i % 3].add(1.0); }
+[shader("compute")][numthreads(8, 1, 1)]
+void hist(uint3 t : SV_DispatchThreadID, uniform Atomic<float>* g) { tally(g, t.x); }
 [shader("compute")][numthreads(8, 1, 1)]
 void run(uint3 t : SV_DispatchThreadID, uniform Sums s, uniform float* old)
 {
@@ -36,3 +40,10 @@ def test_every_add_lands_and_returns_the_old_value():
 
 def test_an_add_into_a_local_is_located():
     expect_error("void f() { float x = 0.0; __atomic_add(x, 1.0); }", "E0008", 1, 40, "__atomic_add")
+
+
+def test_an_element_of_an_atomic_pointer_adds_atomically():
+    m = load_module_from_string(SRC, "atomics.slang")
+    g = Tensor.from_numpy(np.zeros(3, np.float32))
+    m.hist.dispatch(64, g=g)
+    assert g.to_numpy().tolist() == [22.0, 21.0, 21.0]

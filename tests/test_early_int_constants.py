@@ -19,3 +19,11 @@ float total(float x) { Model m; for (int i = 0; i < SIZE; i++) m.m.ws.w[i] = x *
 
 def test_the_constant_sizes_the_struct_declared_before_it():
     assert run(SRC, "total", 0.5)[0] == pytest.approx(0.5 * 3 + 4.0)
+
+
+def test_a_struct_constant_names_an_earlier_one():
+    src = """
+struct Net { static const int Octaves = 3; static const int Inputs = 2 * Octaves + 1; float w[Inputs]; };
+int inputs() { Net n; return Net::Inputs + n.w.getCount(); }
+"""
+    assert run(src, "inputs")[0] == 14

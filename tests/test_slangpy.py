@@ -413,3 +413,57 @@ def test_a_nonmutating_setter_writes_through_a_handle(tmp_path):
 def test_a_call_of_no_dimensions_returns_a_vector(m):
     got = m.ff2(spy.float2(1.5, -2.0))
     assert isinstance(got, spy.float2) and got == spy.float2(3.0, -4.0)
+
+
+VECTOR_SRC = """
+import slangpy;
+// SlangPy's vector-index accessors: getv / setv (x is the last dimension), t[i, j, l], sample(uv)
+float3 texel(int2 p, Tensor<float3, 2> t) { return t.getv(p); }
+void copyv(int2 p, Tensor<float, 2> src, RWTensor<float, 2> dst) { dst.setv(p, src.getv(p) + src[p.y, p.x]); }
+float cube(int i, Tensor<float, 3> t) { return t[i, 1, 2] + t.getv(int3(0, 0, i)); }
+void count(int i, AtomicTensor<float, 1> acc) { acc.set({0}, 1.0); acc.setv(1, float(i)); }
+[Differentiable] float2 look(no_diff float2 uv, GradOutTensor<float2, 2> t) { return t.sample(uv); }
+"""
+
+
+def _bilinear(img, uv):
+    """SlangPy's Tensor.sample in float64: texel (x, y) spans [x, x + 1) / size, clamped."""
+    h, w = img.shape[:2]
+    at = np.asarray(uv, np.float64) * [w, h]
+    t = np.floor(at).astype(int)
+    f = at - t
+    x0, y0 = np.clip(t[0], 0, w - 1), np.clip(t[1], 0, h - 1)
+    x1, y1 = min(t[0] + 1, w - 1), min(t[1] + 1, h - 1)
+    top = img[y0, x0] * (1 - f[0]) + img[y0, x1] * f[0]
+    bottom = img[y1, x0] * (1 - f[0]) + img[y1, x1] * f[0]
+    return top * (1 - f[1]) + bottom * f[1]
+
+
+def test_vector_accessors_and_sampling(tmp_path):
+    mod = spy.Module.load_from_source(None, str(tmp_path / "vectors"), VECTOR_SRC)
+    img = np.random.default_rng(3).random((3, 4, 3)).astype(np.float32)  # 3 rows of 4 float3
+    got = mod.texel(spy.grid(shape=(3, 4)), spy.Tensor.from_numpy(None, img, spy.float3), _result="numpy")
+    assert np.allclose(got, img)
+    src = np.arange(12, dtype=np.float32).reshape(3, 4)
+    dst = spy.Tensor.zeros(None, (3, 4), float)
+    mod.copyv(spy.grid(shape=(3, 4)), src, dst)
+    assert np.allclose(dst.to_numpy(), 2 * src)
+    c = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    i = np.arange(2)
+    assert np.allclose(mod.cube(i.astype(np.int32), c, _result="numpy"), c[i, 1, 2] + c[i, 0, 0])
+    acc = spy.Tensor.zeros(None, (2,), float)
+    mod.count(spy.grid(shape=(5,)), acc)
+    assert acc.to_numpy().tolist() == [5.0, 10.0]
+    # sampling and its gradient: each sample's cotangent spread over its four texels by the weights
+    img2 = np.random.default_rng(4).random((3, 5, 2)).astype(np.float32)
+    uv = np.array([[0.1, 0.2], [0.55, 0.9], [0.99, 0.01], [0.3, 0.5]], np.float32)
+    t = spy.Tensor.from_numpy(None, img2, spy.float2).with_grads()
+    got = mod.look(uv, t, _result="numpy")
+    want = np.stack([_bilinear(img2.astype(np.float64), q) for q in uv])
+    assert np.allclose(got, want, rtol=1e-5)
+    out = mod.look(uv, t).with_grads()
+    seed = np.random.default_rng(5).random((4, 2)).astype(np.float32)
+    out.grad.copy_from_numpy(seed)
+    mod.look.bwds(uv, t, _result=out)
+    fd = _fd(lambda im: np.stack([_bilinear(im, q) for q in uv]) * seed, img2)
+    assert np.allclose(t.grad.to_numpy(), fd, rtol=1e-5, atol=1e-6)

@@ -388,7 +388,11 @@ class Checker(TypeResolution):
                     if "const" not in f.mods or f.init is None or not _plain_value(ty):
                         raise err(UNSUPPORTED, "a static field must be a 'static const' value (numbers, arrays or "
                                   "structs of them) with an initializer", f)
-                    self.expect_type(f.init, ty)
+                    self.scopes.append(dict(s.statics))  # (the struct's earlier constants, by their bare names)
+                    try:
+                        self.expect_type(f.init, ty)
+                    finally:
+                        self.scopes.pop()
                     s.statics[f.name] = Local(f.name, ty, False, value=f.init)
                 else:  # (a default value, `float a = 1.0;`, is field_defaults.py's: its declare_struct hook)
                     if any(g[0] == f.name for g in s.fields):

@@ -2,7 +2,7 @@
 from before. dest is an element of memory behind a pointer, `p[i]` or `*p`, of a scalar type with
 device atomics (float, int, uint); the call is `((Atomic<T>*)(p + i)).add(value)`, the atomic
 pointer's method (Checker.replace), so it lowers as that does. Any other dest (a local, a buffer
-element, a field) is a located E0008."""
+element, a field) is a located E0008. Likewise `p[i].add(v)` of an `Atomic<T>*` p is `(p + i).add(v)`."""
 
 from __future__ import annotations
 
@@ -47,4 +47,13 @@ def _check_call(c: Checking, e: A.Call, name: str) -> T.Type | None:
     return c.expr(c.replace(e, A.Call(add, [e.args[1]], span=e.span)))
 
 
-FEATURE = Feature("atomic_intrinsics", check_call=_check_call)
+def _check_method(c: Checking, e: A.Call, callee: A.Member, base: T.Type) -> T.Type | None:
+    """`p[i].add(v)` with p an `Atomic<T>*`: the atomic pointer's method on `p + i`."""
+    b = callee.base
+    if not (isinstance(b, A.Index) and not b.more and isinstance(b.base.ty, T.Pointer) and b.base.ty.atomic):
+        return None
+    at = A.Member(A.Binary("+", b.base, b.index, span=b.span), callee.name, callee.name_span, span=callee.span)
+    return c.expr(c.replace(e, A.Call(at, e.args, span=e.span)))
+
+
+FEATURE = Feature("atomic_intrinsics", check_call=_check_call, check_method=_check_method)

@@ -43,7 +43,7 @@ MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"Texture1D", "Texture3D", "TextureCube", "Texture2DArray", "RWTexture1D",
                      "RWTexture3D", "SamplerComparisonState",
-                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer"}
+                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer", "NativeString"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
 CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 MAX_NESTING = 256  # expressions and prefix operators inside each other
