@@ -467,3 +467,102 @@ def test_vector_accessors_and_sampling(tmp_path):
     mod.look.bwds(uv, t, _result=out)
     fd = _fd(lambda im: np.stack([_bilinear(im, q) for q in uv]) * seed, img2)
     assert np.allclose(t.grad.to_numpy(), fd, rtol=1e-5, atol=1e-6)
+
+
+INSTANCE_SRC = """
+import slangpy;
+struct Layer<int N> { Tensor<float, 1> w; AtomicTensor<float, 1> g; float scale; };
+struct Model { Layer<2> layer; };
+[BackwardDerivative(readBwd)] float read(Model m, int i) { return m.layer.w.get({i}) * m.layer.scale; }
+void readBwd(Model m, int i, float d) { m.layer.g.set({i}, d * m.layer.scale); }
+[Differentiable] float apply(int i, float x, Model m) { return read(m, i) * x * x; }
+uint hashed(uint seed) { return seed; }
+uint2 hashed2(uint2 seed) { return seed; }
+"""
+
+
+def _wang(v):
+    m = 0xFFFFFFFF
+    v = ((v ^ 61) ^ (v >> 16)) & m
+    v = (v * 9) & m
+    v ^= v >> 4
+    v = (v * 0x27D4EB2D) & m
+    return v ^ (v >> 15)
+
+
+def test_instance_lists_wang_hash_and_struct_types_by_name(tmp_path):
+    mod = spy.Module.load_from_source(None, str(tmp_path / "instances"), INSTANCE_SRC)
+
+    class Layer(spy.InstanceList):
+        def __init__(self):
+            super().__init__(mod["Layer<2>"])
+            self.w = spy.Tensor.from_numpy(None, np.array([1.5, -2.0], np.float32))
+            self.g = spy.Tensor.zeros_like(self.w)
+            self.scale = 3.0
+            self.note = "not a field"  # (kept on the object, not passed)
+
+    class Model(spy.InstanceList):
+        def __init__(self):
+            super().__init__(mod["Model"])
+            self.layer = Layer()
+
+    model = Model()
+    i = np.array([0, 1, 1], np.int32)
+    x = np.array([0.5, 2.0, -1.0], np.float32)
+    w = np.array([1.5, -2.0])
+    assert np.allclose(mod.apply(i, x, model, _result="numpy"), w[i] * 3.0 * x * x)
+    out = mod.apply(i, x, model).with_grads()
+    out.grad.copy_from_numpy(np.ones(3, np.float32))
+    mod.apply.bwds(i, x, model, _result=out)
+    want = np.zeros(2)
+    np.add.at(want, i, 3.0 * x.astype(np.float64) ** 2)  # readBwd adds read's cotangent, x^2, times scale
+    assert np.allclose(model.layer.g.to_numpy(), want)
+    # wang_hash: each thread's index hashed (warmup rounds, xor the hashed seed, one round per component)
+    got = mod.hashed(spy.wang_hash(seed=7, warmup=2), _result=spy.Tensor.zeros(None, (5,), "uint")).to_numpy()
+    seed = _wang(7)
+    assert got.tolist() == [_wang(_wang(_wang(t)) ^ seed) for t in range(5)]
+    got2 = mod.hashed2(spy.wang_hash(seed=7, hash_seed=False), _result=spy.Tensor.zeros(None, (3,), "uint2")).to_numpy()
+    for t in range(3):
+        first = _wang((2 * t) ^ 7)
+        assert got2[t].tolist() == [first, _wang(first)]
+
+
+def _png(path, rgb: np.ndarray) -> None:
+    """An 8-bit RGB PNG with Sub and Paeth filtered rows (the reader undoes both)."""
+    import struct
+    import zlib
+
+    h, w, _ = rgb.shape
+    raw = b""
+    for y in range(h):
+        row = rgb[y].astype(np.int32).reshape(-1)
+        if y % 2 == 0:  # Sub
+            raw += b"\x01" + bytes(((row - np.concatenate([[0, 0, 0], row[:-3]])) & 255).astype(np.uint8))
+        else:  # Paeth
+            up = rgb[y - 1].astype(np.int32).reshape(-1)
+            left = np.concatenate([[0, 0, 0], row[:-3]])
+            ul = np.concatenate([[0, 0, 0], up[:-3]])
+            p = left + up - ul
+            pa, pb, pc = abs(p - left), abs(p - up), abs(p - ul)
+            pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, ul))
+            raw += b"\x04" + bytes(((row - pred) & 255).astype(np.uint8))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_load_from_image(tmp_path):
+    rgb = np.random.default_rng(6).integers(0, 256, (5, 7, 3))
+    _png(tmp_path / "img.png", rgb)
+    t = spy.Tensor.load_from_image(None, tmp_path / "img.png")
+    assert t.shape == (5, 7) and t.dtype.name == "float3"
+    assert np.allclose(t.to_numpy(), rgb / 255.0, atol=1e-6)
+    lin = spy.Tensor.load_from_image(None, tmp_path / "img.png", linearize=True, flip_y=True).to_numpy()
+    v = rgb[::-1] / 255.0
+    assert np.allclose(lin, np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4), atol=1e-6)
+    (tmp_path / "img.jpg").write_bytes(b"\xff\xd8\xff")
+    with pytest.raises(ValueError, match="PNG"):
+        spy.Tensor.load_from_image(None, tmp_path / "img.jpg")

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffc.runtime.errors import CallError
-from diffc.slangpy.signature import Declarations, Function, Param, type_text
+from diffc.slangpy.signature import TENSOR_TYPES, Declarations, Function, Param, type_text
 from diffc.slangpy.tensor import StructTensor, Tensor, Texture
-from diffc.slangpy.values import ElementType, _Vector, call_id, element_type, grid
+from diffc.slangpy.values import ElementType, WangHashArg, _Vector, call_id, element_type, grid
 
 ENTRY = "slangpy_call_kernel"
 # slangpy.slang's CallShapeInfo: the macro of the number of call dimensions, the global buffer of their sizes
@@ -53,7 +53,7 @@ _SLANG_SCALAR = {np.dtype(np.float32): "float", np.dtype(np.float16): "half", np
 class _Arg:
     index: int
     param: Param
-    kind: str  # elementwise | struct | whole | texture | uniform | grid | call_id | absent
+    kind: str  # elementwise | struct | whole | texture | uniform | grid | call_id | wang_hash | absent
     value: object
     batch: tuple[int, ...] = ()
     dense: tuple[ElementType, tuple[int, ...]] | None = None  # elementwise: element type, array dims
@@ -132,6 +132,8 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
         return _Arg(k, p, "grid", value, differentiable=diff)
     if isinstance(value, call_id) or value is call_id:
         return _Arg(k, p, "call_id", value, differentiable=diff)
+    if isinstance(value, WangHashArg):
+        return _Arg(k, p, "wang_hash", value)
     if isinstance(value, StructTensor):  # a struct per thread, field by field
         if p.type.dims or p.type.pointer or p.type.name != value.struct:
             raise CallError(f"error: {where}: argument '{p.name}' is a tensor of {value.struct}, parameter '{p.name}' "
@@ -183,7 +185,23 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
     if p.direction != "in":
         raise CallError(f"error: {where}: parameter '{p.name}' is {p.direction}: pass a Tensor or numpy array to "
                         f"write, got {type(value).__name__}", p.name)
-    return _Arg(k, p, "uniform", _plain(value), differentiable=diff)
+    return _Arg(k, p, "uniform", _uniform(decls, p.type, value), differentiable=diff)
+
+
+def _uniform(decls: Declarations, t, value):
+    """A uniform value as dispatch binds it, by the Slang type it fills: a Tensor for a tensor
+    type (a field of a struct, say) is that tensor's view, a dict (or an InstanceList) for a
+    struct its fields, each by its own type; the rest as _plain makes them."""
+    if hasattr(value, "get_this") and callable(value.get_this):
+        value = value.get_this()
+    kind = TENSOR_TYPES.get(t.name) if not t.dims and not t.pointer else None
+    if kind is not None and isinstance(value, Tensor):
+        return _tensor_value(kind, value, None, t.name)
+    s = decls.structs.get(t.name) if not t.dims and not t.pointer else None
+    if s is not None and isinstance(value, Mapping):
+        types = {f.name: f.type for f in s.fields if "static" not in f.mods}
+        return {k: _uniform(decls, types[k], v) if k in types else _plain(v) for k, v in value.items() if k != "_type"}
+    return _plain(value)
 
 
 def _tensor_element(where: str, p: Param) -> ElementType:
@@ -293,6 +311,28 @@ def _generated(a: _Arg, rank: int, local: str) -> list[str]:
     return lines
 
 
+def _wang_hash_lines(a: _Arg, local: str, params: list[str], kw: dict) -> list[str]:
+    """A wang_hash() argument: the thread's index hashed (SlangPy's wang_hash_thread_*), the seed a
+    uniform so that every seed runs the same kernel."""
+    p, h = a.param, a.value
+    et = element_type(p.text)
+    n = 1 if et is None else max(et.scalars, 1)
+    if et is None or et.scalar.kind not in "iu" or len(et.shape) > 1 or p.type.dims or (h.dims > 0 and h.dims != n):
+        raise CallError(f"error: {p.name}: wang_hash fills a uint or a uint vector"
+                        f"{f' of {h.dims}' if h.dims > 0 else ''}, not {p.declare('').strip()}", p.name)
+    seed = f"_spy_seed{a.index}"
+    params.append(f"uniform uint {seed}")
+    kw[seed] = h.kernel_seed
+    hv = f"_spy_h{a.index}"
+    lines = [f"uint {hv} = uint(_spy_i) * {n}u;",
+             f"for (int _spy_w = 0; _spy_w < {h.warmup}; _spy_w++) {hv} = wang_hash({hv});",
+             f"{hv} = {hv} ^ {seed};", f"{p.declare(local)};"]
+    for k in range(n):
+        lines.append(f"{hv} = wang_hash({hv});")
+        lines.append(f"{local}{f'[{k}]' if et.shape else ''} = {et.name if not et.shape else et.name[:-1]}({hv});")
+    return lines
+
+
 def _tensor_fields(t: Tensor, atomic: bool = False) -> dict:
     if atomic and t.dtype.scalar != np.float32:
         raise CallError(f"error: atomic adds into a tensor of {t.dtype.name} are not supported (float elements only)")
@@ -300,16 +340,20 @@ def _tensor_fields(t: Tensor, atomic: bool = False) -> dict:
 
 
 def _whole(fn: Function, a: _Arg, mode: str) -> dict:
-    t: Tensor = a.value
-    kind = a.param.tensor_kind
+    where = f"{fn.name}.bwds: tensor '{a.param.name}' ({a.param.text})" if mode == "bwds" else None
+    return _tensor_value(a.param.tensor_kind, a.value, where, a.param.name)
+
+
+def _tensor_value(kind: str, t: Tensor, bwds_where: str | None, name: str) -> dict:
+    """The Slang tensor struct's fields for Tensor t (`bwds_where`: in a backward call, which
+    needs the gradients of a differentiable tensor)."""
     if kind == "plain":
         return _tensor_fields(t)
     if kind == "atomic":
         return _tensor_fields(t, atomic=True)
     if t.grad_in is None:
-        if mode == "bwds":
-            raise CallError(f"error: {fn.name}.bwds: tensor '{a.param.name}' ({a.param.text}) has no gradients: "
-                            "call with_grads() on it", a.param.name)
+        if bwds_where is not None:
+            raise CallError(f"error: {bwds_where} has no gradients: call with_grads() on it", name)
         grad_in = grad_out = t  # (never read or written outside a backward pass)
     else:
         grad_in, grad_out = t.grad_in, t.grad_out
@@ -452,6 +496,9 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
         elif a.kind == "texture":
             params.append(f"uniform {p.text} {local}")
             kw[local] = a.value.storage
+            call_args.append(local)
+        elif a.kind == "wang_hash":
+            body += _wang_hash_lines(a, local, params, kw)
             call_args.append(local)
         elif a.kind in ("grid", "call_id"):
             body += _generated(a, rank, local)

@@ -101,6 +101,14 @@ class Module:
             return StructType(name, self.declarations)
         raise AttributeError(f"slangpy module '{self.path}' has no function or type '{name}'")
 
+    def __getitem__(self, name: str) -> StructType:
+        """`module["NetworkParameters<2,3>"]`: a struct type by its name (generic arguments are
+        the struct's; its fields are the template's)."""
+        base = name.split("<", 1)[0].strip()
+        if base not in self.declarations.structs:
+            raise KeyError(f"slangpy module '{self.path}' has no struct '{base}'")
+        return StructType(name, self.declarations)
+
     def kernel_module(self, source: str, defines: dict[str, str] | None = None):
         """The diffc Module of this module's text with a generated call kernel appended, compiled
         with `defines` (each file's macros, the imported slangpy module's too)."""
@@ -140,6 +148,11 @@ class StructType:
     def __init__(self, name: str, declarations: Declarations | None = None):
         self.name = name
         self.declarations = declarations
+
+    @property
+    def fields(self) -> list[str]:
+        d = self.declarations.structs.get(self.name.split("<", 1)[0].strip()) if self.declarations else None
+        return [f.name for f in d.fields if "static" not in f.mods] if d is not None else []
 
     def struct_leaves(self):
         """Its fields as a tensor of it stores them (signature.struct_leaves)."""
@@ -225,3 +238,25 @@ class FunctionHandle:
 
     def __repr__(self) -> str:
         return f"<slangpy function {self.name}>"
+
+
+class InstanceList:
+    """SlangPy's InstanceList: a Python object standing for a struct value. Attributes named as the
+    struct's fields are its fields' values (tensors, numbers, nested InstanceLists); passed to a
+    function, it is that struct, the same for every thread (`get_this()`). Subclasses set their
+    fields as attributes, as SlangPy's drivers do. Methods called through it are not provided."""
+
+    def __init__(self, struct: StructType, data: dict | None = None):
+        object.__setattr__(self, "_struct", struct)
+        object.__setattr__(self, "_data", dict(data or {}))
+
+    def get_this(self) -> dict:
+        return self._data
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in self._struct.fields:
+            self._data[name] = value
+        object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"<slangpy InstanceList {self._struct.name}>"

@@ -63,6 +63,28 @@ class Tensor:
         return cls(Storage.from_numpy(a.astype(et.scalar, copy=False)), et, tuple(a.shape[: a.ndim - k]))
 
     @classmethod
+    def load_from_image(cls, device, path, flip_y: bool = False, linearize: bool = False, scale: float = 1.0,
+                        offset: float = 0.0, grayscale: bool = False) -> Tensor:
+        """A PNG image (images.py) as a (height, width) tensor of float, float2, float3 or float4 by
+        its channels; `linearize` converts sRGB to linear values, `grayscale` averages the colour
+        channels into one."""
+        from diffc.slangpy.images import read_png, srgb_to_linear
+
+        img = read_png(path)
+        if flip_y:
+            img = img[::-1]
+        if grayscale and img.shape[2] >= 3:
+            img = img[..., :3].mean(axis=2, keepdims=True)
+        if linearize:
+            colour = min(img.shape[2], 3) if img.shape[2] != 2 else 1
+            img = np.concatenate([srgb_to_linear(img[..., :colour]), img[..., colour:]], axis=2)
+        img = (img * scale + offset).astype(np.float32)
+        c = img.shape[2]
+        if c == 1:
+            return cls.from_numpy(device, np.ascontiguousarray(img[..., 0]))
+        return cls.from_numpy(device, np.ascontiguousarray(img), f"float{c}")
+
+    @classmethod
     def zeros_like(cls, other: Tensor) -> Tensor:
         return cls.zeros(None, other.shape, other.dtype)
 
