@@ -7,6 +7,7 @@ in which the phases ask the features' hooks (the first answer wins)."""
 from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
 from diffc.frontend.features import atomic_intrinsics
+from diffc.frontend.features import cbuffers
 from diffc.frontend.features import coopvec
 from diffc.frontend.features import cuda_builtins
 from diffc.frontend.features import declared_differential
@@ -51,6 +52,7 @@ FEATURES = [
     atomic_intrinsics.FEATURE,
     lambdas.FEATURE,
     target_switch.FEATURE,
+    cbuffers.FEATURE,
 ]
 
 install(FEATURES)
