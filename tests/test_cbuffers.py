@@ -1,6 +1,6 @@
 """`cbuffer Name { ... }` (frontend/features/cbuffers.py): its members are globals of their own
-names: a buffer in one is bound by name as any global buffer is; a uniform value in one is the
-located E0008 of every global uniform value."""
+names: a buffer in one is bound by name as any global buffer is, a uniform value passed by name
+(tests/test_uniform_globals.py); a struct of mixed scalar types in one is a located E0008."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_buffers_in_a_cbuffer_are_globals():
     assert np.allclose(data.to_numpy(), 2.5 * np.arange(4))
 
 
-def test_a_uniform_value_in_a_cbuffer_is_located():
-    expect_error("cbuffer U\n{\n    uint width;\n}\nRWStructuredBuffer<uint> o;\n"
-                 "[numthreads(1, 1, 1)] void computeMain(uint3 t : SV_DispatchThreadID) { o[0] = width; }",
-                 "E0008", 3, 5, "uniform value")
+def test_a_mixed_struct_in_a_cbuffer_is_located():
+    expect_error("struct P { float a; int b; };\ncbuffer U\n{\n    P p;\n}\nRWStructuredBuffer<float> o;\n"
+                 "[numthreads(1, 1, 1)] void computeMain(uint3 t : SV_DispatchThreadID) { o[0] = p.a; }",
+                 "E0008", 4, 5, "uniform value")

@@ -32,7 +32,7 @@ from diffc.frontend.checker.loop_bounds import counter_kind, for_shape, int_cons
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lowering.lower_builtins import BuiltinLowering
 from diffc.frontend.lowering.lower_calls import CallLowering
-from diffc.frontend.lowering.lower_expr import ExprLowering
+from diffc.frontend.lowering.lower_expr import ExprLowering, uniform_storage
 from diffc.frontend.features.matrices import MatrixLowering
 from diffc.frontend.features.operators import source_name
 from diffc.frontend.lowering.ptr_types import has_ptr_twin, ptr_twin_name
@@ -119,6 +119,11 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     continue  # `uniform float* p;`: a buffer bound by name, read from its start
                 if textures.resource_global(t):
                     ops += textures.global_ops(d.name, t)
+                    continue
+                if "static" not in d.mods and d.init is None and uniform_storage(t) is not None:
+                    g = memref.GlobalOp.get(StringAttr(d.name), uniform_storage(t), UnitAttr(), StringAttr("public"))
+                    g.attributes[ABI] = AbiRoleAttr("uniform")  # the host passes its value (runtime/dispatch.py)
+                    ops.append(g)
                     continue
                 if not isinstance(t, T.Buffer):
                     what = "per-thread 'static' state" if "static" in d.mods else "a uniform value"
