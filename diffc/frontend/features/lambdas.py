@@ -66,6 +66,10 @@ def _closing_paren(p, i: int) -> int | None:
 
 def _parse_lambda(p) -> Lambda | None:
     """`(params) => expression` or `(params) => { statements }` at the current `(`."""
+    first, second = p.peek(1), p.peek(2)
+    if not (first.text == ")" or first.kind == "ident" and second.kind == "ident" or
+            first.kind == "ident" and first.text in ("in", "out", "inout", "no_diff")):
+        return None  # (a parenthesized expression: no parameter list starts so)
     j = _closing_paren(p, p.i)
     if j is None or j + 2 >= len(p.toks):
         return None
