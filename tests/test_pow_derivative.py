@@ -1,7 +1,7 @@
-"""pow's derivative: both partials 0 where x <= 0, as Slang's (its slope at 0 is infinite), so a
-gamma curve after a ReLU (`pow(max(x, 0), 1 / 2.2)`) gives 0, not NaN, where the ReLU is off;
-for x > 0 the formula, against float64 central differences, forward and reverse, scalars and
-vectors."""
+"""pow's derivative: a partial that is not finite is 0, as Slang's (the slope at 0 is infinite
+for y < 1), so a gamma curve after a ReLU (`pow(max(x, 0), 1 / 2.2)`) gives 0, not NaN, where
+the ReLU is off; elsewhere the formula, against float64 central differences, forward and
+reverse, scalars and vectors."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_partials_against_central_differences(x, e):
 
 
 @pytest.mark.parametrize("x", [-0.5, 0.0])
-def test_no_derivative_at_and_below_zero(x):
+def test_no_derivative_where_the_slope_is_infinite(x):
     for name in ("dx_bwd", "dx_fwd", "de_bwd", "de_fwd"):
         assert run(SRC, name, x, 1 / 2.2)[0] == 0.0, name
 
@@ -39,3 +39,9 @@ def test_vector_lanes_each_their_own():
     got = run(SRC, "d3", [-1.0, 0.25, 2.0])[0]
     want = [0.0, 0.4545 * 0.25 ** (0.4545 - 1), 0.4545 * 2.0 ** (0.4545 - 1)]
     assert list(got) == pytest.approx(want, rel=1e-6)  # (0.4545 is a float literal: rounded to float)
+
+
+def test_a_negative_base_with_a_whole_exponent_keeps_its_derivative():
+    src = "[Differentiable] float cube(float x) { return pow(x, 3.0); }\n" \
+          "float d(float x) { var p = diffPair(x); bwd_diff(cube)(p, 1.0); return p.d; }"
+    assert run(src, "d", -1.5)[0] == pytest.approx(3 * 1.5 ** 2, rel=1e-9)

@@ -2,7 +2,7 @@
 
 Conventions where the derivative is not defined: absf'(0) = copysign(1, x) (+-1, not 0);
 sqrt'(x) = 0.5 / sqrt(max(x, 1e-7)) (Slang's: finite at 0); d copysign(x, y)/dx is 0 at x == 0 or y == 0;
-both partials of powf(x, y) are 0 where x <= 0, as Slang's (its slope at 0 is infinite);
+a partial of powf(x, y) that is not finite (x = 0, y < 1: an infinite slope) is 0, as Slang's;
 floor/ceil/round/roundeven/trunc have a zero derivative.
 """
 
@@ -44,18 +44,19 @@ register_rule(math.CbrtOp, lambda b, op: [b.div(1.0, b.mul(_sq(b, op.result), 3.
 
 
 def _powf(b: RuleBuilder, op):
-    """y x^(y-1) and x^y log(x) where x > 0; both 0 where x <= 0, as Slang's (its slope is infinite
-    at 0: a ReLU's 0 times it made the chain rule's product NaN). Between 0 and 1e-6 the formula
-    stands, where Slang gives 0 (finite differences decide: docs/frontend.md)."""
+    """y x^(y-1) and x^y log(x) where they are finite; 0 where they are not (x = 0 with y < 1,
+    where the slope is infinite: a ReLU's 0 times it made the chain rule's product NaN; Slang's
+    is 0 there too). Finite values stand where Slang gives 0 (x < 1e-6: finite differences
+    decide, docs/frontend.md)."""
     x, y, r = op.lhs, op.rhs, op.result
 
-    def where_positive(value, xs):
-        return b.select(b.cmpf("ole", xs, b.const(0.0, xs)), 0.0, value, value)
+    def finite(value):
+        return b.select(b.cmpf("olt", b.op(math.AbsFOp, value), b.const(pymath.inf, value)), value, 0.0, value)
 
-    dx = lanewise(b, lambda xs, ys: where_positive(b.mul(ys, b.op(math.PowFOp, xs, b.sub(ys, 1.0))), xs), x, y)
-    # log(0) = -inf is clamped as well (the select keeps it out, but an inf stays out of the IR)
-    dy = lanewise(b, lambda xs, rs: where_positive(
-        b.mul(rs, b.op(arith.MaximumfOp, b.op(math.LogOp, xs), b.const(_LOG_FLOOR, xs))), xs), x, r)
+    dx = lanewise(b, lambda xs, ys: finite(b.mul(ys, b.op(math.PowFOp, xs, b.sub(ys, 1.0)))), x, y)
+    # log(0) = -inf is clamped so that r = 0 gives 0 (x < 0: NaN, then 0)
+    dy = lanewise(b, lambda xs, rs: finite(
+        b.mul(rs, b.op(arith.MaximumfOp, b.op(math.LogOp, xs), b.const(_LOG_FLOOR, xs)))), x, r)
     return [dx, dy]
 
 
