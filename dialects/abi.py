@@ -5,6 +5,8 @@
   #diff.abi<pointer of "p">   the memref of Slang pointer p (its storage)
   #diff.abi<offset of "p">    the index into that memref where p points; always right after it
   #diff.abi<buffer>           a memref passed alone (a global buffer)
+  #diff.abi<uniform>          a memref holding a global uniform value's scalars (`uniform uint n;`,
+                              a cbuffer's member): the host passes the value, the runtime a buffer
   #diff.abi<value>            a scalar or vector passed by value
   #diff.abi<texels of "t">    the memref of texture t's texels (frontend/textures.py)
   #diff.abi<width of "t">     t's width (i32), right after its texels; then
@@ -43,10 +45,10 @@ from xdsl.utils.exceptions import VerifyException
 
 ABI = "diff.abi"  # the argument attribute holding a parameter's AbiRoleAttr
 ROLES = ("pointer", "offset", "buffer", "value", "texels", "width", "height", "dims", "length", "shadow", "track",
-         "status")
+         "status", "uniform")
 # roles that name what they belong to
 _OF = ("pointer", "offset", "texels", "width", "height", "dims", "length", "shadow", "track", "status")
-_MEMORY = ("pointer", "buffer", "texels", "dims", "shadow", "status")  # roles of a memref
+_MEMORY = ("pointer", "buffer", "texels", "dims", "shadow", "status", "uniform")  # roles of a memref
 _FOLLOWS = {"offset": "pointer", "width": "texels", "height": "width"}  # role -> the role right before it
 KERNEL_ENTRY = "kernel.entry"  # (dialects/kernel.py's ENTRY: kernels must have every role)
 

@@ -231,8 +231,9 @@ class LaunchableObject:
         import torch
 
         for t, dev in staged:
-            with torch.no_grad():
-                t.copy_(torch.from_numpy(dev.numpy().reshape(t.shape)).to(dtype=t.dtype))
+            # through .data: a kernel writes the tensor's memory as CUDA's would, without counting
+            # as an in-place op of autograd's (a tensor saved for backward stays usable)
+            t.data.copy_(torch.from_numpy(dev.numpy().reshape(t.shape)).to(dtype=t.dtype))
 
     def launchTotal(self, blockSize, totalSize):
         raise CallError("error: launchTotal is not supported (slang-torch does not implement it either): use "

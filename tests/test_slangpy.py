@@ -298,15 +298,53 @@ def test_torch_second_order_is_refused(m):
     with pytest.raises(CallError, match=r"tint\(\): second derivatives through a diffc function are not supported"):
         (gc * gc).sum().backward()
 
-def test_call_shape_info_is_a_located_e0008(tmp_path):
-    from diffc.diagnostics import DiffcError
 
-    path = tmp_path / "callshape.slang"
-    path.write_text("import slangpy;\nvoid f(int i)\n{\n    int c = CallShapeInfo::get_call_id().shape[0];\n}\n")
-    with pytest.raises(DiffcError) as e:
-        spy.Module.load_from_file(None, str(path))
-    assert "callshape.slang:4:13: error[E0008]" in str(e.value) and "call_id()" in str(e.value)
+# (a module compiles for each call with the call's number of dimensions, so `shape[1]` is out of
+# bounds in a one-dimensional call: the two-dimensional function has a module of its own)
+WHERE_SRC = """
+import slangpy;
+int3 where(float x)
+{
+    CallShapeInfo c = CallShapeInfo::get_call_id();
+    return int3(c.shape[0], c.shape[1], c.dimension);
+}
+"""
+SHAPE_SRC = """
+import slangpy;
+static const int K = 2;
+struct Counter { float sum; int seen; float2 last; };
+// each thread updates the struct at its call id and reads the pointer there
+void tally(float* xs, inout Counter c, float[K] w)
+{
+    int i = CallShapeInfo::get_call_id().shape[0];
+    c.sum += xs[i] * w[0] + w[1];
+    c.seen += 1;
+    c.last = float2(xs[i], float(i));
+}
+"""
 
+
+def test_call_shape_info_is_the_threads_place_in_the_call(tmp_path):
+    where = spy.Module.load_from_source(None, str(tmp_path / "where"), WHERE_SRC)
+    r = where.where(np.zeros((3, 4), np.float32), _result="numpy")
+    rows, cols = np.meshgrid(np.arange(3), np.arange(4), indexing="ij")
+    assert (r[..., 0] == rows).all() and (r[..., 1] == cols).all() and (r[..., 2] == 2).all()
+    # a one-dimensional call, a tensor of structs updated in place, an array sized by a constant
+    mod = spy.Module.load_from_source(None, str(tmp_path / "tally"), SHAPE_SRC)
+    xs = spy.Tensor.from_numpy(None, np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32))
+    c = spy.Tensor.zeros(None, dtype=mod.Counter, shape=(5,))
+    for _ in range(2):
+        mod.tally(xs, c, [0.5, 1.0])
+    got = c.to_numpy()
+    assert np.allclose(got["sum"], 2 * (0.5 * np.arange(1, 6) + 1.0))
+    assert got["seen"].tolist() == [2] * 5
+    assert np.allclose(got["last"], np.stack([np.arange(1, 6), np.arange(5)], axis=1))
+
+
+def test_a_tensor_of_structs_for_another_type_is_a_call_error(tmp_path):
+    mod = spy.Module.load_from_source(None, str(tmp_path / "where"), WHERE_SRC + "struct Counter { float sum; };")
+    with pytest.raises(CallError, match="tensor of Counter"):
+        mod.where(spy.Tensor.zeros(None, dtype=mod.Counter, shape=(5,)))
 
 
 def test_tensor_gradients_behind_a_bounds_check(m):
@@ -423,3 +461,156 @@ def test_imports_are_found_in_the_devices_include_paths_and_atomic_set_adds(tmp_
     mod.run.bwds(s, xt, _result=y)
     assert np.allclose(w.grad.to_numpy(), [np.sum(x * x)], rtol=1e-6)  # d/dw of sum(w x^2 + x)
     assert np.allclose(xt.grad.to_numpy(), 2 * 1.5 * x + 1, rtol=1e-6)
+
+
+VECTOR_SRC = """
+import slangpy;
+// SlangPy's vector-index accessors: getv / setv (x is the last dimension), t[i, j, l], sample(uv)
+float3 texel(int2 p, Tensor<float3, 2> t) { return t.getv(p); }
+void copyv(int2 p, Tensor<float, 2> src, RWTensor<float, 2> dst) { dst.setv(p, src.getv(p) + src[p.y, p.x]); }
+float cube(int i, Tensor<float, 3> t) { return t[i, 1, 2] + t.getv(int3(0, 0, i)); }
+void count(int i, AtomicTensor<float, 1> acc) { acc.set({0}, 1.0); acc.setv(1, float(i)); }
+[Differentiable] float2 look(no_diff float2 uv, GradOutTensor<float2, 2> t) { return t.sample(uv); }
+"""
+
+
+def _bilinear(img, uv):
+    """SlangPy's Tensor.sample in float64: texel (x, y) spans [x, x + 1) / size, clamped."""
+    h, w = img.shape[:2]
+    at = np.asarray(uv, np.float64) * [w, h]
+    t = np.floor(at).astype(int)
+    f = at - t
+    x0, y0 = np.clip(t[0], 0, w - 1), np.clip(t[1], 0, h - 1)
+    x1, y1 = min(t[0] + 1, w - 1), min(t[1] + 1, h - 1)
+    top = img[y0, x0] * (1 - f[0]) + img[y0, x1] * f[0]
+    bottom = img[y1, x0] * (1 - f[0]) + img[y1, x1] * f[0]
+    return top * (1 - f[1]) + bottom * f[1]
+
+
+def test_vector_accessors_and_sampling(tmp_path):
+    mod = spy.Module.load_from_source(None, str(tmp_path / "vectors"), VECTOR_SRC)
+    img = np.random.default_rng(3).random((3, 4, 3)).astype(np.float32)  # 3 rows of 4 float3
+    got = mod.texel(spy.grid(shape=(3, 4)), spy.Tensor.from_numpy(None, img, spy.float3), _result="numpy")
+    assert np.allclose(got, img)
+    src = np.arange(12, dtype=np.float32).reshape(3, 4)
+    dst = spy.Tensor.zeros(None, (3, 4), float)
+    mod.copyv(spy.grid(shape=(3, 4)), src, dst)
+    assert np.allclose(dst.to_numpy(), 2 * src)
+    c = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    i = np.arange(2)
+    assert np.allclose(mod.cube(i.astype(np.int32), c, _result="numpy"), c[i, 1, 2] + c[i, 0, 0])
+    acc = spy.Tensor.zeros(None, (2,), float)
+    mod.count(spy.grid(shape=(5,)), acc)
+    assert acc.to_numpy().tolist() == [5.0, 10.0]
+    # sampling and its gradient: each sample's cotangent spread over its four texels by the weights
+    img2 = np.random.default_rng(4).random((3, 5, 2)).astype(np.float32)
+    uv = np.array([[0.1, 0.2], [0.55, 0.9], [0.99, 0.01], [0.3, 0.5]], np.float32)
+    t = spy.Tensor.from_numpy(None, img2, spy.float2).with_grads()
+    got = mod.look(uv, t, _result="numpy")
+    want = np.stack([_bilinear(img2.astype(np.float64), q) for q in uv])
+    assert np.allclose(got, want, rtol=1e-5)
+    out = mod.look(uv, t).with_grads()
+    seed = np.random.default_rng(5).random((4, 2)).astype(np.float32)
+    out.grad.copy_from_numpy(seed)
+    mod.look.bwds(uv, t, _result=out)
+    fd = _fd(lambda im: np.stack([_bilinear(im, q) for q in uv]) * seed, img2)
+    assert np.allclose(t.grad.to_numpy(), fd, rtol=1e-5, atol=1e-6)
+
+
+INSTANCE_SRC = """
+import slangpy;
+struct Layer<int N> { Tensor<float, 1> w; AtomicTensor<float, 1> g; float scale; };
+struct Model { Layer<2> layer; };
+[BackwardDerivative(readBwd)] float read(Model m, int i) { return m.layer.w.get({i}) * m.layer.scale; }
+void readBwd(Model m, int i, float d) { m.layer.g.set({i}, d * m.layer.scale); }
+[Differentiable] float apply(int i, float x, Model m) { return read(m, i) * x * x; }
+uint hashed(uint seed) { return seed; }
+uint2 hashed2(uint2 seed) { return seed; }
+"""
+
+
+def _wang(v):
+    m = 0xFFFFFFFF
+    v = ((v ^ 61) ^ (v >> 16)) & m
+    v = (v * 9) & m
+    v ^= v >> 4
+    v = (v * 0x27D4EB2D) & m
+    return v ^ (v >> 15)
+
+
+def test_instance_lists_wang_hash_and_struct_types_by_name(tmp_path):
+    mod = spy.Module.load_from_source(None, str(tmp_path / "instances"), INSTANCE_SRC)
+
+    class Layer(spy.InstanceList):
+        def __init__(self):
+            super().__init__(mod["Layer<2>"])
+            self.w = spy.Tensor.from_numpy(None, np.array([1.5, -2.0], np.float32))
+            self.g = spy.Tensor.zeros_like(self.w)
+            self.scale = 3.0
+            self.note = "not a field"  # (kept on the object, not passed)
+
+    class Model(spy.InstanceList):
+        def __init__(self):
+            super().__init__(mod["Model"])
+            self.layer = Layer()
+
+    model = Model()
+    i = np.array([0, 1, 1], np.int32)
+    x = np.array([0.5, 2.0, -1.0], np.float32)
+    w = np.array([1.5, -2.0])
+    assert np.allclose(mod.apply(i, x, model, _result="numpy"), w[i] * 3.0 * x * x)
+    out = mod.apply(i, x, model).with_grads()
+    out.grad.copy_from_numpy(np.ones(3, np.float32))
+    mod.apply.bwds(i, x, model, _result=out)
+    want = np.zeros(2)
+    np.add.at(want, i, 3.0 * x.astype(np.float64) ** 2)  # readBwd adds read's cotangent, x^2, times scale
+    assert np.allclose(model.layer.g.to_numpy(), want)
+    # wang_hash: each thread's index hashed (warmup rounds, xor the hashed seed, one round per component)
+    got = mod.hashed(spy.wang_hash(seed=7, warmup=2), _result=spy.Tensor.zeros(None, (5,), "uint")).to_numpy()
+    seed = _wang(7)
+    assert got.tolist() == [_wang(_wang(_wang(t)) ^ seed) for t in range(5)]
+    got2 = mod.hashed2(spy.wang_hash(seed=7, hash_seed=False), _result=spy.Tensor.zeros(None, (3,), "uint2")).to_numpy()
+    for t in range(3):
+        first = _wang((2 * t) ^ 7)
+        assert got2[t].tolist() == [first, _wang(first)]
+
+
+def _png(path, rgb: np.ndarray) -> None:
+    """An 8-bit RGB PNG with Sub and Paeth filtered rows (the reader undoes both)."""
+    import struct
+    import zlib
+
+    h, w, _ = rgb.shape
+    raw = b""
+    for y in range(h):
+        row = rgb[y].astype(np.int32).reshape(-1)
+        if y % 2 == 0:  # Sub
+            raw += b"\x01" + bytes(((row - np.concatenate([[0, 0, 0], row[:-3]])) & 255).astype(np.uint8))
+        else:  # Paeth
+            up = rgb[y - 1].astype(np.int32).reshape(-1)
+            left = np.concatenate([[0, 0, 0], row[:-3]])
+            ul = np.concatenate([[0, 0, 0], up[:-3]])
+            p = left + up - ul
+            pa, pb, pc = abs(p - left), abs(p - up), abs(p - ul)
+            pred = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, up, ul))
+            raw += b"\x04" + bytes(((row - pred) & 255).astype(np.uint8))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_load_from_image(tmp_path):
+    rgb = np.random.default_rng(6).integers(0, 256, (5, 7, 3))
+    _png(tmp_path / "img.png", rgb)
+    t = spy.Tensor.load_from_image(None, tmp_path / "img.png")
+    assert t.shape == (5, 7) and t.dtype.name == "float3"
+    assert np.allclose(t.to_numpy(), rgb / 255.0, atol=1e-6)
+    lin = spy.Tensor.load_from_image(None, tmp_path / "img.png", linearize=True, flip_y=True).to_numpy()
+    v = rgb[::-1] / 255.0
+    assert np.allclose(lin, np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4), atol=1e-6)
+    (tmp_path / "img.jpg").write_bytes(b"\xff\xd8\xff")
+    with pytest.raises(ValueError, match="PNG"):
+        spy.Tensor.load_from_image(None, tmp_path / "img.jpg")

@@ -243,3 +243,34 @@ void f(TensorView<float> x, TensorView<float> y)
     want = 3 * x + y
     m.f(x=x, y=y).launchRaw(blockSize=(3, 1, 1), gridSize=(1, 1, 1))
     np.testing.assert_allclose(y.numpy(), want.numpy())
+
+
+def test_a_launch_leaves_tensors_saved_for_backward_usable(tmp_path):
+    # a kernel's writes reach the tensor as CUDA's would, not as an autograd in-place op: a tensor
+    # an autograd.Function saved, then passed to another launch, is still usable in backward
+    m = _module(tmp_path, POLY)
+    x = torch.tensor([0.5, -1.25, 2.0, 0.1])
+    w = torch.tensor([0.3, -0.7, 1.1])
+    k = torch.tensor([1], dtype=torch.int32)
+
+    class Poly(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, xin):
+            out = _poly_out(m, xin, w, k)
+            ctx.save_for_backward(xin, out)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            xin, out = ctx.saved_tensors
+            gx = torch.zeros_like(xin)
+            _launch(m.poly.bwd(x=(xin, gx), w=w, out=(out, grad.contiguous().clone()), k=k), xin.shape[0])
+            return gx
+
+    xr = x.clone().requires_grad_(True)
+    y = Poly.apply(xr)
+    _launch(m.poly(x=x, w=w, out=y.detach(), k=k), 4)  # (writes into y, as a later kernel may)
+    y.sum().backward()
+    xd = x.double().numpy()
+    want = (w[1].item() + 2 * w[2].item() * xd) + np.cos(xd) * w[2].item() + 1.0
+    np.testing.assert_allclose(xr.grad.numpy(), want, rtol=1e-4)

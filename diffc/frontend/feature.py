@@ -33,6 +33,8 @@ class Feature:
     modifiers: frozenset[str] = frozenset()
     # keyword -> p, attrs, start -> the top-level declaration starting with that keyword
     declarations: Mapping[str, Hook] = field(default_factory=dict)
+    # keyword -> p, start -> the statement starting with that keyword (in a function body)
+    statements: Mapping[str, Hook] = field(default_factory=dict)
     # keyword -> p, mods, start, requirement, prefix -> the methods a struct or interface member
     # starting with that keyword declares (None: not this feature's); `requirement`: in an
     # interface; `prefix`: the parameters of a `__generic<...>` before it
@@ -44,6 +46,8 @@ class Feature:
     parse_declarator: Hook | None = None
     # name, name span, value, then, else, span -> the statement `if (let name = value) then else`
     if_let: Hook | None = None
+    # p -> an expression starting at the current `(` that the feature parses (a lambda), or None
+    parse_primary: Hook | None = None
     # ---- phase 3, checking (checker/checker.py); each returns the expression's type or None
     check_name: Hook | None = None  # c, e: A.Name (not a declared name)
     check_unary: Hook | None = None  # c, e: A.Unary, operand type
@@ -64,6 +68,7 @@ class Feature:
     # c, d: A.Global, its type -> True when the feature declared the global
     declare_global: Hook | None = None
     declare_func: Hook | None = None  # c, d: A.Func (before its signature is checked)
+    declare_param: Hook | None = None  # c, p: A.Param (rewritten in place, before its type is resolved)
     # c, e: A.Assign -> its type, when the feature gives the assignment its meaning (a property's
     # setter); c, e, target type -> the type of a compound assignment `x op= v` the feature owns
     check_assign: Hook | None = None
@@ -76,6 +81,8 @@ class Feature:
     # c, d: A.Struct, (name, generic values) -> the interfaces each type parameter has there
     instance_constraints: Hook | None = None
     declare_struct: Hook | None = None  # c, d: A.Struct, s: T.Struct (after its fields)
+    # c, s: A.VarDecl, t: T.Struct -> the initializer `T x;` gets (its fields' default values), or None
+    default_init: Hook | None = None
     # c, type name, t: A.TypeRef -> the type a name the feature adds means (`float3x3`, `Texture2D`)
     resolve_type: Hook | None = None
     # c, interface name, t: A.TypeRef -> the type of a value of that interface (dynamic.py)
@@ -86,6 +93,9 @@ class Feature:
     # feature adds (`mul`); c, e, callee: A.Member, base type -> of a method call on a value of a
     # type the feature owns; c, e, t -> of a constructor call `T(...)` of such a type
     check_call: Hook | None = None
+    # c, e: A.Call, local: the Local its callee names -> the type of a call of a local variable
+    # (a lambda's), or None
+    check_local_call: Hook | None = None
     check_method: Hook | None = None
     check_constructor: Hook | None = None
     # e -> whether expression e is an element of work-group memory (atomics may update it)
@@ -133,6 +143,10 @@ def members() -> dict[str, Hook]:
 
 def declarations() -> dict[str, Hook]:
     return {k: h for f in _installed for k, h in f.declarations.items()}
+
+
+def statements() -> dict[str, Hook]:
+    return {k: h for f in _installed for k, h in f.statements.items()}
 
 
 def expr_kinds() -> dict[type, Hook]:

@@ -95,6 +95,7 @@ class Struct(Type):
     any_value_words: int | None = None  # that interface's [anyValueSize] in words (dynamic_buffers.py)
     optional_of: Type | None = None  # `Optional<T>` (optional.py): fields hasValue, value
     optional_diff_of: Struct | None = None  # the Differential of that Optional (its value's only)
+    field_defaults: dict[str, object] = field(default_factory=dict)  # field -> its default value (ast; field_defaults.py)
 
     def name(self) -> str:
         return self.sname

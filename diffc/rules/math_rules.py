@@ -2,7 +2,7 @@
 
 Conventions where the derivative is not defined: absf'(0) = copysign(1, x) (+-1, not 0);
 sqrt'(x) = 0.5 / sqrt(max(x, 1e-7)) (Slang's: finite at 0); d copysign(x, y)/dx is 0 at x == 0 or y == 0;
-d powf(x, y)/dy at x == 0 is 0 (the log is clamped to -1e4, so 0 * log stays 0);
+a partial of powf(x, y) that is not finite (x = 0, y < 1: an infinite slope) is 0, as Slang's;
 floor/ceil/round/roundeven/trunc have a zero derivative.
 """
 
@@ -44,11 +44,20 @@ register_rule(math.CbrtOp, lambda b, op: [b.div(1.0, b.mul(_sq(b, op.result), 3.
 
 
 def _powf(b: RuleBuilder, op):
+    """y x^(y-1) and x^y log(x) where they are finite; 0 where they are not (x = 0 with y < 1,
+    where the slope is infinite: a ReLU's 0 times it made the chain rule's product NaN; Slang's
+    is 0 there too). Finite values stand where Slang gives 0 (x < 1e-6: finite differences
+    decide, docs/frontend.md)."""
     x, y, r = op.lhs, op.rhs, op.result
-    dx = b.mul(y, b.op(math.PowFOp, x, b.sub(y, 1.0)))
-    # r * log(x); log(0) = -inf is clamped so that r = 0 gives 0, not NaN (x < 0 stays NaN).
-    log_x = b.op(arith.MaximumfOp, b.op(math.LogOp, x), b.const(_LOG_FLOOR, x))
-    return [dx, b.mul(r, log_x)]
+
+    def finite(value):
+        return b.select(b.cmpf("olt", b.op(math.AbsFOp, value), b.const(pymath.inf, value)), value, 0.0, value)
+
+    dx = lanewise(b, lambda xs, ys: finite(b.mul(ys, b.op(math.PowFOp, xs, b.sub(ys, 1.0)))), x, y)
+    # log(0) = -inf is clamped so that r = 0 gives 0 (x < 0: NaN, then 0)
+    dy = lanewise(b, lambda xs, rs: finite(
+        b.mul(rs, b.op(arith.MaximumfOp, b.op(math.LogOp, xs), b.const(_LOG_FLOOR, xs)))), x, r)
+    return [dx, dy]
 
 
 register_rule(math.PowFOp, _powf)

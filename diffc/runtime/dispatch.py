@@ -342,6 +342,14 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, k
             what = f"field '{p.name[len(root) + 1:]}' of '{root}' (parameter {p.name})" if root else f"argument '{p.name}'"
             raise CallError(f"error: {where}: missing {what}", p.name)
         path, value = leaves[p.name]
+        if p.kind == "uniform":  # a global uniform value: its scalars in a buffer of their own
+            tensor = _uniform_buffer(where, p, value, path)
+            if keep is not None:
+                keep.append(tensor)
+            sizes[p.name] = tensor.size
+            bound[p.name] = (tensor, path, 0)
+            args.append(tensor.buffer)
+            continue
         if p.kind in ("pointer", "buffer"):
             tensor, offset = _pointer(where, p, value)
             # counted in the memref's elements (a vector buffer's are vectors: the last dimension)
@@ -353,6 +361,32 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, k
         else:
             args.append(_scalar(where, p.type, value, index_dtype, path))
     return args
+
+
+def _uniform_buffer(where: str, p, value, arg: str) -> Tensor:
+    """The buffer of a global uniform value (`#diff.abi<uniform>`): its scalars, in order, from a
+    number, a list or array of them (a vector, an array, a matrix row by row) or a Tensor."""
+    t = p.type
+    n, el = t.get_shape()[0], t.element_type
+    if isinstance(value, Tensor):
+        if value.size != n:
+            raise CallError(f"error: {where}: '{arg}' is a uniform value of {n} scalars, got a Tensor of {value.size}", arg)
+        return value
+    try:
+        a = np.asarray(value).reshape(-1)
+    except (ValueError, TypeError):
+        a = None
+    if a is None or a.size != n or a.dtype.kind not in "biuf":
+        raise CallError(f"error: {where}: '{arg}' is a uniform value of {n} {el} scalars: pass "
+                        f"{'a number' if n == 1 else f'{n} numbers (a list or array)'}, got {value!r}", arg)
+    if isinstance(el, (Float16Type, Float32Type, Float64Type)):
+        dt = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}[type(el)]
+        return Tensor.from_numpy(a.astype(dt))
+    if a.dtype.kind == "f" and not np.all(a == np.round(a)):
+        raise CallError(f"error: {where}: '{arg}' is a uniform value of {el} scalars, got fractions {value!r}", arg)
+    bits = el.width.data
+    words = (a.astype(np.int64) & ((1 << bits) - 1)).astype(np.dtype(f"uint{bits}")).view(np.dtype(f"int{bits}"))
+    return Tensor.from_numpy(words)
 
 
 def _texture_arg(where, kernel, p, leaves, textures, sizes, bound, keep):

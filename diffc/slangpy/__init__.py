@@ -39,7 +39,9 @@ from diffc.slangpy.values import (  # noqa: F401
     uint2,
     uint3,
     uint4,
+    wang_hash,
 )
+from diffc.slangpy.module import InstanceList  # noqa: F401
 
 
 class _Tev:

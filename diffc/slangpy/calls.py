@@ -8,11 +8,18 @@ Each argument is, by its Python value and its parameter's Slang type:
   trailing dimensions are the parameter type's, the leading ones broadcast with the other
   arguments' (numpy's rules) into the call shape. Each thread loads its element through a
   pointer and strides (0 along broadcast dimensions), and stores it back for out/inout.
+* *struct*: a Tensor of structs (`Tensor.empty(device, dtype=module.S, shape=...)`) for a parameter
+  of that struct: each field is a Tensor of its own (tensor.py's StructTensor), loaded into the
+  thread's struct and, for out/inout, stored back; it broadcasts as elementwise arguments do.
 * *whole*: a Tensor for a tensor parameter (`Tensor<T, D>`, `GradInOutTensor<T, D>`, ...: the
   Slang types of diffc/slangpy/slangpy.slang), a Texture for a texture parameter.
 * *uniform*: a number, vector, list (an array) or dict (a struct), the same for every thread.
 * *generated*: `grid(shape)` (its shape is the call's trailing dimensions) and `call_id()`: the
   thread's coordinates; a vector gets them reversed (x is the last dimension), an array in order.
+
+`CallShapeInfo::get_call_id()` in the module's Slang is the thread's position in the call's shape:
+the module compiles with the number of dimensions defined (`CallPlan.defines`), and a kernel that
+reads the shape gets it bound (`CallPlan.call_shape_argument`).
 
 The result (a non-void function) is written elementwise into `_result` or a new Tensor. `bwds`
 calls `bwd_diff(f)`: an elementwise argument's gradient is added into its Tensor's `.grad`
@@ -30,11 +37,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from diffc.runtime.errors import CallError
-from diffc.slangpy.signature import Declarations, Function, Param, type_text
-from diffc.slangpy.tensor import Tensor, Texture
-from diffc.slangpy.values import ElementType, _Vector, call_id, element_type, grid
+from diffc.slangpy.signature import TENSOR_TYPES, Declarations, Function, Param, type_text
+from diffc.slangpy.tensor import StructTensor, Tensor, Texture
+from diffc.slangpy.values import ElementType, WangHashArg, _Vector, call_id, element_type, grid
 
 ENTRY = "slangpy_call_kernel"
+# slangpy.slang's CallShapeInfo: the macro of the number of call dimensions, the global buffer of their sizes
+CALL_DIMS, CALL_SHAPE = "__SLANGPY_CALL_DIMS", "__slangpy_call_shape"
 NUMTHREADS = 64
 _SLANG_SCALAR = {np.dtype(np.float32): "float", np.dtype(np.float16): "half", np.dtype(np.float64): "double",
                  np.dtype(np.int32): "int", np.dtype(np.uint32): "uint"}
@@ -44,7 +53,7 @@ _SLANG_SCALAR = {np.dtype(np.float32): "float", np.dtype(np.float16): "half", np
 class _Arg:
     index: int
     param: Param
-    kind: str  # elementwise | whole | texture | uniform | grid | call_id | absent
+    kind: str  # elementwise | struct | whole | texture | uniform | grid | call_id | wang_hash | absent
     value: object
     batch: tuple[int, ...] = ()
     dense: tuple[ElementType, tuple[int, ...]] | None = None  # elementwise: element type, array dims
@@ -59,6 +68,18 @@ class CallPlan:
     kwargs: dict
     threads: int
     result: Tensor | None
+    shape: tuple[int, ...] = ()  # the call's shape (CallShapeInfo's, in the module's Slang)
+
+    @property
+    def defines(self) -> dict[str, str]:
+        """The macros the module compiles with for this call: the number of its dimensions."""
+        return {CALL_DIMS: str(max(len(self.shape), 1))}
+
+    def call_shape_argument(self) -> dict:
+        """The argument binding the call's shape, for a kernel that reads it (CallShapeInfo)."""
+        from diffc.runtime.tensor import Tensor as Storage
+
+        return {CALL_SHAPE: Storage.from_numpy(np.array(self.shape or (1,), dtype=np.int32))}
 
 
 def _plain(value):
@@ -111,6 +132,13 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
         return _Arg(k, p, "grid", value, differentiable=diff)
     if isinstance(value, call_id) or value is call_id:
         return _Arg(k, p, "call_id", value, differentiable=diff)
+    if isinstance(value, WangHashArg):
+        return _Arg(k, p, "wang_hash", value)
+    if isinstance(value, StructTensor):  # a struct per thread, field by field
+        if p.type.dims or p.type.pointer or p.type.name != value.struct:
+            raise CallError(f"error: {where}: argument '{p.name}' is a tensor of {value.struct}, parameter '{p.name}' "
+                            f"is {p.declare('').strip()}", p.name)
+        return _Arg(k, p, "struct", value, value.shape, differentiable=diff)
     if p.tensor_kind:
         if isinstance(value, np.ndarray):
             value = Tensor.from_numpy(None, value, _tensor_element(where, p))
@@ -129,6 +157,8 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
         return _Arg(k, p, "texture", value)
     if isinstance(value, Texture):  # element by element: its texels, (height, width) of floatN
         value = value.as_tensor()
+    if p.type.pointer and not p.type.dims and isinstance(value, Tensor):  # (SlangPy: its device address)
+        return _Arg(k, p, "uniform", value.storage)
     if isinstance(value, (Tensor, np.ndarray)):
         dense = p.dense()
         if dense is None:
@@ -155,7 +185,23 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
     if p.direction != "in":
         raise CallError(f"error: {where}: parameter '{p.name}' is {p.direction}: pass a Tensor or numpy array to "
                         f"write, got {type(value).__name__}", p.name)
-    return _Arg(k, p, "uniform", _plain(value), differentiable=diff)
+    return _Arg(k, p, "uniform", _uniform(decls, p.type, value), differentiable=diff)
+
+
+def _uniform(decls: Declarations, t, value):
+    """A uniform value as dispatch binds it, by the Slang type it fills: a Tensor for a tensor
+    type (a field of a struct, say) is that tensor's view, a dict (or an InstanceList) for a
+    struct its fields, each by its own type; the rest as _plain makes them."""
+    if hasattr(value, "get_this") and callable(value.get_this):
+        value = value.get_this()
+    kind = TENSOR_TYPES.get(t.name) if not t.dims and not t.pointer else None
+    if kind is not None and isinstance(value, Tensor):
+        return _tensor_value(kind, value, None, t.name)
+    s = decls.structs.get(t.name) if not t.dims and not t.pointer else None
+    if s is not None and isinstance(value, Mapping):
+        types = {f.name: f.type for f in s.fields if "static" not in f.mods}
+        return {k: _uniform(decls, types[k], v) if k in types else _plain(v) for k, v in value.items() if k != "_type"}
+    return _plain(value)
 
 
 def _tensor_element(where: str, p: Param) -> ElementType:
@@ -181,7 +227,7 @@ def _call_shape(fn: Function, bound: list[_Arg], result) -> tuple[int, ...]:
     where = f"{fn.name}()"
     shape: tuple[int, ...] = ()
     for a in bound:
-        if a.kind != "elementwise":
+        if a.kind not in ("elementwise", "struct"):
             continue
         try:
             shape = np.broadcast_shapes(shape, a.batch)
@@ -215,7 +261,7 @@ def _call_shape(fn: Function, bound: list[_Arg], result) -> tuple[int, ...]:
                                 f"{tuple(shape)}", "_result") from None
             shape = result.shape
     for a in bound:
-        if a.kind == "elementwise" and a.param.direction != "in" and a.batch != tuple(shape):
+        if a.kind in ("elementwise", "struct") and a.param.direction != "in" and a.batch != tuple(shape):
             raise CallError(f"error: {where}: '{a.param.name}' is written by the call, so its shape must be the "
                             f"call's {tuple(shape)}, got {a.batch}", a.param.name)
     return tuple(int(n) for n in shape)
@@ -265,6 +311,28 @@ def _generated(a: _Arg, rank: int, local: str) -> list[str]:
     return lines
 
 
+def _wang_hash_lines(a: _Arg, local: str, params: list[str], kw: dict) -> list[str]:
+    """A wang_hash() argument: the thread's index hashed (SlangPy's wang_hash_thread_*), the seed a
+    uniform so that every seed runs the same kernel."""
+    p, h = a.param, a.value
+    et = element_type(p.text)
+    n = 1 if et is None else max(et.scalars, 1)
+    if et is None or et.scalar.kind not in "iu" or len(et.shape) > 1 or p.type.dims or (h.dims > 0 and h.dims != n):
+        raise CallError(f"error: {p.name}: wang_hash fills a uint or a uint vector"
+                        f"{f' of {h.dims}' if h.dims > 0 else ''}, not {p.declare('').strip()}", p.name)
+    seed = f"_spy_seed{a.index}"
+    params.append(f"uniform uint {seed}")
+    kw[seed] = h.kernel_seed
+    hv = f"_spy_h{a.index}"
+    lines = [f"uint {hv} = uint(_spy_i) * {n}u;",
+             f"for (int _spy_w = 0; _spy_w < {h.warmup}; _spy_w++) {hv} = wang_hash({hv});",
+             f"{hv} = {hv} ^ {seed};", f"{p.declare(local)};"]
+    for k in range(n):
+        lines.append(f"{hv} = wang_hash({hv});")
+        lines.append(f"{local}{f'[{k}]' if et.shape else ''} = {et.name if not et.shape else et.name[:-1]}({hv});")
+    return lines
+
+
 def _tensor_fields(t: Tensor, atomic: bool = False) -> dict:
     if atomic and t.dtype.scalar != np.float32:
         raise CallError(f"error: atomic adds into a tensor of {t.dtype.name} are not supported (float elements only)")
@@ -272,16 +340,20 @@ def _tensor_fields(t: Tensor, atomic: bool = False) -> dict:
 
 
 def _whole(fn: Function, a: _Arg, mode: str) -> dict:
-    t: Tensor = a.value
-    kind = a.param.tensor_kind
+    where = f"{fn.name}.bwds: tensor '{a.param.name}' ({a.param.text})" if mode == "bwds" else None
+    return _tensor_value(a.param.tensor_kind, a.value, where, a.param.name)
+
+
+def _tensor_value(kind: str, t: Tensor, bwds_where: str | None, name: str) -> dict:
+    """The Slang tensor struct's fields for Tensor t (`bwds_where`: in a backward call, which
+    needs the gradients of a differentiable tensor)."""
     if kind == "plain":
         return _tensor_fields(t)
     if kind == "atomic":
         return _tensor_fields(t, atomic=True)
     if t.grad_in is None:
-        if mode == "bwds":
-            raise CallError(f"error: {fn.name}.bwds: tensor '{a.param.name}' ({a.param.text}) has no gradients: "
-                            "call with_grads() on it", a.param.name)
+        if bwds_where is not None:
+            raise CallError(f"error: {bwds_where} has no gradients: call with_grads() on it", name)
         grad_in = grad_out = t  # (never read or written outside a backward pass)
     else:
         grad_in, grad_out = t.grad_in, t.grad_out
@@ -397,6 +469,26 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
                 else:
                     after += [f"_spy_g{i}[_spy_o{i} + {k}] += {pair}.d{c};" for k, c in enumerate(comps)]
             call_args.append(pair)
+        elif a.kind == "struct":
+            if mode == "bwds" and a.differentiable:
+                raise CallError(f"error: {where}: the gradient of a tensor of structs ('{p.name}') is not supported "
+                                "(pass no_diff, or its fields as tensors)", p.name)
+            body.append(f"{p.declare(local)};")
+            for k, (path, t) in enumerate(a.value.leaves.items()):
+                comps = _components((), t.dtype)
+                strides = _strides(a.batch, len(comps), shape)
+                ptr = f"_spy_p{i}f{k}"
+                params.append(f"uniform {_SLANG_SCALAR[t.dtype.scalar]}* {ptr}")
+                kw[ptr] = t.storage
+                for d in range(rank):
+                    params.append(f"uniform int {ptr}d{d}")
+                    kw[f"{ptr}d{d}"] = strides[d]
+                at = "0" + "".join(f" + _spy_c{d} * {ptr}d{d}" for d in range(rank))
+                if p.direction != "out":
+                    body += [f"{local}{path}{c} = {ptr}[{at} + {j}];" for j, c in enumerate(comps)]
+                if p.direction != "in" and mode == "call":
+                    after += [f"{ptr}[{at} + {j}] = {local}{path}{c};" for j, c in enumerate(comps)]
+            call_args.append(local)
         elif a.kind == "whole":
             params.append(f"uniform {p.text} {local}")
             kw[local] = _whole(fn, a, mode)
@@ -404,6 +496,9 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
         elif a.kind == "texture":
             params.append(f"uniform {p.text} {local}")
             kw[local] = a.value.storage
+            call_args.append(local)
+        elif a.kind == "wang_hash":
+            body += _wang_hash_lines(a, local, params, kw)
             call_args.append(local)
         elif a.kind in ("grid", "call_id"):
             body += _generated(a, rank, local)
@@ -438,4 +533,4 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
     src = "\n// the SlangPy call kernel (diffc/slangpy/calls.py)\n"
     src += f"[shader(\"compute\")]\n[numthreads({NUMTHREADS}, 1, 1)]\nvoid {ENTRY}(" + ",\n    ".join(params) + ")\n{\n"
     src += "".join(f"    {line}\n" for line in body) + "}\n"
-    return CallPlan(src, kw, n, out_tensor)
+    return CallPlan(src, kw, n, out_tensor, shape)

@@ -10,8 +10,8 @@ import numpy as np
 
 from diffc.diagnostics import DiffcError
 from diffc.runtime.errors import CallError, RuntimeDiffcError
-from diffc.slangpy.calls import ENTRY, plan_call
-from diffc.slangpy.signature import Declarations, Function, read_declarations
+from diffc.slangpy.calls import CALL_SHAPE, ENTRY, plan_call
+from diffc.slangpy.signature import Declarations, Function, read_declarations, struct_leaves
 from diffc.slangpy.tensor import Format, Tensor, Texture
 from diffc.slangpy import values
 from diffc.slangpy.values import _Vector, element_type
@@ -102,18 +102,32 @@ class Module:
         if et is not None:
             return et
         if name in self.declarations.structs:
-            return StructType(name)
+            return StructType(name, self.declarations)
         raise AttributeError(f"slangpy module '{self.path}' has no function or type '{name}'")
 
-    def kernel_module(self, source: str):
-        """The diffc Module of this module's text with a generated call kernel appended."""
-        found = self._kernels.get(source)
+    def __getitem__(self, name: str) -> StructType:
+        """`module["NetworkParameters<2,3>"]`: a struct type by its name (generic arguments are
+        the struct's; its fields are the template's)."""
+        base = name.split("<", 1)[0].strip()
+        if base not in self.declarations.structs:
+            raise KeyError(f"slangpy module '{self.path}' has no struct '{base}'")
+        return StructType(name, self.declarations)
+
+    def kernel_module(self, source: str, defines: dict[str, str] | None = None):
+        """The diffc Module of this module's text with a generated call kernel appended, compiled
+        with `defines` (each file's macros, the imported slangpy module's too)."""
+        key = (source, tuple(sorted((defines or {}).items())))
+        found = self._kernels.get(key)
         if found is None:
             from diffc.runtime.module import _cached_module
 
             text = self.text + "\n" + source
-            options = {"include_dirs": self.include_dirs} if self.include_dirs else None
-            found = self._kernels[source] = _cached_module(self.path, {self.path: text}, None, options)
+            options = {}
+            if self.include_dirs:
+                options["include_dirs"] = self.include_dirs
+            if defines:
+                options["defines"] = dict(defines)
+            found = self._kernels[key] = _cached_module(self.path, {self.path: text}, None, options or None)
         return found
 
 
@@ -129,11 +143,32 @@ def _in_generated_kernel(e: DiffcError, module: Module, name: str, mode: str, so
                      f"the kernel:\n{source}", name)
 
 
+def _reads_call_shape(m) -> bool:
+    """Whether the call's kernel reads the call's shape (through CallShapeInfo)."""
+    from diffc.runtime.dispatch import entry_program
+
+    return any(p.name == CALL_SHAPE for p in entry_program(m).kernels[ENTRY].params)
+
+
 class StructType:
     """`module.S`: calling it gives the dict of fields a struct argument takes."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, declarations: Declarations | None = None):
         self.name = name
+        self.declarations = declarations
+
+    @property
+    def fields(self) -> list[str]:
+        d = self.declarations.structs.get(self.name.split("<", 1)[0].strip()) if self.declarations else None
+        return [f.name for f in d.fields if "static" not in f.mods] if d is not None else []
+
+    def struct_leaves(self):
+        """Its fields as a tensor of it stores them (signature.struct_leaves)."""
+        leaves = struct_leaves(self.declarations, self.name) if self.declarations is not None else None
+        if not leaves:
+            raise CallError(f"error: slangpy: a tensor of struct {self.name} holds scalar, vector, matrix and struct "
+                            "fields only (not arrays, pointers or tensors)", self.name)
+        return leaves
 
     def __call__(self, **fields) -> dict:
         return {**fields, "_type": self.name}
@@ -161,12 +196,15 @@ class FunctionHandle:
         fn = self._pick(args, kwargs)
         plan = plan_call(fn, self.module.declarations, mode, args, kwargs, result)
         try:
-            m = self.module.kernel_module(plan.source)
+            m = self.module.kernel_module(plan.source, plan.defines)
         except DiffcError as e:
             raise _in_generated_kernel(e, self.module, fn.name, mode, plan.source) from None
         if plan.threads:
+            kwargs = plan.kwargs
+            if _reads_call_shape(m):
+                kwargs = {**kwargs, **plan.call_shape_argument()}
             try:
-                getattr(m, ENTRY).dispatch(plan.threads, **plan.kwargs)
+                getattr(m, ENTRY).dispatch(plan.threads, **kwargs)
             except CallError as e:  # (binding a uniform value: named as the call's, not the kernel's)
                 raise CallError(str(e).replace(f"{ENTRY}.dispatch", f"{fn.name}()"), e.argument) from None
         return plan.result
@@ -208,3 +246,25 @@ class FunctionHandle:
 
     def __repr__(self) -> str:
         return f"<slangpy function {self.name}>"
+
+
+class InstanceList:
+    """SlangPy's InstanceList: a Python object standing for a struct value. Attributes named as the
+    struct's fields are its fields' values (tensors, numbers, nested InstanceLists); passed to a
+    function, it is that struct, the same for every thread (`get_this()`). Subclasses set their
+    fields as attributes, as SlangPy's drivers do. Methods called through it are not provided."""
+
+    def __init__(self, struct: StructType, data: dict | None = None):
+        object.__setattr__(self, "_struct", struct)
+        object.__setattr__(self, "_data", dict(data or {}))
+
+    def get_this(self) -> dict:
+        return self._data
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in self._struct.fields:
+            self._data[name] = value
+        object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"<slangpy InstanceList {self._struct.name}>"

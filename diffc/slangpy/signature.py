@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 
 from diffc.frontend import ast as A
+from diffc.frontend.generics import const_int
 from diffc.slangpy.values import ElementType, element_type
 
 # SlangPy's tensor types (diffc/slangpy/slangpy.slang): a parameter of one takes a whole Tensor
@@ -39,6 +40,12 @@ def dims_text(t: A.TypeRef) -> str:
             raise ValueError("array size")
         out += f"[{n}]"
     return out
+
+
+def _size(n, value):
+    """An array size as an int where it is one or a constant names one, else as written."""
+    v = const_int(n, value) if not isinstance(n, str) else value(n)
+    return v if v is not None else n
 
 
 @dataclass
@@ -92,6 +99,24 @@ class Declarations:
     def __init__(self, program: A.Program):
         self.functions: dict[str, list[Function]] = {}
         self.structs: dict[str, A.Struct] = {}
+        # `static const int N = ...;` globals, for array sizes that name them (`float[N] x`)
+        consts = {d.name: d.init for d in program.decls if isinstance(d, A.Global) and d.init is not None
+                  and {"static", "const"} <= set(d.mods) and d.type.name in ("int", "uint") and not d.type.dims}
+        seen: set[str] = set()
+
+        def value(name: str) -> int | None:
+            if name not in consts or name in seen:
+                return None
+            seen.add(name)
+            try:
+                return const_int(consts[name], value)
+            finally:
+                seen.discard(name)
+
+        for d in program.decls:
+            if isinstance(d, A.Func):
+                for p in d.params:
+                    p.type.dims = [_size(n, value) for n in p.type.dims]
         for d in program.decls:
             if isinstance(d, A.Func) and d.body is not None and not d.generic_params:
                 params = [Param(p.name, p.type, "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in",
@@ -120,3 +145,27 @@ def read_declarations(text: str, filename: str, include_dirs: list[str] | tuple[
         return Declarations(loader.parse(text, filename))
     except FrontendError as e:
         raise e.to_diffc_error(loader.sources) from None
+
+
+def struct_leaves(decls: Declarations, name: str, prefix: str = "") -> list[tuple[str, ElementType]] | None:
+    """The scalar, vector and matrix fields of struct `name`, nested structs' fields flattened
+    (`.a`, `.inner.b`), in declaration order; None where a field is anything else (an array, a
+    pointer, a tensor)."""
+    s = decls.structs.get(name)
+    if s is None or s.generic_params:
+        return None
+    out: list[tuple[str, ElementType]] = []
+    for f in s.fields:
+        if "static" in f.mods:
+            continue
+        if f.type.dims or f.type.pointer:
+            return None
+        et = element_type(type_text(f.type))
+        if et is not None:
+            out.append((f"{prefix}.{f.name}", et))
+            continue
+        inner = struct_leaves(decls, f.type.name, f"{prefix}.{f.name}")
+        if inner is None:
+            return None
+        out += inner
+    return out

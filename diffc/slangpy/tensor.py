@@ -36,12 +36,16 @@ class Tensor:
 
     @classmethod
     def empty(cls, device=None, shape=(), dtype=float) -> Tensor:
+        if hasattr(dtype, "struct_leaves"):  # `module.S`: a tensor of structs
+            return StructTensor.make(dtype.name, shape, dtype.struct_leaves(), zero=False)
         et = to_element_type(dtype)
         s = _shape(shape)
         return cls(Storage.empty((*s, *et.shape), et.scalar), et, s)
 
     @classmethod
     def zeros(cls, device=None, shape=(), dtype=float) -> Tensor:
+        if hasattr(dtype, "struct_leaves"):
+            return StructTensor.make(dtype.name, shape, dtype.struct_leaves(), zero=True)
         et = to_element_type(dtype)
         s = _shape(shape)
         return cls(Storage.zeros((*s, *et.shape), et.scalar), et, s)
@@ -57,6 +61,28 @@ class Tensor:
             raise ValueError(f"slangpy.Tensor.from_numpy: an array of {et.name} elements ends in {et.shape}, "
                              f"got shape {a.shape}")
         return cls(Storage.from_numpy(a.astype(et.scalar, copy=False)), et, tuple(a.shape[: a.ndim - k]))
+
+    @classmethod
+    def load_from_image(cls, device, path, flip_y: bool = False, linearize: bool = False, scale: float = 1.0,
+                        offset: float = 0.0, grayscale: bool = False) -> Tensor:
+        """A PNG image (images.py) as a (height, width) tensor of float, float2, float3 or float4 by
+        its channels; `linearize` converts sRGB to linear values, `grayscale` averages the colour
+        channels into one."""
+        from diffc.slangpy.images import read_png, srgb_to_linear
+
+        img = read_png(path)
+        if flip_y:
+            img = img[::-1]
+        if grayscale and img.shape[2] >= 3:
+            img = img[..., :3].mean(axis=2, keepdims=True)
+        if linearize:
+            colour = min(img.shape[2], 3) if img.shape[2] != 2 else 1
+            img = np.concatenate([srgb_to_linear(img[..., :colour]), img[..., colour:]], axis=2)
+        img = (img * scale + offset).astype(np.float32)
+        c = img.shape[2]
+        if c == 1:
+            return cls.from_numpy(device, np.ascontiguousarray(img[..., 0]))
+        return cls.from_numpy(device, np.ascontiguousarray(img), f"float{c}")
 
     @classmethod
     def zeros_like(cls, other: Tensor) -> Tensor:
@@ -120,6 +146,44 @@ class Tensor:
     def __repr__(self) -> str:
         grads = ", with grads" if self.grad_out is not None else ""
         return f"<slangpy.Tensor {self.dtype.name} {self.shape}{grads}>"
+
+
+class StructTensor:
+    """A Tensor of struct elements (`Tensor.empty(device, dtype=module.S, shape=...)`): one Tensor
+    per scalar, vector or matrix field (nested structs' fields flattened), each of the tensor's
+    shape. A call fills a parameter of the struct type element by element from it, and writes an
+    out or inout one back; `to_numpy()` gives a numpy structured array."""
+
+    def __init__(self, struct: str, shape: tuple[int, ...], leaves: dict[str, Tensor]):
+        self.struct = struct
+        self.shape = shape
+        self.leaves = leaves  # `.field` / `.inner.field` -> its Tensor
+
+    @classmethod
+    def make(cls, struct: str, shape, leaves: list[tuple[str, ElementType]], zero: bool) -> StructTensor:
+        s = _shape(shape)
+        make = Tensor.zeros if zero else Tensor.empty
+        return cls(struct, s, {path: make(None, s, et) for path, et in leaves})
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(self.shape)
+
+    def to_numpy(self) -> np.ndarray:
+        fields = [(path[1:], t.dtype.scalar, t.dtype.shape) for path, t in self.leaves.items()]
+        out = np.zeros(self.shape, dtype=np.dtype(fields))
+        for path, t in self.leaves.items():
+            out[path[1:]] = t.to_numpy()
+        return out
+
+    def copy_from_numpy(self, data) -> StructTensor:
+        """From a structured array (or a dict) with a value for each field, by its dotted path."""
+        for path, t in self.leaves.items():
+            t.copy_from_numpy(np.asarray(data[path[1:]]))
+        return self
+
+    def __repr__(self) -> str:
+        return f"<slangpy.Tensor {self.struct} {self.shape}>"
 
 
 class Format:

@@ -151,3 +151,34 @@ class grid:
 class call_id:
     """Each thread's coordinates in the call's shape (which other arguments give)."""
 
+
+
+def _wang_hash_py(seed: int) -> int:
+    """SlangPy's CPU-side hash of a wang_hash seed (the same function as the kernel's)."""
+    m = 0xFFFFFFFF
+    seed = ((seed ^ 61) ^ (seed >> 16)) & m
+    seed = (seed * 9) & m
+    seed = seed ^ (seed >> 4)
+    seed = (seed * 0x27D4EB2D) & m
+    return seed ^ (seed >> 15)
+
+
+@dataclass(frozen=True)
+class WangHashArg:
+    """`wang_hash(...)`: a random uint (or uint vector) per thread, a wang hash of the thread's
+    index: `warmup` rounds of the hash, xor the seed (itself hashed on the CPU unless
+    `hash_seed=False`), then one more round per component."""
+
+    dims: int = -1
+    seed: int = 2640457667
+    warmup: int = 0
+    hash_seed: bool = True
+
+    @property
+    def kernel_seed(self) -> int:
+        s = int(self.seed) & 0xFFFFFFFF
+        return _wang_hash_py(s) if self.hash_seed else s
+
+
+def wang_hash(dim: int = -1, seed: int = 2640457667, warmup: int = 0, hash_seed: bool = True) -> WangHashArg:
+    return WangHashArg(int(dim), int(seed), int(warmup), bool(hash_seed))

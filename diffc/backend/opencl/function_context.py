@@ -5,12 +5,13 @@ and the module's shared parts (module_parts.py)."""
 from __future__ import annotations
 
 from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from diffc.dialects.kernel import is_kernel
 
 from .module_parts import ModuleParts
-from .naming import Namer, ctype
+from .naming import Namer, ctype, pointer_ctype
 from .options import OpenCLEmitError
 
 INDENT = "    "
@@ -54,7 +55,12 @@ class FunctionContext:
 
     def declare(self, value: SSAValue, rhs: str, op: Operation) -> str:
         name = self.fresh(value)
-        self.line(f"{self.ctype(value.type, op)} {name} = {rhs};")
+        t = value.type
+        if isinstance(t, MemRefType):  # a buffer chosen at run time (`select` of two pointers)
+            self.module.note_type(t)
+            self.line(f"{pointer_ctype(t, self.options)} {name} = {rhs};")
+        else:
+            self.line(f"{self.ctype(t, op)} {name} = {rhs};")
         self.values[value] = name
         return name
 

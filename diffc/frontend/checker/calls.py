@@ -30,6 +30,8 @@ def check_call(c: Checking, e: A.Call) -> T.Type:
     _bound_method_derivative(c, e)
     callee = e.callee
     local = c.lookup(callee.id) if isinstance(callee, A.Name) else None
+    if local is not None and (called := feature.first("check_local_call", c, e, local)) is not None:
+        return called  # (a lambda's call: lambdas.py)
     if local is not None and isinstance(local.ty, T.Struct) and CALL_METHOD in local.ty.methods:
         # calling a value whose struct declares `operator()`
         callee = e.callee = A.Member(callee, CALL_METHOD, name_span=callee.span, span=callee.span)

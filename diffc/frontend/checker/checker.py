@@ -113,6 +113,11 @@ class Checker(TypeResolution):
         self.struct_decls = [d for d in prog.decls if isinstance(d, A.Struct) and not d.generic_params]
         self.struct_order = {d.name: i for i, d in enumerate(d for d in prog.decls if isinstance(d, A.Struct))}
         self.typedef_decls = {d.name: d for d in prog.decls if isinstance(d, A.Typedef)}
+        # int constants by name, for a struct declared before them (a use ahead of its declaration
+        # in a file, or in a file imported ahead of it when imports go round in a circle)
+        self.int_const_decls = {d.name: d for d in prog.decls if isinstance(d, A.Global) and d.init is not None
+                                and {"static", "const"} <= set(d.mods) and d.type.name in ("int", "uint")
+                                and not d.type.dims}
         for d in prog.decls:
             if isinstance(d, A.Extension):
                 d.target = self.through_typedefs(d.target)
@@ -299,6 +304,8 @@ class Checker(TypeResolution):
         for k, p in enumerate(d.params):
             if any(q.name == p.name for q in d.params[:k]):
                 raise err(REDEFINED, f"a second parameter named '{p.name}' in '{d.name}'", p)
+            for declare in feature.hooks("declare_param"):
+                declare(self, p)  # (`Ref<T> p` is `inout T p`: ref_params.py)
             direction = "inout" if "inout" in p.mods else "out" if "out" in p.mods else "in"
             params.append(PInfo(p.name, self.resolve_value(p.type), direction, "no_diff" in p.mods, p.semantic))
         from diffc.frontend.checker.defaults import check_defaults
@@ -389,9 +396,7 @@ class Checker(TypeResolution):
                     finally:
                         self.scopes.pop()
                     s.statics[f.name] = Local(f.name, ty, False, value=f.init)
-                elif f.init is not None:
-                    raise err(UNSUPPORTED, "default values of struct fields are not supported", f.init)
-                else:
+                else:  # (a default value, `float a = 1.0;`, is field_defaults.py's: its declare_struct hook)
                     if any(g[0] == f.name for g in s.fields):
                         raise err(REDEFINED, f"a second field named '{f.name}' in struct '{name}'", f)
                     self.check_not_recursive(s, f, ty)
@@ -461,6 +466,8 @@ class Checker(TypeResolution):
             return case
         if isinstance(a, A.TypeRef):
             return self.resolve(a)
+        if isinstance(a, A.Expr) and (v := const_int(a, self.static_const_int)) is not None:
+            return v  # `f<C * C>()`, C an int parameter already replaced by its value
         raise err(UNDEFINED, f"generic argument '{a}' of '{name}' is not a compile-time int or a type", where)
 
     def enum_case_value(self, a) -> int | None:
@@ -651,6 +658,8 @@ class Checker(TypeResolution):
                 if s.init is None and s.name != "this" and isinstance(ty, T.Struct) and INIT in ty.methods \
                         and not s.type.dims:
                     s.init = self.default_construction(s, ty)  # `S s;` runs S's __init() where it has one
+                if s.init is None and isinstance(ty, T.Struct) and not s.type.dims:
+                    s.init = feature.first("default_init", self, s, ty)  # fields' default values
                 if s.init is not None:
                     self.expect_type(s.init, ty)
             else:

@@ -13,7 +13,7 @@ from diffc.frontend import types as T
 from diffc.frontend.errors import TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.generics import const_int
 from diffc.frontend.parser.parser import canonical_type_name
-from diffc.frontend.checker.symbols import err
+from diffc.frontend.checker.symbols import Local, err
 
 MAX_VECTOR = 1 << 16  # elements of a `vector<T, N>` (a CoopVec's bound)
 
@@ -75,6 +75,8 @@ class TypeResolution:
         if struct and not isinstance(owner, T.Struct):
             return None
         loc = owner.statics.get(member) if owner is not None else self.scopes[0].get(member)
+        if loc is None and owner is None and member in getattr(self, "int_const_decls", {}):
+            loc = Local(member, T.INT, False, value=self.int_const_decls[member].init)  # (not declared yet)
         if loc is None or not T.is_int_scalar(loc.ty) or not isinstance(loc.value, A.Expr):
             return None
         self._evaluating.add(name)

@@ -32,7 +32,7 @@ from diffc.frontend.checker.loop_bounds import counter_kind, for_shape, int_cons
 from diffc.frontend.errors import TYPE_MISMATCH, UNSUPPORTED
 from diffc.frontend.lowering.lower_builtins import BuiltinLowering
 from diffc.frontend.lowering.lower_calls import CallLowering
-from diffc.frontend.lowering.lower_expr import ExprLowering
+from diffc.frontend.lowering.lower_expr import ExprLowering, uniform_storage
 from diffc.frontend.features.matrices import MatrixLowering
 from diffc.frontend.features.operators import source_name
 from diffc.frontend.lowering.ptr_types import has_ptr_twin, ptr_twin_name
@@ -124,6 +124,11 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     for g in found:
                         g.location = self.file_loc(d.span[0])
                     ops += found
+                    continue
+                if "static" not in d.mods and d.init is None and uniform_storage(t) is not None:
+                    g = memref.GlobalOp.get(StringAttr(d.name), uniform_storage(t), UnitAttr(), StringAttr("public"))
+                    g.attributes[ABI] = AbiRoleAttr("uniform")  # the host passes its value (runtime/dispatch.py)
+                    ops.append(g)
                     continue
                 if not isinstance(t, T.Buffer):
                     what = "per-thread 'static' state" if "static" in d.mods else "a uniform value"

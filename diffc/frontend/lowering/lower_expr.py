@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from xdsl.dialects import arith, math, memref, ub, vector
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, VectorType
+from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType, VectorType
 from xdsl.ir import Operation, SSAValue
 
 from diffc.dialects import diff
@@ -27,6 +27,18 @@ ARITH_F = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.D
 ARITH_I = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.DivSIOp, "%": arith.RemSIOp,
            "&": arith.AndIOp, "|": arith.OrIOp, "^": arith.XOrIOp, "<<": arith.ShLIOp, ">>": arith.ShRSIOp}
 _PRINTF_SPEC = re.compile(r"%%|%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|v\d)?[diuxXfFeEgGcsp]")
+
+
+
+def uniform_storage(t: T.Type) -> MemRefType | None:
+    """The buffer of a global uniform value of type t (`uniform uint n;`, `float4x4 m;` in a
+    cbuffer): its scalars in order, where they are all of one numeric type; else None."""
+    if isinstance(t, T.Buffer | T.Pointer) or textures.resource_global(t):
+        return None
+    scalars = T.scalar_leaves(t)
+    if not scalars or len(set(scalars)) != 1 or scalars[0] == T.BOOL:
+        return None
+    return MemRefType(T.ir_scalar(scalars[0]), [len(scalars)])
 
 
 class ExprLowering:
@@ -305,6 +317,8 @@ class ExprLowering:
             return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(t)[0]))]
         if sym.is_global and isinstance(sym.ty, T.Pointer):  # (lower.global_pointer): offset 0
             return [self.v(memref.GetGlobalOp(sym.name, T.leaf_types(sym.ty)[0])), self.index_const(0)]
+        if sym.is_global and (storage := uniform_storage(sym.ty)) is not None:  # a uniform value's buffer
+            return self.load_mem(self.v(memref.GetGlobalOp(sym.name, storage)), self.index_const(0), sym.ty)
         return list(self.binding(sym).values)  # type: ignore[attr-defined]
 
     def arith(self, op: str, a: list[SSAValue], b: list[SSAValue], t: T.Type) -> list[SSAValue]:

@@ -11,8 +11,4 @@ LIBRARY_DIRS = (os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.
 
 # Names of SlangPy's Slang library that diffc's does not provide, refused where a program uses them
 # as `Name::member` (parser.py), rather than as an unknown name.
-REFUSED_LIBRARY_NAMES = {
-    "CallShapeInfo": "SlangPy's CallShapeInfo::get_call_id() is not supported (it reads per-thread static "
-                     "state, which diffc does not have): take the call id as a parameter, call_id() or grid() "
-                     "from Python",
-}
+REFUSED_LIBRARY_NAMES: dict[str, str] = {}

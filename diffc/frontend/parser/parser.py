@@ -34,7 +34,8 @@ def canonical_type_name(name: str) -> str:
 
 GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer", "StructuredBuffer", "Atomic", "vector", "Ptr",
                  "CoopVec", "Optional",
-                 "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock"}  # (a texture's <T> may be left out)
+                 "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock",
+                 "Ref", "ConstRef"}  # (a texture's <T> may be left out; Ref and ConstRef: ref_params.py)
 RESOURCE_TYPES = {"SamplerState"}  # frontend/features/textures.py
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
@@ -44,7 +45,7 @@ MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"Texture1D", "Texture3D", "TextureCube", "Texture2DArray", "RWTexture1D",
                      "RWTexture3D", "SamplerComparisonState",
-                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer"}
+                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer", "NativeString"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
 CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 MAX_NESTING = 256  # expressions and prefix operators inside each other
@@ -966,7 +967,10 @@ class Parser:
         self.expect("<")
         args: list = []
         while True:
-            if self.tok.kind == "int":
+            if self.at("(") or (self.tok.kind == "int" or self.tok.kind == "ident" and not self.is_type_name(self.tok.text)) \
+                    and self.peek().text in ("+", "-", "*", "/", "%"):  # `f<C * C>()`: an int expression
+                args.append(self.binary(BINARY_PREC.index(["+", "-"])))
+            elif self.tok.kind == "int":
                 args.append(self.tok.value)
                 self.i += 1
             elif (self.tok.text in ("Access", "AddressSpace") and self.peek().text in (".", "::")
@@ -1112,6 +1116,8 @@ class Parser:
             return A.Block([], span=self.span_from(start))
         if t.kind == "ident":
             kw = t.text
+            if (parse := feature.statements().get(kw)) is not None:  # (`__target_switch`: target_switch.py)
+                return parse(self, start)
             if kw == "if":
                 self.i += 1
                 self.expect("(")
@@ -1288,6 +1294,9 @@ class Parser:
 
     def unary(self) -> A.Expr:
         t = self.tok
+        if t.kind == "punct" and t.text == "&":
+            raise FrontendError(UNSUPPORTED, "taking an address ('&x', a pointer into a variable or group-shared "
+                                "memory) is not supported", t.start, t.end)
         if t.kind == "punct" and (t.text in ("-", "+", "!", "~") or (
                 t.text == "*" and (self.peek().kind == "ident" or self.peek().text == "("))):  # `*p`
             self.i += 1
@@ -1397,6 +1406,8 @@ class Parser:
             self.i += 1
             return A.Name(t.text, span=(t.start, t.end))
         if t.kind == "punct" and t.text == "(":
+            if (parsed := feature.first("parse_primary", self)) is not None:  # (a lambda: lambdas.py)
+                return parsed
             self.i += 1
             e = self.expr()
             self.expect(")")
