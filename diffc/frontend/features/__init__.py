@@ -34,6 +34,7 @@ from diffc.frontend.features import textures
 
 FEATURES = [
     optional.FEATURE,
+    atomic_intrinsics.FEATURE,  # (before arithmetic_methods: `p[i].add(v)` of an Atomic<T>* adds atomically)
     arithmetic_methods.FEATURE,  # (before operators: an IArithmetic struct's operators are its methods)
     operators.FEATURE,
     matrices.FEATURE,
@@ -55,7 +56,6 @@ FEATURES = [
     real_casts.FEATURE,
     field_defaults.FEATURE,
     ref_params.FEATURE,
-    atomic_intrinsics.FEATURE,
     lambdas.FEATURE,
     target_switch.FEATURE,
     cbuffers.FEATURE,
