@@ -255,6 +255,11 @@ def call(fn, args: tuple, kwargs: dict, result):
         y = _to_torch(out, like)
     if overlap:
         fn._finish_host(events)  # (nothing read y's data before: torch only wrapped it)
+    return _deliver(torch, y, into, result)
+
+
+def _deliver(torch, y, into, result):
+    """A call's result as asked for: copied into `into`, as a numpy array, or the tensor itself."""
     if into is not None:
         with torch.no_grad():
             into.copy_(y)
@@ -273,13 +278,7 @@ def _shared_call(torch, fn, values: list, idx: list, tensors: list, grad: bool, 
         y = _SharedCall.apply((fn, values, idx), *tensors)
     else:
         y = cuda_shared.forward(fn, values, idx, tensors)[0]
-    if into is not None:
-        with torch.no_grad():
-            into.copy_(y)
-        return into
-    if type(result) is str and result == "numpy":
-        return y.detach().cpu().numpy()
-    return y
+    return _deliver(torch, y, into, result)
 
 
 def _view(views: dict, i: int, t) -> np.ndarray:
