@@ -3,8 +3,9 @@
 A file is a value test when it has an active `//TEST(...):COMPARE_COMPUTE...` or
 `//TEST:INTERPRET` line and expected values: `NAME.slang.expected.txt` (a `type:` line, then one
 value per line), or `CHECK:`/`CHECK-NEXT:` lines of the prefix its test line names
-(`filecheck-buffer=P`, `filecheck=P`). Compute tests run as `diffc run FILE`; INTERPRET tests run
-their printf `main` (a test line's `-entry NAME` names the entry of either). Values compare
+(`filecheck-buffer=P`, `filecheck=P`). Compute tests run as `diffc run FILE`, its data read as
+Slang's runner reads them (`--slang-data`); INTERPRET tests run their printf `main` (a test
+line's `-entry NAME` names the entry of either). Values compare
 numerically (1e-3 relative or 1e-4 absolute), in order, with FileCheck's scanning: `CHECK` finds
 the next line that matches, `CHECK-NEXT` must be the next line, `CHECK-NOT` must not appear before
 the next match.
@@ -43,7 +44,7 @@ class Case:
     @property
     def run_args(self) -> list[str]:
         """The arguments of `diffc run` for this file."""
-        return (["--slang-output"] + (["--groups", self.groups] if self.groups else [])
+        return (["--slang-output", "--slang-data"] + (["--groups", self.groups] if self.groups else [])
                 + (["--entry", self.entry] if self.entry else []) + [str(self.path)])
 
 

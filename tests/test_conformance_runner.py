@@ -29,7 +29,7 @@ def test_compute_dispatch_sets_the_work_groups(tmp_path):
     path = tmp_path / "k.slang"
     path.write_text(KERNEL.format(dispatch=" -compute-dispatch 2,1,1"))
     case = conformance.case_of(path)
-    assert case.run_args == ["--slang-output", "--groups", "2,1,1", str(path)]
+    assert case.run_args == ["--slang-output", "--slang-data", "--groups", "2,1,1", str(path)]
     results = conformance.run_suite([case], jobs=1, timeout=120.0)
     assert results[path] is None  # all four elements written: two groups of two ran
 
@@ -38,7 +38,7 @@ def test_without_compute_dispatch_one_group_runs(tmp_path):
     path = tmp_path / "k.slang"
     path.write_text(KERNEL.format(dispatch=""))
     case = conformance.case_of(path)
-    assert case.run_args == ["--slang-output", str(path)]
+    assert case.run_args == ["--slang-output", "--slang-data", str(path)]
     results = conformance.run_suite([case], jobs=1, timeout=120.0)
     assert "3.500000" in results[path]  # element 3 was never written: the check says so
 
@@ -57,5 +57,5 @@ def test_an_interpret_line_names_its_entry(tmp_path):
     path = tmp_path / "k.slang"
     path.write_text(INTERPRET)
     case = conformance.case_of(path)
-    assert case.kind == "interpret" and case.run_args == ["--slang-output", "--entry", "printer", str(path)]
+    assert case.kind == "interpret" and case.run_args == ["--slang-output", "--slang-data", "--entry", "printer", str(path)]
     assert conformance.run_suite([case], jobs=1, timeout=120.0)[path] is None

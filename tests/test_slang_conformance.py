@@ -17,16 +17,10 @@ ROOT = Path(os.environ.get("DIFFC_SLANG_TESTS", Path(__file__).resolve().parents
 PASSING = Path(__file__).with_name("slang_conformance_passing.txt")
 LOCATED = re.compile(r"^\S+\.slang:\d+:\d+: error(\[[\w-]+\])?: ")
 
-# Files whose numbers differ from Slang's on purpose, because finite differences decide, or
-# because `diffc run` reads a float buffer's integer data as numbers (docs/frontend.md):
+# Files whose numbers differ from Slang's on purpose, because finite differences decide
+# (docs/frontend.md):
 # output line -> (what diffc prints, what Slang prints, why).
 DELIBERATE = {
-    "autodiff/diff-assoctype-generic-interface.slang": {
-        # load(0) reads outputBuffer[0], whose data are [2 0 ...]: diffc reads 2 as 2.0, Slang's
-        # runner writes the bits of the int 2 (a float near 0); the derivatives (lines 2, 3) agree
-        0: (4.0, 2.0, "data=[2] in a float buffer is 2.0 (Slang's runner: the bits of the int 2)"),
-        1: (12.0, 8.0, "doThing(1) reads outputBuffer[0] = doThing(0), so it differs too"),
-    },
     "autodiff/treat-as-differentiable-fwd-primal.slang": {
         # d/dx 10 / square(x) at x = 2, where square has only a custom backward derivative:
         # Slang's fwd_diff gives that call a zero derivative, diffc differentiates its body
