@@ -102,7 +102,8 @@ float use(Lin l, P p, float x) { return l.eval(x) * norm2(p) + x; }
 
 
 # ---- generated signatures (hypothesis) ---------------------------------------------------------
-# A differentiable f of one to three parameters, and a custom derivative of it whose signature is
+# A differentiable f of one to three parameters (a function, or a method of Lin whose derivative
+# is a static method), and a custom derivative of it, named from either side, whose signature is
 # the right one or a mutation of it; either the program compiles (the signature fits) or it gets
 # E0003 at the attribute in the program's types, never an IR verifier message.
 
@@ -120,9 +121,10 @@ def _zero(t: str) -> str:
     return f"diffPair({ZERO[t[17:-1]]}, {ZERO[t[17:-1]]})" if t.startswith("DifferentialPair<") else ZERO[t]
 
 
-def _right_signature(params, ret, mode):
-    """(direction, type) of each parameter and the result of mode's derivative (Slang's rule)."""
-    out = []
+def _right_signature(params, ret, mode, method):
+    """(direction, type) of each parameter and the result of mode's derivative (Slang's rule); a
+    method's derivative, a static method, takes the pair of `this` first."""
+    out = [("in" if mode == "fwd" else "inout", "DifferentialPair<Lin>")] if method else []
     for t, nd in params:
         if mode == "fwd":
             out.append(("in", t if nd else f"DifferentialPair<{t}>"))
@@ -138,7 +140,8 @@ def derivative_programs(draw):
     params = draw(st.lists(st.tuples(st.sampled_from(TYPES), st.booleans()), min_size=1, max_size=3))
     ret = draw(st.sampled_from(TYPES))
     mode = draw(st.sampled_from(["fwd", "bwd"]))
-    right, right_ret = _right_signature(params, ret, mode)
+    method = draw(st.booleans())  # f a method of Lin, its derivative a static method
+    right, right_ret = _right_signature(params, ret, mode, method)
     sig, dret = list(right), right_ret
     for _ in range(draw(st.integers(0, 2))):
         kind = draw(st.sampled_from(["drop", "extra", "unpair", "pair", "retype", "direction", "result"]))
@@ -162,15 +165,19 @@ def derivative_programs(draw):
     fits = sig == right and dret == right_ret
     names = [f"x{k}" for k in range(len(params))]
     decl = ", ".join(("no_diff " if nd else "") + f"{t} {n}" for (t, nd), n in zip(params, names))
-    s = " + ".join(TERM[t].format(x=n) for (t, _), n in zip(params, names))
+    s = ("a * " if method else "") + "(" + " + ".join(TERM[t].format(x=n) for (t, _), n in zip(params, names)) + ")"
     dparams = ", ".join(("" if d == "in" else d + " ") + f"{t} a{k}" for k, (d, t) in enumerate(sig))
     body = "{ }" if mode == "bwd" else f"{{ {dret} z = {_zero(dret)}; return z; }}"
     on_f = draw(st.booleans())
     attr = {"fwd": "ForwardDerivative", "bwd": "BackwardDerivative"}[mode]
-    deriv = (f"{'' if on_f else f'[{attr}Of(f)]'}\n{dret} df({dparams}) {body}\n")
+    deriv = (f"{'' if on_f else f'[{attr}Of(f)]'}\n{'static ' if method else ''}{dret} df({dparams}) {body}\n")
     primal = (f"{f'[{attr}(df)]' if on_f else '[Differentiable]'}\n"
               f"{ret} f({decl}) {{ float s = {s}; return {RESULT[ret]}; }}\n")
-    use = (f"[Differentiable]\nfloat use({decl}) {{ {ret} r = f({', '.join(names)}); return {REDUCE[ret]}; }}\n")
+    args = ", ".join(names)
+    if method:
+        use = (f"[Differentiable]\nfloat use(Lin l, {decl}) {{ {ret} r = l.f({args}); return {REDUCE[ret]}; }}\n")
+        return PRELUDE + f"struct Lin : IDifferentiable\n{{\n    float a;\n{primal}{deriv}}}\n" + use, fits
+    use = f"[Differentiable]\nfloat use({decl}) {{ {ret} r = f({args}); return {REDUCE[ret]}; }}\n"
     return PRELUDE + deriv + primal + use, fits
 
 
