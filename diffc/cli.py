@@ -15,10 +15,10 @@
 `run` allocates every buffer a Slang test annotation declares, binds it to the global buffer of
 that name, dispatches [numthreads] x groups work-items and prints every `out` buffer: its name and
 element type (`outputBuffer: float`), then one value per line; `--slang-output` prints Slang's
-test runner's unnamed `type: float` instead, and `--slang-data` reads `data=[...]` as that runner does
-(each element a 32-bit word: an integer literal its bits); docs/test-input.md describes the format. A file without a compute entry point
-but with a parameterless `void main()` / `printMain()` runs that as one work-item, its printf
-output going to stdout. Errors print located diagnostics and exit 1, without a traceback.
+test runner's unnamed `type: float` instead, and `--slang-data` reads `data=[...]` as that
+runner does (each element a 32-bit word: an integer literal its bits); docs/test-input.md
+describes the format. A file without a compute entry point but with a parameterless
+`void main()` / `printMain()` runs that as one work-item, its printf output going to stdout. Errors print located diagnostics and exit 1, without a traceback.
 """
 
 from __future__ import annotations

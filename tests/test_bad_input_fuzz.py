@@ -147,7 +147,8 @@ def test_diffc_compile_mutated_slang(tmp_path, capsys, text, emit):
     # a Slang program's diagnostic speaks of the program, not of the IR it was lowered to (a
     # custom derivative whose signature does not fit was once the IR verifier's message)
     heads = [ln for ln in err.split("\n") if LOCATED.match(ln)]  # (not the source lines they quote)
-    assert not any(IR_MESSAGE.search(h) for h in heads), f"an IR-level diagnostic for Slang input:\n{err}\n--- input ---\n{text}"
+    assert not any(IR_MESSAGE.search(h) for h in heads), \
+        f"an IR-level diagnostic for Slang input:\n{err}\n--- input ---\n{text}"
     if rc == 1 and "fuzz.slang:" in err:
         # the source line and a caret under it follow the header
         lines = err.split("\n")  # (splitlines would also split the source line at \v, \f, ...)

@@ -314,8 +314,8 @@ class Checker(TypeResolution):
 
         check_defaults(self, d, params)
         ret = self.resolve_value(d.ret)
-        if T.is_ptr_differentiable(ret) and "no_diff" not in d.ret_mods and \
-                {a.name for a in d.attrs} & (DIFF_ATTRS | {"ForwardDerivative", "BackwardDerivative", "TreatAsDifferentiable"}):
+        differentiated = DIFF_ATTRS | {"ForwardDerivative", "BackwardDerivative", "TreatAsDifferentiable"}
+        if T.is_ptr_differentiable(ret) and "no_diff" not in d.ret_mods and {a.name for a in d.attrs} & differentiated:
             # Slang's fwd_diff returns such a result's DifferentialPtrPair; diffc's derivatives carry
             # none for it: refused, rather than a derivative signature that differs from Slang's
             raise err(UNSUPPORTED, f"an IDifferentiablePtrType result ({ret}) of differentiable '{d.name}' is not "
