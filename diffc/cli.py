@@ -15,9 +15,10 @@
 `run` allocates every buffer a Slang test annotation declares, binds it to the global buffer of
 that name, dispatches [numthreads] x groups work-items and prints every `out` buffer: its name and
 element type (`outputBuffer: float`), then one value per line; `--slang-output` prints Slang's
-test runner's unnamed `type: float` instead (docs/test-input.md describes the format). A file without a compute entry point
-but with a parameterless `void main()` / `printMain()` runs that as one work-item, its printf
-output going to stdout. Errors print located diagnostics and exit 1, without a traceback.
+test runner's unnamed `type: float` instead, and `--slang-data` reads `data=[...]` as that
+runner does (each element a 32-bit word: an integer literal its bits); docs/test-input.md
+describes the format. A file without a compute entry point but with a parameterless
+`void main()` / `printMain()` runs that as one work-item, its printf output going to stdout. Errors print located diagnostics and exit 1, without a traceback.
 """
 
 from __future__ import annotations
@@ -293,7 +294,7 @@ def cmd_run(args) -> int:
 
     while True:
         got = lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
-        buffers = parse_test_inputs(got.text, args.file)
+        buffers = parse_test_inputs(got.text, args.file, slang_words=args.slang_data)
         printed = _PrintfOutput() if args.grow_tape else None  # (a rerun's printfs replace the run's before)
         try:
             outputs = run_kernel(got, groups, buffers, args.file)
@@ -407,6 +408,10 @@ def _main(argv: Sequence[str] | None) -> int:
     r.add_argument("--slang-output", action="store_true",
                    help="print each out buffer as Slang's test runner does ('type: float', then its values) "
                         "instead of under its name ('outputBuffer: float'); diffc suite compares this")
+    r.add_argument("--slang-data", action="store_true",
+                   help="read //TEST_INPUT data as Slang's test runner does: each element one 32-bit word, an "
+                        "integer literal its bits (data=[2] in a float buffer is the float whose bits are 2), "
+                        "other numbers a float32's bits; diffc suite reads data so")
     r.add_argument("--check", action="store_true",
                    help="sanitizer mode (also DIFFC_CHECK=1): derivative code that makes a NaN or an infinity "
                         "is an error naming the op's source line")

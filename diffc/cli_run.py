@@ -49,6 +49,8 @@ class TestBuffer:
     line: str
     type_name: str = "float"
     stride: int = 4  # bytes from one element to the next in `data` (a multiple of 4)
+    words: bool = False  # `data` as Slang's test runner reads it: each element one 32-bit word
+
 
     def format(self, v) -> str:
         if self.type_name in ("float", "double", "half"):
@@ -87,8 +89,9 @@ def _options(text: str, where, line) -> tuple[list[str], int | None, int]:
     return data, count, stride
 
 
-def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
-    """Every `//TEST_INPUT` ubuffer of the file; a malformed one is a located error."""
+def parse_test_inputs(text: str, filename: str, slang_words: bool = False) -> list[TestBuffer]:
+    """Every `//TEST_INPUT` ubuffer of the file; a malformed one is a located error.
+    `slang_words`: read `data` as Slang's test runner does (see _slang_words)."""
     buffers: list[TestBuffer] = []
     for n, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
@@ -129,6 +132,8 @@ def parse_test_inputs(text: str, filename: str) -> list[TestBuffer]:
         )
     seen: dict[str, TestBuffer] = {}
     for b in buffers:
+        if isinstance(b, TestBuffer):
+            b.words = slang_words
         if b.name in seen:
             raise _error(b.where, b.line, f"TEST_INPUT: buffer '{b.name}' is declared twice")
         seen[b.name] = b
@@ -228,20 +233,49 @@ class _VectorLayout:
             words[at: at + n] = dev[k, :n]
 
 
+_INT_WORD = re.compile(r"[-+]?(?:0[xX](?P<hex>[0-9a-fA-F]+)|\d+)")
+
+
+def _slang_words(b: TestBuffer) -> np.ndarray:
+    """`data` as Slang's test runner stores it, whatever the buffer's element type: each element
+    one 32-bit word, an integer literal its two's-complement bits, any other number the bits of
+    that float32. So `data=[2]` in a float buffer is the float whose bits are the int 2."""
+    words = np.zeros(len(b.data), np.uint32)
+    for k, x in enumerate(b.data):
+        try:
+            m = _INT_WORD.fullmatch(x)
+            if m:
+                v = int(x, 16 if m.group("hex") else 10)
+                if not -2**31 <= v < 2**32:
+                    raise ValueError(f"{x} does not fit in 32 bits")
+                words[k] = v & 0xFFFFFFFF
+            else:
+                words[k] = np.array([float(x)], np.float32).view(np.uint32)[0]
+        except ValueError as e:
+            raise _error(b.where, b.line, f"TEST_INPUT: bad element in data for '{b.name}' ({e})") from None
+    return words
+
+
 def _array(b: TestBuffer, dtype: np.dtype, max_bytes: int | None = None) -> np.ndarray:
-    """The buffer's initial contents; `max_bytes`: the most one device buffer may hold."""
-    try:
-        if dtype.kind == "f":
-            values = [float(x) for x in b.data]
-        else:
-            values = [int(x, 0) if not re.fullmatch(r"-?\d+\.0*", x) else int(float(x)) for x in b.data]
-    except ValueError as e:
-        raise _error(b.where, b.line, f"TEST_INPUT: bad element in data for '{b.name}' ({e})") from None
+    """The buffer's initial contents; `max_bytes`: the most one device buffer may hold. With
+    `b.words` the elements are the bytes of Slang's words (_slang_words), else each element of
+    `data` is read as a number of the element type."""
+    if b.words:
+        raw = _slang_words(b).tobytes()
+        values = np.frombuffer(raw + bytes(-len(raw) % dtype.itemsize), dtype)
+    else:
+        try:
+            if dtype.kind == "f":
+                values = [float(x) for x in b.data]
+            else:
+                values = [int(x, 0) if not re.fullmatch(r"-?\d+\.0*", x) else int(float(x)) for x in b.data]
+        except ValueError as e:
+            raise _error(b.where, b.line, f"TEST_INPUT: bad element in data for '{b.name}' ({e})") from None
     n = max(len(values), b.count or 0, 1)
     if max_bytes is not None and n * dtype.itemsize > max_bytes:
         raise _error(b.where, b.line, f"TEST_INPUT: '{b.name}' has {n} elements ({n * dtype.itemsize} bytes); "
                                       f"the device allocates at most {max_bytes} bytes per buffer")
-    if dtype.kind in "iu":
+    if dtype.kind in "iu" and not b.words:
         info = np.iinfo(dtype)
         bad = next((v for v in values if not info.min <= v <= info.max), None)
         if bad is not None:

@@ -3,8 +3,9 @@
 A file is a value test when it has an active `//TEST(...):COMPARE_COMPUTE...` or
 `//TEST:INTERPRET` line and expected values: `NAME.slang.expected.txt` (a `type:` line, then one
 value per line), or `CHECK:`/`CHECK-NEXT:` lines of the prefix its test line names
-(`filecheck-buffer=P`, `filecheck=P`). Compute tests run as `diffc run FILE`; INTERPRET tests run
-their printf `main` (a test line's `-entry NAME` names the entry of either). Values compare
+(`filecheck-buffer=P`, `filecheck=P`). Compute tests run as `diffc run FILE`, its data read as
+Slang's runner reads them (`--slang-data`); INTERPRET tests run their printf `main` (a test
+line's `-entry NAME` names the entry of either). Values compare
 numerically (1e-3 relative or 1e-4 absolute), in order, with FileCheck's scanning: `CHECK` finds
 the next line that matches, `CHECK-NEXT` must be the next line, `CHECK-NOT` must not appear before
 the next match.
@@ -39,11 +40,12 @@ class Case:
     checks: list[tuple[str, str]]  # (directive, pattern): CHECK, CHECK-NEXT, CHECK-NOT
     groups: str | None = None  # the test line's `-compute-dispatch X,Y,Z` (work-groups), if any
     entry: str | None = None  # the test line's `-entry NAME`, if any
+    made_from: Path | None = None  # the Slang test this case is a changed copy of (one_group)
 
     @property
     def run_args(self) -> list[str]:
         """The arguments of `diffc run` for this file."""
-        return (["--slang-output"] + (["--groups", self.groups] if self.groups else [])
+        return (["--slang-output", "--slang-data"] + (["--groups", self.groups] if self.groups else [])
                 + (["--entry", self.entry] if self.entry else []) + [str(self.path)])
 
 
@@ -87,6 +89,80 @@ def discover(root: Path) -> list[Case]:
         if c is not None:
             cases.append(c)
     return cases
+
+
+# --- files whose expected numbers diffc does not print, on purpose (docs/frontend.md) ---------
+
+# Where Slang's expected numbers are wrong, finite differences decide: relative path -> {index of
+# a value (after the `type:` line): (diffc's value, Slang's value, why)}.
+SLANG_WRONG: dict[str, dict[int, tuple[float, float, str]]] = {
+    "autodiff/treat-as-differentiable-fwd-primal.slang": {
+        # d/dx 10 / square(x) at x = 2, where square has only a custom backward derivative:
+        # Slang's fwd_diff gives that call a zero derivative, diffc differentiates its body
+        7: (-20.0 / 2.0**3, 0.0, "fwd_diff through a function with only a custom bwd derivative"),
+        # the tangent of a value overwritten by a constant is zero; Slang builds that zero with
+        # the struct's dzero(), which this file makes return 42
+        14: (0.0, 42.0, "a zero derivative is zero, not the struct's dzero()"),
+    },
+}
+
+# Files whose expected numbers rest on a race between work-groups: group 0's work-items read,
+# after a group barrier, sums that the other groups may still be adding (a group barrier does not
+# wait for other groups; on a GPU they have usually finished). They run with all their
+# work-items in one group (one_group), where the barrier orders every addition before the reads.
+RACY = {"autodiff/was/warped-sampling-1d.slang"}
+
+_NUMTHREADS = re.compile(r"\[\s*numthreads\s*\(\s*(\d+)\s*,\s*1\s*,\s*1\s*\)\s*\]")
+_GROUP_IDS = re.compile(r"SV_Group(ID|ThreadID|Index)\b")
+
+
+def one_group(case: Case, folder: Path) -> Case | None:
+    """A copy of the case (written into `folder`) that runs its X * G work-items, numthreads(X)
+    over -compute-dispatch G,1,1, as one group of X * G: the same dispatch-thread ids, and a
+    group barrier that spans them all. None where that would change what the program computes:
+    not one-dimensional, or it reads group ids (SV_GroupID, SV_GroupThreadID, SV_GroupIndex)."""
+    text = case.path.read_text(errors="replace")
+    sizes = _NUMTHREADS.findall(text)
+    g = [int(v) for v in (case.groups or "1,1,1").split(",")]
+    if len(sizes) != 1 or g[1:] != [1, 1] or _GROUP_IDS.search(text):
+        return None
+    copy = folder / case.path.name
+    copy.write_text(_NUMTHREADS.sub(f"[numthreads({int(sizes[0]) * g[0]}, 1, 1)]", text))
+    return Case(copy, case.kind, case.checks, None, case.entry, made_from=case.path)
+
+
+def known_difference(rel: str, result: dict, checks: list[tuple[str, str]]) -> str | None:
+    """For a SLANG_WRONG file: None when diffc printed Slang's numbers except at the listed
+    values, which hold the finite-difference answers; else why not."""
+    if result["rc"] != 0:
+        return _first_error(result["stderr"])
+    head, *values = result["stdout"].splitlines()
+    patched = list(values)
+    for k, (ours, slangs, why) in SLANG_WRONG[rel].items():
+        if k >= len(values) or not _NUMBER.match(values[k].strip()) or not _close(float(values[k]), ours):
+            got = values[k].strip() if k < len(values) else "end of output"
+            return f"value {k} is '{got}', not {ours:g} ({why})"
+        patched[k] = f"{slangs:f}"
+    return compare(checks, "\n".join([head] + patched))
+
+
+def verdict(rel: str, case: Case, reason: str | None, result: dict) -> tuple[str, str | None]:
+    """("pass", None), ("known", why diffc differs from Slang there) or ("fail", why)."""
+    if rel in SLANG_WRONG:
+        if reason is None:
+            return "fail", "prints Slang's numbers now: drop it from SLANG_WRONG"
+        bad = known_difference(rel, result, case.checks)
+        if bad is not None:
+            return "fail", bad
+        return "known", "Slang's numbers are wrong where finite differences decide: " + "; ".join(
+            f"value {k}: {ours:g}, not {slangs:g} ({why})" for k, (ours, slangs, why) in SLANG_WRONG[rel].items())
+    if rel in RACY:
+        if case.made_from is None:
+            return "fail", "racy between work-groups, and its work-items cannot run as one group"
+        if reason is not None:
+            return "fail", f"with its work-items in one group: {reason}"
+        return "known", "racy between work-groups; with all its work-items in one group it prints Slang's numbers"
+    return ("pass", None) if reason is None else ("fail", reason)
 
 
 def _close(a: float, b: float) -> bool:
@@ -232,6 +308,16 @@ def judge(case: Case, result: dict) -> str | None:
     return compare(case.checks, result["stdout"])
 
 
+def racy_in_one_group(cases: list[Case], root: Path, folder: Path) -> list[Case]:
+    """The cases, each RACY one replaced by its one-group copy (written into `folder`) where it
+    has one."""
+    out = []
+    for c in cases:
+        folded = one_group(c, folder) if str(c.path.relative_to(root)) in RACY else None
+        out.append(folded or c)
+    return out
+
+
 def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None, on_result=None) -> dict[Path, str | None]:
     """Every case in `jobs` workers; {path: None (passed) or the reason it failed}.
     `progress(case, reason)` and `on_result(case, reason, raw)` (raw: rc, stdout, stderr) are
@@ -255,7 +341,7 @@ def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None, on_re
                 raw = w.run(case.run_args, timeout)
                 res = judge(case, raw)
                 with lock:
-                    results[case.path] = res
+                    results[case.made_from or case.path] = res
                     if progress:
                         progress(case, res)
                     if on_result:
@@ -293,22 +379,27 @@ def main(argv: list[str], run: Callable[[list[str]], int]) -> int:
     if not root.is_dir():
         print(f"error: no such folder '{args.folder}'", file=sys.stderr)
         return 1
-    cases = discover(root)
     start = time.time()
+    verdicts: dict[str, tuple[str, str | None]] = {}
 
-    def progress(case, res):
-        rel = case.path.relative_to(root)
-        if res is not None:
-            print(f"FAIL {rel}: {res}", flush=True)
+    def on_result(case, res, raw):
+        rel = str((case.made_from or case.path).relative_to(root))
+        verdicts[rel] = kind, why = verdict(rel, case, res, raw)
+        if kind != "pass":
+            print(f"{'FAIL' if kind == 'fail' else 'KNOWN'} {rel}: {why}", flush=True)
         elif args.verbose:
             print(f"ok   {rel}", flush=True)
 
-    results = run_suite(cases, args.jobs, args.timeout, progress)
-    passed = sorted(str(p.relative_to(root)) for p, r in results.items() if r is None)
+    with tempfile.TemporaryDirectory() as folder:
+        cases = racy_in_one_group(discover(root), root, Path(folder))
+        run_suite(cases, args.jobs, args.timeout, on_result=on_result)
+    passed = sorted(rel for rel, (kind, _) in verdicts.items() if kind == "pass")
+    known = sum(1 for kind, _ in verdicts.values() if kind == "known")
     if args.passing:
         header = (f"# Files of {root.name}/ that print Slang's expected values ({len(passed)}/{len(cases)}).\n"
                   "# Made by: diffc suite SLANG_TESTS_DIR --passing THIS_FILE\n")
         Path(args.passing).write_text(header + "".join(p + "\n" for p in passed))
-    print(f"{len(passed)}/{len(cases)} passed ({time.time() - start:.0f} s)")
-    return 0 if len(passed) == len(cases) else 1
+    print(f"{len(passed)}/{len(cases)} passed, {known} known differences from Slang "
+          f"(KNOWN lines; docs/frontend.md) ({time.time() - start:.0f} s)")
+    return 0 if len(passed) + known == len(cases) else 1
 

@@ -27,7 +27,8 @@ from diffc.tools import diffc_opt
 
 ROOT = Path(__file__).resolve().parents[1]
 # tests/fuzz_seeds/: small programs of features the others do not reach (groupshared, Optional,
-# declared Differential types, a flat 2,000-term expression), so that mutations start from them too
+# declared Differential types, a flat 2,000-term expression, custom derivatives of functions,
+# methods and pointer types), so that mutations start from them too
 SLANG = sorted([*ROOT.glob("examples/*.slang"), ROOT / "examples/mlp/mlp.slang",
                 *ROOT.glob("tests/filecheck/frontend/*.slang"), *ROOT.glob("tests/fuzz_seeds/*.slang")])
 MLIR = sorted(p for p in ROOT.glob("tests/filecheck/*/*.mlir") if "RUN: diffc-opt" in p.read_text()
@@ -36,6 +37,9 @@ MLIR = sorted(p for p in ROOT.glob("tests/filecheck/*/*.mlir") if "RUN: diffc-op
 # A diagnostic names file:line:col, or (for whole-input problems such as an unknown pass) starts
 # with `error`; a command-line usage error is argparse's `PROG: error: ...` after the usage.
 LOCATED = re.compile(r"^(\S+:\d+:\d+: error|error)", re.MULTILINE)
+# what the IR verifier's messages say (`'func.func' @f: custom derivative @g (diff.fwd_derivative) has
+# signature (!diff.pair<f32>) -> f32, ...`), which a Slang program's diagnostics never should
+IR_MESSAGE = re.compile(r"'func\.func' @|\(diff\.(fwd|bwd)_derivative\)|!diff\.pair<|memref<\?")
 USAGE = re.compile(r"^usage: .*^\S+: error: ", re.MULTILINE | re.DOTALL)
 
 TOKEN = re.compile(r"\s+|[A-Za-z_]\w*|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[fF]?|\"(?:[^\"\\\n]|\\.)*\"|.", re.DOTALL)
@@ -140,6 +144,11 @@ def test_diffc_compile_mutated_slang(tmp_path, capsys, text, emit):
     f = _write(tmp_path, "fuzz.slang", text)
     rc, err = _in_process(diffc.cli.main, ["compile", str(f), "--emit", emit], capsys)
     _assert_clean_failure(rc, err, f"diffc compile --emit {emit}\n--- input ---\n{text}")
+    # a Slang program's diagnostic speaks of the program, not of the IR it was lowered to (a
+    # custom derivative whose signature does not fit was once the IR verifier's message)
+    heads = [ln for ln in err.split("\n") if LOCATED.match(ln)]  # (not the source lines they quote)
+    assert not any(IR_MESSAGE.search(h) for h in heads), \
+        f"an IR-level diagnostic for Slang input:\n{err}\n--- input ---\n{text}"
     if rc == 1 and "fuzz.slang:" in err:
         # the source line and a caret under it follow the header
         lines = err.split("\n")  # (splitlines would also split the source line at \v, \f, ...)

@@ -79,6 +79,37 @@ def test_run_prints_out_buffers_like_slang_on_request(kernel_file):
     assert r.stdout.splitlines() == ["type: float", "2.000000", "4.000000", "6.000000", "8.000000"]
 
 
+def test_slang_data_reads_each_element_as_slang_runner_words():
+    """--slang-data: an integer literal is its 32-bit pattern whatever the element type, any
+    other number the pattern of that float32 (Slang's runner), not a number of the element type."""
+    import numpy as np
+
+    from diffc.cli_run import _array
+
+    text = ("//TEST_INPUT:ubuffer(data=[2 1.5 -1 0x3f800000], stride=4):out,name=f\n"
+            "//TEST_INPUT:ubuffer(data=[1.0 -3], stride=4, count=3):out,name=i\n")
+    f, i = parse_test_inputs(text, "t.slang", slang_words=True)
+    assert _array(f, np.dtype(np.float32)).view(np.uint32).tolist() == [2, 0x3FC00000, 0xFFFFFFFF, 0x3F800000]
+    assert _array(i, np.dtype(np.int32)).tolist() == [0x3F800000, -3, 0]
+    f_plain, i_plain = parse_test_inputs(text.replace("0x3f800000", "1"), "t.slang")
+    assert _array(f_plain, np.dtype(np.float32)).tolist() == [2.0, 1.5, -1.0, 1.0]
+    assert _array(i_plain, np.dtype(np.int32)).tolist() == [1, -3, 0]
+    bad = parse_test_inputs("//TEST_INPUT:ubuffer(data=[4294967296], stride=4):name=a\n", "t.slang", slang_words=True)
+    with pytest.raises(DiffcError, match="does not fit in 32 bits"):
+        _array(bad[0], np.dtype(np.float32))
+
+
+def test_run_slang_data_end_to_end(tmp_path):
+    f = tmp_path / "w.slang"
+    f.write_text(KERNEL.replace("data=[1.0 2.0 3.0 4.0]", "data=[1065353216 2.0 3.0 4.0]"))
+    slang = diffc("run", str(f), "--device", "cpu", "--slang-data")
+    assert slang.returncode == 0, slang.stderr
+    assert slang.stdout.splitlines() == ["outp: float", "2.000000", "4.000000", "6.000000", "8.000000"]  # 2 * 1.0
+    plain = diffc("run", str(f), "--device", "cpu")
+    assert plain.returncode == 0, plain.stderr
+    assert float(plain.stdout.splitlines()[1]) == pytest.approx(2 * 1065353216.0)
+
+
 def test_run_printf_main(tmp_path):
     f = tmp_path / "p.slang"
     f.write_text('void main() { float a = 1.5; int n = 3; printf("a=%f n=%d 100%%\\n", a, n); }\n')

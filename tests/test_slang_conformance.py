@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,46 +18,24 @@ ROOT = Path(os.environ.get("DIFFC_SLANG_TESTS", Path(__file__).resolve().parents
 PASSING = Path(__file__).with_name("slang_conformance_passing.txt")
 LOCATED = re.compile(r"^\S+\.slang:\d+:\d+: error(\[[\w-]+\])?: ")
 
-# Files whose numbers differ from Slang's on purpose, because finite differences decide, or
-# because `diffc run` reads a float buffer's integer data as numbers (docs/frontend.md):
-# output line -> (what diffc prints, what Slang prints, why).
-DELIBERATE = {
-    "autodiff/diff-assoctype-generic-interface.slang": {
-        # load(0) reads outputBuffer[0], whose data are [2 0 ...]: diffc reads 2 as 2.0, Slang's
-        # runner writes the bits of the int 2 (a float near 0); the derivatives (lines 2, 3) agree
-        0: (4.0, 2.0, "data=[2] in a float buffer is 2.0 (Slang's runner: the bits of the int 2)"),
-        1: (12.0, 8.0, "doThing(1) reads outputBuffer[0] = doThing(0), so it differs too"),
-    },
-    "autodiff/treat-as-differentiable-fwd-primal.slang": {
-        # d/dx 10 / square(x) at x = 2, where square has only a custom backward derivative:
-        # Slang's fwd_diff gives that call a zero derivative, diffc differentiates its body
-        7: (-20.0 / 2.0**3, 0.0, "fwd_diff through a function with only a custom bwd derivative"),
-        # the tangent of a value overwritten by a constant is zero; Slang builds that zero with
-        # the struct's dzero(), which this file makes return 42
-        14: (0.0, 42.0, "a zero derivative is zero, not the struct's dzero()"),
-    },
-}
-
-# Files whose expected values rest on a race between work-groups: they must run, their numbers
-# are not compared (docs/frontend.md, "Conformance").
-RACY = {
-    # group 0's work-items read, after a group barrier, sums that the other groups may still be
-    # adding (a group barrier does not wait for other groups); on a GPU they have usually finished
-    "autodiff/was/warped-sampling-1d.slang",
-}
+# Files whose numbers differ from Slang's on purpose, and racy ones: diffc.conformance's
+# SLANG_WRONG and RACY (docs/frontend.md, "Conformance").
+DELIBERATE = conformance.SLANG_WRONG
+RACY = conformance.RACY
 
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason=f"Slang's test suites are not at {ROOT}")
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[str, tuple[str | None, dict]]:
-    cases = conformance.discover(ROOT)
-    raw: dict[str, tuple[str | None, dict]] = {}
+def results() -> dict[str, tuple[str | None, dict, conformance.Case]]:
+    raw: dict[str, tuple[str | None, dict, conformance.Case]] = {}
 
     def keep(case, res, result):
-        raw[str(case.path.relative_to(ROOT))] = (res, result)
+        raw[str((case.made_from or case.path).relative_to(ROOT))] = (res, result, case)
 
-    conformance.run_suite(cases, jobs=os.cpu_count() or 1, timeout=120.0, progress=None, on_result=keep)
+    with tempfile.TemporaryDirectory() as folder:
+        cases = conformance.racy_in_one_group(conformance.discover(ROOT), ROOT, Path(folder))
+        conformance.run_suite(cases, jobs=os.cpu_count() or 1, timeout=120.0, progress=None, on_result=keep)
     return raw
 
 
@@ -66,7 +45,7 @@ def _expected_passing() -> list[str]:
 
 def test_listed_files_pass(results):
     failed = [f"{name}: {results[name][0]}" for name in _expected_passing() if name not in results or results[name][0]]
-    passed = sum(1 for r, _ in results.values() if r is None)
+    passed = sum(1 for r, *_ in results.values() if r is None)
     print(f"\nSlang conformance: {passed}/{len(results)}")
     assert not failed, "files that passed before fail now:\n" + "\n".join(failed)
 
@@ -74,7 +53,7 @@ def test_listed_files_pass(results):
 def test_other_files_fail_with_a_located_error(results):
     listed = set(_expected_passing())
     bad = []
-    for name, (reason, result) in sorted(results.items()):
+    for name, (reason, result, _) in sorted(results.items()):
         if reason is None or name in listed or name in DELIBERATE or name in RACY:
             continue
         first = next((ln for ln in result["stderr"].splitlines() if "error" in ln), "")
@@ -87,20 +66,14 @@ def test_other_files_fail_with_a_located_error(results):
 def test_deliberate_differences_are_exactly_the_documented_ones(results, name):
     """diffc prints the finite-difference answer where Slang differs, and Slang's numbers
     everywhere else in the file."""
-    reason, result = results[name]
-    assert reason is not None, f"{name} now prints Slang's numbers: drop it from DELIBERATE"
-    values = result["stdout"].splitlines()[1:]  # after the "type:" line
-    patched = list(values)
-    for k, (ours, slangs, why) in DELIBERATE[name].items():
-        assert float(values[k]) == pytest.approx(ours, abs=1e-6), why
-        patched[k] = f"{slangs:f}"
-    case = conformance.case_of(ROOT / name)
-    assert conformance.compare(case.checks, "\n".join(result["stdout"].splitlines()[:1] + patched)) is None
+    reason, result, case = results[name]
+    kind, why = conformance.verdict(name, case, reason, result)
+    assert kind == "known", why
 
 
 @pytest.mark.parametrize("name", sorted(RACY))
-def test_racy_files_run_to_the_end(results, name):
-    reason, result = results[name]
-    assert result["rc"] == 0, result["stderr"]
-    values = result["stdout"].splitlines()[1:]
-    assert values and all(conformance.line_matches(v, v) for v in values)  # numbers, printed
+def test_racy_files_print_slangs_numbers_with_their_work_items_in_one_group(results, name):
+    reason, result, case = results[name]
+    assert case.made_from is not None, "the racy file was not run as one group"
+    kind, why = conformance.verdict(name, case, reason, result)
+    assert kind == "known", why

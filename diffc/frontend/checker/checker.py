@@ -255,7 +255,7 @@ class Checker(TypeResolution):
                 continue
             if key not in ("ForwardDerivative", "BackwardDerivative", "ForwardDerivativeOf", "BackwardDerivativeOf"):
                 continue
-            from diffc.frontend.checker.overloads import pick_derivative
+            from diffc.frontend.checker.overloads import check_derivative_signature, pick_derivative
 
             target = pick_derivative(self, self.attr_func(attr, owner), f, key, attr)
             if target == f.name:  # its signature could never be its own derivative's
@@ -266,6 +266,8 @@ class Checker(TypeResolution):
                 raise err(TYPE_MISMATCH, f"a backward derivative returns void (its gradients go to its "
                           f"'inout DifferentialPair' parameters), but [{attr.name}] names one that returns {bwd.ret}",
                           attr)
+            deriv, of = (self.funcs[target], f) if not key.endswith("Of") else (f, self.funcs[target])
+            check_derivative_signature(self, deriv, of, key, attr)
             if key == "ForwardDerivative":
                 f.fwd_custom, self.funcs[target].fwd_of = target, f.name
             elif key == "BackwardDerivative":
@@ -312,6 +314,13 @@ class Checker(TypeResolution):
 
         check_defaults(self, d, params)
         ret = self.resolve_value(d.ret)
+        differentiated = DIFF_ATTRS | {"ForwardDerivative", "BackwardDerivative", "TreatAsDifferentiable"}
+        if T.is_ptr_differentiable(ret) and "no_diff" not in d.ret_mods and {a.name for a in d.attrs} & differentiated:
+            # Slang's fwd_diff returns such a result's DifferentialPtrPair; diffc's derivatives carry
+            # none for it: refused, rather than a derivative signature that differs from Slang's
+            raise err(UNSUPPORTED, f"an IDifferentiablePtrType result ({ret}) of differentiable '{d.name}' is not "
+                      "supported; mark the result no_diff, or return it from a function that is not "
+                      "differentiable", d.ret)
         for check in feature.hooks("check_signature"):
             check(self, params, ret, d)
         return FuncInfo(name or d.name, params, ret, "no_diff" in d.ret_mods, d,

@@ -236,6 +236,41 @@ def check_unresolved(c: Checking, e: A.Name) -> None:
                   "is not supported", e)
 
 
+def _same_value_type(a: T.Type, b: T.Type) -> bool:
+    """a and b hold the same values: equal, or a struct and its synthesized Differential of the
+    same fields (Slang makes such a Differential the struct itself), also inside pairs and arrays."""
+    if a == b:
+        return True
+    if isinstance(a, T.Struct) and isinstance(b, T.Struct):
+        return T.same_layout_differential(a, b)
+    if isinstance(a, T.Pair) and isinstance(b, T.Pair):
+        return _same_value_type(a.elem, b.elem)
+    if isinstance(a, T.Array) and isinstance(b, T.Array):
+        return a.n == b.n and _same_value_type(a.elem, b.elem)
+    return False
+
+
+def _own_parameters(deriv: FuncInfo):
+    """The parameters a derivative spells out: a method's own `this` is none of them; a static
+    method or a free function takes the primal's `this` (its pair) as its first parameter."""
+    has_this = deriv.owner is not None and not deriv.is_static
+    return lambda ps: [p for p in ps if p.name != "this" or not has_this]
+
+
+def _derivative_fits(deriv: FuncInfo, of: FuncInfo, mode: tuple[str, ...], exact: bool = True) -> bool:
+    """Whether deriv's parameters (and, forward, its result) are the derivative signature of
+    `of` in `mode`: equal types, else (not `exact`) types of the same values with the same
+    directions (a backward derivative's pairs are `inout`: its gradients come back through them)."""
+    params, ret = derivative_signature(of, mode)
+    keep = _own_parameters(deriv)
+    want, got = keep(params), keep(deriv.params)
+    if exact:
+        return [p.ty for p in want] == [p.ty for p in got] and (mode == ("bwd",) or ret == deriv.ret)
+    return len(want) == len(got) and all(_same_value_type(a.ty, b.ty) and a.direction == b.direction
+                                         for a, b in zip(want, got)) and \
+        (mode == ("bwd",) or _same_value_type(ret, deriv.ret))
+
+
 def pick_derivative(c: Checking, name: str, f: FuncInfo, key: str, where: A.Node) -> str:
     """For `[ForwardDerivative(g)]` on f (key names the attribute): the overload of g whose
     parameters are f's derivative signature; for `[...DerivativeOf(f)]` on g, f's overload whose
@@ -243,18 +278,28 @@ def pick_derivative(c: Checking, name: str, f: FuncInfo, key: str, where: A.Node
     if name not in c.overloads:
         return name
     mode = ("fwd",) if key.startswith("Forward") else ("bwd",)
-    fits = []
-    for sym in c.overloads[name]:
-        cand = c.funcs[sym]
-        deriv, of = (cand, f) if not key.endswith("Of") else (f, cand)
-        params, ret = derivative_signature(of, mode)
-        # a method's own `this` is no parameter of the signature; a free function's first one may be
-        keep = lambda ps: [p.ty for p in ps if p.name != "this" or not deriv.owner]  # noqa: E731
-        if keep(params) == keep(deriv.params) and \
-                (mode == ("bwd",) or ret == deriv.ret):
-            fits.append(sym)
+    pairs = lambda sym: (c.funcs[sym], f) if not key.endswith("Of") else (f, c.funcs[sym])  # noqa: E731
+    fits = [sym for sym in c.overloads[name] if _derivative_fits(*pairs(sym), mode)]
     if len(fits) != 1:
         what = "no overload" if not fits else "more than one overload"
         raise err(TYPE_MISMATCH, f"[{key}({_source_name(c, name)})]: {what} of '{_source_name(c, name)}' "
                   f"has the signature the derivative needs", where)
     return fits[0]
+
+
+def check_derivative_signature(c: Checking, deriv: FuncInfo, of: FuncInfo, key: str, where: A.Node) -> None:
+    """A custom derivative (`[ForwardDerivative(deriv)]` on `of`, or the `...Of` forms) takes
+    (and, forward, returns) what fwd_diff / bwd_diff of `of` does: else a located error in the
+    program's types, not a signature the IR verifier rejects after lowering."""
+    mode = ("fwd",) if key.startswith("Forward") else ("bwd",)
+    if deriv.decl is None or _derivative_fits(deriv, of, mode, exact=False):
+        return
+    params, ret = derivative_signature(of, mode)
+    keep = _own_parameters(deriv)
+
+    def shown(ps, r):
+        each = ", ".join(("" if p.direction == "in" else p.direction + " ") + str(p.ty) for p in keep(ps))
+        return f"({each})" + (f" -> {r}" if mode == ("fwd",) else "")
+
+    raise err(TYPE_MISMATCH, f"[{key}]: {mode[0]}_diff({_source_name(c, of.name)}) is {shown(params, ret)}, "
+              f"but '{_source_name(c, deriv.name)}' is {shown(deriv.params, deriv.ret)}", where)
