@@ -741,6 +741,7 @@ class Parser:
             member = derivative_member(attrs)
             while True:
                 ft = self.array_dims(t)
+                self.field_semantic()
                 init = self.assignment() if self.accept("=") else None
                 fields.append(A.Field(mods, ft, fname.text, init, member, span=self.span_from(fstart)))
                 if not self.accept(","):
@@ -773,6 +774,19 @@ class Parser:
                       span=self.span_from(start), name_span=(name.start, name.end),
                       generic_params=gparams, mods=set(ret_mods), type_params=type_params,
                       generic_defaults=self.defaults_of(gparams))
+
+    def field_semantic(self) -> None:
+        """`float4 pos : SV_Position;`: a vertex or fragment stage's binding of a field, which names
+        no memory here (no rasterizer stage), so it is read and dropped. `uint x : 3;`, a bit field,
+        is refused."""
+        if not self.at(":"):
+            return
+        if self.peek().kind == "int":
+            colon = self.tok
+            raise FrontendError(UNSUPPORTED, "bit fields ('field : width') are not supported", colon.start,
+                                self.peek().end)
+        self.i += 1
+        self.ident("a semantic")
 
     def param_list(self) -> list[A.Param]:
         """`(T a, inout U b = d, ...)`, parentheses included."""
