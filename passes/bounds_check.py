@@ -12,7 +12,9 @@ against its static size, and reported as site buffer "groupshared <name>".
 * Every function with such memref parameters gets, appended to its parameters, one `index`
   length per such parameter (its number of elements, `diffc.name = "diffc_len_<param>"`) and
   one status buffer `memref<?xi32>` (`diffc.name = "diffc_bounds"`; also a function that only
-  uses groupshared memory); calls pass the caller's.
+  uses groupshared memory); calls pass the caller's. Such a memref of bytes read as another
+  element type (`kernel.reinterpret`, a Slang `void*` or struct of mixed scalars) has the bytes'
+  length divided by its element size, and its accesses are the bytes' sites.
 * Each `memref.load`, `memref.store`, `kernel.atomic_add`, `kernel.atomic_rmw` on such a memref
   is a site k: it runs under `if (index <u length)` (an unsigned compare, so a negative index
   fails too); otherwise a load or an atomic gives 0, a store is dropped, and the site records
@@ -109,6 +111,16 @@ class BoundsCheckPass(ModulePass):
                 nulls[p.results[0]] = "nullptr"
                 if f.sym_name.data in status:
                     lengths[p.results[0]] = _const_after(p, 0)
+        # bytes read as another element type (kernel.reinterpret): the bytes' length over its size
+        views: dict[SSAValue, SSAValue] = {}
+        for f in funcs:
+            for r in [o for o in f.walk() if isinstance(o, kernel.ReinterpretOp)]:
+                if r.source in lengths:
+                    size = _const_after(r, _element_bytes(r.result.type.element_type))  # type: ignore[union-attr]
+                    n = arith.DivUIOp(lengths[r.source], size)
+                    Rewriter.insert_op(n, InsertPoint.after(size.owner))  # type: ignore[arg-type]
+                    lengths[r.result] = n.result
+                    views[r.result] = r.source
         # calls pass the lengths of their memref arguments and the caller's status buffer
         for f in funcs:
             for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
@@ -130,6 +142,7 @@ class BoundsCheckPass(ModulePass):
             if f.sym_name.data not in status:
                 continue
             names = {f.body.block.args[i]: param_name(f, i) for i in guarded.get(f.sym_name.data, ())} | nulls
+            names |= {v: names[src] for v, src in views.items() if src in names}
             local = shared[f.sym_name.data]
             skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
             shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
@@ -181,6 +194,14 @@ def _callers_of(guarded: dict[str, list[int]], funcs: list[func.FuncOp], with_nu
                     isinstance(o, func.CallOp) and o.callee.root_reference.data in guarded for o in f.walk()):
                 guarded[f.sym_name.data] = []
                 changed = True
+
+
+def _element_bytes(t) -> int:
+    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType
+
+    if isinstance(t, IntegerType):
+        return max(1, t.width.data // 8)
+    return {Float16Type: 2, Float32Type: 4, Float64Type: 8}[type(t)]
 
 
 def _const_after(at: Operation, value: int) -> SSAValue:

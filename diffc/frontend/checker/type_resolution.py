@@ -131,9 +131,15 @@ class TypeResolution:
         else:
             # (keeping `fixed`: a generic instance's `T*` points at the type T stands for)
             p = T.Pointer(self._resolve_base(A.TypeRef(t.name, t.args, span=t.span, fixed=t.fixed)))
-        if not p.by_value and T.pointee_scalar(p.elem) is None:
-            raise err(UNSUPPORTED, f"pointer to {p.elem}: a pointee must be laid out as scalars of one type "
-                      "(a struct may hold pointers only as a whole, passed by value)", t)
+        if not p.by_value and T.pointee_scalar(p.elem) is None and p.elem != T.VOID:
+            try:  # several scalar types: bytes at their natural offsets (T.byte_layout)
+                T.byte_layout(p.elem)
+            except TypeError:
+                raise err(UNSUPPORTED, f"pointer to {p.elem}: a pointee must be laid out in memory as numbers "
+                          "(bool, buffers and textures have no bytes here; a struct may hold pointers only as "
+                          "a whole, passed by value)", t) from None
+            if p.atomic:
+                raise err(UNSUPPORTED, f"Atomic<{p.elem}>*: atomics over a struct are not supported", t)
         return p
 
     def check_element(self, dyn: T.Struct, atomic: bool, where: A.TypeRef) -> None:

@@ -8,6 +8,7 @@ from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
 from diffc.frontend.features import arithmetic_methods
 from diffc.frontend.features import atomic_intrinsics
+from diffc.frontend.features import byte_pointers
 from diffc.frontend.features import cbuffers
 from diffc.frontend.features import coopvec
 from diffc.frontend.features import cuda_builtins
@@ -59,6 +60,7 @@ FEATURES = [
     lambdas.FEATURE,
     target_switch.FEATURE,
     cbuffers.FEATURE,
+    byte_pointers.FEATURE,
 ]
 
 install(FEATURES)
