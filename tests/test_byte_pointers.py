@@ -230,3 +230,31 @@ def test_a_typed_pointer_does_not_become_a_void_pointer():
 
 def test_a_pointee_without_bytes_is_refused():
     expect_error("struct B { bool on; float x; };\nfloat f(B* p) { return p->x; }", "E0008", 2, 9, "pointer to B")
+
+
+def test_a_structured_buffer_of_a_mixed_struct(tmp_path):
+    """`RWStructuredBuffer<St>` of {float, int, half}: 12-byte elements, read whole, fields written."""
+    m = _module(tmp_path, "buf", """
+struct St { float m; int it; half h; };
+RWStructuredBuffer<St> states;
+RWStructuredBuffer<float> out;
+[numthreads(4, 1, 1)]
+void k(uint tid : SV_DispatchThreadID)
+{
+    St s = states[tid];
+    out[tid] = s.m * float(s.it) + float(s.h);
+    states[tid].it = s.it + 1;
+    states[tid].m += 1.0;
+}
+""")
+    dt = m.byte_layout("St")
+    assert dt.itemsize == np.dtype([("m", "<f4"), ("it", "<i4"), ("h", "<f2")], align=True).itemsize == 12
+    a = np.zeros(4, dt)
+    a["m"], a["it"], a["h"] = [1, 2, 3, 4], [5, 6, 7, 8], [0.5, -0.25, 2, 0]
+    S, out = diffc.Tensor.from_numpy(a.view(np.uint8)), diffc.Tensor.zeros(4)
+    m.k.dispatch(thread_count=4, states=S, out=out)
+    np.testing.assert_allclose(out.to_numpy(), a["m"] * a["it"] + a["h"])
+    got = S.to_numpy().view(dt)
+    np.testing.assert_array_equal(got["it"], a["it"] + 1)
+    np.testing.assert_array_equal(got["m"], a["m"] + 1)
+    np.testing.assert_array_equal(got["h"], a["h"])

@@ -211,6 +211,8 @@ class TypeResolution:
             if isinstance(elem, T.Struct) and elem.dynamic_of is not None:  # interface values
                 self.check_element(elem, atomic, t)
                 return T.Buffer(elem, atomic)
+            if T.byte_addressed(T.Buffer(elem)) and not atomic and _has_bytes(elem):
+                return T.Buffer(elem)  # a struct of several scalar types: bytes (features/byte_pointers.py)
             if not T.is_numeric(elem) and (atomic or T.pointee_scalar(elem) is None):
                 # one memref holds the elements: scalars, vectors, or aggregates of one scalar type
                 # laid out as consecutive scalars (as a pointer lays them out)
@@ -250,3 +252,11 @@ def _sized_array(elem: T.Type, n: int, where: A.Node) -> T.Array:
         raise err(UNSUPPORTED, f"an array of {T.scalar_count(ty)} scalars ({ty}) is not supported (at most "
                   f"{T.MAX_SCALARS}: diffc holds an array as one value per scalar)", where)
     return ty
+
+
+def _has_bytes(t: T.Type) -> bool:
+    try:
+        T.byte_layout(t)
+    except TypeError:
+        return False
+    return True
