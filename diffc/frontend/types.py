@@ -193,6 +193,15 @@ class Void(Type):
 
 
 @dataclass(frozen=True)
+class NativeStr(Type):
+    """Slang's `NativeString`: one of the program's string literals, as its number among them
+    (frontend/features/native_strings.py); one i32 leaf."""
+
+    def name(self) -> str:
+        return "NativeString"
+
+
+@dataclass(frozen=True)
 class StringT(Type):
     def name(self) -> str:
         return "string"
@@ -230,6 +239,7 @@ class BuiltinRef(Type):
 FLOAT, HALF, DOUBLE = Scalar("float"), Scalar("half"), Scalar("double")
 INT, UINT, BOOL = Scalar("int"), Scalar("uint"), Scalar("bool")
 VOID = Void()
+NATIVE_STRING = NativeStr()
 NONE, NULLPTR = Null("none"), Null("nullptr")
 # Integer kinds: (bits, signed). `int` and `uint` are Slang's 32-bit ones; the others keep their
 # Slang spelling, so that types print as the program wrote them (`int16_t`, `uint64_t2`).
@@ -572,6 +582,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         e = elem_of(t.elem)
         assert e is not None, f"texture of {t.elem}"
         return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IntegerType(32), False), (IntegerType(32), False)]
+    if isinstance(t, NativeStr):
+        return [(IntegerType(32), False)]
     if isinstance(t, Void | Null | Sampler):
         return []
     raise TypeError(f"no IR for {t}")
@@ -617,6 +629,8 @@ def convertible(src: Type, dst: Type) -> bool:
         return optional_convertible(src, dst)
     if src == NULLPTR:
         return isinstance(dst, Pointer) and not dst.by_value
+    if isinstance(src, StringT) and dst == NATIVE_STRING:
+        return True
     if isinstance(src, Scalar) and isinstance(dst, Scalar | Vector):
         return True
     if isinstance(src, Vector) and isinstance(dst, Vector):

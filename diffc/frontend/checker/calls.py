@@ -121,7 +121,7 @@ def check_call(c: Checking, e: A.Call) -> T.Type:
                 raise err(TYPE_MISMATCH, "printf needs a format string first", e)
             for a in e.args:
                 t = c.expr(a)
-                if a is not e.args[0] and not T.is_numeric(t):
+                if a is not e.args[0] and not T.is_numeric(t) and t != T.NATIVE_STRING:  # (native_strings.py)
                     raise err(TYPE_MISMATCH, f"printf cannot print a value of type {t}", a)
             e.kind = "printf"
             return T.VOID

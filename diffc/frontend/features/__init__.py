@@ -22,6 +22,7 @@ from diffc.frontend.features import groupshared
 from diffc.frontend.features import hex_floats
 from diffc.frontend.features import lambdas
 from diffc.frontend.features import matrices
+from diffc.frontend.features import native_strings
 from diffc.frontend.features import nested_structs
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
@@ -61,6 +62,7 @@ FEATURES = [
     target_switch.FEATURE,
     cbuffers.FEATURE,
     byte_pointers.FEATURE,
+    native_strings.FEATURE,
 ]
 
 install(FEATURES)

@@ -103,6 +103,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
 
     # ---- module ----
     def module(self, prog: A.Program) -> ModuleOp:
+        self.program = prog  # (its string literals are NativeStrings' numbers: native_strings.py)
         ops = []
         for d in prog.decls:
             if isinstance(d, A.Global):

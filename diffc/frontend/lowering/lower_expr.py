@@ -14,7 +14,7 @@ from diffc.rules.arith_ext import RemFOp
 from diffc.frontend.features.groupshared import storage_type
 from diffc.frontend.features.matrices import truncates
 from diffc.frontend import ast as A
-from diffc.frontend.features import byte_pointers, dynamic_buffers, optional, textures
+from diffc.frontend.features import byte_pointers, dynamic_buffers, native_strings, optional, textures
 from diffc.frontend import types as T
 from diffc.frontend.checker.builtins import MATH_UNARY
 from diffc.frontend.checker.symbols import SWIZZLE, Local
@@ -170,6 +170,8 @@ class ExprLowering:
         return x  # int <-> uint of one width: same bits
 
     def lower_as(self, e: A.Expr, t: T.Type) -> list[SSAValue]:
+        if isinstance(e, A.Str) and t == T.NATIVE_STRING:
+            return native_strings.literal(self, e)
         if isinstance(e, A.InitList):
             return self.init_list(e, t)
         if isinstance(e, A.Num) and T.is_numeric(t):
@@ -773,6 +775,9 @@ class ExprLowering:
     def printf(self, e: A.Call) -> None:
         from xdsl.dialects import printf
 
+        if any(a.ty == T.NATIVE_STRING for a in e.args[1:]):
+            native_strings.printf(self, e, _PRINTF_SPEC)
+            return
         fmt = e.args[0].value  # type: ignore[attr-defined]
         py = []
         pos = 0
