@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from diffc.dialects.diff import PairType
+from diffc.dialects.kernel import local_memref
 
 
 class Type:
@@ -134,8 +135,11 @@ class Pointer(Type):
 
     elem: Type
     atomic: bool = False  # `Atomic<T>*`
+    space: str = ""  # "groupshared": into work-group memory (a memref in memory space 3)
 
     def name(self) -> str:
+        if self.space:
+            return f"Ptr<{self.elem}, Access::ReadWrite, AddressSpace::GroupShared>"
         inner = f"Atomic<{self.elem}>" if self.atomic else str(self.elem)
         return f"{inner}*"
 
@@ -577,6 +581,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
             return [(MemRefType(IntegerType(8), [DYNAMIC_INDEX]), False), (IndexType(), False)]
         e = pointee_scalar(t.elem)
         assert e is not None, f"pointer to {t.elem}"
+        if t.space:  # work-group memory
+            return [(local_memref(ir_scalar(e), [DYNAMIC_INDEX]), False), (IndexType(), False)]
         return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IndexType(), False)]
     if isinstance(t, Texture):
         e = elem_of(t.elem)

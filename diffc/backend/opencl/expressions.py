@@ -290,3 +290,12 @@ def _reinterpret(fe: FunctionContext, op: Operation) -> str:
 
 
 EXPRESSIONS["kernel.reinterpret"] = _reinterpret
+
+
+def _memref_cast(fe: FunctionContext, op: Operation) -> str:
+    """memref.cast (a static shape seen as a dynamic one: a group-shared pointer): the same address."""
+    fe.module.note_type(op.results[0].type)
+    return fe.expr(op.operands[0])
+
+
+EXPRESSIONS["memref.cast"] = _memref_cast

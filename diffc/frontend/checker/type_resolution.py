@@ -113,11 +113,13 @@ class TypeResolution:
     def _ptr_generic(self, t: A.TypeRef) -> A.TypeRef:
         """`Ptr<T>` (and `Ptr<T, Access::A, AddressSpace::Device>`) is `T*`: device memory."""
         space = next((a for a in t.args[1:] if isinstance(a, A.TypeRef) and "AddressSpace" in a.name), None)
-        if space is not None and not space.name.endswith(("Device", "Global")):
+        shared = space is not None and space.name.endswith("GroupShared")
+        if space is not None and not shared and not space.name.endswith(("Device", "Global")):
             raise err(UNSUPPORTED, f"a pointer into address space '{space.name.rsplit('.', 1)[-1]}' is not "
-                      "supported (only device memory)", space)
+                      "supported (device and group-shared memory are)", space)
         elem = t.args[0]
-        return A.TypeRef(elem.name, elem.args, t.dims, elem.pointer + 1 + t.pointer, span=t.span)
+        return A.TypeRef(elem.name, elem.args, t.dims, elem.pointer + 1 + t.pointer, span=t.span,
+                         space="groupshared" if shared else "")
 
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:
@@ -126,6 +128,12 @@ class TypeResolution:
             dyn = self._resolve_base(A.TypeRef(t.name, t.args, span=t.span))
             self.check_element(dyn, False, t)
             return T.Pointer(dyn)
+        if t.space:  # into work-group memory (features/groupshared.py): one scalar type
+            p = T.Pointer(self._resolve_base(A.TypeRef(t.name, t.args, span=t.span, fixed=t.fixed)), space=t.space)
+            if p.by_value or T.pointee_scalar(p.elem) is None or T.pointee_scalar(p.elem) == T.BOOL:
+                raise err(UNSUPPORTED, f"a group-shared pointer to {p.elem} is not supported (its scalars must be "
+                          "of one numeric type, as group-shared memory's are)", t)
+            return p
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
         else:
