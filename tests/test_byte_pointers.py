@@ -258,3 +258,25 @@ void k(uint tid : SV_DispatchThreadID)
     np.testing.assert_array_equal(got["it"], a["it"] + 1)
     np.testing.assert_array_equal(got["m"], a["m"] + 1)
     np.testing.assert_array_equal(got["h"], a["h"])
+
+
+def test_a_generic_struct_is_named_as_written(tmp_path):
+    """`byte_layout("Moments<half>")`: a generic instance's layout by its Slang name."""
+    m = _module(tmp_path, "generic", """
+struct Moments<T : __BuiltinFloatingPointType> { T m; int n; T v; };
+[numthreads(2, 1, 1)]
+void k(uint tid : SV_DispatchThreadID, uniform Moments<half>* s)
+{
+    s[tid].n += 1;
+    s[tid].v = s[tid].m * half(2.0);
+}
+""")
+    dt = m.byte_layout("Moments<half>")
+    assert dt.itemsize == np.dtype([("m", "<f2"), ("n", "<i4"), ("v", "<f2")], align=True).itemsize == 12
+    a = np.zeros(2, dt)
+    a["m"], a["n"] = [1.5, -0.25], [3, 7]
+    S = diffc.Tensor.from_numpy(a.view(np.uint8))
+    m.k.dispatch(thread_count=2, s=S)
+    got = S.to_numpy().view(dt)
+    np.testing.assert_array_equal(got["n"], [4, 8])
+    np.testing.assert_array_equal(got["v"], [3.0, -0.5])

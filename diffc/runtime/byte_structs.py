@@ -13,6 +13,7 @@ writes the bytes where the kernel reads them:
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -39,6 +40,8 @@ def _dtype(d: dict) -> np.dtype:
 def struct_dtype(ir: ModuleOp, name: str) -> np.dtype:
     attr = ir.attributes.get(LAYOUTS)
     layouts = json.loads(attr.data) if isinstance(attr, StringAttr) else {}
+    if name not in layouts:  # `AdamState<float>`: the generic instance's name (frontend/generics.py)
+        name = re.sub(r"\W+", "_", name).strip("_")
     if name not in layouts:
         have = ", ".join(sorted(layouts)) or "none"
         raise CallError(f"error: byte_layout: no pointer or buffer of this module points at a struct '{name}' "
