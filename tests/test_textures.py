@@ -454,7 +454,7 @@ void main(uint3 tid : SV_DispatchThreadID, uniform RWTexture2D<float> t, uniform
 
 @pytest.mark.parametrize("call, what", [
     ("t.SampleLevel(s, float2(0.5), 0, int2(1, 0))", "SampleLevel with more than 3 arguments"),
-    ("t.Load(int3(0, 0, 0), int2(1, 0))", "Load with more than 1 argument"),
+    ("t.Load(int3(0, 0, 0), int2(1, 0), st)", "Load with more than 2 arguments"),
 ])
 def test_texel_offsets_are_e0008(call, what):
     err = compile_error(f"Texture2D t;\nSamplerState s;\nfloat4 f() {{ return {call}; }}\n")
@@ -503,3 +503,26 @@ void main(uint3 tid : SV_DispatchThreadID, uniform Texture2D<float2> t) {
     assert rc == 0 and [float(v) for v in got] == [4.0], err
     rc, _, err = _run(tmp_path, capsys, "//TEST_INPUT: set out = out ubuffer(data=[0], stride=4)\n" + body)
     assert rc != 0 and "texture 't' is used by 'main' but no //TEST_INPUT declares it" in err, err
+
+
+def test_load_with_a_texel_offset():
+    """`t.Load(int3(x, y, 0), int2(dx, dy))` reads the texel at (x + dx, y + dy); 0 past the edge."""
+    tex = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
+    m = _load("""
+Texture2D<float> tex;
+RWStructuredBuffer<float> out;
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID)
+{
+    out[tid.y * 6 + tid.x] = tex.Load(int3(tid.xy, 0), int2(2, -1));
+}
+""")
+    out = Tensor.zeros(4 * 6)
+    m.main.dispatch(thread_count=(6, 4), tex=tex, out=out)
+    want = np.zeros((4, 6), np.float32)
+    for y in range(4):
+        for x in range(6):
+            if 0 <= x + 2 < 6 and 0 <= y - 1 < 4:
+                want[y, x] = tex[y - 1, x + 2]
+    np.testing.assert_array_equal(out.to_numpy().reshape(4, 6), want)

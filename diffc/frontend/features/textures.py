@@ -125,13 +125,17 @@ def check_method(c: Checking, e: A.Call, callee: A.Member, t: T.Texture) -> T.Ty
                   f"{t}'s method '{name}' is not supported (supported: {', '.join(sorted(METHODS))})",
                   callee.name_span)
     want = {"Load": 1, "SampleLevel": 3, "Sample": 2, "GetDimensions": 2}[name]
+    if name == "Load" and not t.rw and len(e.args) == 2:  # `Load(location, offset)`: a texel offset
+        c.expect_type(e.args[1], T.Vector(T.INT, 2))
+        want = 2
     if len(e.args) != want:
         if name == "GetDimensions" and len(e.args) == 4:
             raise err(UNSUPPORTED, "GetDimensions(mip, out width, out height, out levels) is not supported (a "
                       "texture has one level: GetDimensions(out width, out height))", e)
         if name != "GetDimensions" and len(e.args) > want:  # a texel offset, a clamp, a status
-            raise err(UNSUPPORTED, f"{name} with more than {want} argument{'s' if want > 1 else ''} (a texel "
-                      "offset, a clamp or a status) is not supported", e.args[want])
+            more = max(want, 2) if name == "Load" and not t.rw else want  # (Load's offset: supported)
+            raise err(UNSUPPORTED, f"{name} with more than {more} argument{'s' if more > 1 else ''} (a texel "
+                      "offset, a clamp or a status) is not supported", e.args[more])
         raise err(ARG_COUNT, f"{name} takes {want} argument{'s' if want > 1 else ''}, got {len(e.args)}", e)
     e.kind, e.target = "texture", (name, t)
     if name == "GetDimensions":
@@ -285,6 +289,9 @@ def lower_call(lw, e: A.Call) -> list[SSAValue]:
         return []
     if name == "Load":
         x, y, *mip = _xy(lw, e.args[0], 2 if t.rw else 3)
+        if len(e.args) == 2:  # the texel offset moves the location (outside: 0, as any Load)
+            dx, dy = _xy(lw, e.args[1], 2)
+            x, y = lw.v(arith.AddiOp(x, dx)), lw.v(arith.AddiOp(y, dy))
         ok = _inside(lw, x, y, width, height)
         if mip:
             ok = lw.v(arith.AndIOp(ok, lw.v(arith.CmpiOp(mip[0], _i32(lw, 0), "eq"))))
