@@ -238,7 +238,7 @@ def test_binding_errors_are_call_errors_naming_the_texture():
     ("float4 v = t.Load(int3(0, 0, 2));", "Load from a mip level other than 0 is not supported"),
     ("float4 v = t.SampleLevel(s, float2(0.5), 1.0);", "SampleLevel at a level of detail other than 0 is not supported"),
     ("float4 v = t.Gather(s, float2(0.5));", "method 'Gather' is not supported"),
-    ("uint w, h, n; t.GetDimensions(0, w, h, n);", "GetDimensions(mip, out width, out height, out levels) is not supported"),
+    ("float2 d = ddx_coarse(float2(0.5));", "'ddx_coarse' (a fragment stage's screen-space derivative"),
 ])
 def test_what_is_not_modelled_is_a_located_e0008(body, message):
     src = f"""Texture2D t;
@@ -526,3 +526,23 @@ void main(uint3 tid : SV_DispatchThreadID)
             if 0 <= x + 2 < 6 and 0 <= y - 1 < 4:
                 want[y, x] = tex[y - 1, x + 2]
     np.testing.assert_array_equal(out.to_numpy().reshape(4, 6), want)
+
+
+def test_get_dimensions_of_a_mip_level():
+    """`GetDimensions(mip, w, h, levels)` of a one-level texture: max(1, size >> mip), 1 level."""
+    m = _load("""
+Texture2D<float> tex;
+RWStructuredBuffer<uint> out;
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID)
+{
+    uint w, h, levels;
+    tex.GetDimensions(tid.x, w, h, levels);
+    out[tid.x * 3] = w; out[tid.x * 3 + 1] = h; out[tid.x * 3 + 2] = levels;
+}
+""")
+    out = Tensor.zeros(4 * 3, np.uint32)
+    m.main.dispatch(thread_count=4, tex=np.zeros((5, 12), np.float32), out=out)
+    want = [[max(1, 12 >> k), max(1, 5 >> k), 1] for k in range(4)]
+    np.testing.assert_array_equal(out.to_numpy().reshape(4, 3), want)
