@@ -31,6 +31,11 @@ Ops (all ids are `index` values):
                                 (OpenCL's vloadN(i, p) convention). The memref has rank 1. An
                                 f16 memref is read into / written from a vector of f32
                                 (vload_halfN / vstore_halfN).
+  %h = kernel.reinterpret %bytes : memref<?xi8> to memref<?xf16>
+                                the same memory, from its first byte, read as elements of
+                                another type (a Slang `void*` or a struct of several scalar
+                                types: bytes); its length is the bytes' divided by the element
+                                size. Rank 1, dynamic size, the same memory space.
   %buf = kernel.local_alloc : memref<256xf32, 3 : i32>
                                 work-group local memory; only at the top level of a kernel body,
                                 static shape, memory space 3.
@@ -42,11 +47,13 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     ArrayAttr,
     Float16Type,
     Float32Type,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     UnitAttr,
@@ -358,6 +365,30 @@ class VStoreOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ReinterpretOp(IRDLOperation):
+    """`%h = kernel.reinterpret %bytes : memref<?xi8> to memref<?xf16>`: bytes as another element type."""
+
+    name = "kernel.reinterpret"
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
+
+    def __init__(self, source: SSAValue | Operation, result_type: MemRefType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        src, res = self.source.type, self.result.type
+        assert isinstance(src, MemRefType) and isinstance(res, MemRefType)
+        if src.element_type != IntegerType(8) or src.get_shape() != (DYNAMIC_INDEX,):
+            raise VerifyException(f"'{self.name}' reads bytes (memref<?xi8>), got {src}")
+        if res.get_shape() != (DYNAMIC_INDEX,):
+            raise VerifyException(f"'{self.name}' result must be a rank-1 memref of dynamic size, got {res}")
+        if memory_space(src) != memory_space(res):
+            raise VerifyException(f"'{self.name}' keeps the memory space: {src} to {res}")
+
+
+@irdl_op_definition
 class LocalAllocOp(IRDLOperation):
     """`%buf = kernel.local_alloc : memref<256xf32, 3 : i32>`: work-group local memory."""
 
@@ -396,6 +427,7 @@ Kernel = Dialect(
         AtomicRMWOp,
         VLoadOp,
         VStoreOp,
+        ReinterpretOp,
         LocalAllocOp,
     ],
     [],

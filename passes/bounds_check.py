@@ -12,7 +12,9 @@ against its static size, and reported as site buffer "groupshared <name>".
 * Every function with such memref parameters gets, appended to its parameters, one `index`
   length per such parameter (its number of elements, `diffc.name = "diffc_len_<param>"`) and
   one status buffer `memref<?xi32>` (`diffc.name = "diffc_bounds"`; also a function that only
-  uses groupshared memory); calls pass the caller's.
+  uses groupshared memory); calls pass the caller's. Such a memref of bytes read as another
+  element type (`kernel.reinterpret`, a Slang `void*` or struct of mixed scalars) has the bytes'
+  length divided by its element size, and its accesses are the bytes' sites.
 * Each `memref.load`, `memref.store`, `kernel.atomic_add`, `kernel.atomic_rmw` on such a memref
   is a site k: it runs under `if (index <u length)` (an unsigned compare, so a negative index
   fails too); otherwise a load or an atomic gives 0, a store is dropped, and the site records
@@ -85,8 +87,8 @@ class BoundsCheckPass(ModulePass):
             op.attributes[PROOFS] = ArrayAttr([StringAttr(p) for p in variants.proofs])
         funcs = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
         with_null = {f.sym_name.data for f in funcs if any(_is_null(o) for o in f.walk())}
-        guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data) if host_buffer(t)]
-                   for f in funcs}
+        guarded = {f.sym_name.data: [i for i, t in enumerate(f.function_type.inputs.data)
+                                     if host_buffer(t) or _shared_pointer(t)] for f in funcs}
         guarded = {n: idx for n, idx in guarded.items() if idx or n in with_null}
         _callers_of(guarded, funcs, with_null)
         shared = {f.sym_name.data: _groupshared(f) for f in funcs}  # (memref, its name) of each
@@ -109,6 +111,25 @@ class BoundsCheckPass(ModulePass):
                 nulls[p.results[0]] = "nullptr"
                 if f.sym_name.data in status:
                     lengths[p.results[0]] = _const_after(p, 0)
+        # a group-shared pointer made here (memref.cast of the static work-group memref): its size
+        shared_names: dict[SSAValue, str] = {}
+        for f in funcs:
+            local = shared[f.sym_name.data]
+            for c in [o for o in f.walk() if isinstance(o, memref.CastOp) and _shared_pointer(o.dest.type)]:
+                size = c.source.type.get_shape()  # type: ignore[union-attr]
+                if f.sym_name.data in status and len(size) == 1 and size[0] >= 0:
+                    lengths[c.dest] = _const_after(c, size[0])
+                    shared_names[c.dest] = GROUPSHARED_PREFIX + local.get(c.source, "memory")
+        # bytes read as another element type (kernel.reinterpret): the bytes' length over its size
+        views: dict[SSAValue, SSAValue] = {}
+        for f in funcs:
+            for r in [o for o in f.walk() if isinstance(o, kernel.ReinterpretOp)]:
+                if r.source in lengths:
+                    size = _const_after(r, _element_bytes(r.result.type.element_type))  # type: ignore[union-attr]
+                    n = arith.DivUIOp(lengths[r.source], size)
+                    Rewriter.insert_op(n, InsertPoint.after(size.owner))  # type: ignore[arg-type]
+                    lengths[r.result] = n.result
+                    views[r.result] = r.source
         # calls pass the lengths of their memref arguments and the caller's status buffer
         for f in funcs:
             for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
@@ -130,6 +151,7 @@ class BoundsCheckPass(ModulePass):
             if f.sym_name.data not in status:
                 continue
             names = {f.body.block.args[i]: param_name(f, i) for i in guarded.get(f.sym_name.data, ())} | nulls
+            names |= {v: names[src] for v, src in views.items() if src in names} | shared_names
             local = shared[f.sym_name.data]
             skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
             shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
@@ -156,12 +178,19 @@ def _groupshared(f: func.FuncOp) -> dict[SSAValue, str]:
     in bounds by construction)."""
     out: dict[SSAValue, str] = {}
     for i, arg in enumerate(f.body.block.args):
-        if kernel.memory_space(arg.type) == kernel.LOCAL_MEMORY_SPACE:
+        if kernel.memory_space(arg.type) == kernel.LOCAL_MEMORY_SPACE and not _shared_pointer(arg.type):
             out[arg] = param_name(f, i)
     for o in f.walk():
         if isinstance(o, kernel.LocalAllocOp) and isinstance(o.attributes.get(NAME), StringAttr):
             out[o.result] = o.attributes[NAME].data  # type: ignore[union-attr]
     return out
+
+
+def _shared_pointer(t) -> bool:
+    """A memref into work-group memory of dynamic size: a Slang group-shared pointer, guarded as
+    a host buffer is, with the length its maker passes (the group-shared variable's size)."""
+    return isinstance(t, MemRefType) and kernel.memory_space(t) == kernel.LOCAL_MEMORY_SPACE and \
+        any(d < 0 for d in t.get_shape())
 
 
 def _is_null(op: Operation) -> bool:
@@ -181,6 +210,14 @@ def _callers_of(guarded: dict[str, list[int]], funcs: list[func.FuncOp], with_nu
                     isinstance(o, func.CallOp) and o.callee.root_reference.data in guarded for o in f.walk()):
                 guarded[f.sym_name.data] = []
                 changed = True
+
+
+def _element_bytes(t) -> int:
+    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType
+
+    if isinstance(t, IntegerType):
+        return max(1, t.width.data // 8)
+    return {Float16Type: 2, Float32Type: 4, Float64Type: 8}[type(t)]
 
 
 def _const_after(at: Operation, value: int) -> SSAValue:

@@ -232,3 +232,20 @@ def test_a_module_is_order_free_across_its_files(tmp_path, entry):
     c = Compiled(compile_slang(path.read_text(), str(path)), "apply")
     assert c.primal([0.5, 2.0])[0] == pytest.approx(0.5 * 4 * 2.5)
     c.check_derivatives([0.5, 2.0])
+
+
+def test_field_semantics_are_read_and_dropped():
+    """A vertex stage's `float3 position : POSITION;` binds nothing here: the struct is its fields."""
+    src = """
+    struct Vertex { float3 position : POSITION; float2 uv : TEXCOORD0, uv2 : TEXCOORD1; }
+    [Differentiable] float f(Vertex v) { return v.position.x * v.uv.y + v.uv2.x * v.position.z; }
+    """
+    c = Compiled(src, "f")
+    p, uv, uv2 = RNG.normal(size=3), RNG.normal(size=2), RNG.normal(size=2)
+    (val,) = c.primal([p, uv, uv2])  # (the struct's leaves)
+    assert val == pytest.approx(p[0] * uv[1] + uv2[0] * p[2])
+    c.check_derivatives([p, uv, uv2])
+
+
+def test_bit_fields_are_refused_where_they_are_written():
+    expect_error("struct S { uint a : 3; uint b; }\nfloat f(S s) { return 1.0; }", "E0008", 1, 19, "bit fields")

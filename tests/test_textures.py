@@ -238,7 +238,7 @@ def test_binding_errors_are_call_errors_naming_the_texture():
     ("float4 v = t.Load(int3(0, 0, 2));", "Load from a mip level other than 0 is not supported"),
     ("float4 v = t.SampleLevel(s, float2(0.5), 1.0);", "SampleLevel at a level of detail other than 0 is not supported"),
     ("float4 v = t.Gather(s, float2(0.5));", "method 'Gather' is not supported"),
-    ("uint w, h, n; t.GetDimensions(0, w, h, n);", "GetDimensions(mip, out width, out height, out levels) is not supported"),
+    ("float2 d = ddx_coarse(float2(0.5));", "'ddx_coarse' (a fragment stage's screen-space derivative"),
 ])
 def test_what_is_not_modelled_is_a_located_e0008(body, message):
     src = f"""Texture2D t;
@@ -454,7 +454,7 @@ void main(uint3 tid : SV_DispatchThreadID, uniform RWTexture2D<float> t, uniform
 
 @pytest.mark.parametrize("call, what", [
     ("t.SampleLevel(s, float2(0.5), 0, int2(1, 0))", "SampleLevel with more than 3 arguments"),
-    ("t.Load(int3(0, 0, 0), int2(1, 0))", "Load with more than 1 argument"),
+    ("t.Load(int3(0, 0, 0), int2(1, 0), st)", "Load with more than 2 arguments"),
 ])
 def test_texel_offsets_are_e0008(call, what):
     err = compile_error(f"Texture2D t;\nSamplerState s;\nfloat4 f() {{ return {call}; }}\n")
@@ -503,3 +503,46 @@ void main(uint3 tid : SV_DispatchThreadID, uniform Texture2D<float2> t) {
     assert rc == 0 and [float(v) for v in got] == [4.0], err
     rc, _, err = _run(tmp_path, capsys, "//TEST_INPUT: set out = out ubuffer(data=[0], stride=4)\n" + body)
     assert rc != 0 and "texture 't' is used by 'main' but no //TEST_INPUT declares it" in err, err
+
+
+def test_load_with_a_texel_offset():
+    """`t.Load(int3(x, y, 0), int2(dx, dy))` reads the texel at (x + dx, y + dy); 0 past the edge."""
+    tex = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
+    m = _load("""
+Texture2D<float> tex;
+RWStructuredBuffer<float> out;
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID)
+{
+    out[tid.y * 6 + tid.x] = tex.Load(int3(tid.xy, 0), int2(2, -1));
+}
+""")
+    out = Tensor.zeros(4 * 6)
+    m.main.dispatch(thread_count=(6, 4), tex=tex, out=out)
+    want = np.zeros((4, 6), np.float32)
+    for y in range(4):
+        for x in range(6):
+            if 0 <= x + 2 < 6 and 0 <= y - 1 < 4:
+                want[y, x] = tex[y - 1, x + 2]
+    np.testing.assert_array_equal(out.to_numpy().reshape(4, 6), want)
+
+
+def test_get_dimensions_of_a_mip_level():
+    """`GetDimensions(mip, w, h, levels)` of a one-level texture: max(1, size >> mip), 1 level."""
+    m = _load("""
+Texture2D<float> tex;
+RWStructuredBuffer<uint> out;
+[shader("compute")]
+[numthreads(1, 1, 1)]
+void main(uint3 tid : SV_DispatchThreadID)
+{
+    uint w, h, levels;
+    tex.GetDimensions(tid.x, w, h, levels);
+    out[tid.x * 3] = w; out[tid.x * 3 + 1] = h; out[tid.x * 3 + 2] = levels;
+}
+""")
+    out = Tensor.zeros(4 * 3, np.uint32)
+    m.main.dispatch(thread_count=4, tex=np.zeros((5, 12), np.float32), out=out)
+    want = [[max(1, 12 >> k), max(1, 5 >> k), 1] for k in range(4)]
+    np.testing.assert_array_equal(out.to_numpy().reshape(4, 3), want)

@@ -20,6 +20,7 @@ class TypeRef(Node):
     args: list[Any] = field(default_factory=list)  # TypeRef, int, or str (a generic int parameter)
     dims: list[Any] = field(default_factory=list)  # array sizes (int or generic parameter name), outermost first
     pointer: int = 0  # how many `*` follow the type
+    space: str = ""  # a pointer's address space: "" device memory, "groupshared" (`Ptr<T, ..., GroupShared>`)
     fixed: Any = field(default=None, repr=False)  # a resolved type a generic instance put here (generics.py)
 
 

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from diffc.dialects.diff import PairType
+from diffc.dialects.kernel import local_memref
 
 
 class Type:
@@ -134,8 +135,11 @@ class Pointer(Type):
 
     elem: Type
     atomic: bool = False  # `Atomic<T>*`
+    space: str = ""  # "groupshared": into work-group memory (a memref in memory space 3)
 
     def name(self) -> str:
+        if self.space:
+            return f"Ptr<{self.elem}, Access::ReadWrite, AddressSpace::GroupShared>"
         inner = f"Atomic<{self.elem}>" if self.atomic else str(self.elem)
         return f"{inner}*"
 
@@ -193,6 +197,15 @@ class Void(Type):
 
 
 @dataclass(frozen=True)
+class NativeStr(Type):
+    """Slang's `NativeString`: one of the program's string literals, as its number among them
+    (frontend/features/native_strings.py); one i32 leaf."""
+
+    def name(self) -> str:
+        return "NativeString"
+
+
+@dataclass(frozen=True)
 class StringT(Type):
     def name(self) -> str:
         return "string"
@@ -230,6 +243,7 @@ class BuiltinRef(Type):
 FLOAT, HALF, DOUBLE = Scalar("float"), Scalar("half"), Scalar("double")
 INT, UINT, BOOL = Scalar("int"), Scalar("uint"), Scalar("bool")
 VOID = Void()
+NATIVE_STRING = NativeStr()
 NONE, NULLPTR = Null("none"), Null("nullptr")
 # Integer kinds: (bits, signed). `int` and `uint` are Slang's 32-bit ones; the others keep their
 # Slang spelling, so that types print as the program wrote them (`int16_t`, `uint64_t2`).
@@ -416,6 +430,67 @@ def pointee_scalar(t: Type) -> Scalar | None:
     return ss[0]
 
 
+def byte_addressed(t: Type) -> bool:
+    """A pointer (or structured buffer) whose memory is bytes (`memref<?xi8>`, offsets in bytes):
+    `void*`, and a pointee of several scalar types (`struct AdamState { half m; half v; int i; }`),
+    whose fields sit where byte_layout puts them. Other pointers count in their one scalar type."""
+    if isinstance(t, Pointer):
+        return t.elem == VOID or (not t.by_value and not t.atomic and pointee_scalar(t.elem) is None
+                                  and getattr(t.elem, "dynamic_of", None) is None)
+    return (isinstance(t, Buffer) and isinstance(t.elem, Struct) and t.elem.dynamic_of is None
+            and pointee_scalar(t.elem) is None)
+
+
+def scalar_bytes(s: Scalar) -> int:
+    if s.kind in INT_KINDS:
+        return INT_KINDS[s.kind][0] // 8
+    return {"half": 2, "float": 4, "double": 8}[s.kind]
+
+
+def byte_layout(t: Type) -> tuple[int, int, list[tuple[int, Scalar]]]:
+    """(size, alignment, [(byte offset, scalar) per scalar]) of t in memory, by Slang's natural
+    (C) layout: a scalar is aligned to its size, a vector or matrix to its element (rows one
+    after another), an array's elements are its element's size apart, a struct's fields each at
+    the next offset that is a multiple of their alignment, its size rounded up to a multiple of
+    its largest field alignment. numpy's structured dtypes with align=True lay out the same
+    (runtime/byte_structs.py). Raises TypeError for what has no bytes of its own (bool, pointers,
+    buffers)."""
+    if isinstance(t, Scalar):
+        if t.kind == "bool":
+            raise TypeError("bool has no byte layout here")
+        n = scalar_bytes(t)
+        return n, n, [(0, t)]
+    if isinstance(t, Vector):
+        n = scalar_bytes(t.elem) if t.elem.kind != "bool" else byte_layout(t.elem)[0]
+        return n * t.n, n, [(k * n, t.elem) for k in range(t.n)]
+    if isinstance(t, Matrix):
+        return byte_layout(t.as_rows())
+    if isinstance(t, Array):
+        size, align, inner = byte_layout(t.elem)
+        return size * t.n, align, [(i * size + o, s) for i in range(t.n) for o, s in inner]
+    if isinstance(t, Struct) and t.dynamic_of is None:
+        at, align, out = 0, 1, []
+        for _, ft, _ in t.fields:
+            size, a, inner = byte_layout(ft)
+            at = -(-at // a) * a
+            out += [(at + o, s) for o, s in inner]
+            at, align = at + size, max(align, a)
+        return -(-at // align) * align, align, out
+    raise TypeError(f"{t} has no byte layout here")
+
+
+def field_byte_offset(s: Struct, index: int) -> int:
+    """Where field `index` of s starts in memory (byte_layout's rule)."""
+    at = 0
+    for k, (_, ft, _) in enumerate(s.fields):
+        _, a, _ = byte_layout(ft)
+        at = -(-at // a) * a
+        if k == index:
+            return at
+        at += byte_layout(ft)[0]
+    raise IndexError(index)
+
+
 def ir_scalar(s: Scalar) -> Attribute:
     """Integers are signless in the IR (int and uint are both i32): the ops carry the signedness."""
     if s.kind in INT_KINDS or s.kind == "bool":
@@ -491,6 +566,8 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
     if isinstance(t, Buffer):
         if isinstance(t.elem, Struct) and t.elem.dynamic_of is not None:  # words (dynamic_buffers.py)
             return [(MemRefType(IntegerType(32), [DYNAMIC_INDEX]), False)]
+        if byte_addressed(t):
+            return [(MemRefType(IntegerType(8), [DYNAMIC_INDEX]), False)]
         if is_aggregate_buffer(t):
             return [(MemRefType(ir_scalar(pointee_scalar(t.elem)), [DYNAMIC_INDEX]), False)]
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
@@ -500,13 +577,19 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
             return [(MemRefType(IntegerType(32), [DYNAMIC_INDEX]), False), (IndexType(), False)]
         if t.by_value:
             return [(ir, False) for ir, _ in leaves(t.elem)]
+        if byte_addressed(t):
+            return [(MemRefType(IntegerType(8), [DYNAMIC_INDEX]), False), (IndexType(), False)]
         e = pointee_scalar(t.elem)
         assert e is not None, f"pointer to {t.elem}"
+        if t.space:  # work-group memory
+            return [(local_memref(ir_scalar(e), [DYNAMIC_INDEX]), False), (IndexType(), False)]
         return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IndexType(), False)]
     if isinstance(t, Texture):
         e = elem_of(t.elem)
         assert e is not None, f"texture of {t.elem}"
         return [(MemRefType(ir_scalar(e), [DYNAMIC_INDEX]), False), (IntegerType(32), False), (IntegerType(32), False)]
+    if isinstance(t, NativeStr):
+        return [(IntegerType(32), False)]
     if isinstance(t, Void | Null | Sampler):
         return []
     raise TypeError(f"no IR for {t}")
@@ -552,6 +635,8 @@ def convertible(src: Type, dst: Type) -> bool:
         return optional_convertible(src, dst)
     if src == NULLPTR:
         return isinstance(dst, Pointer) and not dst.by_value
+    if isinstance(src, StringT) and dst == NATIVE_STRING:
+        return True
     if isinstance(src, Scalar) and isinstance(dst, Scalar | Vector):
         return True
     if isinstance(src, Vector) and isinstance(dst, Vector):

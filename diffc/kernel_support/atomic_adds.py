@@ -31,6 +31,8 @@ def only_added(start: SSAValue, funcs: dict[str, func.FuncOp],
 def _only_added(start: SSAValue, funcs: dict[str, func.FuncOp], is_update: Callable[[Operation], bool],
                 following: set[func.FuncOp]) -> bool:
     """`following`: the callees whose parameters are being followed (a recursive call stops it)."""
+    if isinstance(start.owner, kernel.ReinterpretOp):  # (other views of the same bytes are not followed)
+        return False
     seen: set[SSAValue] = set()
     todo = [start]
     while todo:

@@ -252,6 +252,8 @@ def _pointer(where: str, p: KernelParam, value) -> tuple[Tensor, int]:
     assert isinstance(t, MemRefType)
     if isinstance(t.element_type, VectorType):  # a buffer of vectors: a tensor of their scalars
         return _vector_buffer(where, p, tensor, offset)
+    if t.element_type == IntegerType(8):  # bytes (a void*, a struct of mixed scalars): any Tensor's
+        return tensor, offset * tensor.dtype.itemsize
     want = _element_dtypes(t.element_type)
     if tensor.dtype not in want:
         names = " or ".join(d.name for d in want) or str(t.element_type)
@@ -354,6 +356,8 @@ def bind(where: str, kernel: EntryKernel, kwargs: dict, index_dtype: np.dtype, k
             tensor, offset = _pointer(where, p, value)
             # counted in the memref's elements (a vector buffer's are vectors: the last dimension)
             sizes[p.name] = tensor.size // (tensor.shape[-1] if isinstance(p.type.element_type, VectorType) else 1)
+            if p.type.element_type == IntegerType(8):
+                sizes[p.name] = tensor.size * tensor.dtype.itemsize  # (counted in bytes)
             bound[p.name] = (tensor, path, offset)
             args.append(tensor.buffer)
             if p.kind == "pointer":

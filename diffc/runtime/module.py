@@ -177,6 +177,13 @@ class Module:
         fn = self._functions[name] = Function(self, self._signatures[name])
         return fn
 
+    def byte_layout(self, struct: str):
+        """The numpy dtype of `struct` as a pointer of bytes reads it (a struct of several scalar
+        types behind a pointer or in a structured buffer): runtime/byte_structs.py."""
+        from diffc.runtime.byte_structs import struct_dtype
+
+        return struct_dtype(self.ir, struct)
+
     def with_source(self, text: str) -> Module:
         """This module's file compiled from `text` instead (the module cache's entry where it has
         one): generic_calls.py appends the use of an instance to the source."""

@@ -39,6 +39,7 @@ _DTYPES = {
     np.dtype(np.uint32),
     np.dtype(np.int64),
     np.dtype(np.bool_),  # a buffer of bool (one byte each, as OpenCL C's bool)
+    np.dtype(np.uint8),  # bytes: a struct of mixed scalars behind a pointer (runtime/byte_structs.py)
 }
 
 

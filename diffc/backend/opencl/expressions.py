@@ -14,13 +14,14 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     VectorType,
 )
 from xdsl.ir import Attribute, Operation
 
 from .atomics import FLOAT_TO_HALF_BITS, HALF_BITS_TO_FLOAT
 from .function_context import FunctionContext
-from .naming import ctype, float_literal, int_literal, unsigned_ctype
+from .naming import ctype, float_literal, int_literal, pointer_ctype, unsigned_ctype
 
 Handler = Callable[[FunctionContext, Operation], str]
 EXPRESSIONS: dict[str, Handler] = {}  # keyed by op name, so ops xDSL lacks (arith.remf) fit
@@ -278,3 +279,23 @@ def _insert(fe: FunctionContext, op: Operation) -> str:
 
 
 EXPRESSIONS.update({"vector.broadcast": _broadcast, "vector.extract": _extract, "vector.insert": _insert})
+
+
+def _reinterpret(fe: FunctionContext, op: Operation) -> str:
+    """kernel.reinterpret: the bytes' address as a pointer to the new element type."""
+    t = op.results[0].type
+    assert isinstance(t, MemRefType)
+    fe.module.note_type(t)
+    return f"(({pointer_ctype(t, fe.options)}){fe.expr(op.operands[0])})"
+
+
+EXPRESSIONS["kernel.reinterpret"] = _reinterpret
+
+
+def _memref_cast(fe: FunctionContext, op: Operation) -> str:
+    """memref.cast (a static shape seen as a dynamic one: a group-shared pointer): the same address."""
+    fe.module.note_type(op.results[0].type)
+    return fe.expr(op.operands[0])
+
+
+EXPRESSIONS["memref.cast"] = _memref_cast

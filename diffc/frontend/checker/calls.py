@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 DERIV = {"fwd_diff": "fwd", "__fwd_diff": "fwd", "bwd_diff": "bwd", "__bwd_diff": "bwd"}
 
 
+# HLSL's pixel-quad derivatives: known, refused by name (E0008), not unknown (E0002)
+SCREEN_DERIVATIVES = {"ddx", "ddy", "ddx_coarse", "ddy_coarse", "ddx_fine", "ddy_fine", "fwidth"}
+
 def check_call(c: Checking, e: A.Call) -> T.Type:
     _bound_method_derivative(c, e)
     callee = e.callee
@@ -121,7 +124,7 @@ def check_call(c: Checking, e: A.Call) -> T.Type:
                 raise err(TYPE_MISMATCH, "printf needs a format string first", e)
             for a in e.args:
                 t = c.expr(a)
-                if a is not e.args[0] and not T.is_numeric(t):
+                if a is not e.args[0] and not T.is_numeric(t) and t != T.NATIVE_STRING:  # (native_strings.py)
                     raise err(TYPE_MISMATCH, f"printf cannot print a value of type {t}", a)
             e.kind = "printf"
             return T.VOID
@@ -146,6 +149,10 @@ def check_call(c: Checking, e: A.Call) -> T.Type:
             return T.VOID
         if name == "InterlockedAddF16Emulated":
             return _interlocked_add(c, e, name)
+        if name in SCREEN_DERIVATIVES:
+            raise err(UNSUPPORTED, f"'{name}' (a fragment stage's screen-space derivative between neighbouring "
+                      "pixels) is not supported: diffc runs compute kernels, whose work-items have no pixel quads",
+                      callee)
         raise err(UNDEFINED, f"undefined function '{name}'", callee)
     if isinstance(callee, A.TypeExpr):
         t = c.resolve(callee.type)

@@ -887,6 +887,7 @@ class Checker(TypeResolution):
             t = self.expr(e.operand)
             if not isinstance(t, T.Pointer):
                 raise err(TYPE_MISMATCH, f"'*' needs a pointer, got {t}", e.operand)
+            _refuse_void(t, e, "reading through")
             return t.elem
         if isinstance(e, A.Unary):
             t = self.expr(e.operand)
@@ -1017,6 +1018,7 @@ class Checker(TypeResolution):
         ok = e.op == "+" or (e.op == "-" and p is a)
         if not (ok and T.is_int_scalar(i)):
             raise err(TYPE_MISMATCH, f"operator '{e.op}' cannot combine {a} and {b}", e)
+        _refuse_void(p, e, "arithmetic on")
         if p.by_value:  # type: ignore[union-attr]
             raise err(UNSUPPORTED, f"arithmetic on {p}: a pointer to a struct that holds pointers is passed "
                       "by value, so only '->', '(*p).f' and 'p[0]' work on it", e)
@@ -1073,6 +1075,7 @@ class Checker(TypeResolution):
             e.arrow = False
             t = self.expr(e.base)
         if isinstance(t, T.Pointer):
+            _refuse_void(t, e, "a member of")
             if isinstance(t.elem, T.Struct) and t.elem.field(e.name) is not None:
                 return t.elem.field(e.name)[1]  # type: ignore[index]
             if (checked := feature.first("check_member", self, e, t)) is not None:
@@ -1112,6 +1115,7 @@ class Checker(TypeResolution):
         if isinstance(t, T.Array | T.Buffer):
             return t.elem
         if isinstance(t, T.Pointer):
+            _refuse_void(t, e, "indexing")
             if t.by_value and not (isinstance(e.index, A.Num) and e.index.value == 0):
                 raise err(UNSUPPORTED, f"indexing {t} with anything but 0: a pointer to a struct that holds "
                           "pointers is passed by value, so only '->', '(*p).f' and 'p[0]' work on it", e.index)
@@ -1154,6 +1158,13 @@ def _scalar_count(t: T.Type) -> int:
     if isinstance(t, T.Matrix):
         return t.rows * t.cols
     return 1
+
+
+def _refuse_void(t: T.Type, where: A.Node, what: str) -> None:
+    """A void* has no element type or size (features/byte_pointers.py): it is cast before use."""
+    if isinstance(t, T.Pointer) and t.elem == T.VOID:
+        raise err(TYPE_MISMATCH, f"{what} a void*: it has no element type; cast it to a typed pointer first "
+                  "(`(float*)p`)", where)
 
 
 def _same_memory_pointers(src: T.Type, dst: T.Type) -> bool:

@@ -113,11 +113,13 @@ class TypeResolution:
     def _ptr_generic(self, t: A.TypeRef) -> A.TypeRef:
         """`Ptr<T>` (and `Ptr<T, Access::A, AddressSpace::Device>`) is `T*`: device memory."""
         space = next((a for a in t.args[1:] if isinstance(a, A.TypeRef) and "AddressSpace" in a.name), None)
-        if space is not None and not space.name.endswith(("Device", "Global")):
+        shared = space is not None and space.name.endswith("GroupShared")
+        if space is not None and not shared and not space.name.endswith(("Device", "Global")):
             raise err(UNSUPPORTED, f"a pointer into address space '{space.name.rsplit('.', 1)[-1]}' is not "
-                      "supported (only device memory)", space)
+                      "supported (device and group-shared memory are)", space)
         elem = t.args[0]
-        return A.TypeRef(elem.name, elem.args, t.dims, elem.pointer + 1 + t.pointer, span=t.span)
+        return A.TypeRef(elem.name, elem.args, t.dims, elem.pointer + 1 + t.pointer, span=t.span,
+                         space="groupshared" if shared else "")
 
     def _pointer(self, t: A.TypeRef) -> T.Pointer:
         if t.pointer > 1:
@@ -126,14 +128,26 @@ class TypeResolution:
             dyn = self._resolve_base(A.TypeRef(t.name, t.args, span=t.span))
             self.check_element(dyn, False, t)
             return T.Pointer(dyn)
+        if t.space:  # into work-group memory (features/groupshared.py): one scalar type
+            p = T.Pointer(self._resolve_base(A.TypeRef(t.name, t.args, span=t.span, fixed=t.fixed)), space=t.space)
+            if p.by_value or T.pointee_scalar(p.elem) is None or T.pointee_scalar(p.elem) == T.BOOL:
+                raise err(UNSUPPORTED, f"a group-shared pointer to {p.elem} is not supported (its scalars must be "
+                          "of one numeric type, as group-shared memory's are)", t)
+            return p
         if t.name == "Atomic" and len(t.args) == 1 and isinstance(t.args[0], A.TypeRef):
             p = T.Pointer(self.resolve(t.args[0]), True)
         else:
             # (keeping `fixed`: a generic instance's `T*` points at the type T stands for)
             p = T.Pointer(self._resolve_base(A.TypeRef(t.name, t.args, span=t.span, fixed=t.fixed)))
-        if not p.by_value and T.pointee_scalar(p.elem) is None:
-            raise err(UNSUPPORTED, f"pointer to {p.elem}: a pointee must be laid out as scalars of one type "
-                      "(a struct may hold pointers only as a whole, passed by value)", t)
+        if not p.by_value and T.pointee_scalar(p.elem) is None and p.elem != T.VOID:
+            try:  # several scalar types: bytes at their natural offsets (T.byte_layout)
+                T.byte_layout(p.elem)
+            except TypeError:
+                raise err(UNSUPPORTED, f"pointer to {p.elem}: a pointee must be laid out in memory as numbers "
+                          "(bool, buffers and textures have no bytes here; a struct may hold pointers only as "
+                          "a whole, passed by value)", t) from None
+            if p.atomic:
+                raise err(UNSUPPORTED, f"Atomic<{p.elem}>*: atomics over a struct are not supported", t)
         return p
 
     def check_element(self, dyn: T.Struct, atomic: bool, where: A.TypeRef) -> None:
@@ -205,6 +219,8 @@ class TypeResolution:
             if isinstance(elem, T.Struct) and elem.dynamic_of is not None:  # interface values
                 self.check_element(elem, atomic, t)
                 return T.Buffer(elem, atomic)
+            if T.byte_addressed(T.Buffer(elem)) and not atomic and _has_bytes(elem):
+                return T.Buffer(elem)  # a struct of several scalar types: bytes (features/byte_pointers.py)
             if not T.is_numeric(elem) and (atomic or T.pointee_scalar(elem) is None):
                 # one memref holds the elements: scalars, vectors, or aggregates of one scalar type
                 # laid out as consecutive scalars (as a pointer lays them out)
@@ -244,3 +260,11 @@ def _sized_array(elem: T.Type, n: int, where: A.Node) -> T.Array:
         raise err(UNSUPPORTED, f"an array of {T.scalar_count(ty)} scalars ({ty}) is not supported (at most "
                   f"{T.MAX_SCALARS}: diffc holds an array as one value per scalar)", where)
     return ty
+
+
+def _has_bytes(t: T.Type) -> bool:
+    try:
+        T.byte_layout(t)
+    except TypeError:
+        return False
+    return True

@@ -8,6 +8,7 @@ from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
 from diffc.frontend.features import arithmetic_methods
 from diffc.frontend.features import atomic_intrinsics
+from diffc.frontend.features import byte_pointers
 from diffc.frontend.features import cbuffers
 from diffc.frontend.features import coopvec
 from diffc.frontend.features import cuda_builtins
@@ -21,6 +22,7 @@ from diffc.frontend.features import groupshared
 from diffc.frontend.features import hex_floats
 from diffc.frontend.features import lambdas
 from diffc.frontend.features import matrices
+from diffc.frontend.features import native_strings
 from diffc.frontend.features import nested_structs
 from diffc.frontend.features import operators
 from diffc.frontend.features import optional
@@ -59,6 +61,8 @@ FEATURES = [
     lambdas.FEATURE,
     target_switch.FEATURE,
     cbuffers.FEATURE,
+    byte_pointers.FEATURE,
+    native_strings.FEATURE,
 ]
 
 install(FEATURES)

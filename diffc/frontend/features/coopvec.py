@@ -21,7 +21,9 @@ buffer's element size, the matrix stride too):
 The matrix and bias are RWStructuredBuffer / StructuredBuffer of half, float or double, or
 pointers to them (the pointer forms take no offset; accumulation needs half or float); the
 Float16 / Float32 / Float64 interpretations must name the buffer's element type
-(ByteAddressBuffer and `void*` are not supported). Layouts: RowMajor / ColumnMajor (the stride is the bytes from one row /
+(ByteAddressBuffer is not supported). A `void*` is read as the interpretation says (accumulations:
+as the matrix interpretation, or the vector's element type for a sum), from its byte offset on
+(byte_pointers.py). Layouts: RowMajor / ColumnMajor (the stride is the bytes from one row /
 column to the next, 0 for packed), InferencingOptimal / TrainingOptimal: row-major, packed
 (diffc's choice; the stride is ignored). `transpose` needs an optimal layout (as in Slang): the
 stored matrix is then K x M and the product uses its transpose. Without transpose the stored
@@ -44,6 +46,7 @@ from diffc.dialects import diff
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
+from diffc.frontend.features import byte_pointers
 from diffc.frontend.coopvec_enums import INTERPRETED
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
@@ -187,12 +190,14 @@ def _memory(c: Checking, arg: A.Expr, offset: A.Expr | None, interp: A.Expr, wha
         if offset is None:
             raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
         c.expect_type(offset, T.INT)
-    elif isinstance(t, T.Pointer) and not t.atomic and isinstance(t.elem, T.Scalar) and not t.by_value:
-        elem = t.elem
+    elif isinstance(t, T.Pointer) and not t.atomic and (isinstance(t.elem, T.Scalar) or t.elem == T.VOID) \
+            and not t.by_value:
+        elem = want if t.elem == T.VOID else t.elem  # (a void*: what the interpretation says)
         if offset is not None:
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
     else:
-        raise err(TYPE_MISMATCH, f"the {what} must be a structured buffer or a pointer of half, float or double, got {t}", arg)
+        raise err(TYPE_MISMATCH, f"the {what} must be a structured buffer or a pointer of half, float or double "
+                  f"(or a void*), got {t}", arg)
     if elem != want:
         raise err(TYPE_MISMATCH, f"the {what}'s interpretation CoopVecComponentType."
                   f"{_INTERPRETATION_OF[want.kind]} reads {want} elements, but the {what} holds {elem}",
@@ -253,7 +258,7 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
         if len(args) not in (2, 3):
             raise err(ARG_COUNT, f"{name}(v, buffer, byteOffset) or (v, pointer) takes 2 or 3 arguments, got {len(args)}", e)
         vt = _vector(c, args[0], "the vector")
-        mem = _accumulated(c, args[1], args[2] if len(args) == 3 else None, "buffer")
+        mem = _accumulated(c, args[1], args[2] if len(args) == 3 else None, "buffer", vt.elem)
         e.kind, e.target = "coopvec", Plan("reduce", T.VOID, [args[0]], [vt], matrix=mem)
         return T.VOID
     if name == "coopVecOuterProductAccumulate":
@@ -262,9 +267,9 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
                       f"matrixInterpretation) takes 7 arguments (6 with a pointer), got {len(args)}", e)
         a, b = _vector(c, args[0], "a"), _vector(c, args[1], "b")
         ptr = len(args) == 6
-        mem = _accumulated(c, args[2], None if ptr else args[3], "matrix")
         stride, layout, interp = args[3:] if ptr else args[4:]
         want = _interpretation(c, interp, "the matrix's interpretation")
+        mem = _accumulated(c, args[2], None if ptr else args[3], "matrix", want)
         if want != mem.elem:
             raise err(TYPE_MISMATCH, f"the matrix's interpretation reads {want} elements, but the matrix holds "
                       f"{mem.elem}", interp)
@@ -310,9 +315,14 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
     return plan.result
 
 
-def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str) -> Memory:
-    """Where an accumulation adds: a RWStructuredBuffer or a pointer of half or float."""
+def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str, as_void: T.Scalar) -> Memory:
+    """Where an accumulation adds: a RWStructuredBuffer or a pointer of half or float, or a void*
+    read as `as_void`."""
     t = c.expr(arg)
+    if isinstance(t, T.Pointer) and t.elem == T.VOID and as_void in (T.HALF, T.FLOAT):
+        if offset is not None:
+            raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
+        return Memory(arg, None, as_void)
     if isinstance(t, T.Buffer) and not t.atomic and t.elem in (T.HALF, T.FLOAT):
         if offset is None:
             raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
@@ -351,6 +361,8 @@ def _const_bool(e: A.Expr) -> bool:
 def _where(lw, mem: Memory) -> tuple[SSAValue, SSAValue]:
     """The memref and the element index where `mem` starts."""
     vals = lw.expr(mem.arg)
+    if byte_pointers.is_bytes(vals[0]) and len(vals) == 2 and T.scalar_bytes(mem.elem) > 1:  # a void*
+        vals = list(byte_pointers.typed_at(lw, vals[0], vals[1], mem.elem))
     buf = vals[0]
     at = vals[1] if len(vals) > 1 else lw.index_const(0)  # a pointer: its offset
     if mem.offset is not None:

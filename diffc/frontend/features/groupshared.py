@@ -12,16 +12,22 @@ others see after a group barrier (GroupMemoryBarrierWithGroupSync), as in Slang.
 It is not differentiable: storing a derivative-carrying value into it is E0006, as a buffer
 write is (the activity analysis decides that on the IR), and values read from it are constants
 to fwd_diff and bwd_diff.
+
+`__getAddress(tile[i])` is a pointer into it, `Ptr<T, Access::ReadWrite, AddressSpace::GroupShared>`
+(T's scalars of one type): the work-group memref seen as one of dynamic size (`memref.cast`) and
+an index, passed to functions as device pointers are; its accesses are checked against the
+group-shared variable's size (bounds-check passes it as the length), and `p != nullptr` holds for it.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
 
 from diffc.dialects import kernel
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.errors import UNSUPPORTED
+from diffc.frontend.errors import ARG_COUNT, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
 from diffc.frontend.feature import Feature
 from diffc.frontend.checker.symbols import Local
@@ -66,4 +72,29 @@ def declare_global(c, d: A.Global, ty: T.Type) -> bool | None:
     return True
 
 
-FEATURE = Feature("groupshared", declare_global=declare_global, shared_memory=in_groupshared)
+def check_address(c, e: A.Call, name: str) -> T.Type | None:
+    """`__getAddress(x)` of an element, field or whole of a groupshared variable."""
+    if name != "__getAddress" or not isinstance(e.callee, A.Name):
+        return None
+    if len(e.args) != 1:
+        raise err(ARG_COUNT, f"__getAddress expects 1 argument, got {len(e.args)}", e)
+    t = c.lvalue(e.args[0])
+    place = c.current(e.args[0])
+    if not in_groupshared(place):
+        raise err(UNSUPPORTED, "taking the address of anything but group-shared memory is not supported (device "
+                  "memory is reached through pointers the host passes)", e.args[0])
+    if T.pointee_scalar(t) is None:
+        raise err(UNSUPPORTED, f"a group-shared pointer to {t} is not supported", e.args[0])
+    e.kind = "address"
+    return T.Pointer(t, space="groupshared")
+
+
+def lower_address(lw, e: A.Call) -> list:
+    buf, off = lw.address(e.args[0])
+    t = buf.type
+    dynamic = kernel.local_memref(t.element_type, [DYNAMIC_INDEX])
+    return [lw.v(memref.CastOp.get(buf, dynamic)), off]
+
+
+FEATURE = Feature("groupshared", declare_global=declare_global, shared_memory=in_groupshared,
+                  check_call=check_address)

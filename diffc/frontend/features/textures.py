@@ -125,17 +125,21 @@ def check_method(c: Checking, e: A.Call, callee: A.Member, t: T.Texture) -> T.Ty
                   f"{t}'s method '{name}' is not supported (supported: {', '.join(sorted(METHODS))})",
                   callee.name_span)
     want = {"Load": 1, "SampleLevel": 3, "Sample": 2, "GetDimensions": 2}[name]
+    if name == "Load" and not t.rw and len(e.args) == 2:  # `Load(location, offset)`: a texel offset
+        c.expect_type(e.args[1], T.Vector(T.INT, 2))
+        want = 2
+    if name == "GetDimensions" and not t.rw and len(e.args) == 4:  # (mip, out w, out h, out levels)
+        c.expect_type(e.args[0], T.UINT)
+        want = 4
     if len(e.args) != want:
-        if name == "GetDimensions" and len(e.args) == 4:
-            raise err(UNSUPPORTED, "GetDimensions(mip, out width, out height, out levels) is not supported (a "
-                      "texture has one level: GetDimensions(out width, out height))", e)
         if name != "GetDimensions" and len(e.args) > want:  # a texel offset, a clamp, a status
-            raise err(UNSUPPORTED, f"{name} with more than {want} argument{'s' if want > 1 else ''} (a texel "
-                      "offset, a clamp or a status) is not supported", e.args[want])
+            more = max(want, 2) if name == "Load" and not t.rw else want  # (Load's offset: supported)
+            raise err(UNSUPPORTED, f"{name} with more than {more} argument{'s' if more > 1 else ''} (a texel "
+                      "offset, a clamp or a status) is not supported", e.args[more])
         raise err(ARG_COUNT, f"{name} takes {want} argument{'s' if want > 1 else ''}, got {len(e.args)}", e)
     e.kind, e.target = "texture", (name, t)
     if name == "GetDimensions":
-        for a in e.args:
+        for a in e.args[-3:] if want == 4 else e.args:
             got = c.lvalue(a)
             if not (isinstance(got, T.Scalar) and (T.is_int_scalar(got) or T.is_float_scalar(got))):
                 raise err(TYPE_MISMATCH, f"GetDimensions writes a number, got a variable of type {got}", a)
@@ -279,12 +283,22 @@ def lower_write(lw, target: A.Index, vals: list[SSAValue]) -> None:
 def lower_call(lw, e: A.Call) -> list[SSAValue]:
     name, t = e.target
     texels, width, height = lw.expr(e.callee.base)
+    if name == "GetDimensions" and len(e.args) == 4:  # level `mip` of one: max(1, size >> mip), 1 level
+        (mip,) = lw.lower_as(e.args[0], T.UINT)
+        one = _i32(lw, 1)
+        for a, v in zip(e.args[1:3], (width, height)):
+            lw.store(a, lw.convert([lw.v(arith.MaxUIOp(lw.v(arith.ShRUIOp(v, mip)), one))], T.UINT, a.ty))
+        lw.store(e.args[3], lw.convert([one], T.UINT, e.args[3].ty))
+        return []
     if name == "GetDimensions":
         for a, v in zip(e.args, (width, height)):
             lw.store(a, lw.convert([v], T.UINT, a.ty))
         return []
     if name == "Load":
         x, y, *mip = _xy(lw, e.args[0], 2 if t.rw else 3)
+        if len(e.args) == 2:  # the texel offset moves the location (outside: 0, as any Load)
+            dx, dy = _xy(lw, e.args[1], 2)
+            x, y = lw.v(arith.AddiOp(x, dx)), lw.v(arith.AddiOp(y, dy))
         ok = _inside(lw, x, y, width, height)
         if mip:
             ok = lw.v(arith.AndIOp(ok, lw.v(arith.CmpiOp(mip[0], _i32(lw, 0), "eq"))))

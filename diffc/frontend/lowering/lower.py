@@ -20,7 +20,7 @@ from diffc.dialects import diff
 from diffc.dialects.abi import ABI, AbiRoleAttr
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.features import textures
+from diffc.frontend.features import byte_pointers, textures
 from diffc.frontend.api_signature import API_ATTR, describe
 from diffc.frontend.lowering.derivative_checks import check_module
 from diffc.frontend.features.groupshared import storage_type
@@ -103,6 +103,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
 
     # ---- module ----
     def module(self, prog: A.Program) -> ModuleOp:
+        self.program = prog  # (its string literals are NativeStrings' numbers: native_strings.py)
         ops = []
         for d in prog.decls:
             if isinstance(d, A.Global):
@@ -152,6 +153,10 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 self.define_func(f, twin=True)
                 ops.append(self.func_ops[ptr_twin_name(f.name)])
         module = ModuleOp(ops + self.extra_funcs)
+        layouts = byte_pointers.record_layouts([p.ty for f in infos for p in f.params]
+                                               + [sym.ty for sym in self.c.scopes[0].values()])
+        if layouts is not None:  # what the host reads to lay out a struct's bytes (runtime/byte_structs.py)
+            module.attributes[byte_pointers.LAYOUTS] = StringAttr(layouts)
         # functions whose derivatives come from their bodies: their calls of non-differentiable
         # functions are checked on the IR (the twin is the one differentiated, ptr_types.py)
         differentiated = {ptr_twin_name(f.name) if has_ptr_twin(f) else f.name: source_name(f.name) for f in infos

@@ -9,7 +9,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff, kernel
 from diffc.frontend import ast as A
-from diffc.frontend.features import coopvec, cuda_builtins, textures
+from diffc.frontend.features import coopvec, cuda_builtins, groupshared, textures
 from diffc.frontend import types as T
 from diffc.frontend.checker.builtins import ATOMIC_KINDS, WAVE_CONSTANT
 from diffc.frontend.checker.symbols import derivative_signature, err, ptr_param
@@ -111,6 +111,8 @@ class CallLowering:
             return self.lower_as(e.args[0], e.ty)
         if k == "cuda_query":
             return cuda_builtins.lower(self, e)
+        if k == "address":
+            return groupshared.lower_address(self, e)
         if k == "noop_cast":
             return self.lower_as(e.args[0], e.target)
         if k == "bitcast":

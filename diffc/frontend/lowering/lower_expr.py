@@ -14,7 +14,7 @@ from diffc.rules.arith_ext import RemFOp
 from diffc.frontend.features.groupshared import storage_type
 from diffc.frontend.features.matrices import truncates
 from diffc.frontend import ast as A
-from diffc.frontend.features import dynamic_buffers, optional, textures
+from diffc.frontend.features import byte_pointers, dynamic_buffers, native_strings, optional, textures
 from diffc.frontend import types as T
 from diffc.frontend.checker.builtins import MATH_UNARY
 from diffc.frontend.checker.symbols import SWIZZLE, Local
@@ -112,6 +112,8 @@ class ExprLowering:
             return optional.lower_convert(self, vals, src, dst)
         if src == T.NULLPTR:
             return optional.null_pointer(self, dst)  # type: ignore[arg-type]
+        if byte_pointers.cast_kind(src, dst) is not None:
+            return byte_pointers.lower_cast(self, vals, src, dst)
         if isinstance(dst, T.Struct) and T.union_slot(dst, src) is not None:
             return self.into_union(vals, T.union_slot(dst, src), dst)  # type: ignore[arg-type]
         if isinstance(dst, T.Matrix) and src != dst:
@@ -168,6 +170,8 @@ class ExprLowering:
         return x  # int <-> uint of one width: same bits
 
     def lower_as(self, e: A.Expr, t: T.Type) -> list[SSAValue]:
+        if isinstance(e, A.Str) and t == T.NATIVE_STRING:
+            return native_strings.literal(self, e)
         if isinstance(e, A.InitList):
             return self.init_list(e, t)
         if isinstance(e, A.Num) and T.is_numeric(t):
@@ -467,6 +471,9 @@ class ExprLowering:
         """The leaves of a value of type t stored as consecutive scalars at buf[off...]."""
         if dynamic_buffers.is_union(t):  # an interface value: Slang's layout of words
             return dynamic_buffers.load_at(self, buf, off, t)  # type: ignore[arg-type]
+        if byte_pointers.is_bytes(buf) and T.scalar_leaves(t) != [T.Scalar("int8_t")] \
+                and T.scalar_leaves(t) != [T.Scalar("uint8_t")]:  # off counts bytes
+            return byte_pointers.load(self, buf, off, t)
         if isinstance(t, T.Scalar):
             return [self.v(memref.LoadOp.get(buf, [off]))]
         if isinstance(t, T.Vector):
@@ -477,6 +484,9 @@ class ExprLowering:
         return out
 
     def store_mem(self, buf: SSAValue, off: SSAValue, t: T.Type, vals: list[SSAValue]) -> None:
+        if byte_pointers.is_bytes(buf) and not (isinstance(t, T.Scalar) and T.scalar_bytes(t) == 1):
+            byte_pointers.store(self, buf, off, t, vals)
+            return
         if isinstance(t, T.Scalar):
             self.emit(memref.StoreOp.get(vals[0], buf, [off]))
             return
@@ -511,7 +521,12 @@ class ExprLowering:
         buf, off = self.expr(p)
         if index is not None:
             elem = p.ty.elem  # type: ignore[union-attr]
-            size = dynamic_buffers.stride(elem) if dynamic_buffers.is_union(elem) else len(T.scalar_leaves(elem) or [])
+            if T.byte_addressed(p.ty):
+                size = byte_pointers.stride(elem)
+            elif dynamic_buffers.is_union(elem):
+                size = dynamic_buffers.stride(elem)
+            else:
+                size = len(T.scalar_leaves(elem) or [])
             i = self.index_value(index)
             if size != 1:
                 i = self.v(arith.MuliOp(i, self.index_const(size)))
@@ -538,6 +553,8 @@ class ExprLowering:
                                 "supported: read the value (`*p`) first", *e.span)
         i, ft, _ = t.elem.field(e.name)  # type: ignore[misc]
         buf, off = self.expr(e.base)
+        if T.byte_addressed(t):
+            return buf, self.offset_by(off, T.field_byte_offset(t.elem, i)), ft
         return buf, self.offset_by(off, self.mem_parts(t.elem)[i][0]), ft
 
     def address(self, e: A.Expr) -> tuple[SSAValue, SSAValue]:
@@ -549,9 +566,9 @@ class ExprLowering:
             return self.v(memref.GetGlobalOp(e.sym.name, storage_type(e.sym.ty))), self.index_const(0)
         assert isinstance(e, A.Member | A.Index)
         t = e.base.ty
-        if T.is_aggregate_buffer(t):  # `buf[i]`: element i's scalars
+        if T.is_aggregate_buffer(t):  # `buf[i]`: element i's scalars (bytes: byte_pointers.py)
             (buf,) = self.expr(e.base)
-            size = len(T.scalar_leaves(t.elem) or [])
+            size = byte_pointers.stride(t.elem) if T.byte_addressed(t) else len(T.scalar_leaves(t.elem) or [])
             i = self.index_value(e.index)
             return buf, i if size == 1 else self.v(arith.MuliOp(i, self.index_const(size)))
         if isinstance(t, T.Pointer):
@@ -560,6 +577,12 @@ class ExprLowering:
             buf, off, _ = self.pointer_field(e)
             return buf, off
         buf, off = self.address(e.base)
+        if byte_pointers.is_bytes(buf) and (isinstance(e, A.Member) or self.const_index(e.index) is not None):
+            return buf, self.offset_by(off, byte_pointers.part_offset(t, e, self.const_index(e.index)
+                                                                      if isinstance(e, A.Index) else None))
+        if byte_pointers.is_bytes(buf):  # an element at a run-time index
+            i = self.v(arith.MuliOp(self.index_value(e.index), self.index_const(byte_pointers.element_stride(t))))
+            return buf, self.v(arith.AddiOp(off, i))
         if isinstance(e, A.Member) and isinstance(t, T.Struct):
             i, _, _ = t.field(e.name)  # type: ignore[misc]
             return buf, self.offset_by(off, self.mem_parts(t)[i][0])
@@ -584,7 +607,8 @@ class ExprLowering:
         t = e.base.ty
         if isinstance(t, T.Vector | T.Scalar) and in_memory(e.base):  # a swizzle of a vector in memory
             buf, off = self.address(e.base)
-            comps = [self.load_mem(buf, self.offset_by(off, SWIZZLE[ch]), T.elem_of(t))[0] for ch in e.name]
+            k = T.scalar_bytes(T.elem_of(t)) if byte_pointers.is_bytes(buf) else 1  # type: ignore[arg-type]
+            comps = [self.load_mem(buf, self.offset_by(off, k * SWIZZLE[ch]), T.elem_of(t))[0] for ch in e.name]
             return comps if len(comps) == 1 else self.build_vector(comps, e.ty)
         if isinstance(t, T.Pointer) and not t.by_value:
             buf, off, ft = self.pointer_field(e)
@@ -661,9 +685,10 @@ class ExprLowering:
                 and in_memory(target.base)):  # a swizzle of a vector in memory: its components
             buf, off = self.address(target.base)
             el = T.ir_scalar(target.base.ty.elem)
+            k = T.scalar_bytes(target.base.ty.elem) if byte_pointers.is_bytes(buf) else 1
             for j, ch in enumerate(target.name):
                 comp = vals[0] if len(target.name) == 1 else self.v(vector.ExtractOp(vals[0], [j], el))
-                self.emit(memref.StoreOp.get(comp, buf, [self.offset_by(off, SWIZZLE[ch])]))
+                self.store_mem(buf, self.offset_by(off, k * SWIZZLE[ch]), target.base.ty.elem, [comp])
             return
         if isinstance(target, A.Name):
             self.binding(target.sym).values = list(vals)  # type: ignore[attr-defined]
@@ -750,6 +775,9 @@ class ExprLowering:
     def printf(self, e: A.Call) -> None:
         from xdsl.dialects import printf
 
+        if any(a.ty == T.NATIVE_STRING for a in e.args[1:]):
+            native_strings.printf(self, e, _PRINTF_SPEC)
+            return
         fmt = e.args[0].value  # type: ignore[attr-defined]
         py = []
         pos = 0

@@ -36,7 +36,7 @@ GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer"
                  "CoopVec", "Optional",
                  "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock",
                  "Ref", "ConstRef"}  # (a texture's <T> may be left out; Ref and ConstRef: ref_params.py)
-RESOURCE_TYPES = {"SamplerState"}  # frontend/features/textures.py
+RESOURCE_TYPES = {"SamplerState", "NativeString"}  # frontend/features/textures.py, native_strings.py
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref", "constexpr"}
@@ -45,7 +45,7 @@ MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"Texture1D", "Texture3D", "TextureCube", "Texture2DArray", "RWTexture1D",
                      "RWTexture3D", "SamplerComparisonState",
-                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer", "NativeString"}
+                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer"}
 TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
 CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 MAX_NESTING = 256  # expressions and prefix operators inside each other
@@ -741,6 +741,7 @@ class Parser:
             member = derivative_member(attrs)
             while True:
                 ft = self.array_dims(t)
+                self.field_semantic()
                 init = self.assignment() if self.accept("=") else None
                 fields.append(A.Field(mods, ft, fname.text, init, member, span=self.span_from(fstart)))
                 if not self.accept(","):
@@ -773,6 +774,19 @@ class Parser:
                       span=self.span_from(start), name_span=(name.start, name.end),
                       generic_params=gparams, mods=set(ret_mods), type_params=type_params,
                       generic_defaults=self.defaults_of(gparams))
+
+    def field_semantic(self) -> None:
+        """`float4 pos : SV_Position;`: a vertex or fragment stage's binding of a field, which names
+        no memory here (no rasterizer stage), so it is read and dropped. `uint x : 3;`, a bit field,
+        is refused."""
+        if not self.at(":"):
+            return
+        if self.peek().kind == "int":
+            colon = self.tok
+            raise FrontendError(UNSUPPORTED, "bit fields ('field : width') are not supported", colon.start,
+                                self.peek().end)
+        self.i += 1
+        self.ident("a semantic")
 
     def param_list(self) -> list[A.Param]:
         """`(T a, inout U b = d, ...)`, parentheses included."""
