@@ -4,6 +4,7 @@ through the group product MMA_XWT (tensor cores on NVIDIA)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -123,101 +124,53 @@ class MatVecLowering(GroupEmitter):
         stride = K + 1  # (rows one bank apart)
         tiles_i = M // t.tj
         n_tiles = (C // t.ti) * tiles_i
-        self.b = b = Builder(InsertPoint.before(op.loop))
+        products = C * stride if t.rounds > 1 else 0  # (one round: over the vectors, all read by then)
+        self.b = Builder(InsertPoint.before(op.loop))
         yrow = self._v(memref.AllocaOp.get(f32, shape=[M]))
-        body = Block(arg_types=[IndexType()])
-        cb = self.b = Builder(InsertPoint.at_end(body))
-        c = body.args[0]
-        mine = self._v(arith.AndIOp(self._v(arith.CmpiOp(self.lid, c, "uge")),
-                                    self._v(arith.CmpiOp(self.lid, self._add(c, self._i(C)), "ult"))))
-        row = self._v(arith.SubiOp(self.lid, c))
-        # this work-item's vector, if its sample is in the chunk
-        stage = Block()
-        self.b = Builder(InsertPoint.at_end(stage))
-        self._stage_vector(op, row, stride, active)
-        self.b.insert(scf.YieldOp())
-        self.b = cb
-        cb.insert(scf.IfOp(mine, [], Region(stage)))
-        cb.insert(kernel.BarrierOp())
-        # the tile: samples s0.., outputs i0..
-        tiles_total = t.rounds
-        for r in range(tiles_total):
-            self.b = cb
-            tile = self._add(self.lid, self._i(r * L)) if r else self.lid
-            tile_on = self._v(arith.CmpiOp(tile, self._i(n_tiles), "ult"))
-            s0 = self._v(arith.MuliOp(self._v(arith.DivUIOp(tile, self._i(tiles_i))), self._i(t.ti)))
-            i0 = self._v(arith.MuliOp(self._v(arith.RemUIOp(tile, self._i(tiles_i))), self._i(t.tj)))
-            then = Block()
-            self.b = Builder(InsertPoint.at_end(then))
-            zeros = [self._f(0.0) for _ in range(t.ti * t.tj)]
-            kbody = Block(arg_types=[IndexType(), *[f32] * len(zeros)])
-            self.b = Builder(InsertPoint.at_end(kbody))
-            k = kbody.args[0]
-            xs = [self._v(memref.LoadOp.get(self.buffer, [self._add(self._v(arith.MuliOp(self._add(s0, self._i(s)),
-                                                                                         self._i(stride))), k)]))
-                  for s in range(t.ti)]
-            ws = [self._float(self._clone_dot(op, op.w, self._add(i0, self._i(i)), k)) for i in range(t.tj)]
-            new = []
-            for s, xv in enumerate(xs):
-                for i, wv in enumerate(ws):
-                    new.append(self._v(arith.AddfOp(kbody.args[1 + s * t.tj + i], self._v(arith.MulfOp(wv, xv)))))
-            self.b.insert(scf.YieldOp(*new))
-            self.b = Builder(InsertPoint.at_end(then))
-            sums = self.b.insert(scf.ForOp(self._i(0), self._i(K), self._i(1), zeros, kbody)).results
-            self.b.insert(scf.YieldOp(*sums))
-            other = Block()
-            self.b = Builder(InsertPoint.at_end(other))
-            self.b.insert(scf.YieldOp(*[self._f(0.0) for _ in zeros]))
-            self.b = cb
-            got = cb.insert(scf.IfOp(tile_on, [f32] * len(zeros), Region(then), Region(other))).results
-            if r == 0:
-                cb.insert(kernel.BarrierOp())  # every read of the vectors before the products overwrite them
-            write = Block()
-            self.b = Builder(InsertPoint.at_end(write))
-            for s in range(t.ti):
-                for i in range(t.tj):
-                    at = self._add(self._v(arith.MuliOp(self._add(s0, self._i(s)), self._i(M))), self._add(i0, self._i(i)))
-                    self.b.insert(memref.StoreOp.get(got[s * t.tj + i], self.buffer, [self._add(self._i(C * stride), at)]
-                                                     if tiles_total > 1 else [at]))
-            self.b.insert(scf.YieldOp())
-            self.b = cb
-            cb.insert(scf.IfOp(tile_on, [], Region(write)))
-        cb.insert(kernel.BarrierOp())
-        # each work-item of the chunk takes its row of products
-        take = Block()
-        self.b = Builder(InsertPoint.at_end(take))
-        loop_body = Block(arg_types=[IndexType()])
-        outer = self.b
-        self.b = Builder(InsertPoint.at_end(loop_body))
-        i = loop_body.args[0]
-        base = self._i(C * stride) if tiles_total > 1 else self._i(0)
-        v = self._v(memref.LoadOp.get(self.buffer, [self._add(base, self._add(self._v(arith.MuliOp(row, self._i(M))), i))]))
-        self.b.insert(memref.StoreOp.get(v, yrow, [i]))
-        self.b.insert(scf.YieldOp())
-        self.b = outer
-        self.b.insert(scf.ForOp(self._i(0), self._i(M), self._i(1), [], loop_body))
-        self.b.insert(scf.YieldOp())
-        self.b = cb
-        cb.insert(scf.IfOp(mine, [], Region(take)))
-        cb.insert(kernel.BarrierOp())
-        cb.insert(scf.YieldOp())
-        self.b = b
-        b.insert(scf.ForOp(self._i(0), self._i(L), self._i(C), [], body))
-        self._read_products(op, yrow, active)
 
-    def _read_products(self, op: MatVec, yrow: SSAValue, active: SSAValue | None) -> None:
-        """The dot product becomes the row's product (yrow[i])."""
-        iv = op.loop.body.blocks[0].args[0]
-        self.b = Builder(InsertPoint.before(op.dot))
-        product = self._v(memref.LoadOp.get(yrow, [iv if isinstance(iv.type, IndexType)
-                                                  else self._v(arith.IndexCastOp(iv, IndexType()))]))
-        want = op.dot.results[0].type
-        if want != f32:
-            product = self._v(arith.TruncFOp(product, want) if isinstance(want, Float16Type) else arith.ExtFOp(product, want))
-        op.dot.results[0].replace_all_uses_with(product)
-        Rewriter.erase_op(op.dot)
-        if active is not None:  # the rest of the row loop (bias, stores) in active work-items
-            wrap([op.loop], active, InsertPoint.after(op.loop))
+        def tiles() -> None:  # the tile: samples s0.., outputs i0..
+            cb = self.b
+            for r in range(t.rounds):
+                self.b = cb
+                tile_on, s0, i0 = self._tile(r, n_tiles, tiles_i, t)
+                then = Block()
+                self.b = Builder(InsertPoint.at_end(then))
+                zeros = [self._f(0.0) for _ in range(t.ti * t.tj)]
+                kbody = Block(arg_types=[IndexType(), *[f32] * len(zeros)])
+                self.b = Builder(InsertPoint.at_end(kbody))
+                k = kbody.args[0]
+                xs = [self._v(memref.LoadOp.get(self.buffer, [self._add(self._v(arith.MuliOp(self._add(s0, self._i(s)),
+                                                                                             self._i(stride))), k)]))
+                      for s in range(t.ti)]
+                ws = [self._float(self._clone_dot(op, op.w, self._add(i0, self._i(i)), k)) for i in range(t.tj)]
+                new = []
+                for s, xv in enumerate(xs):
+                    for i, wv in enumerate(ws):
+                        new.append(self._v(arith.AddfOp(kbody.args[1 + s * t.tj + i], self._v(arith.MulfOp(wv, xv)))))
+                self.b.insert(scf.YieldOp(*new))
+                self.b = Builder(InsertPoint.at_end(then))
+                sums = self.b.insert(scf.ForOp(self._i(0), self._i(K), self._i(1), zeros, kbody)).results
+                self.b.insert(scf.YieldOp(*sums))
+                other = Block()
+                self.b = Builder(InsertPoint.at_end(other))
+                self.b.insert(scf.YieldOp(*[self._f(0.0) for _ in zeros]))
+                self.b = cb
+                got = cb.insert(scf.IfOp(tile_on, [f32] * len(zeros), Region(then), Region(other))).results
+                if r == 0:
+                    cb.insert(kernel.BarrierOp())  # every read of the vectors before the products overwrite them
+
+                def write() -> None:
+                    for s in range(t.ti):
+                        for i in range(t.tj):
+                            at = self._add(self._v(arith.MuliOp(self._add(s0, self._i(s)), self._i(M))),
+                                           self._add(i0, self._i(i)))
+                            self.b.insert(memref.StoreOp.get(got[s * t.tj + i], self.buffer,
+                                                             [self._add(self._i(products), at)] if products else [at]))
+
+                self._when(tile_on, write)
+            self.b = cb
+
+        self._over_chunks(op, C, stride, active, yrow, tiles, products)
 
     def lower_mma(self, op: MatVec, chunk: int, active: SSAValue | None) -> None:
         """The group's product through the XWT helper (tensor cores on NVIDIA): W staged once
@@ -237,42 +190,60 @@ class MatVecLowering(GroupEmitter):
         self.b.insert(scf.YieldOp())
         self.b = b
         b.insert(scf.ForOp(self.lid, self._i(M * K), self._i(L), [], stage_w))
+
+        def group_product() -> None:
+            args = [self.buffer, *[self._i(n) for n in (0, stride, w_off, y_off, C, M, K)], self.lid, self._i(L)]
+            self.b.insert(func.CallOp(MMA_XWT, args, []))
+
+        self._over_chunks(op, C, stride, active, yrow, group_product, y_off)
+
+    def _over_chunks(self, op: MatVec, chunk: int, stride: int, active: SSAValue | None, yrow: SSAValue,
+                     multiply: Callable[[], None], products: int) -> None:
+        """At self.b, a loop over the group's samples, `chunk` at a time: the chunk's work-items
+        stage their vectors as rows of `stride` floats, `multiply` writes the chunk's products
+        (chunk x rows, from `products` in the buffer), each work-item of the chunk reads its row
+        of them into `yrow`, from which the row loop then reads its sums."""
+        b = self.b
+        M = op.rows
         body = Block(arg_types=[IndexType()])
         cb = self.b = Builder(InsertPoint.at_end(body))
-        c = body.args[0]
-        mine = self._v(arith.AndIOp(self._v(arith.CmpiOp(self.lid, c, "uge")),
-                                    self._v(arith.CmpiOp(self.lid, self._add(c, self._i(C)), "ult"))))
-        row = self._v(arith.SubiOp(self.lid, c))
-        stage = Block()
-        self.b = Builder(InsertPoint.at_end(stage))
-        self._stage_vector(op, row, stride, active)
-        self.b.insert(scf.YieldOp())
-        self.b = cb
-        cb.insert(scf.IfOp(mine, [], Region(stage)))
+        mine, row = self._chunk_row(body.args[0], chunk)
+        self._when(mine, lambda: self._stage_vector(op, row, stride, active))
         cb.insert(kernel.BarrierOp())
-        args = [self.buffer, *[self._i(n) for n in (0, stride, w_off, y_off, C, M, K)], self.lid, self._i(L)]
-        cb.insert(func.CallOp(MMA_XWT, args, []))
+        multiply()
         cb.insert(kernel.BarrierOp())
-        take = Block()
-        self.b = Builder(InsertPoint.at_end(take))
-        loop_body = Block(arg_types=[IndexType()])
-        outer = self.b
-        self.b = Builder(InsertPoint.at_end(loop_body))
-        iv = loop_body.args[0]
-        v = self._v(memref.LoadOp.get(self.buffer, [self._add(self._i(y_off),
-                                                              self._add(self._v(arith.MuliOp(row, self._i(M))), iv))]))
-        self.b.insert(memref.StoreOp.get(v, yrow, [iv]))
-        self.b.insert(scf.YieldOp())
-        self.b = outer
-        self.b.insert(scf.ForOp(self._i(0), self._i(M), self._i(1), [], loop_body))
-        self.b.insert(scf.YieldOp())
-        self.b = cb
-        cb.insert(scf.IfOp(mine, [], Region(take)))
+
+        def take() -> None:
+            loop_body = Block(arg_types=[IndexType()])
+            outer = self.b
+            self.b = Builder(InsertPoint.at_end(loop_body))
+            i = loop_body.args[0]
+            at = self._add(self._i(products), self._add(self._v(arith.MuliOp(row, self._i(M))), i))
+            self.b.insert(memref.StoreOp.get(self._v(memref.LoadOp.get(self.buffer, [at])), yrow, [i]))
+            self.b.insert(scf.YieldOp())
+            self.b = outer
+            self.b.insert(scf.ForOp(self._i(0), self._i(M), self._i(1), [], loop_body))
+
+        self._when(mine, take)
         cb.insert(kernel.BarrierOp())  # every row read before the next chunk's vectors
         cb.insert(scf.YieldOp())
         self.b = b
-        b.insert(scf.ForOp(self._i(0), self._i(L), self._i(C), [], body))
+        b.insert(scf.ForOp(self._i(0), self._i(self.group), self._i(chunk), [], body))
         self._read_products(op, yrow, active)
+
+    def _read_products(self, op: MatVec, yrow: SSAValue, active: SSAValue | None) -> None:
+        """The dot product becomes the row's product (yrow[i])."""
+        iv = op.loop.body.blocks[0].args[0]
+        self.b = Builder(InsertPoint.before(op.dot))
+        product = self._v(memref.LoadOp.get(yrow, [iv if isinstance(iv.type, IndexType)
+                                                  else self._v(arith.IndexCastOp(iv, IndexType()))]))
+        want = op.dot.results[0].type
+        if want != f32:
+            product = self._v(arith.TruncFOp(product, want) if isinstance(want, Float16Type) else arith.ExtFOp(product, want))
+        op.dot.results[0].replace_all_uses_with(product)
+        Rewriter.erase_op(op.dot)
+        if active is not None:  # the rest of the row loop (bias, stores) in active work-items
+            wrap([op.loop], active, InsertPoint.after(op.loop))
 
     def _stage_vector(self, op: MatVec, row: SSAValue, stride: int, active: SSAValue | None) -> None:
         body = Block(arg_types=[IndexType()])

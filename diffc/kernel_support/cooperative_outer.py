@@ -124,10 +124,7 @@ class OuterProductLowering(GroupEmitter):
         tiles_q = Q // t.tj
         n_tiles = (P // t.ti) * tiles_q
         for r in range(t.rounds):
-            tile = self._add(self.lid, self._i(r * L)) if r else self.lid
-            tile_on = self._v(arith.CmpiOp(tile, self._i(n_tiles), "ult"))
-            p0 = self._v(arith.MuliOp(self._v(arith.DivUIOp(tile, self._i(tiles_q))), self._i(t.ti)))
-            q0 = self._v(arith.MuliOp(self._v(arith.RemUIOp(tile, self._i(tiles_q))), self._i(t.tj)))
+            tile_on, p0, q0 = self._tile(r, n_tiles, tiles_q, t)
             zeros = [self._f(0.0) for _ in range(t.ti * t.tj)]
             # the chunks of the group's samples
             chunk_body = Block(arg_types=[IndexType(), *[f32] * len(zeros)])
@@ -135,17 +132,14 @@ class OuterProductLowering(GroupEmitter):
             self.b = cb
             c = chunk_body.args[0]
             accs = list(chunk_body.args[1:])
-            mine = self._v(arith.AndIOp(self._v(arith.CmpiOp(self.lid, c, "uge")),
-                                        self._v(arith.CmpiOp(self.lid, self._add(c, self._i(C)), "ult"))))
-            row = self._v(arith.SubiOp(self.lid, c))
-            stage = Block()
-            self.b = Builder(InsertPoint.at_end(stage))
-            self._stage(op, op.u, P, row, 0, active, column=False)
-            if two:
-                self._stage(op, op.w, Q, row, C * P, active, column=True)
-            self.b.insert(scf.YieldOp())
-            self.b = cb
-            cb.insert(scf.IfOp(mine, [], Region(stage)))
+            mine, row = self._chunk_row(c, C)
+
+            def stage() -> None:
+                self._stage(op, op.u, P, row, 0, active, column=False)
+                if two:
+                    self._stage(op, op.w, Q, row, C * P, active, column=True)
+
+            self._when(mine, stage)
             cb.insert(kernel.BarrierOp())
             # this work-item's tile, over the chunk's samples
             sample_body = Block(arg_types=[IndexType(), *[f32] * len(zeros)])
@@ -178,17 +172,15 @@ class OuterProductLowering(GroupEmitter):
             cb.insert(scf.YieldOp(*after))
             self.b = b
             sums = b.insert(scf.ForOp(self._i(0), self._i(L), self._i(C), zeros, chunk_body)).results
-            # one add per element of the tile
-            adds = Block()
-            self.b = Builder(InsertPoint.at_end(adds))
-            for k in range(t.ti):
-                for m in range(t.tj):
-                    i = self._add(p0, self._i(k))
-                    j = self._add(q0, self._i(m)) if two else self._i(0)
-                    self._add_element(op, i, j, sums[k * t.tj + m])
-            self.b.insert(scf.YieldOp())
-            self.b = b
-            b.insert(scf.IfOp(tile_on, [], Region(adds)))
+
+            def adds() -> None:  # one add per element of the tile
+                for k in range(t.ti):
+                    for m in range(t.tj):
+                        i = self._add(p0, self._i(k))
+                        j = self._add(q0, self._i(m)) if two else self._i(0)
+                        self._add_element(op, i, j, sums[k * t.tj + m])
+
+            self._when(tile_on, adds)
         Rewriter.erase_op(op.nest)
 
     def _mapping(self, op: OuterProduct, i: SSAValue | None, j: SSAValue | None) -> dict[SSAValue, SSAValue]:

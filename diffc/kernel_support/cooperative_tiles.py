@@ -4,12 +4,14 @@ emitter of a group's code (the work-item's linear id, a local-memory buffer of f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import Float16Type, Float32Type, FloatAttr, IndexType, IntegerAttr, f32
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from diffc.dialects import kernel
 
@@ -130,6 +132,32 @@ class GroupEmitter:
     def _as(self, v: SSAValue, t) -> SSAValue:
         """An index as the type of the induction variable it stands for."""
         return v if isinstance(t, IndexType) else self._v(arith.IndexCastOp(v, t))
+
+    def _tile(self, r: int, n_tiles: int, across: int, t: Tiling) -> tuple[SSAValue, SSAValue, SSAValue]:
+        """This work-item's tile in round `r` of a product cut into `n_tiles` tiles of t.ti x t.tj,
+        `across` in a row of tiles: whether there is one, and its first row and column."""
+        tile = self._add(self.lid, self._i(r * self.group)) if r else self.lid
+        tile_on = self._v(arith.CmpiOp(tile, self._i(n_tiles), "ult"))
+        row0 = self._v(arith.MuliOp(self._v(arith.DivUIOp(tile, self._i(across))), self._i(t.ti)))
+        col0 = self._v(arith.MuliOp(self._v(arith.RemUIOp(tile, self._i(across))), self._i(t.tj)))
+        return tile_on, row0, col0
+
+    def _chunk_row(self, c: SSAValue, chunk: int) -> tuple[SSAValue, SSAValue]:
+        """Whether this work-item's sample is in the chunk of samples c.. (`chunk` of them), and
+        its row there."""
+        mine = self._v(arith.AndIOp(self._v(arith.CmpiOp(self.lid, c, "uge")),
+                                    self._v(arith.CmpiOp(self.lid, self._add(c, self._i(chunk)), "ult"))))
+        return mine, self._v(arith.SubiOp(self.lid, c))
+
+    def _when(self, cond: SSAValue, then: Callable[[], None]) -> None:
+        """An scf.if at self.b of what `then` writes (at self.b, in the if's block)."""
+        outer = self.b
+        block = Block()
+        self.b = Builder(InsertPoint.at_end(block))
+        then()
+        self.b.insert(scf.YieldOp())
+        self.b = outer
+        outer.insert(scf.IfOp(cond, [], Region(block)))
 
     def _float(self, v: SSAValue) -> SSAValue:
         if isinstance(v.type, Float32Type):
