@@ -49,7 +49,7 @@ def _memory(values) -> ShapedArray:
     return ShapedArray(TypedPtr.new_float64([float(v) for v in values]), [len(values)])
 
 
-@pytest.mark.parametrize("width", [8, 64])
+@pytest.mark.parametrize("width", [8, 20])  # (interpreted: its cost grows as width^2; 20: no power of two)
 def test_mlp_backward_matches_central_differences(width):
     m = compile_slang(MLP.replace("WIDTH", str(width)), "mlp.slang")
     m.verify()
