@@ -43,11 +43,11 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from diffc.diagnostics import op_location
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import is_global_add, only_added
-from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity
+from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity, linear_local_id
 from diffc.kernel_support.cooperative_matvec import (MATMUL, MATMUL_MARK, MMA_XWT, MatVec, MatVecLowering, matvec_plan,
                                                      mma_plan, recognize_matvec)
 from diffc.kernel_support.cooperative_outer import OuterProduct, OuterProductLowering, recognize_outer_product
-from diffc.kernel_support.cooperative_tiles import NotCooperative, linear_local_id, tiling
+from diffc.kernel_support.cooperative_tiles import NotCooperative, tiling
 
 
 # -- one kernel -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """What cooperative-layers' two lowerings share (diffc/kernel_support/cooperative.py drives
 them): the loop-nest slices they clone, how a group's product is cut into tiles, and the
-emitter of a group's code (the work-item's linear id, a local-memory buffer of floats)."""
+emitter of a group's code (given the work-item's linear id and a local-memory buffer of floats)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import Float16Type, Float32Type, FloatAttr, IndexType, IntegerAttr, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
-
-from diffc.dialects import kernel
 
 
 class NotCooperative(Exception):
@@ -88,23 +86,6 @@ def tiling(rows: int, cols: int, group: int, local_floats: int, max_tile: int = 
     if chunk == 0:
         return None
     return Tiling(ti, tj, chunk, -(-tiles // group))
-
-
-def linear_local_id(sizes: tuple[int, int, int], b: Builder) -> SSAValue:
-    """local_id(0) + local_id(1) * X + local_id(2) * X * Y."""
-    ids = [kernel.LocalIdOp(d) for d in range(3)]
-    b.insert(ids[0])
-    lid: SSAValue = ids[0].result
-    if sizes[1] > 1 or sizes[2] > 1:
-        for op in ids[1:]:
-            b.insert(op)
-        cx = b.insert(arith.ConstantOp(IntegerAttr(sizes[0], IndexType()))).result
-        cxy = b.insert(arith.ConstantOp(IntegerAttr(sizes[0] * sizes[1], IndexType()))).result
-        y = b.insert(arith.MuliOp(ids[1].result, cx)).result
-        z = b.insert(arith.MuliOp(ids[2].result, cxy)).result
-        lid = b.insert(arith.AddiOp(b.insert(arith.AddiOp(lid, y)).result, z)).result
-    lid.name_hint = "local_linear_id"
-    return lid
 
 
 class GroupEmitter:
