@@ -7,7 +7,6 @@ offsets and component types."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -105,16 +104,21 @@ void computeMain()
 """
 
 
-def _diffc_run(tmp_path, src: str) -> subprocess.CompletedProcess:
-    f = tmp_path / "k.slang"
-    f.write_text(src)
-    return subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
-                          env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=600)
+@pytest.fixture
+def diffc_run(tmp_path, diffc_cli):
+    """`diffc run --slang-output` of a program (conftest: in this process)."""
+
+    def run(src: str) -> subprocess.CompletedProcess:
+        f = tmp_path / "k.slang"
+        f.write_text(src)
+        return diffc_cli("run", "--slang-output", str(f))
+
+    return run
 
 
-def test_layouts_strides_offsets_and_transposes_on_opencl(tmp_path):
+def test_layouts_strides_offsets_and_transposes_on_opencl(diffc_run):
     data = np.round(np.random.default_rng(3).uniform(-2, 2, 48), 3)
-    r = _diffc_run(tmp_path, LAYOUTS.replace("DATA", " ".join(str(v) for v in data)))
+    r = diffc_run(LAYOUTS.replace("DATA", " ".join(str(v) for v in data)))
     assert r.returncode == 0, r.stderr
     out = np.array([float(v) for v in r.stdout.split("type:")[1].split()[1:]])
     x = data[1:4]
@@ -270,8 +274,8 @@ void computeMain()
 """
 
 
-def test_a_stride_past_the_end_is_a_located_error(tmp_path):
-    r = _diffc_run(tmp_path, STRIDE_PAST_END)
+def test_a_stride_past_the_end_is_a_located_error(diffc_run):
+    r = diffc_run(STRIDE_PAST_END)
     assert r.returncode != 0
     assert re.search(r"k\.slang:10:\d+: error\[E0011\].*load from buffer 'mat' at index 8, outside its 8", r.stderr), r.stderr
 

@@ -21,19 +21,14 @@ def _env() -> dict:
 
 
 @pytest.fixture
-def run(capfd, monkeypatch):
-    """`diffc run EXAMPLE --device cpu ...` (its main, in this process: no Python start-up a
-    call); what it printed, the device's printf included."""
-    from diffc import cli
-
-    monkeypatch.setenv("DIFFC_DEVICE", "cpu")
+def run(diffc_cli):
+    """`diffc run EXAMPLE --device cpu ...` (conftest: in this process); what it printed, the
+    device's printf included."""
 
     def run_example(name: str, *extra: str) -> str:
-        capfd.readouterr()
-        code = cli.main(["run", str(EX / name), "--device", "cpu", *extra])
-        out, err = capfd.readouterr()
-        assert code == 0, err
-        return out
+        r = diffc_cli("run", str(EX / name), "--device", "cpu", *extra)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
 
     return run_example
 
