@@ -60,6 +60,7 @@ import argparse
 import os
 import time
 
+import coopvec_network  # (beside this file: the network the CoopVec tests check too)
 import numpy as np
 
 import diffc
@@ -71,66 +72,8 @@ LAYERS = [(4, 64), (64, 64), (64, 64), (64, 4)]
 FLOP_PER_SAMPLE = 2 * 3 * sum(i * o for i, o in LAYERS)
 LR = 1e-3
 
-SOURCE = """
-static const CoopVecComponentType F = CoopVecComponentType.Float32;
-
-struct Layer<int I, int O>
-{
-    float* w;
-    float* dw;
-    float* b;
-    float* db;
-
-    CoopVec<float, O> matMulAdd(CoopVec<float, I> x)
-    {
-        return coopVecMatMulAdd<float, O>(x, F, w, F, b, F, CoopVecMatrixLayout.TrainingOptimal, false, 0);
-    }
-
-    [BackwardDerivativeOf(matMulAdd)]
-    void matMulAddBwd(inout DifferentialPair<CoopVec<float, I>> x, CoopVec<float, O> g)
-    {
-        coopVecOuterProductAccumulate(g, x.p, dw, 0, CoopVecMatrixLayout.TrainingOptimal, F);
-        coopVecReduceSumAccumulate(g, db);
-        x = diffPair(x.p, coopVecMatMul<float, I>(g, F, w, F, CoopVecMatrixLayout.TrainingOptimal, true, 0));
-    }
-
-    [Differentiable]
-    CoopVec<float, O> eval(CoopVec<float, I> x)
-    {
-        let y = matMulAdd(x);
-        return max(y, y * 0.125);
-    }
-}
-
-struct Network
-{
-    Layer<4, 64> l0;
-    Layer<64, 64> l1;
-    Layer<64, 64> l2;
-    Layer<64, 4> l3;
-
-    [Differentiable]
-    CoopVec<float, 4> eval(CoopVec<float, 4> x) { return l3.matMulAdd(l2.eval(l1.eval(l0.eval(x)))); }
-}
-
-[Differentiable]
-float loss(Network net, no_diff CoopVec<float, 4> x, no_diff CoopVec<float, 4> t)
-{
-    let d = net.eval(x) - t;
-    return d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3];
-}
-
-[shader("compute")]
-[numthreads(64, 1, 1)]
-void learnGradient(uint3 tid : SV_DispatchThreadID, Network net, float* samples, int count)
-{
-    if (tid.x >= count)
-        return;
-    let x = coopVecLoad<4>(samples + tid.x * 8);
-    let t = coopVecLoad<4>(samples + tid.x * 8 + 4);
-    bwd_diff(loss)(net, x, t, 1.0);
-}
-
+SLOPE = 0.125
+SOURCE = coopvec_network.network_source(LAYERS, SLOPE, group=64) + """
 [shader("compute")]
 [numthreads(64, 1, 1)]
 void adjustParameters(uint3 tid : SV_DispatchThreadID, float* params, float* grads, float lr, int count)
@@ -144,32 +87,12 @@ void adjustParameters(uint3 tid : SV_DispatchThreadID, float* params, float* gra
 
 
 def layout():
-    offsets, at = [], 0
-    for n_in, n_out in LAYERS:
-        offsets.append((at, at + n_in * n_out))
-        at += n_in * n_out + n_out
-    return offsets, at
+    return coopvec_network.offsets(LAYERS)
 
 
 def numpy_step(p: np.ndarray, samples: np.ndarray) -> np.ndarray:
     """One SGD step in float64 (the reference both are compared with)."""
-    offsets, _ = layout()
-    x, t = samples[:, :4].T, samples[:, 4:].T
-    hs, ys = [x], []
-    for k, ((n_in, n_out), (w, b)) in enumerate(zip(LAYERS, offsets)):
-        y = p[w:b].reshape(n_out, n_in) @ hs[-1] + p[b:b + n_out, None]
-        ys.append(y)
-        hs.append(y if k == len(LAYERS) - 1 else np.maximum(y, y * 0.125))
-    g = 2 * (hs[-1] - t)
-    grad = np.zeros_like(p)
-    for k in reversed(range(len(LAYERS))):
-        (n_in, n_out), (w, b) = LAYERS[k], offsets[k]
-        if k != len(LAYERS) - 1:
-            g = g * np.where(ys[k] > ys[k] * 0.125, 1.0, 0.125)
-        grad[w:b] = (g @ hs[k].T).ravel()
-        grad[b:b + n_out] = g.sum(axis=1)
-        g = p[w:b].reshape(n_out, n_in).T @ g
-    return p - LR * grad
+    return p - LR * coopvec_network.loss_gradient(p, LAYERS, samples[:, :4].T, samples[:, 4:].T, SLOPE)
 
 
 class DiffcStep:

@@ -69,6 +69,7 @@ from xdsl.traits import is_side_effect_free
 
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import only_added
+from diffc.kernel_support.inlining import inline_call
 from diffc.kernel_support.kernel_params import append_params
 from diffc.kernel_support.unrolling import fold_or_clone
 
@@ -228,19 +229,8 @@ class _Accumulator:
                 name = call.callee.root_reference.data
                 if not self._holds_adds(name, set()):
                     continue
-                callee = self.funcs[name]
-                body = callee.body.blocks[0] if len(callee.body.blocks) == 1 else None
-                ret = body.last_op if body else None
-                if body is None or not isinstance(ret, func.ReturnOp) or any(
-                    isinstance(o, func.ReturnOp) and o is not ret for o in callee.walk()
-                ):
+                if not inline_call(call, self.funcs[name]):
                     raise _Refused(f"@{name} holds adds and cannot be inlined (several blocks or returns)")
-                mapping: dict[SSAValue, SSAValue] = dict(zip(body.args, call.arguments))
-                for op in body.ops:
-                    if op is ret:
-                        break
-                    Rewriter.insert_op(op.clone(mapping), InsertPoint.before(call))
-                Rewriter.replace_op(call, [], [mapping.get(v, v) for v in ret.operands])
                 changed = True
 
     def _unroll(self, adds: list[Operation]) -> list[Operation]:

@@ -57,14 +57,7 @@ def _drop_results(fn: func.FuncOp, calls: list[func.CallOp], drop: dict[int, int
             call.results[k].replace_all_uses_with(call.arguments[j])
         new = func.CallOp(call.callee, list(call.arguments), outs)
         new.attributes.update(call.attributes)
-        kept = [r for k, r in enumerate(call.results) if k not in drop]
-        for old, res in zip(kept, new.results):
-            old.replace_all_uses_with(res)
-        parent = call.parent_block()
-        assert parent is not None
-        parent.insert_op_before(new, call)
-        call.detach()
-        call.erase()
+        _replace(call, new, [r for k, r in enumerate(call.results) if k not in drop])
 
 
 def _outside(v, op) -> bool:
@@ -123,6 +116,7 @@ def _drop_for_results(op: scf.ForOp) -> bool:
 
 
 def _replace(old, new, kept) -> None:
+    """`new` in old's place, its results for `kept` (old's results that stay)."""
     for r, n in zip(kept, new.results):
         r.replace_all_uses_with(n)
     parent = old.parent_block()

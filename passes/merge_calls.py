@@ -31,11 +31,12 @@ from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
 
 from diffc.dialects import kernel
 from diffc.kernel_support.cse import cse
+from diffc.kernel_support.inlining import inline_call
 
 _READS = (memref.LoadOp, kernel.VLoadOp)
 # control flow: its effects are its regions' ops', which are judged one by one
@@ -107,16 +108,11 @@ def _inline_wrappers(fn: func.FuncOp, funcs: dict[str, func.FuncOp], readonly: s
         callee = funcs.get(name)
         if name not in readonly or callee is None or len(callee.body.blocks) != 1:
             continue
-        body = callee.body.blocks[0]
-        ops = list(body.ops)
+        ops = list(callee.body.blocks[0].ops)
         if (len(ops) > limit or not isinstance(ops[-1], func.ReturnOp) or any(o.regions for o in ops)
                 or not any(isinstance(o, func.CallOp) for o in ops)):
             continue
-        mapping: dict[SSAValue, SSAValue] = dict(zip(body.args, call.arguments))
-        for op in ops[:-1]:
-            Rewriter.insert_op(op.clone(mapping), InsertPoint.before(call))
-        Rewriter.replace_op(call, [], [mapping.get(v, v) for v in ops[-1].operands])
-        count += 1
+        count += inline_call(call, callee)
     return count
 
 

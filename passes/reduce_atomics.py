@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -61,7 +62,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
 from diffc.kernel_support.atomic_adds import is_global_add, only_added
-from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity
+from diffc.kernel_support.convergence import ConvergedPositions, Guard, Uniformity, linear_local_id
 from diffc.kernel_support.unrolling import fold_or_clone
 
 # Local memory for one batch's contributions stays under this many bytes.
@@ -199,7 +200,7 @@ class _KernelReducer:
                     batches += open_.values()
                     open_.clear()
             batches += open_.values()
-        self.lid = self._linear_local_id(InsertPoint.at_start(self.entry))
+        self.lid = linear_local_id(self.sizes, Builder(InsertPoint.at_start(self.entry)))
         self.consts: dict[int, SSAValue] = {}
         self.buffers: dict[Attribute, SSAValue] = {}
         for t in (i32, f32):
@@ -218,25 +219,6 @@ class _KernelReducer:
             Rewriter.insert_op(c, InsertPoint.after(self.lid.owner))  # type: ignore[arg-type]
             self.consts[n] = c.result
         return self.consts[n]
-
-    def _linear_local_id(self, ip: InsertPoint) -> SSAValue:
-        ops: list[Operation] = []
-        ids = [kernel.LocalIdOp(d) for d in range(3)]
-        gx, gy, _ = self.sizes
-        lid: SSAValue = ids[0].result
-        ops.append(ids[0])
-        if self.sizes[1] > 1 or self.sizes[2] > 1:
-            ops += ids[1:]
-            cx, cxy = arith.ConstantOp(IntegerAttr(gx, IndexType())), arith.ConstantOp(IntegerAttr(gx * gy, IndexType()))
-            y = arith.MuliOp(ids[1].result, cx.result)
-            z = arith.MuliOp(ids[2].result, cxy.result)
-            s1 = arith.AddiOp(lid, y.result)
-            s2 = arith.AddiOp(s1.result, z.result)
-            ops += [cx, cxy, y, z, s1, s2]
-            lid = s2.result
-        lid.name_hint = "local_linear_id"
-        Rewriter.insert_op(ops, ip)
-        return lid
 
     def _reduce_batch(self, adds: list[Operation], predicates: dict[Operation, SSAValue | None]) -> None:
         sum_type = _sum_type(adds[0])

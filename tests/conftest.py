@@ -180,6 +180,33 @@ def central(f: Callable[[list[float]], float], x: Sequence[float], v: Sequence[f
     return (plus - minus) / (2 * h)
 
 
+# ---- the diffc command ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def diffc_cli(capfd, monkeypatch):
+    """`diffc ARGS` as its console entry runs it (diffc.cli.main) on the CPU device, in the test's
+    process: its exit status and what it writes to stdout and stderr (the device's printf too),
+    as a CompletedProcess, without a Python start-up a call. test_bad_input_fuzz.py and
+    test_cli.py run the console entry itself in a process of its own."""
+    from diffc import cli
+
+    monkeypatch.setenv("DIFFC_DEVICE", "cpu")
+
+    def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        capfd.readouterr()
+        try:
+            code = cli.main(list(args))
+        except SystemExit as e:  # argparse: --help, --version, a malformed command line
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["diffc", *args], code, out, err)
+
+    return run
+
+
 # ---- diffc-opt ------------------------------------------------------------------------------------
 
 

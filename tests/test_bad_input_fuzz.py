@@ -251,13 +251,36 @@ def _subprocess(*args: str, env: dict | None = None):
                           env={**os.environ, "DIFFC_DEVICE": "cpu", **(env or {})})
 
 
-@pytest.mark.parametrize("content", [b"", b"\xff\xfe\x00binary\x00", b"float f(float x) { return x", "\u03bb\u00e9".encode()])
-def test_subprocess_exit_status_and_no_traceback(tmp_path, content):
-    """The real console entries: exit status 1, a diagnostic, no traceback."""
+BAD_FILES = [b"", b"\xff\xfe\x00binary\x00", b"float f(float x) { return x", "\u03bb\u00e9".encode()]
+
+
+def _bad_files(tmp_path, content: bytes) -> tuple[Path, Path]:
     slang = tmp_path / "bad.slang"
     slang.write_bytes(content)
     mlir = tmp_path / "bad.mlir"
     mlir.write_bytes(content + b"\nfunc.func @f(")
+    return slang, mlir
+
+
+@pytest.mark.parametrize("content", BAD_FILES)
+def test_bad_files_exit_1_with_a_diagnostic(tmp_path, capsys, monkeypatch, content):
+    """diffc compile, diffc run and diffc-opt on an empty, a binary, a cut-off and a non-ASCII file:
+    status 1, a located diagnostic, no exception (DIFFC_TRACEBACK lets one escape, rather than
+    print as `error: ...`)."""
+    monkeypatch.setenv("DIFFC_TRACEBACK", "1")
+    slang, mlir = _bad_files(tmp_path, content)
+    for main, argv in ((diffc.cli.main, ["compile", str(slang), "--emit", "opencl"]),
+                       (diffc.cli.main, ["run", str(slang)]),
+                       (diffc_opt.main, [str(mlir)])):
+        rc, err = _in_process(main, argv, capsys)
+        assert rc == 1, (argv, err)
+        assert LOCATED.search(err), (argv, err)
+
+
+def test_console_entries_exit_1_without_a_traceback(tmp_path):
+    """The real console entries, each in a process of its own (the in-process test above holds
+    the other files): exit status 1, a diagnostic, no traceback."""
+    slang, mlir = _bad_files(tmp_path, BAD_FILES[1])
     for cmd in (["-m", "diffc.cli", "compile", str(slang), "--emit", "opencl"],
                 ["-m", "diffc.cli", "run", str(slang)],
                 ["-m", "diffc.tools.diffc_opt", str(mlir)]):

@@ -52,12 +52,20 @@ def test_diffc_step_matches_torch_step(step):
     assert np.all(np.abs(c["diffc"] - c["torch"]) <= tol + torch_ulp)
 
 
-@pytest.mark.parametrize("atomics", ["cmpxchg", "ptx"])
-def test_racy_source_replaces_the_half_add_of_either_atomics_mode(atomics):
-    from diffc.backend.opencl import EmitOptions, emit_opencl
+@pytest.fixture(scope="module")
+def lowered_learn_gradient():
+    """mlp.slang's learnGradient lowered once (the emitter does not change the module): each
+    atomics mode only emits it."""
     from diffc.cli import lowered
 
-    source = emit_opencl(lowered(str(bench_mlp.MLP_DIR / "mlp.slang"), "learnGradient")[0], EmitOptions(atomics=atomics))
+    return lowered(str(bench_mlp.MLP_DIR / "mlp.slang"), "learnGradient")[0]
+
+
+@pytest.mark.parametrize("atomics", ["cmpxchg", "ptx"])
+def test_racy_source_replaces_the_half_add_of_either_atomics_mode(atomics, lowered_learn_gradient):
+    from diffc.backend.opencl import EmitOptions, emit_opencl
+
+    source = emit_opencl(lowered_learn_gradient, EmitOptions(atomics=atomics))
     racy = bench_mlp.racy_source(source)
     assert "atomic_cmpxchg" in source or "red.global.add.noftz.f16" in source
     assert "atomic_cmpxchg" not in racy and "red.global" not in racy

@@ -23,95 +23,24 @@ from diffc.runtime.module import load_module_from_string
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [(4, 8), (8, 8), (8, 4)]
 
-NETWORK = """
-static const CoopVecComponentType F = CoopVecComponentType.Float32;
+BENCH = ROOT / "bench"
+sys.path.insert(0, str(BENCH))
+import coopvec_network  # noqa: E402  (the network bench_coopvec.py times)
 
-struct Layer<int I, int O>
-{
-    float* w;
-    float* dw;
-    float* b;
-    float* db;
+sys.path.remove(str(BENCH))
 
-    CoopVec<float, O> matMulAdd(CoopVec<float, I> x)
-    {
-        return coopVecMatMulAdd<float, O>(x, F, w, F, b, F, CoopVecMatrixLayout.RowMajor, false, 0);
-    }
-
-    [BackwardDerivativeOf(matMulAdd)]
-    void matMulAddBwd(inout DifferentialPair<CoopVec<float, I>> x, CoopVec<float, O> g)
-    {
-        coopVecOuterProductAccumulate(g, x.p, dw, 0, CoopVecMatrixLayout.RowMajor, F);
-        coopVecReduceSumAccumulate(g, db);
-        x = diffPair(x.p, coopVecMatMul<float, I>(g, F, w, F, CoopVecMatrixLayout.TrainingOptimal, true, 0));
-    }
-
-    [Differentiable]
-    CoopVec<float, O> eval(CoopVec<float, I> x)
-    {
-        let y = matMulAdd(x);
-        return max(y, y * 0.5);
-    }
-}
-
-struct Network
-{
-    Layer<4, 8> l0;
-    Layer<8, 8> l1;
-    Layer<8, 4> l2;
-
-    [Differentiable]
-    CoopVec<float, 4> eval(CoopVec<float, 4> x) { return l2.matMulAdd(l1.eval(l0.eval(x))); }
-}
-
-[Differentiable]
-float loss(Network net, no_diff CoopVec<float, 4> x, no_diff CoopVec<float, 4> t)
-{
-    let d = net.eval(x) - t;
-    return d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + d[3] * d[3];
-}
-
-[shader("compute")]
-[numthreads(16, 1, 1)]
-void learnGradient(uint3 tid : SV_DispatchThreadID, Network net, float* samples, int count)
-{
-    if (tid.x >= count)
-        return;
-    let x = coopVecLoad<4>(samples + tid.x * 8);
-    let t = coopVecLoad<4>(samples + tid.x * 8 + 4);
-    CONDITION
-        bwd_diff(loss)(net, x, t, 1.0);
-}
-"""
+SLOPE = 0.5
+# the weights in RowMajor (packed, stride 0) for the product and the outer product
+NETWORK = coopvec_network.network_source(LAYERS, SLOPE, group=16, layout="RowMajor", condition="CONDITION")
 
 
 def _layout():
-    offsets, at = [], 0
-    for n_in, n_out in LAYERS:
-        offsets.append((at, at + n_in * n_out))
-        at += n_in * n_out + n_out
-    return offsets, at
+    return coopvec_network.offsets(LAYERS)
 
 
 def _model_gradient(p: np.ndarray, samples: np.ndarray) -> np.ndarray:
     """The summed loss's gradient in float64 (exact here: integers and halves)."""
-    offsets, _ = _layout()
-    hs, ys = [samples[:, :4].T], []
-    for k, ((n_in, n_out), (w, b)) in enumerate(zip(LAYERS, offsets)):
-        y = p[w:b].reshape(n_out, n_in) @ hs[-1] + p[b:b + n_out, None]
-        ys.append(y)
-        hs.append(y if k == len(LAYERS) - 1 else np.maximum(y, y * 0.5))
-    g = 2 * (hs[-1] - samples[:, 4:].T)
-    grad = np.zeros_like(p)
-    for k in reversed(range(len(LAYERS))):
-        (n_in, n_out), (w, b) = LAYERS[k], offsets[k]
-        if k != len(LAYERS) - 1:
-            # max(y, y / 2): slope 1 or 1/2, and on the tie (y = 0) half of each, as diffc's max
-            g = g * np.where(ys[k] > 0, 1.0, np.where(ys[k] == 0, 0.75, 0.5))
-        grad[w:b] = (g @ hs[k].T).ravel()
-        grad[b:b + n_out] = g.sum(axis=1)
-        g = p[w:b].reshape(n_out, n_in).T @ g
-    return grad
+    return coopvec_network.loss_gradient(p, LAYERS, samples[:, :4].T, samples[:, 4:].T, SLOPE)
 
 
 def _problem(n: int, seed: int = 3):

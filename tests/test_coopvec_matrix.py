@@ -7,10 +7,10 @@ offsets and component types."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,39 +22,14 @@ from diffc.compiler import apply_pipeline
 from diffc.frontend import compile_slang
 from diffc.interp import run_function
 
-MLP = """
-static const int W = WIDTH;
-static const CoopVecComponentType F = CoopVecComponentType.Float32;
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+import coopvec_network  # noqa: E402  (the layer bench_coopvec.py times)
 
-struct Layer<int I, int O>
-{
-    float* w;
-    float* dw;
-    float* b;
-    float* db;
+sys.path.remove(str(BENCH))
 
-    CoopVec<float, O> matMulAdd(CoopVec<float, I> x)
-    {
-        return coopVecMatMulAdd<float, O>(x, F, w, F, b, F, CoopVecMatrixLayout.TrainingOptimal, false, 0);
-    }
-
-    [BackwardDerivativeOf(matMulAdd)]
-    void matMulAddBwd(inout DifferentialPair<CoopVec<float, I>> x, CoopVec<float, O> g)
-    {
-        coopVecOuterProductAccumulate(g, x.p, dw, 0, CoopVecMatrixLayout.TrainingOptimal, F);
-        coopVecReduceSumAccumulate(g, db);
-        let dx = coopVecMatMul<float, I>(g, F, w, F, CoopVecMatrixLayout.TrainingOptimal, true, 0);
-        x = diffPair(x.p, dx);
-    }
-
-    [Differentiable]
-    CoopVec<float, O> eval(CoopVec<float, I> x)
-    {
-        let y = matMulAdd(x);
-        return max(y, y * 0.125);
-    }
-}
-
+SLOPE = 0.125
+MLP = "static const int W = WIDTH;\n" + coopvec_network.HEADER + coopvec_network.layer_source(SLOPE) + """
 [Differentiable]
 float loss(Layer<4, W> l1, Layer<W, W> l2, Layer<W, 2> l3, no_diff CoopVec<float, 4> x, no_diff CoopVec<float, 2> t)
 {
@@ -69,35 +44,17 @@ void lossGrad(Layer<4, W> l1, Layer<W, W> l2, Layer<W, 2> l3, CoopVec<float, 4> 
 """
 
 
-def _layout(shapes):
-    """Each layer's (weights, biases) offsets in one flat parameter array, and its length."""
-    offsets, at = [], 0
-    for n_in, n_out in shapes:
-        offsets.append((at, at + n_in * n_out))
-        at += n_in * n_out + n_out
-    return offsets, at
-
-
-def _numpy_loss(p, shapes, offsets, x, t):
-    """The network in float64: layer weights O x I row-major, leaky ReLU (slope 1/8) but last."""
-    h = np.asarray(x, np.float64)
-    for k, ((n_in, n_out), (w, b)) in enumerate(zip(shapes, offsets)):
-        y = p[w:b].reshape(n_out, n_in) @ h + p[b:b + n_out]
-        h = y if k == len(shapes) - 1 else np.maximum(y, y * 0.125)
-    return float(((h - t) ** 2).sum())
-
-
 def _memory(values) -> ShapedArray:
     return ShapedArray(TypedPtr.new_float64([float(v) for v in values]), [len(values)])
 
 
-@pytest.mark.parametrize("width", [8, 64])
+@pytest.mark.parametrize("width", [8, 20])  # (interpreted: its cost grows as width^2; 20: no power of two)
 def test_mlp_backward_matches_central_differences(width):
     m = compile_slang(MLP.replace("WIDTH", str(width)), "mlp.slang")
     m.verify()
     apply_pipeline(m, name_failing_pass=True)
     shapes = [(4, width), (width, width), (width, 2)]
-    offsets, n = _layout(shapes)
+    offsets, n = coopvec_network.offsets(shapes)
     rng = np.random.default_rng(width)
     params = rng.normal(0, 0.5, n)
     x, t = rng.normal(0, 1, 4), rng.normal(0, 1, 2)
@@ -111,7 +68,7 @@ def test_mlp_backward_matches_central_differences(width):
     def loss(p):
         return run_function(m, "loss", *leaves(_memory(p), _memory(np.zeros(n))), x, t)[0]
 
-    assert loss(params) == pytest.approx(_numpy_loss(params, shapes, offsets, x, t), rel=1e-12)
+    assert loss(params) == pytest.approx(coopvec_network.loss(params, shapes, x[:, None], t[:, None], SLOPE), rel=1e-12)
     grads = _memory(np.zeros(n))
     run_function(m, "lossGrad", *leaves(_memory(params), grads), x, t)
     got = np.array([grads.data[i] for i in range(n)])
@@ -147,16 +104,21 @@ void computeMain()
 """
 
 
-def _diffc_run(tmp_path, src: str) -> subprocess.CompletedProcess:
-    f = tmp_path / "k.slang"
-    f.write_text(src)
-    return subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
-                          env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=600)
+@pytest.fixture
+def diffc_run(tmp_path, diffc_cli):
+    """`diffc run --slang-output` of a program (conftest: in this process)."""
+
+    def run(src: str) -> subprocess.CompletedProcess:
+        f = tmp_path / "k.slang"
+        f.write_text(src)
+        return diffc_cli("run", "--slang-output", str(f))
+
+    return run
 
 
-def test_layouts_strides_offsets_and_transposes_on_opencl(tmp_path):
+def test_layouts_strides_offsets_and_transposes_on_opencl(diffc_run):
     data = np.round(np.random.default_rng(3).uniform(-2, 2, 48), 3)
-    r = _diffc_run(tmp_path, LAYOUTS.replace("DATA", " ".join(str(v) for v in data)))
+    r = diffc_run(LAYOUTS.replace("DATA", " ".join(str(v) for v in data)))
     assert r.returncode == 0, r.stderr
     out = np.array([float(v) for v in r.stdout.split("type:")[1].split()[1:]])
     x = data[1:4]
@@ -312,8 +274,8 @@ void computeMain()
 """
 
 
-def test_a_stride_past_the_end_is_a_located_error(tmp_path):
-    r = _diffc_run(tmp_path, STRIDE_PAST_END)
+def test_a_stride_past_the_end_is_a_located_error(diffc_run):
+    r = diffc_run(STRIDE_PAST_END)
     assert r.returncode != 0
     assert re.search(r"k\.slang:10:\d+: error\[E0011\].*load from buffer 'mat' at index 8, outside its 8", r.stderr), r.stderr
 

@@ -3,6 +3,7 @@ traceback, and no output file; good input round-trips; stock xdsl-opt reads diff
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -36,6 +37,35 @@ UNDEFINED = "func.func @f() {\n  %z = diff.add %a, %a : f32\n  func.return\n}\n"
 FACTS = 'func.func @f(%x: f32) -> f32 attributes {diff.prefer = "never"}\n'
 
 
+@pytest.fixture
+def opt(capfd, monkeypatch):
+    """diffc-opt's main in this process, as a user runs it (no DIFFC_TRACEBACK), with what it
+    writes to stdout and stderr and its exit status: no Python start-up a call. Runs that load a
+    pass plugin stay in a process of their own (run_opt), so that the plugin's passes do not
+    stay registered here."""
+    from diffc.tools.diffc_opt import main
+
+    monkeypatch.delenv("DIFFC_TRACEBACK", raising=False)
+
+    def run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
+        assert not any(a.startswith("--load-pass-plugin") for a in args), "a plugin: use run_opt"
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((stdin or "").encode()), encoding="utf-8"))
+        capfd.readouterr()
+        try:
+            code = main(args)
+        except SystemExit as e:  # argparse: --help
+            code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["diffc-opt", *args], code, out, err)
+
+    return run
+
+
+def opt_or_process(opt, args: list[str]) -> subprocess.CompletedProcess:
+    """`opt`, or run_opt for a run that loads a plugin."""
+    return run_opt(args) if any(a.startswith("--load-pass-plugin") for a in args) else opt(args)
+
+
 def assert_clean_failure(r: subprocess.CompletedProcess) -> None:
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "Traceback" not in r.stderr
@@ -54,10 +84,10 @@ def assert_clean_failure(r: subprocess.CompletedProcess) -> None:
     ],
     ids=["syntax", "verifier", "type-verifier", "undefined-value", "function-fact"],
 )
-def test_bad_ir_is_located(tmp_path: Path, text: str, line: int, col: int, message: str):
+def test_bad_ir_is_located(opt, tmp_path: Path, text: str, line: int, col: int, message: str):
     src = tmp_path / "bad.mlir"
     src.write_text(text)
-    r = run_opt([str(src)])
+    r = opt([str(src)])
     assert_clean_failure(r)
     first = r.stderr.splitlines()[0]
     assert first.startswith(f"{src}:{line}:{col}: "), r.stderr
@@ -71,8 +101,8 @@ def test_bad_ir_is_located(tmp_path: Path, text: str, line: int, col: int, messa
     assert r.stdout == ""
 
 
-def test_stdin_errors_are_located_as_stdin():
-    r = run_opt([], stdin=SYNTAX)
+def test_stdin_errors_are_located_as_stdin(opt):
+    r = opt([], stdin=SYNTAX)
     assert_clean_failure(r)
     assert r.stderr.startswith("stdin:2:30: error: Expected ':'")
 
@@ -94,10 +124,10 @@ def test_stdin_errors_are_located_as_stdin():
     ids=["unknown-pass", "unknown-pass-mlir", "unknown-option", "bad-option-value", "nested",
          "not-builtin-module", "pipeline-syntax", "missing-plugin", "failing-pass", "crashing-pass"],
 )
-def test_pipeline_errors(tmp_path: Path, args: list[str], message: str):
+def test_pipeline_errors(opt, tmp_path: Path, args: list[str], message: str):
     src = tmp_path / "good.mlir"
     src.write_text(GOOD)
-    r = run_opt([str(src), *args])
+    r = opt_or_process(opt, [str(src), *args])
     assert_clean_failure(r)
     assert message in r.stderr
     assert r.stdout == ""
@@ -117,43 +147,43 @@ def test_pipeline_errors(tmp_path: Path, args: list[str], message: str):
     ],
     ids=["syntax", "verifier", "unknown-pass", "unknown-option", "failing-pass", "invalid-after-pass", "split"],
 )
-def test_failed_run_leaves_no_output_file(tmp_path: Path, text: str, args: list[str]):
+def test_failed_run_leaves_no_output_file(opt, tmp_path: Path, text: str, args: list[str]):
     src = tmp_path / "in.mlir"
     src.write_text(text)
     out = tmp_path / "out.mlir"
-    r = run_opt([str(src), "-o", str(out), *args])
+    r = opt_or_process(opt, [str(src), "-o", str(out), *args])
     assert_clean_failure(r)
     assert not out.exists()
 
 
-def test_failed_run_keeps_an_existing_output_file(tmp_path: Path):
+def test_failed_run_keeps_an_existing_output_file(opt, tmp_path: Path):
     src = tmp_path / "in.mlir"
     src.write_text(VERIFY)
     out = tmp_path / "out.mlir"
     out.write_text("previous contents\n")
-    r = run_opt([str(src), "-o", str(out)])
+    r = opt([str(src), "-o", str(out)])
     assert_clean_failure(r)
     assert out.read_text() == "previous contents\n"
 
 
-def test_successful_run_writes_output_file(tmp_path: Path):
+def test_successful_run_writes_output_file(opt, tmp_path: Path):
     src = tmp_path / "in.mlir"
     src.write_text(GOOD)
     out = tmp_path / "out.mlir"
-    r = run_opt([str(src), "-o", str(out), "--pass-pipeline=builtin.module(canonicalize,cse)"])
+    r = opt([str(src), "-o", str(out), "--pass-pipeline=builtin.module(canonicalize,cse)"])
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
     text = out.read_text()
     assert "%gx, %gy = diff.bwd_diff @square(%x, %y, %one) : (f32, f32, f32) -> (f32, f32)" in text
     # The written file reads back to the same text.
-    again = run_opt([str(out)])
+    again = opt([str(out)])
     assert again.returncode == 0 and again.stdout == text
 
 
-def test_verify_diagnostics_exit_zero_and_reports_every_chunk(tmp_path: Path):
+def test_verify_diagnostics_exit_zero_and_reports_every_chunk(opt, tmp_path: Path):
     src = tmp_path / "in.mlir"
     src.write_text(VERIFY + "// -----\n" + BAD_TYPE + "// -----\n" + GOOD)
-    r = run_opt([str(src), "--split-input-file", "--verify-diagnostics"])
+    r = opt([str(src), "--split-input-file", "--verify-diagnostics"])
     assert r.returncode == 0, r.stderr
     assert f"{src}:6:3: error: 'diff.bwd_diff' of @square: result 1" in r.stdout
     # The second chunk starts after line 9 of the file: its line 1 is line 10.
@@ -161,15 +191,15 @@ def test_verify_diagnostics_exit_zero_and_reports_every_chunk(tmp_path: Path):
     assert "diff.bwd_diff @square(%x, %y, %one)" in r.stdout
 
 
-def test_generic_and_custom_forms_round_trip(tmp_path: Path):
+def test_generic_and_custom_forms_round_trip(opt, tmp_path: Path):
     src = tmp_path / "in.mlir"
     src.write_text(GOOD)
-    custom = run_opt([str(src)])
-    generic = run_opt([str(src), "--print-op-generic"])
+    custom = opt([str(src)])
+    generic = opt([str(src), "--print-op-generic"])
     assert custom.returncode == 0 and generic.returncode == 0
     assert '"diff.bwd_diff"(%x, %y, %one) <{callee = @square}> : (f32, f32, f32) -> (f32, f32)' in generic.stdout
-    assert run_opt([], stdin=generic.stdout).stdout == custom.stdout
-    assert run_opt(["--print-op-generic"], stdin=custom.stdout).stdout == generic.stdout
+    assert opt([], stdin=generic.stdout).stdout == custom.stdout
+    assert opt(["--print-op-generic"], stdin=custom.stdout).stdout == generic.stdout
 
 
 def test_traceback_only_on_request(tmp_path: Path):
@@ -427,23 +457,23 @@ def test_constant_too_large_for_memory_is_located(tmp_path: Path, capsys):
     assert capsys.readouterr().err.splitlines()[0] == f"{src}:2:3: error: too large to build in memory"
 
 
-def test_time_passes_prints_each_pass_on_stderr(tmp_path: Path):
+def test_time_passes_prints_each_pass_on_stderr(opt, tmp_path: Path):
     """As mlir-opt's report: on stderr, so the IR on stdout still pipes into FileCheck."""
     src = tmp_path / "in.mlir"
     src.write_text(GOOD)
-    r = run_opt([str(src), "--time-passes", "-p", "diff-fwd,canonicalize"])
+    r = opt([str(src), "--time-passes", "-p", "diff-fwd,canonicalize"])
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("Pass ")]
     assert [ln.split()[1] for ln in lines] == ["diff-fwd", "canonicalize"]
     for ln in lines:
         assert ln.endswith(" seconds") and float(ln.split()[3]) >= 0
-    quiet = run_opt([str(src), "-p", "diff-fwd,canonicalize"])
+    quiet = opt([str(src), "-p", "diff-fwd,canonicalize"])
     assert "took" not in quiet.stdout + quiet.stderr
     assert r.stdout == quiet.stdout and "func.func @square" in r.stdout
 
 
-def test_help_lists_each_diffc_pass_with_what_it_does():
-    r = run_opt(["--help"])
+def test_help_lists_each_diffc_pass_with_what_it_does(opt):
+    r = opt(["--help"])
     assert r.returncode == 0, r.stderr
     rows = {ln.split()[0]: ln.split(None, 1)[1] for ln in r.stdout.split("diffc's passes")[1].splitlines()[1:]
             if ln.startswith("  ")}

@@ -4,9 +4,6 @@ OpenCL its widths) with the vector's arithmetic, subscripts and derivatives, and
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -113,11 +110,10 @@ void computeMain()
 """
 
 
-def test_store_writes_from_a_byte_offset_on_opencl(tmp_path):
+def test_store_writes_from_a_byte_offset_on_opencl(tmp_path, diffc_cli):
     f = tmp_path / "k.slang"
     f.write_text(STORE_KERNEL)
-    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
-                       env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
+    r = diffc_cli("run", "--slang-output", str(f))
     assert r.returncode == 0, r.stderr
     sections = [[float(v) for v in s.split()[1:]] for s in r.stdout.split("type:")[1:]]
     x = np.array([1.0, 2.0, 3.0, 4.0])
@@ -190,11 +186,10 @@ void computeMain()
 """
 
 
-def test_a_20_wide_coopvec_runs_on_opencl(tmp_path):
+def test_a_20_wide_coopvec_runs_on_opencl(tmp_path, diffc_cli):
     f = tmp_path / "k.slang"
     f.write_text(WIDE_KERNEL)
-    r = subprocess.run([sys.executable, "-m", "diffc.cli", "run", "--slang-output", str(f)], capture_output=True, text=True,
-                       env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
+    r = diffc_cli("run", "--slang-output", str(f))
     assert r.returncode == 0, r.stderr
     got = np.array([float(v) for v in r.stdout.split("type:")[1].split()[1:]])
     x = np.arange(20) * 0.5

@@ -65,6 +65,28 @@ def test_each_file_is_read_once_in_a_diamond_and_a_cycle(tmp_path):
     assert sorted(names) == ["f", "l", "one", "r"]
 
 
+def test_each_file_is_lexed_once(tmp_path, monkeypatch):
+    """The prescan of the imported files' type names lexes each file; the parse takes those
+    tokens instead of lexing it again."""
+    from diffc.frontend.parser import imports, parser
+    from diffc.frontend.source.lexer import tokenize
+
+    lexed: list[str] = []
+
+    def counting(text, filename, *args, **kwargs):
+        lexed.append(filename)
+        return tokenize(text, filename, *args, **kwargs)
+
+    monkeypatch.setattr(imports, "tokenize", counting)
+    monkeypatch.setattr(parser, "tokenize", counting)
+    _write(tmp_path, LIBS)
+    main = tmp_path / "main.slang"
+    main.write_text(MAIN)
+    m = compile_slang(main.read_text(), str(main))
+    assert {op.sym_name.data for op in m.ops if isinstance(op, func.FuncOp)} >= {"f", "norm2", "scaled", "diskArea"}
+    assert sorted(lexed) == sorted(str(tmp_path / f) for f in ["main.slang", *LIBS]), lexed
+
+
 def test_include_and_implementing_make_one_module(tmp_path):
     _write(tmp_path, {
         "part-two.slang": "implementing \"main\";\nfloat two() { return base() * 2.0; }\n",

@@ -4,8 +4,7 @@ A planted wrong custom derivative must be caught; every example must pass."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -99,22 +98,23 @@ def test_every_example_passes(path):
     assert r.ok, r.table()
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "diffc.cli", "check", *args], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300)
+@pytest.fixture
+def diffc_check(diffc_cli):
+    """`diffc check ARGS` from the checkout (conftest: in this process)."""
+    return lambda *args: diffc_cli("check", *args, cwd=ROOT)
 
 
-def test_cli_exit_codes(tmp_path):
-    p = _cli("examples/poly.slang", "--domain", "-2,2", "--samples", "2")
+def test_cli_exit_codes(tmp_path, diffc_check):
+    p = diffc_check("examples/poly.slang", "--domain", "-2,2", "--samples", "2")
     assert p.returncode == 0, p.stderr
     assert "@polynomial: ok  [2 inputs in [-2, 2]]" in p.stdout and "bwd vs fd" in p.stdout
     bad = tmp_path / "bad.slang"
     bad.write_text(CUSTOM.format(fwd_scale="2.0f", bwd_scale="3.0f"))
-    p = _cli(str(bad))
+    p = diffc_check(str(bad))
     assert p.returncode == 1 and "@square: FAIL" in p.stdout and "<-- mismatch" in p.stdout
-    p = _cli("examples/poly.slang", "--domain", "1,0")
+    p = diffc_check("examples/poly.slang", "--domain", "1,0")
     assert p.returncode == 2 and "LO < HI" in p.stderr and "Traceback" not in p.stderr
-    p = _cli(str(tmp_path / "missing.slang"))
+    p = diffc_check(str(tmp_path / "missing.slang"))
     assert p.returncode == 1 and "no such file" in p.stderr and "Traceback" not in p.stderr
 
 
@@ -164,8 +164,6 @@ def test_a_failure_names_its_sample_and_why_it_may_be_infinite():
 
 @pytest.mark.parametrize("seed", [2, 5])  # seeds whose inputs make inf - inf in the finite differences
 def test_numpy_warnings_stay_off_stderr(seed):
-    import warnings
-
     m = load_module_from_string(PHONG, "phong.slang")
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -173,15 +171,17 @@ def test_numpy_warnings_stay_off_stderr(seed):
     assert not [w for w in seen if issubclass(w.category, RuntimeWarning)]
 
 
-def test_cli_domain_per_parameter(tmp_path):
+def test_cli_domain_per_parameter(tmp_path, diffc_cli):
     f = tmp_path / "phong.slang"
     f.write_text(PHONG)
 
     def check(*args):
-        return subprocess.run([sys.executable, "-m", "diffc.cli", "check", str(f), *args], capture_output=True,
-                              text=True, timeout=300)
+        return diffc_cli("check", str(f), *args)
 
-    quiet = check("--seed", "2")  # (inf - inf in its finite differences: no numpy warning printed)
+    with warnings.catch_warnings(record=True) as seen:  # (in this process: a warning is not printed but kept)
+        warnings.simplefilter("always")
+        quiet = check("--seed", "2")  # (inf - inf in its finite differences: no numpy warning)
+    assert not [w for w in seen if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in seen]
     assert quiet.stderr == "" and "@phong" in quiet.stdout
     good = check("--domain", "shininess=1,64", "--domain", "-0.5,0.5")
     assert good.returncode == 0, good.stdout + good.stderr

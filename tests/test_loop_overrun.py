@@ -6,7 +6,6 @@ and `diffc run`; grow_tape / --grow-tape reruns with a larger tape and gets the 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -137,14 +136,14 @@ void computeMain(uint3 tid: SV_DispatchThreadID) {
 """
 
 
-def test_diffc_run_overrun_and_grow_tape(tmp_path):
+def test_diffc_run_overrun_and_grow_tape(tmp_path, diffc_cli):
     f = tmp_path / "run.slang"
     f.write_text(RUN)
-    cmd = [sys.executable, "-m", "diffc.cli", "run", str(f), "--device", "cpu"]
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    cmd = ["run", str(f), "--device", "cpu"]
+    p = diffc_cli(*cmd, cwd=ROOT)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert f"run.slang:{LOOP_LINE + 4}:" in p.stderr and "stopped it after 5 iterations" in p.stderr
-    p = subprocess.run(cmd + ["--grow-tape"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    p = diffc_cli(*cmd, "--grow-tape", cwd=ROOT)
     assert p.returncode == 0, p.stderr
     got = [float(v) for v in p.stdout.split()[2:]]
     assert got == pytest.approx([fd(x, 2.0)[0] for x in (30.0, 1.5, 0.5, 2.0)], rel=1e-4)

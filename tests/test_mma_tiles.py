@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from diffc.kernel_settings import for_device, mma_builds
-from tests.test_cooperative_layers import NETWORK, _gradient, _model_gradient, _problem, _report
+from tests.test_cooperative_layers import (LAYERS, NETWORK, SLOPE, _gradient, _model_gradient, _problem, _report,
+                                           coopvec_network)
 
-WARPS = NETWORK.replace("[numthreads(16, 1, 1)]", "[numthreads(32, 1, 1)]")
+WARPS = coopvec_network.network_source(LAYERS, SLOPE, group=32, layout="RowMajor", condition="CONDITION")
 
 
 def _device():

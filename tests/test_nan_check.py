@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -178,18 +176,15 @@ void computeMain(uint3 tid : SV_DispatchThreadID) {
 """
 
 
-def _diffc(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "diffc.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
-
-
-def test_diffc_run_check(tmp_path: Path):
+def test_diffc_run_check(tmp_path: Path, diffc_cli, monkeypatch):
     path = tmp_path / "run.slang"
     path.write_text(RUN)
-    plain = _diffc("run", str(path), env={"DIFFC_CHECK": "0"})
+    monkeypatch.setenv("DIFFC_CHECK", "0")
+    plain = diffc_cli("run", str(path))
     assert plain.returncode == 0 and "nan" in plain.stdout
-    for args, env in ((["--check"], {"DIFFC_CHECK": "0"}), ([], {"DIFFC_CHECK": "1"})):
-        r = _diffc("run", *args, str(path), env=env)
+    for args, check in ((["--check"], "0"), ([], "1")):
+        monkeypatch.setenv("DIFFC_CHECK", check)
+        r = diffc_cli("run", *args, str(path))
         assert r.returncode != 0 and "Traceback" not in r.stderr + r.stdout
         assert f"{path}:8:16: error[E0012]" in r.stderr and "kernel 'computeMain'" in r.stderr
 

@@ -746,17 +746,6 @@ float sq(float x) { return x * x; }
 # -- through `diffc run` on OpenCL ------------------------------------------------------------------
 
 
-def _diffc(*args: str):
-    import os
-    import subprocess
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "diffc.cli", *args], capture_output=True, text=True,
-        env={**os.environ, "DIFFC_DEVICE": "cpu"}, timeout=300,
-    )
-
-
 EARLY_RETURN_KERNEL = """\
 //TEST_INPUT: set xs = ubuffer(data=[-1.3 -0.7 -0.1 0.3 0.8 1.4 1.9 2.6], stride=4)
 RWStructuredBuffer<float> xs;
@@ -794,10 +783,10 @@ void computeMain(uint3 tid : SV_DispatchThreadID) {
 """
 
 
-def test_early_return_and_switch_derivatives_through_diffc_run(tmp_path):
+def test_early_return_and_switch_derivatives_through_diffc_run(tmp_path, diffc_cli):
     f = tmp_path / "k.slang"
     f.write_text(EARLY_RETURN_KERNEL)
-    r = _diffc("run", str(f))
+    r = diffc_cli("run", str(f))
     assert r.returncode == 0, r.stderr
     lines = r.stdout.split()
     assert lines[:2] == ["out:", "float"]  # the out buffer, by name
@@ -819,11 +808,11 @@ def test_early_return_and_switch_derivatives_through_diffc_run(tmp_path):
      "[Differentiable] float f(float x) { buf[0] = x; return x * x; }\n"
      "void main() { var x = diffPair(1.5, 0.0); bwd_diff(f)(x, 1.0); printf(\"%f\\n\", x.d); }\n", ":2:37:", "E0006"),
 ])
-def test_refused_programs_fail_located_through_diffc_run(tmp_path, src, where, code):
+def test_refused_programs_fail_located_through_diffc_run(tmp_path, diffc_cli, src, where, code):
     f = tmp_path / "bad.slang"
     f.write_text(src)
     for args in (("run", str(f)), ("compile", str(f), "--emit", "opencl")):
-        r = _diffc(*args)
+        r = diffc_cli(*args)
         assert r.returncode == 1
         assert r.stderr.startswith(f"{f}{where} error[{code}]"), r.stderr
         assert "<unknown location>" not in r.stderr and "Traceback" not in r.stderr

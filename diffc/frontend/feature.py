@@ -21,6 +21,16 @@ Hook = Callable[..., Any]
 
 
 @dataclass(frozen=True)
+class Prelude:
+    """Slang declarations the front end adds, once a program, to a program that names one of
+    `words` (its diagnostics name `file`)."""
+
+    file: str
+    text: str
+    words: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Feature:
     name: str
     # ---- phase 1, source (source/lexer.py)
@@ -31,6 +41,8 @@ class Feature:
     # words that may stand before a declaration (a global, a function, a type, a member) and
     # that the front end accepts and drops
     modifiers: frozenset[str] = frozenset()
+    # declarations the feature's names come from, added to a program that names them
+    prelude: Prelude | None = None
     # keyword -> p, attrs, start -> the top-level declaration starting with that keyword
     declarations: Mapping[str, Hook] = field(default_factory=dict)
     # keyword -> p, start -> the statement starting with that keyword (in a function body)
@@ -135,6 +147,10 @@ def first(name: str, *args) -> Any:
 
 def modifiers() -> frozenset[str]:
     return frozenset().union(*(f.modifiers for f in _installed))
+
+
+def preludes() -> list[Prelude]:
+    return [f.prelude for f in _installed if f.prelude is not None]
 
 
 def members() -> dict[str, Hook]:

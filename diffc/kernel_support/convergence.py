@@ -11,6 +11,7 @@ reduce-atomics and cooperative-layers.
   ops, and the predication that turns a guard whose body holds such ops into a predicate: the
   chosen ops (`targets`) then run in every work-item, what surrounds them under `scf.if %active`
   (zeros in inactive work-items).
+* `linear_local_id`: the work-item's index in its group, which both passes number their rows by.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -34,6 +36,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_side_effect_free, is_speculatable
 
 from diffc.dialects import kernel
+from diffc.kernel_support.inlining import inline_call
 
 # Work-group queries whose value is the same in every work-item of a group.
 UNIFORM_QUERIES = (kernel.GroupIdOp, kernel.LocalSizeOp, kernel.NumGroupsOp, kernel.GlobalSizeOp)
@@ -163,19 +166,7 @@ class ConvergedPositions:
             return False
         if not self.reaches(callee.sym_name.data, holds, set()):
             return False
-        body = callee.body.blocks[0]
-        ret = body.last_op
-        if not isinstance(ret, func.ReturnOp) or any(
-            isinstance(o, func.ReturnOp) and o is not ret for o in callee.walk()
-        ):
-            return False
-        mapping: dict[SSAValue, SSAValue] = dict(zip(body.args, call.arguments))
-        for op in body.ops:
-            if op is ret:
-                break
-            Rewriter.insert_op(op.clone(mapping), InsertPoint.before(call))
-        Rewriter.replace_op(call, [], [mapping.get(v, v) for v in ret.operands])
-        return True
+        return inline_call(call, callee)
 
     # -- a guard becomes a predicate -----------------------------------------------------------
 
@@ -328,3 +319,20 @@ def wrap(ops: list[Operation], p: SSAValue, ip: InsertPoint) -> None:
     for old, new in zip(escaping, branch.results):
         new.name_hint = old.name_hint
         old.replace_uses_with_if(new, lambda use: not branch.is_ancestor(use.operation))
+
+
+def linear_local_id(sizes: tuple[int, int, int], b: Builder) -> SSAValue:
+    """local_id(0) + local_id(1) * X + local_id(2) * X * Y."""
+    ids = [kernel.LocalIdOp(d) for d in range(3)]
+    b.insert(ids[0])
+    lid: SSAValue = ids[0].result
+    if sizes[1] > 1 or sizes[2] > 1:
+        for op in ids[1:]:
+            b.insert(op)
+        cx = b.insert(arith.ConstantOp(IntegerAttr(sizes[0], IndexType()))).result
+        cxy = b.insert(arith.ConstantOp(IntegerAttr(sizes[0] * sizes[1], IndexType()))).result
+        y = b.insert(arith.MuliOp(ids[1].result, cx)).result
+        z = b.insert(arith.MuliOp(ids[2].result, cxy)).result
+        lid = b.insert(arith.AddiOp(b.insert(arith.AddiOp(lid, y)).result, z)).result
+    lid.name_hint = "local_linear_id"
+    return lid

@@ -41,6 +41,23 @@ class CallError(RuntimeDiffcError):
         self.argument = argument
 
 
+def named_arguments(function: str, names: list[str], args: tuple, kwargs: dict) -> dict:
+    """Parameter name -> argument of a call of `function` (parameters `names`), positional ones
+    first: a CallError for too many, an unknown name or one given twice. Which missing ones are
+    an error (defaults, out parameters) is the caller's to say."""
+    if len(args) > len(names):
+        raise CallError(f"error: {function}() takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
+    values = dict(zip(names, args))
+    for key, v in kwargs.items():
+        if key not in names:
+            raise CallError(f"error: {function}() got an unknown argument '{key}' (parameters: {', '.join(names)})",
+                            key)
+        if key in values:
+            raise CallError(f"error: {function}() got argument '{key}' twice", key)
+        values[key] = v
+    return values
+
+
 class UninitializedReadError(CallError):
     """The sanitizer mode: a call would read a gradient buffer that was never written."""
 

@@ -32,7 +32,7 @@ import numpy as np
 from xdsl.dialects import func
 
 from diffc.runtime.device import device
-from diffc.runtime.errors import CallError
+from diffc.runtime.errors import CallError, named_arguments
 from diffc.runtime.layouts import Layout, Node
 from diffc.runtime.kernels import broadcast_strides, lower_kernel_module
 from diffc.runtime.record_kernels import OutSpec, PieceSpec, RecordSpec, build_record_kernel, record_layout
@@ -129,16 +129,7 @@ def _leaves_of(tree) -> list:
 
 def bind(fn, layout: Layout, args: tuple, kwargs: dict) -> dict:
     """Parameter name -> argument (out parameters may be missing: None)."""
-    names = [p.name for p in layout.params]
-    if len(args) > len(names):
-        raise CallError(f"error: {fn.name}() takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
-    values = dict(zip(names, args))
-    for key, v in kwargs.items():
-        if key not in names:
-            raise CallError(f"error: {fn.name}() got an unknown argument '{key}' (parameters: {', '.join(names)})", key)
-        if key in values:
-            raise CallError(f"error: {fn.name}() got argument '{key}' twice", key)
-        values[key] = v
+    values = named_arguments(fn.name, [p.name for p in layout.params], args, kwargs)
     for p in layout.params:
         if p.name not in values:
             if p.direction != "out":

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from diffc.runtime.errors import CallError
+from diffc.runtime.errors import CallError, named_arguments
 from diffc.slangpy.signature import TENSOR_TYPES, Declarations, Function, Param, type_text
 from diffc.slangpy.tensor import StructTensor, Tensor, Texture
 from diffc.slangpy.values import ElementType, WangHashArg, _Vector, call_id, element_type, grid
@@ -102,16 +102,7 @@ def _plain(value):
 
 
 def _bind(fn: Function, args: tuple, kwargs: dict) -> list[tuple[Param, object]]:
-    names = [p.name for p in fn.params]
-    if len(args) > len(names):
-        raise CallError(f"error: {fn.name}() takes {len(names)} arguments ({', '.join(names)}), got {len(args)}")
-    values = dict(zip(names, args))
-    for k, v in kwargs.items():
-        if k not in names:
-            raise CallError(f"error: {fn.name}() got an unknown argument '{k}' (parameters: {', '.join(names)})", k)
-        if k in values:
-            raise CallError(f"error: {fn.name}() got argument '{k}' twice", k)
-        values[k] = v
+    values = named_arguments(fn.name, [p.name for p in fn.params], args, kwargs)
     missing = [p for p in fn.params if p.name not in values]
     if missing and not all(p.has_default for p in missing):
         name = next(p.name for p in missing if not p.has_default)

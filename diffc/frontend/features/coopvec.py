@@ -47,7 +47,7 @@ from diffc.dialects import diff
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.features import byte_pointers
-from diffc.frontend.coopvec_enums import INTERPRETED
+from diffc.frontend.coopvec_enums import INTERPRETED, PRELUDE
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
 from diffc.frontend.feature import Feature
@@ -524,7 +524,8 @@ def _check_call(c: Checking, e: A.Call, name: str) -> T.Type | None:
 
 
 FEATURE = Feature(
-    "CoopVec", resolve_type=lambda c, name, t: resolve(c, t) if name == "CoopVec" else None, check_call=_check_call,
+    "CoopVec", prelude=PRELUDE,  # (its enums)
+    resolve_type=lambda c, name, t: resolve(c, t) if name == "CoopVec" else None, check_call=_check_call,
     check_method=lambda c, e, callee, t: check_method(c, e, callee, t)
     if isinstance(t, T.Vector) and callee.name in METHODS | REFUSED_METHODS else None,
 )

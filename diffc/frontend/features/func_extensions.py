@@ -10,7 +10,8 @@ a forward pass that returns f's result and a context, and the context's `operato
 dOut)` as the backward pass. It becomes two functions: the forward pass as written, and a custom
 backward derivative of f ([BackwardDerivativeOf(f)]) that runs it on the primal values, calls
 the context with one `out` Differential per differentiable parameter and dOut, and writes those
-into the pairs. Tuple and makeTuple come from the prelude (imports.PRELUDE)."""
+into the pairs. Tuple and makeTuple come from this feature's prelude (TUPLES), which a program
+that names them gets."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from diffc.frontend import ast as A
 from diffc.frontend.errors import SYNTAX, UNSUPPORTED, FrontendError
-from diffc.frontend.feature import Feature
+from diffc.frontend.feature import Feature, Prelude
 from diffc.frontend.parser.parser import CALL_METHOD
 from diffc.frontend.features.subscripts import KEYWORD as SUBSCRIPT, accessor_name
 
@@ -143,4 +144,9 @@ def _backward_of_apply(fwd: A.Func, target: A.Name | A.Member) -> A.Func:
                   generic_params=list(fwd.generic_params), type_params=dict(fwd.type_params))
 
 
-FEATURE = Feature("function extensions", declarations={KEYWORD: parse_func_extension})
+# pairs of values, as `__apply` returns its result and its context
+TUPLES = Prelude("<diffc prelude>", """struct Tuple<T0, T1> { T0 _0; T1 _1; };
+Tuple<T0, T1> makeTuple<T0, T1>(T0 a, T1 b) { Tuple<T0, T1> t; t._0 = a; t._1 = b; return t; }
+""", frozenset({"Tuple", "makeTuple"}))
+
+FEATURE = Feature("function extensions", prelude=TUPLES, declarations={KEYWORD: parse_func_extension})

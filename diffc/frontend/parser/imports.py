@@ -29,11 +29,12 @@ from collections.abc import Iterable
 from diffc.diagnostics import SourceLocation
 from diffc.frontend import ast as A
 from diffc.frontend.errors import UNDEFINED, FrontendError
+from diffc.frontend.feature import Prelude
 from diffc.frontend.parser.library import LIBRARY_DIRS
 from diffc.frontend.parser.namespaces import clashes, declared_types_by_scope, namespace_names
 from diffc.frontend.parser.parser import Parser, declared_type_names, imported_names
 from diffc.frontend.source import files_read
-from diffc.frontend.source.lexer import tokenize
+from diffc.frontend.source.lexer import Token, tokenize
 from diffc.frontend.source.preprocess import Preprocessed, preprocess
 from diffc.frontend.source.source_map import SourceMap
 
@@ -68,14 +69,6 @@ class ProgramSources:
         return self.location(offset).file
 
 
-# Declarations the front end adds when a program names them (parser.TUPLE_WORDS): pairs of
-# values, as `__func_extension __apply` returns its result and its context.
-PRELUDE_FILE = "<diffc prelude>"
-PRELUDE = """struct Tuple<T0, T1> { T0 _0; T1 _1; };
-Tuple<T0, T1> makeTuple<T0, T1>(T0 a, T1 b) { Tuple<T0, T1> t; t._0 = a; t._1 = b; return t; }
-"""
-
-
 class Loader:
     def __init__(self, main_file: str, defines: dict[str, str] | None = None, include_dirs: Iterable[str] = ()):
         self.sources = ProgramSources()
@@ -90,6 +83,8 @@ class Loader:
         self.interface_aliases: dict[str, str] = {}
         self.namespace_clashes: dict[str, set[str]] = {}  # namespace -> its types another scope declares too
         self.module_dirs: list[str] = []  # folders of the modules that `implementing` names
+        # (file, preprocessed text) -> prescan's tokens of it, which its parse takes instead of lexing again
+        self.lexed: dict[tuple[str, str], list[Token]] = {}
 
     def prescan(self, text: str, filename: str) -> None:
         """Slang's declarations are order-free across the files of a program (a module's file may
@@ -105,7 +100,8 @@ class Loader:
                 continue
             seen.add(key)
             try:
-                toks = tokenize(preprocess(text, filename, self.defines, self.include_dirs).text, filename)
+                pre_text = preprocess(text, filename, self.defines, self.include_dirs).text
+                toks = self.lexed[(filename, pre_text)] = tokenize(pre_text, filename)
             except FrontendError:
                 continue
             declared_type_names(toks, self.type_names, self.interfaces, self.generic_structs, set())
@@ -136,7 +132,7 @@ class Loader:
         self.program_files |= self.loaded
         pre = preprocess(text, filename, self.defines, self.include_dirs, self.program_files)
         base = self.sources.add(pre)
-        p = Parser(pre.text, filename, base=base)
+        p = Parser(pre.text, filename, base=base, toks=self.lexed.pop((filename, pre.text), None))
         # names every file shares: types, generic structs, interfaces (a later file sees an earlier one's)
         self.type_names |= p.type_names
         self.interfaces |= p.interfaces
@@ -147,12 +143,12 @@ class Loader:
         p.loader = self
         return p.parse_program()
 
-    def prelude(self, text: str = PRELUDE, name: str = PRELUDE_FILE) -> list[A.Node]:
-        """A prelude's declarations, once per program."""
-        if name in self.loaded:
+    def prelude(self, part: Prelude) -> list[A.Node]:
+        """A feature's prelude's declarations, once per program."""
+        if part.file in self.loaded:
             return []
-        self.loaded.add(name)
-        return self.parse(text, name).decls
+        self.loaded.add(part.file)
+        return self.parse(part.text, part.file).decls
 
     def load(self, kind: str, name: str, quoted: bool, where: tuple[int, int]) -> list[A.Node]:
         """The declarations an `import`/`__include`/`implementing` of `name` adds (none when the

@@ -6,8 +6,6 @@ import copy
 import re
 
 from diffc.frontend import ast as A
-from diffc.frontend.coopvec_enums import PRELUDE as COOPVEC_PRELUDE, PRELUDE_FILE as COOPVEC_PRELUDE_FILE, \
-    PRELUDE_WORDS as COOPVEC_WORDS
 from diffc.frontend.errors import SYNTAX, UNDEFINED, UNSUPPORTED, FrontendError
 from diffc.frontend import feature
 from diffc.frontend.checker.inits import INIT, constructor_method
@@ -46,7 +44,6 @@ MATRIX_LAYOUTS = {"row_major", "column_major"}
 UNSUPPORTED_TYPES = {"Texture1D", "Texture3D", "TextureCube", "Texture2DArray", "RWTexture1D",
                      "RWTexture3D", "SamplerComparisonState",
                      "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer"}
-TUPLE_WORDS = {"Tuple", "makeTuple"}  # names the prelude (imports.PRELUDE) declares
 CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively
@@ -166,11 +163,12 @@ def imported_names(toks: list[Token]) -> list[tuple[str, str, bool]]:
 
 
 class Parser:
-    def __init__(self, text: str, filename: str, base: int = 0):
-        """`base`: where this file's offsets start in a program of several files (imports.py)."""
+    def __init__(self, text: str, filename: str, base: int = 0, toks: list[Token] | None = None):
+        """`base`: where this file's offsets start in a program of several files (imports.py);
+        `toks`: the text's tokens where the caller has lexed it already (from offset 0; taken over)."""
         self.text = text
         try:
-            self.toks = tokenize(text, filename)
+            self.toks = toks if toks is not None else tokenize(text, filename)
         except FrontendError as e:
             e.start, e.end = e.start + base, e.end + base
             raise
@@ -356,10 +354,9 @@ class Parser:
         self.strip_qualifiers()
         self.prescan_type_names()
         decls: list[A.Node] = []
-        if self.loader is not None and any(t.kind == "ident" and t.text in TUPLE_WORDS for t in self.toks):
-            decls += self.loader.prelude()  # Tuple and makeTuple
-        if self.loader is not None and any(t.kind == "ident" and t.text in COOPVEC_WORDS for t in self.toks):
-            decls += self.loader.prelude(COOPVEC_PRELUDE, COOPVEC_PRELUDE_FILE)  # CoopVec's enums
+        for part in feature.preludes() if self.loader is not None else ():  # (the features' Tuple, CoopVec's enums)
+            if any(t.kind == "ident" and t.text in part.words for t in self.toks):
+                decls += self.loader.prelude(part)
         while self.tok.kind != "eof":
             mark = len(self.scoped_type_names)
             d = self.top_decl()
