@@ -72,7 +72,12 @@ def flat_types(t: Attribute) -> list[Attribute]:
 
 
 def _has_diff_type(types: Sequence[Attribute]) -> bool:
-    return any(isinstance(t, PairType | PtrPairType) for t in types)
+    # (by exact type: isinstance on xDSL's attribute classes is an ABC check, and this asks it of
+    # every operand and result in the module)
+    return any(type(t) in _DIFF_TYPES for t in types)
+
+
+_DIFF_TYPES = frozenset((PairType, PtrPairType))
 
 
 def zero_constant(b: Builder, t: Attribute) -> SSAValue:
@@ -80,6 +85,10 @@ def zero_constant(b: Builder, t: Attribute) -> SSAValue:
         attr = DenseIntOrFPElementsAttr.from_list(t, [0.0] * t.element_count())
         return b.insert(arith.ConstantOp(attr, t)).result
     return b.insert(arith.ConstantOp(FloatAttr(0.0, t))).result
+
+
+_DIFF_OPS = frozenset((MakePairOp, PrimalOp, DifferentialOp, DetachOp, ZeroOp, AddOp, MakePtrPairOp, PtrPrimalOp,
+                       PtrGradientOp, AccumulateOp, FwdDiffOp, BwdDiffOp))
 
 
 class Lowerer:
@@ -150,8 +159,8 @@ class Lowerer:
     # -- ops ----------------------------------------------------------------------------------
 
     def op(self, op: Operation) -> None:
-        if isinstance(op, func.FuncOp):
-            self.fname = op.sym_name.data
+        if type(op) not in _DIFF_OPS:
+            return self.generic(op)
         if isinstance(op, MakePairOp):
             return self.replace(op, self.get(op.primal) + self.get(op.differential))
         if isinstance(op, PrimalOp | DifferentialOp):
@@ -198,11 +207,13 @@ class Lowerer:
         self.dead_ops.append(op)
 
     def generic(self, op: Operation) -> None:
+        if type(op) is func.FuncOp:
+            self.fname = op.sym_name.data
         saved = self.fname
         for r in op.regions:
             self.region(r)
         self.fname = saved
-        if isinstance(op, func.FuncOp):
+        if type(op) is func.FuncOp:
             self.fix_function(op)
             # Custom-derivative links name signatures over pairs, which no longer exist.
             for key in (FWD_DERIVATIVE, BWD_DERIVATIVE):
