@@ -18,9 +18,10 @@ from typing import Any
 
 # forward-handle-results (a mutating method of a struct holding a buffer returns the buffer it was
 # given: no result) first, so no loop carries a buffer handle that reverse mode would tape, and
-# again on the generated derivatives
+# again on the generated derivatives; cached-canonicalize is xDSL's canonicalize, the same rewrites
+# with each op type's traits looked up once
 AD_PIPELINE: tuple[str, ...] = ("forward-handle-results", "diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower",
-                                "forward-handle-results", "canonicalize", "cse")
+                                "forward-handle-results", "cached-canonicalize", "cse")
 AD_PIPELINE_SPEC = ",".join(AD_PIPELINE)
 
 

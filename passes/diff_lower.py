@@ -35,9 +35,9 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     VectorType,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from diffc.diagnostics import pass_error
@@ -72,7 +72,12 @@ def flat_types(t: Attribute) -> list[Attribute]:
 
 
 def _has_diff_type(types: Sequence[Attribute]) -> bool:
-    return any(isinstance(t, PairType | PtrPairType) for t in types)
+    # (by exact type: isinstance on xDSL's attribute classes is an ABC check, and this asks it of
+    # every operand and result in the module)
+    return any(type(t) in _DIFF_TYPES for t in types)
+
+
+_DIFF_TYPES = frozenset((PairType, PtrPairType))
 
 
 def zero_constant(b: Builder, t: Attribute) -> SSAValue:
@@ -82,10 +87,21 @@ def zero_constant(b: Builder, t: Attribute) -> SSAValue:
     return b.insert(arith.ConstantOp(FloatAttr(0.0, t))).result
 
 
+_DIFF_OPS = frozenset((MakePairOp, PrimalOp, DifferentialOp, DetachOp, ZeroOp, AddOp, MakePtrPairOp, PtrPrimalOp,
+                       PtrGradientOp, AccumulateOp, FwdDiffOp, BwdDiffOp))
+
+
 class Lowerer:
+    """Lowers one top-level op in place: diff ops give way to the values they stand for (or to
+    arith / memref ops inserted where they stood), an op whose operands hold pairs takes their
+    flattened values, and an op whose results hold pairs is rebuilt around its own regions.
+    The ops that need none of this (most of a differentiated function) are left as they are."""
+
     def __init__(self) -> None:
         self.vals: dict[SSAValue, list[SSAValue]] = {}
         self.fname = "<module>"
+        self.dead_ops: list[Operation] = []  # replaced ops, erased last to first once all uses moved
+        self.dead_args: list[BlockArgument] = []  # pair-typed block arguments, erased after them
 
     def fail(self, message: str, at: Operation) -> PassFailedException:
         return pass_error(at, f"in function @{self.fname}: {message}")
@@ -97,7 +113,6 @@ class Lowerer:
         return [x for v in values for x in self.get(v)]
 
     def bind(self, old: SSAValue, new: list[SSAValue]) -> None:
-        self.vals[old] = new
         hint = old.name_hint
         if hint is not None:
             if len(new) == 1:
@@ -107,6 +122,10 @@ class Lowerer:
                 for v, h in zip(new, (hint, f"{hint}_d")):
                     if v.name_hint is None:
                         v.name_hint = h
+        if len(new) == 1 and new[0].type == old.type:
+            old.replace_all_uses_with(new[0])  # a plain value: its uses take the new one now
+        else:
+            self.vals[old] = new
 
     def bind_results(self, olds: Sequence[SSAValue], news: Sequence[SSAValue]) -> None:
         k = 0
@@ -116,48 +135,57 @@ class Lowerer:
             k += n
         assert k == len(news)
 
+    def finish(self) -> None:
+        for op in reversed(self.dead_ops):
+            Rewriter.erase_op(op)
+        for arg in self.dead_args:
+            arg.block.erase_arg(arg)
+
     # -- regions ------------------------------------------------------------------------------
 
-    def region(self, src: Region) -> Region:
-        blocks = []
-        for sb in src.blocks:
-            blk = Block(arg_types=[t for a in sb.args for t in flat_types(a.type)])
-            self.bind_results(list(sb.args), list(blk.args))
-            blocks.append(blk)
-        for sb, blk in zip(src.blocks, blocks):
-            for op in sb.ops:
-                self.op(op, Builder(InsertPoint.at_end(blk)))
-        return Region(blocks)
+    def region(self, region: Region) -> None:
+        for block in region.blocks:
+            if _has_diff_type([a.type for a in block.args]):
+                for arg in list(block.args):
+                    if isinstance(arg.type, PairType | PtrPairType):
+                        at = arg.index + 1
+                        flat = [block.insert_arg(t, at + k) for k, t in enumerate(flat_types(arg.type))]
+                        self.bind(arg, flat)
+                        self.dead_args.append(arg)
+        for block in region.blocks:
+            for op in list(block.ops):
+                self.op(op)
 
     # -- ops ----------------------------------------------------------------------------------
 
-    def op(self, op: Operation, b: Builder) -> None:
-        if isinstance(op, func.FuncOp):
-            self.fname = op.sym_name.data
+    def op(self, op: Operation) -> None:
+        if type(op) not in _DIFF_OPS:
+            return self.generic(op)
         if isinstance(op, MakePairOp):
-            return self.bind(op.result, self.get(op.primal) + self.get(op.differential))
+            return self.replace(op, self.get(op.primal) + self.get(op.differential))
         if isinstance(op, PrimalOp | DifferentialOp):
             pair_t = op.pair.type
             assert isinstance(pair_t, PairType)
             n = len(flat_types(pair_t.element_type))
             parts = self.get(op.pair)
-            return self.bind(op.result, parts[:n] if isinstance(op, PrimalOp) else parts[n:])
+            return self.replace(op, parts[:n] if isinstance(op, PrimalOp) else parts[n:])
         if isinstance(op, DetachOp):
-            return self.bind(op.result, self.get(op.input))
+            return self.replace(op, self.get(op.input))
+        b = Builder(InsertPoint.before(op))
         if isinstance(op, ZeroOp):
-            return self.bind(op.result, [zero_constant(b, t) for t in flat_types(op.result.type)])
+            return self.replace(op, [zero_constant(b, t) for t in flat_types(op.result.type)])
         if isinstance(op, AddOp):
             sums = [
                 b.insert(arith.AddfOp(x, y)).result
                 for x, y in zip(self.get(op.lhs), self.get(op.rhs), strict=True)
             ]
-            return self.bind(op.result, sums)
+            return self.replace(op, sums)
         if isinstance(op, MakePtrPairOp):
-            return self.bind(op.result, self.get(op.primal) + self.get(op.gradient))
+            return self.replace(op, self.get(op.primal) + self.get(op.gradient))
         if isinstance(op, PtrPrimalOp):
-            return self.bind(op.result, self.get(op.pair)[:1])
+            return self.replace(op, self.get(op.pair)[:1])
         if isinstance(op, PtrGradientOp):
-            return self.bind(op.result, self.get(op.pair)[1:])
+            return self.replace(op, self.get(op.pair)[1:])
         if isinstance(op, AccumulateOp):
             grad = self.get(op.pair)[1]
             idx = self.get_all(op.indices)
@@ -165,54 +193,55 @@ class Lowerer:
             (value,) = self.get(op.value)
             new = b.insert(arith.AddfOp(old, value)).result
             b.insert(memref.StoreOp.get(new, grad, idx))
+            self.dead_ops.append(op)
             return
         if isinstance(op, FwdDiffOp | BwdDiffOp):
             raise self.fail(
                 f"'{op.name}' of {op.callee} is still present: run diff-fwd and diff-rev before diff-lower",
                 op,
             )
-        self.generic(op, b)
+        self.generic(op)
 
-    def generic(self, op: Operation, b: Builder) -> None:
-        operand_types = [v.type for v in op.operands]
-        result_types = [r.type for r in op.results]
-        needs_rebuild = (
-            op.regions
-            or _has_diff_type(operand_types)
-            or _has_diff_type(result_types)
-            or isinstance(op, func.FuncOp)
-        )
-        if not needs_rebuild:
-            new = b.insert(op.clone(value_mapper={v: self.get(v)[0] for v in op.operands}))
-            for old, r in zip(op.results, new.results):
-                self.bind(old, [r])
-            return
+    def replace(self, op: Operation, values: list[SSAValue]) -> None:
+        self.bind(op.results[0], values)
+        self.dead_ops.append(op)
+
+    def generic(self, op: Operation) -> None:
+        if type(op) is func.FuncOp:
+            self.fname = op.sym_name.data
         saved = self.fname
-        regions = [self.region(r) for r in op.regions]
-        properties = dict(op.properties)
-        attributes = dict(op.attributes)
-        if isinstance(op, func.FuncOp):
-            self.fix_function(op, properties)
+        for r in op.regions:
+            self.region(r)
+        self.fname = saved
+        if type(op) is func.FuncOp:
+            self.fix_function(op)
             # Custom-derivative links name signatures over pairs, which no longer exist.
             for key in (FWD_DERIVATIVE, BWD_DERIVATIVE):
-                attributes.pop(key, None)
+                op.attributes.pop(key, None)
+        if _has_diff_type([v.type for v in op.operands]):
+            op.operands = self.get_all(op.operands)
+        if not _has_diff_type([r.type for r in op.results]):
+            return
         new = type(op).create(
-            operands=self.get_all(op.operands),
+            operands=list(op.operands),
             result_types=[t for r in op.results for t in flat_types(r.type)],
-            properties=properties,
-            attributes=attributes,
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
             successors=list(op.successors),
-            regions=regions,
+            regions=[op.detach_region(0) for _ in range(len(op.regions))],
         )
         new.location = op.location  # later passes' errors still point at the source
-        self.fname = saved
-        b.insert(new)
+        Rewriter.insert_op(new, InsertPoint.before(op))
         self.bind_results(list(op.results), list(new.results))
+        self.dead_ops.append(op)
 
     @staticmethod
-    def fix_function(op: func.FuncOp, properties: dict[str, Attribute]) -> None:
+    def fix_function(op: func.FuncOp) -> None:
         ins = op.function_type.inputs.data
         outs = op.function_type.outputs.data
+        if not _has_diff_type(ins) and not _has_diff_type(outs):
+            return
+        properties = op.properties
         properties["function_type"] = FunctionType.from_lists(
             [t for x in ins for t in flat_types(x)], [t for x in outs for t in flat_types(x)]
         )
@@ -232,14 +261,7 @@ class DiffLowerPass(ModulePass):
     name = "diff-lower"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        block = op.body.block
-        for top in list(block.ops):
+        for top in list(op.body.block.ops):
             lowerer = Lowerer()
-            tmp = Block()
-            lowerer.op(top, Builder(InsertPoint.at_end(tmp)))
-            new_ops = list(tmp.ops)
-            for n in new_ops:
-                tmp.detach_op(n)
-            block.insert_ops_before(new_ops, top)
-            block.detach_op(top)
-            top.erase(safe_erase=False)
+            lowerer.op(top)
+            lowerer.finish()

@@ -30,7 +30,7 @@ from diffc.dialects.diff import BWD_DERIVATIVE, FWD_DERIVATIVE
 
 def _forwarded(fn: func.FuncOp) -> dict[int, int]:
     """result index -> the parameter index every return of `fn` gives back there (memrefs only)."""
-    if not fn.body.blocks:
+    if not fn.body.blocks or not any(isinstance(t, MemRefType) for t in fn.function_type.outputs.data):
         return {}
     rets = [op for op in fn.walk() if isinstance(op, func.ReturnOp)]
     out: dict[int, int] = {}
@@ -132,11 +132,18 @@ def forward_handle_results(module: ModuleOp) -> bool:
     changed = True
     while changed:
         changed = False
-        funcs = {op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)}
+        # one walk: the functions, their calls, and the branches and loops that could carry a handle
+        funcs: dict[str, func.FuncOp] = {}
         calls: dict[str, list[func.CallOp]] = {}
+        carriers: list[scf.IfOp | scf.ForOp] = []
         for op in module.walk():
             if isinstance(op, func.CallOp):
                 calls.setdefault(op.callee.root_reference.data, []).append(op)
+            elif isinstance(op, scf.IfOp | scf.ForOp):
+                if any(isinstance(r.type, MemRefType) for r in op.results):
+                    carriers.append(op)
+            elif isinstance(op, func.FuncOp):
+                funcs[op.sym_name.data] = op
         # a function with a user-given derivative, or that is one, keeps the signature the pair shares
         tied = {a.root_reference.data for fn in funcs.values() for k in (FWD_DERIVATIVE, BWD_DERIVATIVE)
                 if isinstance(a := fn.attributes.get(k), SymbolRefAttr)}
@@ -147,7 +154,8 @@ def forward_handle_results(module: ModuleOp) -> bool:
                 _drop_results(fn, calls.get(name, []), drop)
                 changed = changed_any = True
         # innermost first: an inner op's results are what an outer one yields
-        for op in reversed(list(module.walk())):
+        # (dropping function results replaces calls only, never these)
+        for op in reversed(carriers):
             if isinstance(op, scf.IfOp) and _drop_if_results(op) or isinstance(op, scf.ForOp) and _drop_for_results(op):
                 changed = changed_any = True
     return changed_any
