@@ -408,6 +408,23 @@ def is_aggregate_buffer(t: Type) -> bool:
         getattr(t.elem, "dynamic_of", None) is None
 
 
+WORD_KINDS = ("float", "int", "uint")  # the 32-bit scalars a buffer of words holds
+
+
+def word_scalar(t: Type) -> Scalar | None:
+    """The 32-bit int that a buffer of t holds t's scalars in, when they mix 32-bit kinds
+    (`struct { float m; int it; }`: a float's bits are stored as a word); None otherwise."""
+    ss = scalar_leaves(t)
+    if not ss or all(x == ss[0] for x in ss) or any(x.kind not in WORD_KINDS for x in ss):
+        return None
+    return INT
+
+
+def memory_scalar(t: Type) -> Scalar | None:
+    """The scalar type of the memref a buffer of t is: t's one scalar type, or a word."""
+    return pointee_scalar(t) or word_scalar(t)
+
+
 def pointee_scalar(t: Type) -> Scalar | None:
     """The one scalar element type a pointer to t addresses memory in, or None if t mixes several."""
     ss = scalar_leaves(t)
@@ -492,7 +509,7 @@ def leaves(t: Type) -> list[tuple[Attribute, bool]]:
         if isinstance(t.elem, Struct) and t.elem.dynamic_of is not None:  # words (dynamic_buffers.py)
             return [(MemRefType(IntegerType(32), [DYNAMIC_INDEX]), False)]
         if is_aggregate_buffer(t):
-            return [(MemRefType(ir_scalar(pointee_scalar(t.elem)), [DYNAMIC_INDEX]), False)]
+            return [(MemRefType(ir_scalar(memory_scalar(t.elem)), [DYNAMIC_INDEX]), False)]
         (ir, _), = leaves(t.elem) if len(leaves(t.elem)) == 1 else [(None, False)]
         return [(MemRefType(ir, [DYNAMIC_INDEX]), False)]
     if isinstance(t, Pointer):

@@ -41,7 +41,7 @@ from diffc.slangpy.values import (  # noqa: F401
     uint4,
     wang_hash,
 )
-from diffc.slangpy.module import InstanceList  # noqa: F401
+from diffc.slangpy.module import Feature, InstanceList, Sampler, Struct, TextureLoader  # noqa: F401
 
 
 class _Tev:

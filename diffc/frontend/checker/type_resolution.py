@@ -205,11 +205,11 @@ class TypeResolution:
             if isinstance(elem, T.Struct) and elem.dynamic_of is not None:  # interface values
                 self.check_element(elem, atomic, t)
                 return T.Buffer(elem, atomic)
-            if not T.is_numeric(elem) and (atomic or T.pointee_scalar(elem) is None):
-                # one memref holds the elements: scalars, vectors, or aggregates of one scalar type
-                # laid out as consecutive scalars (as a pointer lays them out)
+            if not T.is_numeric(elem) and (atomic or T.memory_scalar(elem) is None):
+                # one memref holds the elements: scalars, vectors, or aggregates laid out as
+                # consecutive scalars (as a pointer lays them out) of one scalar type or of 32-bit words
                 raise err(UNSUPPORTED, f"a buffer of {elem} is not supported (elements must be scalars, vectors, "
-                          "or structs and arrays whose fields are all of one scalar type)", t)
+                          "or structs and arrays whose fields are all of one scalar type or all 32-bit)", t)
             return T.Buffer(elem, atomic)
         if n in self.structs:
             return self.structs[n]

@@ -468,7 +468,10 @@ class ExprLowering:
         if dynamic_buffers.is_union(t):  # an interface value: Slang's layout of words
             return dynamic_buffers.load_at(self, buf, off, t)  # type: ignore[arg-type]
         if isinstance(t, T.Scalar):
-            return [self.v(memref.LoadOp.get(buf, [off]))]
+            loaded = self.v(memref.LoadOp.get(buf, [off]))
+            if loaded.type != T.ir_scalar(t):  # a float in a buffer of words (types.word_scalar)
+                loaded = self.v(arith.BitcastOp(loaded, T.ir_scalar(t)))
+            return [loaded]
         if isinstance(t, T.Vector):
             return self.build_vector([self.load_mem(buf, self.offset_by(off, k), t.elem)[0] for k in range(t.n)], t)
         out: list[SSAValue] = []
@@ -478,7 +481,11 @@ class ExprLowering:
 
     def store_mem(self, buf: SSAValue, off: SSAValue, t: T.Type, vals: list[SSAValue]) -> None:
         if isinstance(t, T.Scalar):
-            self.emit(memref.StoreOp.get(vals[0], buf, [off]))
+            word = buf.type.element_type if isinstance(buf.type, MemRefType) else None
+            value = vals[0]
+            if word is not None and word != value.type:  # a float into a buffer of words
+                value = self.v(arith.BitcastOp(value, word))
+            self.emit(memref.StoreOp.get(value, buf, [off]))
             return
         if isinstance(t, T.Vector):
             el = T.ir_scalar(t.elem)
