@@ -382,12 +382,12 @@ def _tensor_value(kind: str, t: Tensor, bwds_where: str | None, name: str) -> di
         return _tensor_fields(t)
     if kind == "atomic":
         return _tensor_fields(t, atomic=True)
-    if t.grad_in is None:
+    if t.grad_in is None and t.grad_out is None:
         if bwds_where is not None:
             raise CallError(f"error: {bwds_where} has no gradients: call with_grads() on it", name)
         grad_in = grad_out = t  # (never read or written outside a backward pass)
-    else:
-        grad_in, grad_out = t.grad_in, t.grad_out
+    else:  # (one of them set alone, `t.grad_out = Tensor.zeros_like(t)`: it is both)
+        grad_in, grad_out = t.grad_in or t.grad_out, t.grad_out or t.grad_in
     out = {"primal": _tensor_fields(t)}
     if kind in ("grad_in", "grad_inout"):
         out["d_in"] = _tensor_fields(grad_in)
