@@ -134,6 +134,9 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
         return _Arg(k, p, "call_id", value, differentiable=diff)
     if isinstance(value, WangHashArg):
         return _Arg(k, p, "wang_hash", value)
+    if p.type.name in ("RWStructuredBuffer", "StructuredBuffer") and not p.type.dims and \
+            isinstance(value, (Tensor, StructTensor)):  # the whole buffer: its memory
+        return _Arg(k, p, "uniform", value.storage)
     if isinstance(value, StructTensor):  # a struct per thread, field by field
         if p.type.dims or p.type.pointer or p.type.name != value.struct.split("<", 1)[0].strip():
             raise CallError(f"error: {where}: argument '{p.name}' is a tensor of {value.struct}, parameter '{p.name}' "
