@@ -49,6 +49,7 @@ def install() -> types.ModuleType:
     import diffc.slangpy as spy
     from diffc.slangpy import module as spy_module
     from diffc.slangpy import reflection, types as spy_types
+    from diffc.runtime.tensor import Tensor as Storage  # (a tensor's `.storage`: SlangPy's Buffer)
     from diffc.slangpy.commands import CommandBuffer, CommandEncoder
 
     found = sys.modules.get("slangpy")
@@ -60,7 +61,7 @@ def install() -> types.ModuleType:
     top.__dict__.update({k: v for k, v in vars(spy).items() if not k.startswith("_")})
     top.__dict__.update(
         TypeReflection=reflection.TypeReflection, DataType=DataType, CoopVecMatrixLayout=CoopVecMatrixLayout,
-        Struct=spy_module.StructType, Buffer=object, CommandEncoder=CommandEncoder, CommandBuffer=CommandBuffer,
+        Struct=spy_module.StructType, Buffer=Storage, CommandEncoder=CommandEncoder, CommandBuffer=CommandBuffer,
         TextureLoader=spy_module.TextureLoader, Feature=spy_module.Feature, Sampler=spy_module.Sampler,
         pack=pack, reflection=reflection, types=spy_types)
     core = _module("slangpy.core", __path__=[])

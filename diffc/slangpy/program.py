@@ -12,7 +12,7 @@ import sys
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.errors import FrontendError
+from diffc.frontend.errors import TYPE_MISMATCH, FrontendError
 from diffc.frontend.generics import substitute
 from diffc.frontend.checker.symbols import FuncInfo
 
@@ -153,7 +153,7 @@ class Program:
         parameters bound by env (name -> type or int); the constraints of d are checked."""
         for p in d.generic_params:
             if p not in env:
-                raise FrontendError("E0003", f"generic parameter '{p}' of '{d.name}' is not given", *d.name_span)
+                raise FrontendError(TYPE_MISMATCH, f"generic parameter '{p}' of '{d.name}' is not given", *d.name_span)
             v = env[p]
             for iface in d.type_params.get(p, []):
                 bases = [b for b in d.param_bases if b.name == iface]
@@ -162,7 +162,7 @@ class Program:
                 else:
                     ok = self.checker.ifaces.conforms(v, iface)
                 if not ok:
-                    raise FrontendError("E0003", f"{spell(v)} does not conform to '{iface}' (required of '{p}' "
+                    raise FrontendError(TYPE_MISMATCH, f"{spell(v)} does not conform to '{iface}' (required of '{p}' "
                                         f"of '{d.name}')", *d.name_span)
         inst = substitute(d, env)
         inst.generic_params, inst.type_params = [], {}

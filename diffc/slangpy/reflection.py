@@ -261,22 +261,25 @@ class SlangFunction:
         return [SlangFunction(self.program, [f], self.name, self.this) for f in self._overloads]
 
     @property
-    def info(self) -> FuncInfo:
-        return self._overloads[0]
+    def info(self) -> FuncInfo | None:
+        """The first overload's signature (None: a generic method named without its arguments)."""
+        return self._overloads[0] if self._overloads else None
 
     @property
     def return_type(self) -> SlangType | None:
-        r = self.info.ret
+        r = self.info.ret if self.info is not None else T.Void()
         return None if isinstance(r, T.Void) else self.program.wrap(r)
 
     @property
     def parameters(self) -> list[SlangParameter]:
+        if self.info is None:
+            return []
         ps = self.info.params[1:] if self.this is not None and not self.info.is_static else self.info.params
         return [SlangParameter(self.program, p) for p in ps]
 
     @property
     def differentiable(self) -> bool:
-        return self.info.differentiable
+        return self.info is not None and self.info.differentiable
 
     def specialize_with_arg_types(self, types: list[SlangType]) -> SlangFunction | None:
         """The overload whose parameters have exactly these types, or None."""
