@@ -16,6 +16,8 @@ void square(inout float y) { y = y * y; }
 
 def test_recorded_calls_run_in_order_at_submit():
     device = spy.create_device()
+    with pytest.raises(ValueError, match="no submission"):
+        device.wait_for_submit(1)
     m = spy.Module.load_from_source(device, "commands", SRC)
     y = spy.Tensor.from_numpy(device, np.array([1.0, 2.0, 3.0], np.float32))
     x = np.array([0.5, -1.0, 2.0], np.float32)

@@ -12,6 +12,7 @@ from diffc.diagnostics import DiffcError
 from diffc.frontend import types as T
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.slangpy.calls import CALL_SHAPE, ENTRY, plan_call
+from diffc.slangpy.commands import CommandEncoder, Submissions
 from diffc.slangpy.signature import Declarations, Function, read_declarations, struct_leaves
 from diffc.slangpy.tensor import Format, Tensor, Texture
 from diffc.slangpy import values
@@ -41,6 +42,7 @@ class Device:
         paths = list(include_paths or ())
         paths += list((compiler_options or {}).get("include_paths", ()))
         self.include_paths = [str(p) for p in paths]
+        self._submissions = Submissions()
 
     def create_texture(self, data=None, width=None, height=None, format=Format.rgba32_float, usage=0, **_options):
         """A 2D float texture; `data` rows are its height (shape (height, width, components))."""
@@ -53,16 +55,10 @@ class Device:
 
     features: tuple = ()  # (no cooperative vectors: Feature.cooperative_vector is not among them)
 
-    def create_command_encoder(self):
-        from diffc.slangpy.commands import CommandEncoder
-
+    def create_command_encoder(self) -> CommandEncoder:
         return CommandEncoder(self)
 
     def submit_command_buffer(self, buffer) -> int:
-        from diffc.slangpy.commands import Submissions
-
-        if not hasattr(self, "_submissions"):
-            self._submissions = Submissions()
         return self._submissions.submit(buffer)
 
     def wait_for_submit(self, submission: int) -> None:
