@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from xdsl.dialects import arith, math, memref, ub, vector
-from xdsl.dialects.builtin import AnyFloat, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType, VectorType
+from xdsl.dialects.builtin import (AnyFloat, Float32Type, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType,
+                                  VectorType)
 from xdsl.ir import Operation, SSAValue
 
 from diffc.dialects import diff
@@ -469,7 +470,7 @@ class ExprLowering:
             return dynamic_buffers.load_at(self, buf, off, t)  # type: ignore[arg-type]
         if isinstance(t, T.Scalar):
             loaded = self.v(memref.LoadOp.get(buf, [off]))
-            if loaded.type != T.ir_scalar(t):  # a float in a buffer of words (types.word_scalar)
+            if _word_bits(loaded.type, T.ir_scalar(t)):  # a float in a buffer of words (types.word_scalar)
                 loaded = self.v(arith.BitcastOp(loaded, T.ir_scalar(t)))
             return [loaded]
         if isinstance(t, T.Vector):
@@ -483,7 +484,7 @@ class ExprLowering:
         if isinstance(t, T.Scalar):
             word = buf.type.element_type if isinstance(buf.type, MemRefType) else None
             value = vals[0]
-            if word is not None and word != value.type:  # a float into a buffer of words
+            if word is not None and _word_bits(word, value.type):  # a float into a buffer of words
                 value = self.v(arith.BitcastOp(value, word))
             self.emit(memref.StoreOp.get(value, buf, [off]))
             return
@@ -788,6 +789,14 @@ def _may_fault(e: A.Expr) -> bool:
             p.direction != "in" for p in n.target[2]) for n in nodes):
         return False
     return any(isinstance(n, A.Call) or isinstance(n, A.Binary) and n.op == "/" for n in nodes)
+
+
+def _word_bits(word, value) -> bool:
+    """Whether a value of IR type `value` sits in memory of `word`s as its bits: an f32 in a
+    buffer of i32 words, or an i32 read back as f32 (types.word_scalar)."""
+    pair = {type(word), type(value)}
+    return word != value and pair == {IntegerType, Float32Type} and \
+        32 == (word.width.data if isinstance(word, IntegerType) else value.width.data)
 
 
 def in_memory(e: A.Expr) -> bool:
