@@ -34,7 +34,7 @@ CASES = [
      "E0007", 4, 3, "while"),
     ("[Differentiable]\nfloat f(float x, int n) {\n  float y = x;\n  for (int i = 0; i < n; i++) { y = y * x; }\n"
      "  return y;\n}\n", "E0007", 4, 3, "for"),
-    ("struct P { float a; int b; };\nRWStructuredBuffer<P> buf;\n", "E0008", 2, 1, "RWStructuredBuffer<P>"),
+    ("struct P { half a; int b; };\nRWStructuredBuffer<P> buf;\n", "E0008", 2, 1, "RWStructuredBuffer<P>"),
     ("void main() {\n  float a = 1.0;\n  int a = 2;\n}\n", "E0009", 3, 3, "int a = 2"),
     ("struct P { float a; };\nstruct P { float b; };\n", "E0009", 2, 1, "struct P { float b; };"),
 ]
