@@ -158,7 +158,7 @@ def test_a_buffer_of_structs_of_mixed_scalars_is_refused_with_the_reason(tmp_pat
     from diffc.frontend import compile_slang
 
     with pytest.raises(DiffcError, match=r"m\.slang:2:1: error\[E0008\]: a buffer of M is not supported"):
-        compile_slang("struct M { float a; int b; };\nRWStructuredBuffer<M> ms;\n", "m.slang")
+        compile_slang("struct M { half a; int b; };\nRWStructuredBuffer<M> ms;\n", "m.slang")
 
 
 def test_constref_parameters_and_matrix_layout_qualifiers():
