@@ -257,6 +257,8 @@ class Func(Node):
     mods: set[str] = field(default_factory=set)  # static, public, ...
     type_params: dict[str, list[str]] = field(default_factory=dict)  # type parameter -> its interfaces
     generic_defaults: dict[str, Any] = field(default_factory=dict)  # parameter -> default (TypeRef or int Expr)
+    # `<I, O, M : IModel<I, O>>`: the generic interface instances its parameters conform to
+    param_bases: list[TypeRef] = field(default_factory=list)
 
 
 @dataclass
@@ -309,6 +311,7 @@ class Extension(Node):
     statics: list[Field] = field(default_factory=list)  # `static const` fields, `extern` declarations
     # `extension<I, O, M : IModel<I, O>> M`: the generic interface instances its parameters conform to
     param_bases: list[TypeRef] = field(default_factory=list)
+    generic_bases: list[TypeRef] = field(default_factory=list)  # `: IModel<T[W], T[W]>`: the ones it adds
 
 
 @dataclass

@@ -6,6 +6,11 @@
     y = m.f(t, spy.grid(shape=(64, 64)), 0.5)                    # one thread per element
     m.loss.bwds(out, spy.call_id(), t)                           # gradients into t.grad
 
+Code that imports `slangpy` itself (a library package) runs after `as_slangpy.install()`.
+Reflection: `m.layout` (reflection.py). The package's modules: module.py (devices, modules,
+function handles), calls.py (a call's kernel), specialize.py (generic functions, methods,
+constructors), program.py (the checked program), reflection.py, tensor.py, values.py,
+commands.py (command encoders), images.py, torch_calls.py, as_slangpy.py.
 What differs from SlangPy is listed in docs/frontend.md ("SlangPy programs").
 """
 
@@ -41,7 +46,7 @@ from diffc.slangpy.values import (  # noqa: F401
     uint4,
     wang_hash,
 )
-from diffc.slangpy.module import InstanceList  # noqa: F401
+from diffc.slangpy.module import Feature, InstanceList, Sampler, Struct, TextureLoader  # noqa: F401
 
 
 class _Tev:

@@ -125,8 +125,11 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
         return _Arg(k, p, "call_id", value, differentiable=diff)
     if isinstance(value, WangHashArg):
         return _Arg(k, p, "wang_hash", value)
+    if p.type.name in ("RWStructuredBuffer", "StructuredBuffer") and not p.type.dims and \
+            isinstance(value, (Tensor, StructTensor)):  # the whole buffer: its memory
+        return _Arg(k, p, "uniform", value.storage)
     if isinstance(value, StructTensor):  # a struct per thread, field by field
-        if p.type.dims or p.type.pointer or p.type.name != value.struct:
+        if p.type.dims or p.type.pointer or p.type.name != value.struct.split("<", 1)[0].strip():
             raise CallError(f"error: {where}: argument '{p.name}' is a tensor of {value.struct}, parameter '{p.name}' "
                             f"is {p.declare('').strip()}", p.name)
         return _Arg(k, p, "struct", value, value.shape, differentiable=diff)
@@ -176,7 +179,11 @@ def _classify(fn: Function, decls: Declarations, k: int, p: Param, value) -> _Ar
     if p.direction != "in":
         raise CallError(f"error: {where}: parameter '{p.name}' is {p.direction}: pass a Tensor or numpy array to "
                         f"write, got {type(value).__name__}", p.name)
-    return _Arg(k, p, "uniform", _uniform(decls, p.type, value), differentiable=diff)
+    if p.type.name == "SamplerState" and not p.type.dims:  # (no value: textures.py's one filter)
+        return _Arg(k, p, "sampler", value)
+    resolved = getattr(p, "resolved", None)
+    plain = _uniform_typed(resolved, value) if resolved is not None else _uniform(decls, p.type, value)
+    return _Arg(k, p, "uniform", plain, differentiable=diff)
 
 
 def _uniform(decls: Declarations, t, value):
@@ -192,6 +199,33 @@ def _uniform(decls: Declarations, t, value):
     if s is not None and isinstance(value, Mapping):
         types = {f.name: f.type for f in s.fields if "static" not in f.mods}
         return {k: _uniform(decls, types[k], v) if k in types else _plain(v) for k, v in value.items() if k != "_type"}
+    return _plain(value)
+
+
+def _uniform_typed(t, value):
+    """A uniform value as dispatch binds it, by the front-end type it fills (a specialized
+    call's parameter, specialize.py): a struct's fields each by their own type, a Tensor for a
+    tensor struct its view, a Tensor or a tensor of structs for a buffer its memory."""
+    from diffc.frontend import types as T
+    from diffc.slangpy.tensor import RecordStorage
+
+    if hasattr(value, "get_this") and callable(value.get_this):
+        value = value.get_this()
+    if isinstance(t, T.Struct):
+        kind = TENSOR_TYPES.get(t.template[0]) if t.template is not None else None
+        if kind is not None and isinstance(value, Tensor):
+            return _tensor_value(kind, value, None, t.template[0])
+        if isinstance(value, Mapping):
+            types = {n: ft for n, ft, _ in t.fields}
+            return {k: _uniform_typed(types[k], v) if k in types else _plain(v)
+                    for k, v in value.items() if k != "_type"}
+    if isinstance(t, T.Array) and isinstance(value, (list, tuple)):
+        return [_uniform_typed(t.elem, v) for v in value]
+    if isinstance(t, T.Buffer):
+        if isinstance(value, StructTensor):
+            return value.storage
+        if isinstance(value, (Tensor, RecordStorage)):
+            return value.storage if isinstance(value, Tensor) else value
     return _plain(value)
 
 
@@ -342,12 +376,12 @@ def _tensor_value(kind: str, t: Tensor, bwds_where: str | None, name: str) -> di
         return _tensor_fields(t)
     if kind == "atomic":
         return _tensor_fields(t, atomic=True)
-    if t.grad_in is None:
+    if t.grad_in is None and t.grad_out is None:
         if bwds_where is not None:
             raise CallError(f"error: {bwds_where} has no gradients: call with_grads() on it", name)
         grad_in = grad_out = t  # (never read or written outside a backward pass)
-    else:
-        grad_in, grad_out = t.grad_in, t.grad_out
+    else:  # (one of them set alone, `t.grad_out = Tensor.zeros_like(t)`: it is both)
+        grad_in, grad_out = t.grad_in or t.grad_out, t.grad_out or t.grad_in
     out = {"primal": _tensor_fields(t)}
     if kind in ("grad_in", "grad_inout"):
         out["d_in"] = _tensor_fields(grad_in)
@@ -367,6 +401,8 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
     where = f"{fn.name}()" if mode == "call" else f"{fn.name}.bwds"
     if mode == "bwds" and not fn.differentiable:
         raise CallError(f"error: {where}: {fn.name} is not [Differentiable]", fn.name)
+    if mode == "bwds" and (fn.method or fn.prelude):
+        raise CallError(f"error: {where}: backward calls of methods and constructors are not supported", fn.name)
     bound = [_classify(fn, decls, k, p, v) for k, (p, v) in enumerate(_bind(fn, args, kwargs))]
     res_t = fn.result
     void = res_t.name == "void" and not res_t.dims
@@ -488,6 +524,9 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
             params.append(f"uniform {p.text} {local}")
             kw[local] = a.value.storage
             call_args.append(local)
+        elif a.kind == "sampler":
+            params.append(f"uniform {p.text} {local}")
+            call_args.append(local)
         elif a.kind == "wang_hash":
             body += _wang_hash_lines(a, local, params, kw)
             call_args.append(local)
@@ -509,19 +548,19 @@ def plan_call(fn: Function, decls: Declarations, mode: str, args: tuple, kwargs:
                                                  enumerate(_strides(shape, len(comps), shape))) + ";")
         if mode == "call":
             kw["_spy_r"] = out_tensor.storage
-            body.append(f"{res_t.name} _spy_res = {fn.name}({', '.join(call_args)});")
+            body.append(f"{res_t.name} _spy_res = {fn.call(call_args)};")
             body += [f"_spy_r[_spy_ro + {k}] = _spy_res{c};" for k, c in enumerate(comps)]
         else:
             kw["_spy_r"] = out_tensor.grad_in.storage
             body.append(f"{res_t.name} _spy_dres;")
             body += [f"_spy_dres{c} = _spy_r[_spy_ro + {k}];" for k, c in enumerate(comps)]
-            body.append(f"bwd_diff({fn.name})({', '.join([*call_args, '_spy_dres'])});")
+            body.append(f"bwd_diff({fn.callee or fn.name})({', '.join([*call_args, '_spy_dres'])});")
     elif mode == "call":
-        body.append(f"{fn.name}({', '.join(call_args)});")
+        body.append(f"{fn.call(call_args)};")
     else:
-        body.append(f"bwd_diff({fn.name})({', '.join(call_args)});")
+        body.append(f"bwd_diff({fn.callee or fn.name})({', '.join(call_args)});")
     body += after
-    src = "\n// the SlangPy call kernel (diffc/slangpy/calls.py)\n"
+    src = fn.prelude + "\n// the SlangPy call kernel (diffc/slangpy/calls.py)\n"
     src += f"[shader(\"compute\")]\n[numthreads({NUMTHREADS}, 1, 1)]\nvoid {ENTRY}(" + ",\n    ".join(params) + ")\n{\n"
     src += "".join(f"    {line}\n" for line in body) + "}\n"
     return CallPlan(src, kw, n, out_tensor, shape)

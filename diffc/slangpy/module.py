@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from diffc.diagnostics import DiffcError
+from diffc.frontend import types as T
 from diffc.runtime.errors import CallError, RuntimeDiffcError
 from diffc.slangpy.calls import CALL_SHAPE, ENTRY, plan_call
+from diffc.slangpy.commands import CommandEncoder, Submissions
 from diffc.slangpy.signature import Declarations, Function, read_declarations, struct_leaves
 from diffc.slangpy.tensor import Format, Tensor, Texture
 from diffc.slangpy import values
@@ -40,6 +42,7 @@ class Device:
         paths = list(include_paths or ())
         paths += list((compiler_options or {}).get("include_paths", ()))
         self.include_paths = [str(p) for p in paths]
+        self._submissions = Submissions()
 
     def create_texture(self, data=None, width=None, height=None, format=Format.rgba32_float, usage=0, **_options):
         """A 2D float texture; `data` rows are its height (shape (height, width, components))."""
@@ -48,8 +51,51 @@ class Device:
             height, width = data.shape[0], data.shape[1]
         return Texture(width, height, components, data)
 
+    # -- what a training loop asks of a device ----------------------------------------------
+
+    features: tuple = ()  # (no cooperative vectors: Feature.cooperative_vector is not among them)
+
+    def create_command_encoder(self) -> CommandEncoder:
+        return CommandEncoder(self)
+
+    def submit_command_buffer(self, buffer) -> int:
+        return self._submissions.submit(buffer)
+
+    def wait_for_submit(self, submission: int) -> None:
+        self._submissions.wait(submission)
+
+    def wait(self) -> None:
+        pass
+
+    def create_sampler(self, **_options) -> Sampler:
+        return Sampler()
+
     def __repr__(self) -> str:
         return f"<slangpy.Device (diffc, {self.type})>"
+
+
+class Sampler:
+    """A SamplerState argument: diffc's textures have one filter (frontend/features/textures.py),
+    so its options are accepted and not read."""
+
+
+class TextureLoader:
+    """Reads image files into textures (PNG only: images.py)."""
+
+    def __init__(self, device: Device | None = None):
+        self.device = device
+
+    def load_texture(self, path, options: dict | None = None) -> Texture:
+        from diffc.slangpy.images import read_png
+
+        a = read_png(path)
+        if a.shape[2] == 3:  # (as an rgba texture)
+            a = np.concatenate([a, np.ones_like(a[..., :1])], axis=2)
+        return Texture(a.shape[1], a.shape[0], a.shape[2], a.astype(np.float32))
+
+
+class Feature:
+    cooperative_vector = "cooperative_vector"
 
 
 def create_device(type=DeviceType.automatic, enable_debug_layers=False, include_paths=(), **options) -> Device:
@@ -71,6 +117,49 @@ class Module:
         self.include_dirs = list(device.include_paths) if device is not None else []
         self.declarations: Declarations = read_declarations(text, path, self.include_dirs)
         self._kernels: dict[str, object] = {}  # generated source -> its compiled diffc Module
+        self._layout = None
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).stem
+
+    @property
+    def layout(self):
+        """Reflection of the module's checked program (reflection.py), made on first use."""
+        if self._layout is None:
+            from diffc.slangpy.program import Program
+            from diffc.slangpy.reflection import SlangProgramLayout
+
+            self._layout = SlangProgramLayout(Program(self.text, self.path, self.include_dirs), self)
+        return self._layout
+
+    @property
+    def program(self):
+        return self.layout.program
+
+    def find_struct(self, name: str) -> StructType | None:
+        """The struct type `name` names (`AdamOptimizer<float>::Batch`), or None."""
+        t = self.layout.find_type_by_name(name)
+        if t is None or not isinstance(t.type_reflection.type, T.Struct):
+            return None
+        return StructType(t.full_name, self.declarations, self)
+
+    def find_function_in_struct(self, struct, name: str) -> FunctionHandle | None:
+        """Method `name` (`step`, `batch_step<3>`) of a struct type, called with `this` first."""
+        from diffc.slangpy.specialize import function_of, specialize
+
+        st = struct.struct if isinstance(struct, StructType) else struct
+        found = self.layout.find_function_by_name_in_type(st, name)
+        if found is None:
+            return None
+        owner = st.type_reflection.type
+        base = name.split("<", 1)[0].strip()
+        if found.overloads:
+            callee = name.strip() if "<" in name else base
+            fns = [function_of(self.program, f.info, base, callee, method=True) for f in found.overloads]
+            return FunctionHandle(self, fns)
+        template = self.program.method_template(owner, base)
+        return FunctionHandle(self, [], lambda a, k: specialize(self.program, template, a, k, owner), base)
 
     @classmethod
     def load_from_file(cls, device: Device | None, path, link=None, options=None) -> Module:
@@ -100,10 +189,25 @@ class Module:
             return FunctionHandle(self, overloads)
         et = element_type(name)
         if et is not None:
-            return et
+            from diffc.slangpy.reflection import element_slang_type
+
+            return element_slang_type(name)
         if name in self.declarations.structs:
-            return StructType(name, self.declarations)
+            return StructType(name, self.declarations, self)
+        template = self._function_template(name)
+        if template is not None:  # a generic function: specialized for each call's arguments
+            from diffc.slangpy.specialize import specialize
+
+            return FunctionHandle(self, [], lambda a, k: specialize(self.program, template, a, k), name)
         raise AttributeError(f"slangpy module '{self.path}' has no function or type '{name}'")
+
+    def _function_template(self, name: str):
+        from diffc.frontend import ast as A
+
+        if not any(isinstance(d, A.Func) and d.name == name and d.generic_params
+                   for d in getattr(self.declarations, "program_decls", ())):
+            return None
+        return self.program.function_template(name)
 
     def __getitem__(self, name: str) -> StructType:
         """`module["NetworkParameters<2,3>"]`: a struct type by its name (generic arguments are
@@ -111,7 +215,7 @@ class Module:
         base = name.split("<", 1)[0].strip()
         if base not in self.declarations.structs:
             raise KeyError(f"slangpy module '{self.path}' has no struct '{base}'")
-        return StructType(name, self.declarations)
+        return StructType(name, self.declarations, self)
 
     def kernel_module(self, source: str, defines: dict[str, str] | None = None):
         """The diffc Module of this module's text with a generated call kernel appended, compiled
@@ -150,40 +254,126 @@ def _reads_call_shape(m) -> bool:
     return any(p.name == CALL_SHAPE for p in entry_program(m).kernels[ENTRY].params)
 
 
+def _packed(value, records: list):
+    """value with each tensor of structs bound to a buffer (tensor.RecordStorage) packed into one;
+    `records` collects (record, packed storage) to write back after the call."""
+    from diffc.slangpy.tensor import RecordStorage
+
+    if isinstance(value, RecordStorage):
+        packed = value.pack()
+        records.append((value, packed))
+        return packed
+    if isinstance(value, dict):
+        return {k: _packed(v, records) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_packed(v, records) for v in value]
+    return value
+
+
+def _reflected_leaves(s, prefix: str = "") -> list:
+    """The scalar, vector and matrix fields of front-end struct s, nested ones flattened."""
+    out = []
+    for n, ft, _ in s.fields:
+        if isinstance(ft, T.Struct):
+            out += _reflected_leaves(ft, f"{prefix}.{n}")
+            continue
+        from diffc.slangpy.program import spell
+
+        et = element_type(spell(ft))
+        if et is None:
+            raise CallError(f"error: slangpy: a tensor of struct {s.sname} holds scalar, vector, matrix and struct "
+                            f"fields only (field '{n}' is {ft})", n)
+        out.append((f"{prefix}.{n}", et))
+    return out
+
+
 class StructType:
     """`module.S`: calling it gives the dict of fields a struct argument takes."""
 
-    def __init__(self, name: str, declarations: Declarations | None = None):
+    def __init__(self, name: str, declarations: Declarations | None = None, module: Module | None = None):
         self.name = name
         self.declarations = declarations
+        self.module = module
+
+    @property
+    def struct(self):
+        """Its SlangType (reflection.py)."""
+        return self.module.layout.find_type_by_name(self.name) if self.module is not None else None
 
     @property
     def fields(self) -> list[str]:
+        if self.module is not None and ("<" in self.name or "::" in self.name):
+            return list(self.struct.fields)
         d = self.declarations.structs.get(self.name.split("<", 1)[0].strip()) if self.declarations else None
         return [f.name for f in d.fields if "static" not in f.mods] if d is not None else []
 
     def struct_leaves(self):
         """Its fields as a tensor of it stores them (signature.struct_leaves)."""
-        leaves = struct_leaves(self.declarations, self.name) if self.declarations is not None else None
+        if self.module is not None and ("<" in self.name or "::" in self.name):
+            leaves = _reflected_leaves(self.struct.type_reflection.type)
+        else:
+            leaves = struct_leaves(self.declarations, self.name) if self.declarations is not None else None
         if not leaves:
             raise CallError(f"error: slangpy: a tensor of struct {self.name} holds scalar, vector, matrix and struct "
                             "fields only (not arrays, pointers or tensors)", self.name)
         return leaves
 
-    def __call__(self, **fields) -> dict:
-        return {**fields, "_type": self.name}
+    def __call__(self, *args, **fields):
+        """With keyword arguments only: the dict of fields a struct argument takes. With
+        arguments: the struct's constructor, called per element (a tensor of the struct)."""
+        if not args:
+            return {**fields, "_type": self.name}
+        return self._construct(args, fields)
+
+    def _construct(self, args: tuple, kwargs: dict):
+        from diffc.slangpy.specialize import constructor
+
+        s = self.struct.type_reflection.type
+        program = self.module.program
+        inits = [f for f in program.methods(s, "__init") if len([p for p in f.params if p.name != "this"])
+                 == len(args) + len(kwargs)]
+        if not inits:
+            raise CallError(f"error: {self.name}(): no constructor takes {len(args) + len(kwargs)} arguments",
+                            self.name)
+        fn = constructor(program, s, inits[0])
+        shape: tuple = ()
+        for p, v in zip(fn.params, args):
+            if isinstance(v, (np.ndarray, Tensor)):
+                full = tuple(v.shape) if isinstance(v, np.ndarray) else (*v.shape, *v.dtype.shape)
+                et = element_type(p.text)
+                k = len(et.shape) if et is not None else 0
+                shape = np.broadcast_shapes(shape, full[: len(full) - k])
+        from diffc.slangpy.tensor import StructTensor
+
+        out = StructTensor.make(self.struct.full_name, tuple(int(n) for n in shape), _reflected_leaves(s), zero=False)
+        FunctionHandle(self.module, [fn])._run("call", (*args, out), kwargs, None)
+        return out
+
+    @property
+    def full_name(self) -> str:
+        return self.struct.full_name
 
     def __repr__(self) -> str:
         return f"<slangpy struct {self.name}>"
 
 
 class FunctionHandle:
-    def __init__(self, module: Module, overloads: list[Function]):
+    """`module.f`: its overloads, or `specialize(args, kwargs)` giving the Function of one call
+    (a generic function or method: specialize.py)."""
+
+    def __init__(self, module: Module, overloads: list[Function], specialize=None, name: str | None = None):
         self.module = module
         self.overloads = overloads
-        self.name = overloads[0].name
+        self.specialize = specialize
+        self.name = name or overloads[0].name
+
+    def append_to(self, encoder, *args, **kwargs) -> None:
+        """The call, recorded into a command encoder (commands.py) to run when it is submitted."""
+        encoder.append(lambda: self(*args, **kwargs))
 
     def _pick(self, args: tuple, kwargs: dict) -> Function:
+        if self.specialize is not None:
+            return self.specialize(args, kwargs)
         n = len(args) + len(kwargs)
         fits = [f for f in self.overloads
                 if len([q for q in f.params if not q.has_default]) <= n <= len(f.params)]
@@ -203,10 +393,14 @@ class FunctionHandle:
             kwargs = plan.kwargs
             if _reads_call_shape(m):
                 kwargs = {**kwargs, **plan.call_shape_argument()}
+            records: list = []
+            kwargs = _packed(kwargs, records)
             try:
                 getattr(m, ENTRY).dispatch(plan.threads, **kwargs)
             except CallError as e:  # (binding a uniform value: named as the call's, not the kernel's)
                 raise CallError(str(e).replace(f"{ENTRY}.dispatch", f"{fn.name}()"), e.argument) from None
+            for record, storage in records:  # (buffers of structs: back into their tensors)
+                record.unpack(storage)
         return plan.result
 
     def __call__(self, *args, _result=None, **kwargs):
@@ -246,6 +440,9 @@ class FunctionHandle:
 
     def __repr__(self) -> str:
         return f"<slangpy function {self.name}>"
+
+
+Struct = StructType  # (SlangPy's name of a struct type of a module)
 
 
 class InstanceList:

@@ -27,7 +27,8 @@ def type_text(t: A.TypeRef) -> str:
     """The type as Slang spells it, without array dimensions."""
     args = ""
     if t.args:
-        args = "<" + ", ".join(type_text(a) if isinstance(a, A.TypeRef) else str(a) for a in t.args) + ">"
+        args = "<" + ", ".join(type_text(a) + dims_text(a) if isinstance(a, A.TypeRef) else str(a)
+                               for a in t.args) + ">"  # (an argument's dimensions are its type's)
     return t.name + args + "*" * t.pointer
 
 
@@ -55,6 +56,7 @@ class Param:
     direction: str  # in | out | inout
     no_diff: bool
     has_default: bool = False  # `float s = 2.0`: a call may leave it out (the last ones only)
+    resolved: object = None  # the front-end type, for a specialized call (specialize.py)
 
     @property
     def text(self) -> str:
@@ -86,6 +88,18 @@ class Function:
     params: list[Param]
     result: A.TypeRef
     differentiable: bool
+    # a specialization (specialize.py): the callee as the kernel writes it (`f<float, 3>`), whether
+    # the first parameter is the `this` of a method, and Slang the kernel needs before it
+    callee: str | None = None
+    method: bool = False
+    prelude: str = ""
+
+    def call(self, args: list[str]) -> str:
+        """The Slang call of this function with these argument texts."""
+        callee = self.callee or self.name
+        if self.method:
+            return f"{args[0]}.{callee}({', '.join(args[1:])})"
+        return f"{callee}({', '.join(args)})"
 
 
 def _differentiable_attr(f: A.Func) -> bool:
@@ -99,6 +113,7 @@ class Declarations:
     def __init__(self, program: A.Program):
         self.functions: dict[str, list[Function]] = {}
         self.structs: dict[str, A.Struct] = {}
+        self.program_decls = program.decls
         # `static const int N = ...;` globals, for array sizes that name them (`float[N] x`)
         consts = {d.name: d.init for d in program.decls if isinstance(d, A.Global) and d.init is not None
                   and {"static", "const"} <= set(d.mods) and d.type.name in ("int", "uint") and not d.type.dims}

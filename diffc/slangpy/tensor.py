@@ -23,11 +23,36 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
+def _shape_and_dtype(args: tuple, kwargs: dict):
+    """SlangPy's orders: `empty(device, shape, dtype)`, `empty(device, "float2", shape=...)` (the
+    dtype first), `empty(device, dtype=..., element_count=n)` (a 1D tensor of n)."""
+    args = list(args)
+    if args and (isinstance(args[0], (str, type)) or hasattr(args[0], "full_name") or hasattr(args[0], "struct_leaves")):
+        kwargs.setdefault("dtype", args.pop(0))
+    names = ["shape", "dtype"]
+    for name, v in zip([n for n in names if n not in kwargs], args):
+        kwargs[name] = v
+    shape, dtype = kwargs.get("shape", ()), kwargs.get("dtype", float)
+    if kwargs.get("element_count") is not None:
+        shape = (int(kwargs["element_count"]),)
+    return shape, dtype
+
+
+def _reflected(dtype):
+    from diffc.slangpy.reflection import element_slang_type
+
+    if isinstance(dtype, ElementType):
+        found = element_slang_type(dtype.name)
+        if found is not None:
+            return found
+    return dtype
+
+
 class Tensor:
     def __init__(self, storage: Storage, dtype: ElementType, shape: tuple[int, ...],
                  grad_in: Tensor | None = None, grad_out: Tensor | None = None):
         self.storage = storage
-        self.dtype = dtype
+        self.dtype = _reflected(dtype)  # a SlangType, as SlangPy's Tensor.dtype (reflection.py)
         self.shape = shape
         self.grad_in = grad_in
         self.grad_out = grad_out
@@ -35,7 +60,8 @@ class Tensor:
     # -- making ------------------------------------------------------------------------------
 
     @classmethod
-    def empty(cls, device=None, shape=(), dtype=float) -> Tensor:
+    def empty(cls, device=None, *args, **kwargs) -> Tensor:
+        shape, dtype = _shape_and_dtype(args, kwargs)
         if hasattr(dtype, "struct_leaves"):  # `module.S`: a tensor of structs
             return StructTensor.make(dtype.name, shape, dtype.struct_leaves(), zero=False)
         et = to_element_type(dtype)
@@ -43,7 +69,8 @@ class Tensor:
         return cls(Storage.empty((*s, *et.shape), et.scalar), et, s)
 
     @classmethod
-    def zeros(cls, device=None, shape=(), dtype=float) -> Tensor:
+    def zeros(cls, device=None, *args, **kwargs) -> Tensor:
+        shape, dtype = _shape_and_dtype(args, kwargs)
         if hasattr(dtype, "struct_leaves"):
             return StructTensor.make(dtype.name, shape, dtype.struct_leaves(), zero=True)
         et = to_element_type(dtype)
@@ -182,8 +209,50 @@ class StructTensor:
             t.copy_from_numpy(np.asarray(data[path[1:]]))
         return self
 
+    @property
+    def storage(self) -> RecordStorage:
+        """Its elements as one buffer of structs (a `RWStructuredBuffer<S>` field takes it)."""
+        return RecordStorage(self)
+
     def __repr__(self) -> str:
         return f"<slangpy.Tensor {self.struct} {self.shape}>"
+
+
+class RecordStorage:
+    """A tensor of structs as the buffer of its elements, one record of scalars after another in
+    field order (memory of bytes in Slang's natural layout where fields mix scalar kinds: for
+    32-bit fields, one word after another). A call packs the leaves into such a buffer before it
+    runs and writes the buffer back into them after (module.py)."""
+
+    def __init__(self, tensor: StructTensor):
+        self.tensor = tensor
+
+    def _columns(self) -> list[tuple[Tensor, int]]:
+        return [(t, max(t.dtype.scalars, 1)) for t in self.tensor.leaves.values()]
+
+    def _word_type(self) -> np.dtype:
+        kinds = {t.dtype.scalar for t, _ in self._columns()}
+        if len(kinds) == 1:
+            return next(iter(kinds))
+        if any(np.dtype(k).itemsize != 4 for k in kinds):
+            raise ValueError(f"slangpy: a buffer of {self.tensor.struct} mixes scalar types that are not all 32-bit")
+        return np.dtype(np.int32)
+
+    def pack(self) -> Storage:
+        n, word = self.tensor.element_count, self._word_type()
+        parts = [t.to_numpy().reshape(n, k).view(word) if t.dtype.scalar != word else t.to_numpy().reshape(n, k)
+                 for t, k in self._columns()]
+        return Storage.from_numpy(np.ascontiguousarray(np.concatenate(parts, axis=1)).reshape(-1))
+
+    def unpack(self, storage: Storage) -> None:
+        n, word = self.tensor.element_count, self._word_type()
+        records = storage.to_numpy().reshape(n, -1)
+        k0 = 0
+        for t, k in self._columns():
+            col = np.ascontiguousarray(records[:, k0:k0 + k])
+            t.storage.copy_from_numpy((col.view(t.dtype.scalar) if t.dtype.scalar != word else col)
+                                      .reshape((*t.shape, *t.dtype.shape)))
+            k0 += k
 
 
 class Format:

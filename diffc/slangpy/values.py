@@ -107,6 +107,8 @@ def to_element_type(dtype) -> ElementType:
     an ElementType (`module.float4`)."""
     if isinstance(dtype, ElementType):
         return dtype
+    if hasattr(dtype, "full_name") and getattr(dtype, "scalar", None) is not None:  # a SlangType (reflection.py)
+        return ElementType(dtype.full_name, dtype.scalar, tuple(dtype.shape))
     if dtype is float:
         return ElementType("float", _SCALARS["float"])
     if dtype is int:

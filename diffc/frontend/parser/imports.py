@@ -143,6 +143,23 @@ class Loader:
         p.loader = self
         return p.parse_program()
 
+    def type_ref(self, text: str) -> A.TypeRef:
+        """A type written after the program was parsed (`ns::S<float, 2>[3]`), read with the
+        program's type names, namespaces and generic structs (reflection: diffc/slangpy)."""
+        from diffc.frontend.errors import SYNTAX
+        from diffc.frontend.parser.namespaces import qualify
+
+        p = Parser(text, "<type>")
+        p.type_names, p.generic_structs, p.interfaces = self.type_names, self.generic_structs, self.interfaces
+        p.namespaces, p.interface_aliases = self.namespaces, self.interface_aliases
+        p.namespace_clashes = self.namespace_clashes
+        p.toks = qualify(p.toks, self.namespace_clashes, self.namespaces)
+        p.strip_qualifiers()
+        t = p.array_dims(p.type_ref(), type_position=True)
+        if p.tok.kind != "eof":
+            raise FrontendError(SYNTAX, f"unexpected '{p.tok.text}' after the type", p.tok.start, p.tok.end)
+        return t
+
     def prelude(self, part: Prelude) -> list[A.Node]:
         """A feature's prelude's declarations, once per program."""
         if part.file in self.loaded:

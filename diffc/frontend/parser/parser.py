@@ -756,6 +756,7 @@ class Parser:
         `prefix`: the generic parameters of a `__generic<...>` before the declaration."""
         refuse_attrs(attrs)
         mark = len(self.scoped_type_names)  # (a `__generic` prefix's parameters are ended by its parser)
+        outer_bases, self.generic_bases = self.generic_bases, []  # (a method's, apart from its struct's)
         gparams, type_params = self.generic_params()
         if prefix:
             gparams, type_params = prefix[0] + gparams, {**prefix[1], **type_params}
@@ -765,12 +766,13 @@ class Parser:
         if self.accept(":"):
             self.ident("a semantic")
         self.where_clauses(type_params)
+        param_bases, self.generic_bases = self.generic_bases, outer_bases
         body = None if self.accept(";") else self.block()
         self.end_generic(mark)
         return A.Func(attrs, ret_mods, ret, name.text, params, body,
                       span=self.span_from(start), name_span=(name.start, name.end),
                       generic_params=gparams, mods=set(ret_mods), type_params=type_params,
-                      generic_defaults=self.defaults_of(gparams))
+                      generic_defaults=self.defaults_of(gparams), param_bases=param_bases)
 
     def field_semantic(self) -> None:
         """`float4 pos : SV_Position;`: a vertex or fragment stage's binding of a field, which names
@@ -927,9 +929,11 @@ class Parser:
         mark = len(self.scoped_type_names)
         self.generic_bases = []
         gparams, type_params = self.generic_params()
-        param_bases = self.generic_bases  # `Model : IModel<I, O>`: the interface instances its parameters name
+        # `Model : IModel<I, O>`: the interface instances its parameters name (apart from its own bases')
+        param_bases, self.generic_bases = self.generic_bases, []
         target = self.type_ref()
         bases = self.bases()
+        generic_bases = self.generic_bases
         self.where_clauses(type_params)
         body = self.struct_body_after_brace(target.name)
         for f in body.fields:
@@ -939,7 +943,7 @@ class Parser:
                                 "conformances)", f.span[0], f.span[1])
         self.end_generic(mark)
         return A.Extension(target, bases, body.methods, body.aliases, gparams, type_params, body.fields,
-                           param_bases, span=self.span_from(start))
+                           param_bases, generic_bases, span=self.span_from(start))
 
     def struct_body_after_brace(self, name: str) -> A.Struct:
         """An extension's `{ ... }`: parsed as a struct body (fields are refused by the checker)."""
