@@ -161,7 +161,9 @@ class FunctionEmitter(FunctionContext):
         i = self.fresh(iv, "i")
         lb, ub, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
         trips = _constant_trip_count(op)
-        if self.options.unroll and trips is not None and trips <= self.options.unroll:
+        # loops the kernel passes keep rolled for the device to unroll (and [ForceUnroll]), and
+        # on CPUs every short one
+        if trips is not None and (kernel.UNROLL in op.attributes or trips <= self.options.unroll):
             self.line("#pragma unroll")
         self.line(f"for ({self.ctype(iv.type, op)} {i} = {lb}; {i} < {ub}; {i} += {step}) {{")
         self.emit_body(body, [i, *names], names)

@@ -33,6 +33,22 @@ func.func @loop_kernel(%x: memref<?xf32>, %y: memref<?xi32>) attributes {kernel.
   func.return
 }
 
+// A loop marked diffc.unroll (kept rolled for the device compiler to unroll) gets
+// `#pragma unroll` when its trip count is a constant; without one, no pragma.
+func.func @marked(%x: memref<4xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %zero, %x[%i] : memref<4xf32>
+  } {diffc.unroll}
+  scf.for %j = %c0 to %n step %c1 {
+    memref.store %zero, %x[%c0] : memref<4xf32>
+  } {diffc.unroll}
+  func.return
+}
+
 // CHECK-LABEL: float sum_powers(float x, long n) {
 // CHECK-NEXT:    float acc0 = 0.0f;
 // CHECK-NEXT:    float p0 = 1.0f;
@@ -56,5 +72,12 @@ func.func @loop_kernel(%x: memref<?xf32>, %y: memref<?xi32>) attributes {kernel.
 // CHECK-NEXT:    }
 // CHECK-NEXT:    float d = u - v;
 
+// CHECK-LABEL: void marked(__global float* x, long n) {
+// CHECK:         #pragma unroll
+// CHECK-NEXT:    for (long i = 0L; i < 4L; i += 1L) {
+// CHECK:         }
+// CHECK-NEXT:    for (long j = 0L; j < n; j += 1L) {
+
 // CHECK-LABEL: __kernel void loop_kernel(__global float* x, __global int* y) {
 // CHECK:         float s = sum_powers(v, 4L);
+
