@@ -50,6 +50,10 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK: %[[GROUP:.+]] = kernel.group_id 0
 // CHECK: %[[NGROUPS:.+]] = kernel.num_groups 0
 // CHECK: %[[ACC:.+]] = memref.alloca() : memref<3xf32>
+// The private sums start at 0, in a loop over the slots the device compiler unrolls.
+// CHECK: scf.for %[[K:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT: memref.store %{{.+}}, %[[ACC]][%[[K]]] : memref<3xf32>
+// CHECK-NEXT: } {diffc.unroll}
 // The grid-stride loop over the original launch's diffc_groups * 4 work-items ...
 // CHECK: %[[L:.+]] = arith.constant 4 : index
 // CHECK: %[[R:.+]] = arith.constant 2 : index
@@ -68,23 +72,34 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK: arith.addf
 // CHECK: memref.store
 // CHECK-NOT: kernel.atomic_rmw
-// The first chunk of two slots: each work-item writes its sums once, one barrier ...
-// CHECK: memref.store %{{.+}}, %[[SLOTS]][%{{.+}}, %[[LID]]]
-// CHECK: memref.store %{{.+}}, %[[SLOTS]][%{{.+}}, %[[LID]]]
+// The first chunk of two slots: each work-item writes its sums once (a loop over the chunk's
+// rows, unrolled by the device), one barrier ...
+// CHECK: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT: %[[S:.+]] = memref.load %[[ACC]][%[[J]]]
+// CHECK-NEXT: memref.store %[[S]], %[[SLOTS]][%[[J]], %[[LID]]]
+// CHECK-NEXT: } {diffc.unroll}
 // CHECK-NEXT: kernel.barrier
 // ... work-item t sums row t over the group's 2 work-items ...
 // CHECK: %[[ROW:.+]] = arith.addi %[[LID]], %{{.+}} : index
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[R]]
 // CHECK: memref.load %[[SLOTS]][%[[ROW]], %{{.+}}]
-// ... then stores the group's partial sum (deterministic) or adds it once (the original add, in half).
+// ... then stores the group's partial sum (deterministic) or adds it once: the three slots are
+// one run of addresses grads_off + 0, 1, 2, so work-item t adds at grads_off + slot t (in half).
 // CHECK: memref.store %{{.+}}, %diffc_partials
-// CHECK: arith.truncf %{{.+}} : f32 to f16
-// CHECK: kernel.atomic_rmw addf
-// CHECK: arith.truncf %{{.+}} : f32 to f16
-// CHECK: kernel.atomic_rmw addf
-// The second chunk (one slot) reuses the local rows after a barrier; only work-item 0 has a row.
+// CHECK: } else {
+// CHECK-NEXT: %[[N2:.+]] = arith.constant 2 : index
+// CHECK-NEXT: %[[MINE:.+]] = arith.cmpi ult, %[[ROW]], %[[N2]] : index
+// CHECK-NEXT: scf.if %[[MINE]] {
+// CHECK: %[[BASE:.+]] = arith.addi %grads_off, %{{.+}} : index
+// CHECK-NEXT: %[[AT:.+]] = arith.addi %[[BASE]], %[[ROW]] : index
+// CHECK-NEXT: arith.truncf %{{.+}} : f32 to f16
+// CHECK-NEXT: kernel.atomic_rmw addf %{{.+}}, %grads[%[[AT]]]
+// CHECK-NOT: kernel.atomic_rmw
+// The second chunk (one slot) reuses the local rows after a barrier; only work-item 0 has a row,
+// which is slot 2: grads_off + 0 + (row + 2).
 // CHECK: kernel.barrier
 // CHECK: memref.store %{{.+}}, %[[SLOTS]][%{{.+}}, %[[LID]]]
+// CHECK-NEXT: } {diffc.unroll}
 // CHECK-NEXT: kernel.barrier
 // CHECK: arith.cmpi ult
 // CHECK: scf.if %{{.+}} -> (f32)
@@ -94,7 +109,8 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 
 // The finish kernel: one group of 8 per slot (launched as 3 groups); group k's work-items add
 // every 8th group's partial sums of slot k, a fixed tree (8 -> 4 -> 2 -> 1, a barrier after each
-// level) adds the 8 parts, and work-item 0 issues the add of its group's slot only.
+// level) adds the 8 parts, and work-item 0 issues the add of its group's slot only: one add for
+// the run of three slots, at grads_off + slot.
 // CHECK-LABEL: func.func @grads__accum_finish(
 // CHECK-SAME: %diffc_groups: index {diffc.name = "diffc_groups"}, %diffc_partials: memref<?xf32> {diffc.name = "diffc_partials"})
 // CHECK-SAME: kernel.reqd_work_group_size = [8 : i64, 1 : i64, 1 : i64]
@@ -110,10 +126,11 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK: kernel.barrier
 // CHECK: arith.constant 1 : index
 // CHECK: kernel.barrier
-// CHECK: arith.cmpi eq, %[[SLOT]], %{{.+}} : index
-// CHECK-NEXT: scf.if
-// CHECK: kernel.atomic_rmw addf
-// CHECK-COUNT-2: kernel.atomic_rmw addf
+// CHECK: %[[IN:.+]] = arith.cmpi ult, %[[SLOT]], %{{.+}} : index
+// CHECK-NEXT: scf.if %[[IN]] {
+// CHECK: %[[FBASE:.+]] = arith.addi %grads_off, %{{.+}} : index
+// CHECK-NEXT: %[[FAT:.+]] = arith.addi %[[FBASE]], %[[SLOT]] : index
+// CHECK: kernel.atomic_rmw addf %{{.+}}, %grads[%[[FAT]]]
 // CHECK-NOT: kernel.atomic_rmw
 
 // CHECK-LABEL: func.func @per_item(
