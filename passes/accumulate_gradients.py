@@ -585,6 +585,41 @@ class _Accumulator:
         one.add_ops([add, scf.YieldOp()])
         block.add_op(scf.IfOp(inside.result, [], Region(one)))
 
+    def _emit_run_loop(self, block: Block, run: _Run, slot: SSAValue, value: SSAValue,
+                       mapping: dict[SSAValue, SSAValue]) -> None:
+        """At the end of `block`: for each slot first + j of `run`, if `slot` is it, its add at
+        the run's first address + j x stride (a loop counter of constant bounds: the address
+        stays one that launch-time proofs cover, unlike one computed from `slot`)."""
+        cls, kind, value_type, mem, indices = self.targets[run.first]
+        body = Block(arg_types=[IndexType()])
+        j = body.args[0]
+        target = _minus(j, -run.first, body)
+        mine = arith.CmpiOp(slot, target, "eq")
+        body.add_op(mine)
+        one = Block()
+        m = self._clone_slice(mem, mapping, one)
+        idx = [self._clone_slice(i, mapping, one) for i in indices]
+        if run.stride:
+            step = j
+            if run.stride != 1:
+                c_stride = _index(run.stride)
+                scaled = arith.MuliOp(j, c_stride.result)
+                one.add_ops([c_stride, scaled])
+                step = scaled.result
+            at = arith.AddiOp(idx[0], step)
+            one.add_op(at)
+            idx = [at.result]
+        if isinstance(value_type, Float16Type):
+            trunc = arith.TruncFOp(value, value_type)
+            one.add_op(trunc)
+            value = trunc.result
+        add = kernel.AtomicAddOp(value, m, idx) if cls is kernel.AtomicAddOp else kernel.AtomicRMWOp(kind.data, value, m, idx)
+        add.location = self.target_locations[run.first]
+        one.add_ops([add, scf.YieldOp()])
+        body.add_ops([scf.IfOp(mine.result, [], Region(one)), scf.YieldOp()])
+        c0, c_n, c1 = _index(0), _index(run.count), _index(1)
+        block.add_ops([c0, c_n, c1, scf.ForOp(c0.result, c_n.result, c1.result, [], Region(body))])
+
     def _finish_kernel(self, adds: list[Operation]) -> func.FuncOp:
         """@K__accum_finish, one work-group of F work-items per slot (S groups): in group k,
         work-item t adds slot k's partial sums of groups t, t + F, ... (in group order), a tree
@@ -636,9 +671,9 @@ class _Accumulator:
         sum_ = memref.LoadOp.get(parts.result, [c0.result])
         then.add_op(sum_)
         mapping: dict[SSAValue, SSAValue] = dict(zip(self.entry.args[: self.n_params], block.args))
-        for run in self.runs:  # group k issues slot k's add, at its run's address for k
+        for run in self.runs:  # group k issues slot k's add: a loop over each run's slots
             if run.first < S:
-                self._emit_run_add(then, run, slot.result, 0, run.first, min(run.first + run.count, S), sum_.res, mapping)
+                self._emit_run_loop(then, run, slot.result, sum_.res, mapping)
         then.add_op(scf.YieldOp())
         block.add_ops([first, scf.IfOp(first.result, [], Region(then)), func.ReturnOp()])
         fin.attributes[ACCUMULATED] = UnitAttr()

@@ -109,8 +109,8 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 
 // The finish kernel: one group of 8 per slot (launched as 3 groups); group k's work-items add
 // every 8th group's partial sums of slot k, a fixed tree (8 -> 4 -> 2 -> 1, a barrier after each
-// level) adds the 8 parts, and work-item 0 issues the add of its group's slot only: one add for
-// the run of three slots, at grads_off + slot.
+// level) adds the 8 parts, and work-item 0 issues the add of its group's slot only: one add in a
+// loop over the run of three slots.
 // CHECK-LABEL: func.func @grads__accum_finish(
 // CHECK-SAME: %diffc_groups: index {diffc.name = "diffc_groups"}, %diffc_partials: memref<?xf32> {diffc.name = "diffc_partials"})
 // CHECK-SAME: kernel.reqd_work_group_size = [8 : i64, 1 : i64, 1 : i64]
@@ -126,10 +126,13 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK: kernel.barrier
 // CHECK: arith.constant 1 : index
 // CHECK: kernel.barrier
-// CHECK: %[[IN:.+]] = arith.cmpi ult, %[[SLOT]], %{{.+}} : index
+// (a loop over the run's slots j, its add at grads_off + j: an address of a loop counter of
+// constant bounds, which launch-time proofs cover)
+// CHECK: scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT: %[[IN:.+]] = arith.cmpi eq, %[[SLOT]], %[[J]] : index
 // CHECK-NEXT: scf.if %[[IN]] {
 // CHECK: %[[FBASE:.+]] = arith.addi %grads_off, %{{.+}} : index
-// CHECK-NEXT: %[[FAT:.+]] = arith.addi %[[FBASE]], %[[SLOT]] : index
+// CHECK-NEXT: %[[FAT:.+]] = arith.addi %[[FBASE]], %[[J]] : index
 // CHECK: kernel.atomic_rmw addf %{{.+}}, %grads[%[[FAT]]]
 // CHECK-NOT: kernel.atomic_rmw
 
