@@ -70,7 +70,7 @@ func.func @marked(%x: memref<4xf32>, %n: index) {
 // CHECK-NEXT:      u = u_next;
 // CHECK-NEXT:      v = v_next;
 // CHECK-NEXT:    }
-// CHECK-NEXT:    float d = u - v;
+// CHECK-NEXT:    return u - v;
 
 // CHECK-LABEL: void marked(__global float* x, long n) {
 // CHECK:         #pragma unroll
