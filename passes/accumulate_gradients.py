@@ -443,69 +443,68 @@ class _Accumulator:
             if copy or not start:
                 ops.append(kernel.BarrierOp())
             Rewriter.insert_op(ops, end)
-            # work-item t combines rows t, t + R, ... (every work-item runs the same loops)
-            totals: list[tuple[SSAValue, SSAValue]] = []  # (row, its total) per pass j
-            for j in range(-(-n // R)):
-                row = arith.AddiOp(lid.result, consts[j * R])
-                # accumulated in place, the chunk's rows start at its first slot's row
-                first_row = 0 if copy else start - (0 if kind == "addf" else S)
-                at_row = arith.AddiOp(row.result, consts[first_row]) if first_row else row
-                t = f32 if kind == "addf" else i32
-                init = zero.result if kind == "addf" else identity[kind].result
-                sum_body = Block(arg_types=[IndexType(), t])
-                x = memref.LoadOp.get(rows_of, [at_row.result, sum_body.args[0]])
-                combine = arith.AddfOp if kind == "addf" else _EXACT_OP[kind]
-                more = [x, combine(sum_body.args[1], x.res)]
-                sum_body.add_ops([*more, scf.YieldOp(more[-1].results[0])])
-                c0, c1 = _index(0), _index(1)
-                over = scf.ForOp(c0.result, c_R.result, c1.result, [init], Region(sum_body))
-                ops = [row] + ([at_row] if first_row else [])
-                if (j + 1) * R <= n:  # every work-item has a row
-                    ops += [c0, c1, over]
-                    sum_ = over.results[0]
-                else:
-                    has = arith.CmpiOp(row.result, consts[n], "ult")
-                    yes, no = Block(), Block()
-                    yes.add_ops([c0, c1, over, scf.YieldOp(over.results[0])])
-                    no.add_op(scf.YieldOp(init))
-                    guarded = scf.IfOp(has.result, [t], Region(yes), Region(no))
-                    ops += [has, guarded]
-                    sum_ = guarded.results[0]
-                Rewriter.insert_op(ops, end)
-                totals.append((row.result, sum_))
-            # the original atomics, once per group and slot (for float sums: unless
-            # deterministic, where the group's partial sums are stored, coalesced)
-            # (work-item t issues the slots of its rows: per run of slots at evenly spaced
-            # addresses, one guarded add at the address of its slot)
-            atomic_block = Block()
-            for j, (row, sum_) in enumerate(totals):
-                rows_lo, rows_hi = start + j * R, start + min((j + 1) * R, n)
-                for run in self.runs:
-                    lo, hi = max(run.first, rows_lo), min(run.first + run.count, rows_hi)
-                    if lo < hi:
-                        self._emit_run_add(atomic_block, run, row, start, lo, hi, sum_, {})
+            # work-item t combines rows t, t + R, ... (every work-item runs the same loops; a
+            # loop over the passes when there are several: 148 on a CPU, where R is 1), then
+            # issues the original atomics of its rows, once per group and slot (for float
+            # sums: unless deterministic, where the group's partial sums are stored, coalesced):
+            # per run of slots at evenly spaced addresses, one guarded add at its slot's address
+            passes = -(-n // R)
+            body = Block(arg_types=[IndexType()]) if passes > 1 else None
+            ops = []
+            if body is None:
+                row: SSAValue = lid.result
+            else:
+                pass_row = arith.MuliOp(body.args[0], c_R.result)
+                first_of = arith.AddiOp(lid.result, pass_row.result)
+                ops += [pass_row, first_of]
+                row = first_of.result
+            # accumulated in place, the chunk's rows start at its first slot's row
+            first_row = 0 if copy else start - (0 if kind == "addf" else S)
+            at_row = arith.AddiOp(row, consts[first_row]) if first_row else None
+            t = f32 if kind == "addf" else i32
+            init = zero.result if kind == "addf" else identity[kind].result
+            sum_body = Block(arg_types=[IndexType(), t])
+            x = memref.LoadOp.get(rows_of, [at_row.result if at_row else row, sum_body.args[0]])
+            combine = arith.AddfOp if kind == "addf" else _EXACT_OP[kind]
+            more = [x, combine(sum_body.args[1], x.res)]
+            sum_body.add_ops([*more, scf.YieldOp(more[-1].results[0])])
+            c0, c1 = _index(0), _index(1)
+            over = scf.ForOp(c0.result, c_R.result, c1.result, [init], Region(sum_body))
+            mine = Block()  # the row's total and what it issues
+            mine.add_ops([*([at_row] if at_row else []), c0, c1, over])
+            sum_ = over.results[0]
+            adds = Block()
+            for run in self.runs:
+                lo, hi = max(run.first, start), min(run.first + run.count, start + n)
+                if lo < hi:
+                    self._emit_run_add(adds, run, row, start, lo, hi, sum_, {})
             if kind != "addf":  # exact: the same in both modes
-                moved = list(atomic_block.ops)
+                moved = list(adds.ops)
                 for op in moved:
                     op.detach()
-                Rewriter.insert_op(moved, end)
-                continue
-            atomic_block.add_op(scf.YieldOp())
-            det_block = Block()
-            for j, (row, sum_) in enumerate(totals):
-                slot = arith.AddiOp(row, consts[start]) if start else None
-                at = arith.AddiOp(base.result, slot.result if slot else row)
-                store = memref.StoreOp.get(sum_, partials, [at.result])
-                ops = [o for o in (slot, at) if o is not None]
-                if (j + 1) * R <= n:
-                    det_block.add_ops([*ops, store])
-                else:
-                    has = arith.CmpiOp(row, consts[n], "ult")
-                    then = Block()
-                    then.add_ops([*ops, store, scf.YieldOp()])
-                    det_block.add_ops([has, scf.IfOp(has.result, [], Region(then))])
-            det_block.add_op(scf.YieldOp())
-            Rewriter.insert_op(scf.IfOp(is_det.result, [], Region(det_block), Region(atomic_block)), end)
+                mine.add_ops(moved)
+            else:
+                adds.add_op(scf.YieldOp())
+                det = Block()
+                slot = _minus(row, -start, det)
+                at = arith.AddiOp(base.result, slot)
+                det.add_ops([at, memref.StoreOp.get(sum_, partials, [at.result]), scf.YieldOp()])
+                mine.add_op(scf.IfOp(is_det.result, [], Region(det), Region(adds)))
+            if passes * R > n:  # a work-item without a row in the last pass
+                has = arith.CmpiOp(row, consts[n], "ult")
+                mine.add_op(scf.YieldOp())
+                ops += [has, scf.IfOp(has.result, [], Region(mine))]
+            else:
+                ops += list(mine.ops)
+                for op in ops:
+                    if op.parent is not None:
+                        op.detach()
+            if body is None:
+                Rewriter.insert_op(ops, end)
+            else:
+                body.add_ops([*ops, scf.YieldOp()])
+                c_p = _index(passes)
+                Rewriter.insert_op([c_p, scf.ForOp(consts[0], c_p.result, consts[1], [], Region(body))], end)
         for a in slots:
             Rewriter.erase_op(a)
         work.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum")

@@ -6,6 +6,7 @@
 // place in fixed slots is left alone, and report=true says why.
 // RUN: diffc-opt %s -p 'accumulate-gradients{report=true local_bytes=32 work_group=2 finish_group=8}' | filecheck %s
 // RUN: diffc-opt %s -p 'accumulate-gradients{local_bytes=32 work_group=2 finish_group=8}' -t opencl | filecheck %s --check-prefix=CL
+// RUN: diffc-opt %s -p 'accumulate-gradients{work_group=1 finish_group=8}' -t opencl | filecheck %s --check-prefix=ONE
 
 func.func @grads(%values: memref<?xf32>, %grads: memref<?xf16>, %grads_off: index, %count: i32)
     attributes {kernel.entry, kernel.reqd_work_group_size = [4 : i64, 1 : i64, 1 : i64]} {
@@ -79,19 +80,19 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK-NEXT: memref.store %[[S]], %[[SLOTS]][%[[J]], %[[LID]]]
 // CHECK-NEXT: } {diffc.unroll}
 // CHECK-NEXT: kernel.barrier
-// ... work-item t sums row t over the group's 2 work-items ...
-// CHECK: %[[ROW:.+]] = arith.addi %[[LID]], %{{.+}} : index
+// ... work-item t sums row t over the group's 2 work-items (one pass: row t is the work-item's
+// own; with more rows than work-items, a loop over the passes) ...
 // CHECK: scf.for %{{.+}} = %{{.+}} to %[[R]]
-// CHECK: memref.load %[[SLOTS]][%[[ROW]], %{{.+}}]
+// CHECK: memref.load %[[SLOTS]][%[[LID]], %{{.+}}]
 // ... then stores the group's partial sum (deterministic) or adds it once: the three slots are
 // one run of addresses grads_off + 0, 1, 2, so work-item t adds at grads_off + slot t (in half).
 // CHECK: memref.store %{{.+}}, %diffc_partials
 // CHECK: } else {
 // CHECK-NEXT: %[[N2:.+]] = arith.constant 2 : index
-// CHECK-NEXT: %[[MINE:.+]] = arith.cmpi ult, %[[ROW]], %[[N2]] : index
+// CHECK-NEXT: %[[MINE:.+]] = arith.cmpi ult, %[[LID]], %[[N2]] : index
 // CHECK-NEXT: scf.if %[[MINE]] {
 // CHECK: %[[BASE:.+]] = arith.addi %grads_off, %{{.+}} : index
-// CHECK-NEXT: %[[AT:.+]] = arith.addi %[[BASE]], %[[ROW]] : index
+// CHECK-NEXT: %[[AT:.+]] = arith.addi %[[BASE]], %[[LID]] : index
 // CHECK-NEXT: arith.truncf %{{.+}} : f32 to f16
 // CHECK-NEXT: kernel.atomic_rmw addf %{{.+}}, %grads[%[[AT]]]
 // CHECK-NOT: kernel.atomic_rmw
@@ -102,7 +103,7 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CHECK-NEXT: } {diffc.unroll}
 // CHECK-NEXT: kernel.barrier
 // CHECK: arith.cmpi ult
-// CHECK: scf.if %{{.+}} -> (f32)
+// CHECK: scf.if %{{.+}} {
 // CHECK: kernel.atomic_rmw addf
 // CHECK-NOT: kernel.atomic_rmw
 // CHECK: func.return
@@ -143,3 +144,15 @@ func.func @per_item(%grads: memref<?xf32>) attributes {kernel.entry, kernel.reqd
 // CL: __local float group_slots[6];
 // CL: barrier(CLK_LOCAL_MEM_FENCE);
 // CL: __kernel __attribute__((reqd_work_group_size(8, 1, 1))) void grads__accum_finish(
+
+// Groups of one work-item (a CPU's): its three rows are three passes of one loop, each adding
+// its total at grads_off + its slot.
+// ONE-LABEL: void grads__accum(
+// ONE: barrier(CLK_LOCAL_MEM_FENCE);
+// ONE-NEXT: for (long [[P:.+]] = 0L; [[P]] < 3L; [[P]] += 1L) {
+// ONE-NEXT: long [[ROW:.+]] = v + ([[P]] * 1L);
+// ONE: diffc_partials[{{.+}}] =
+// ONE: long [[AT:.+]] = (grads_off + 0L) + [[ROW]];
+// ONE-NEXT: diffc_atomic_fetch_add_half_global(grads_1 + [[AT]], acc);
+// ONE-NOT: diffc_atomic_fetch_add_half_global
+// ONE: __kernel
