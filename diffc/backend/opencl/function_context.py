@@ -75,3 +75,16 @@ class FunctionContext:
         name = self.fresh(value, default)
         self.line(f"{self.ctype(value.type, op)} {name};")
         return name
+
+    def declare_all_uninitialized(self, values: list[SSAValue], op: Operation, default: str) -> list[str]:
+        """Variables for `values`, those of one type in a row declared in one line."""
+        names = [self.fresh(v, default) for v in values]
+        types = [self.ctype(v.type, op) for v in values]
+        k = 0
+        while k < len(names):
+            j = k
+            while j + 1 < len(names) and types[j + 1] == types[k]:
+                j += 1
+            self.line(f"{types[k]} {', '.join(names[k:j + 1])};")
+            k = j + 1
+        return names

@@ -91,7 +91,9 @@ class FunctionEmitter(FunctionContext):
             if len(op.results) != 1:
                 raise self.error(op, "must have one result")
             rhs = handler(self, op)
-            if _inlined_into_use(op, rhs):
+            if rhs.replace("_", "a").isalnum() and not isinstance(op.results[0].type, MemRefType):
+                self.values[op.results[0]] = rhs  # a name or a literal (f16 <-> f32): no copy
+            elif _inlined_into_use(op, rhs):
                 self.values[op.results[0]] = rhs
                 if not _is_atom(rhs):
                     self.compound.add(op.results[0])
@@ -146,7 +148,7 @@ class FunctionEmitter(FunctionContext):
                 self.values[r] = f"{tmp}.r{i}"
 
     def if_(self, op: scf.IfOp) -> None:
-        names = [self.declare_uninitialized(r, op, "r") for r in op.results]
+        names = self.declare_all_uninitialized(list(op.results), op, "r")
         self.line(f"if ({self.bare(op.cond)}) {{")
         self.emit_body(op.true_region.blocks[0], [], names)
         if op.false_region.blocks and (names or len(op.false_region.blocks[0].ops) > 1):
