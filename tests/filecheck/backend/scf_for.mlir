@@ -1,4 +1,5 @@
 // RUN: diffc-opt -t opencl %s | filecheck %s
+// RUN: diffc-opt -t 'opencl{unroll=32}' %s | filecheck %s --check-prefix=CPU
 
 func.func @sum_powers(%x: f32, %n: index) -> f32 {
   %c0 = arith.constant 0 : index
@@ -81,3 +82,26 @@ func.func @marked(%x: memref<4xf32>, %n: index) {
 // CHECK-LABEL: __kernel void loop_kernel(__global float* x, __global int* y) {
 // CHECK:         float s = sum_powers(v, 4L);
 
+
+// On a CPU (unroll=32) every constant loop up to 32 trips is unrolled, but not one that holds a
+// barrier, marked or not (PoCL builds a loop over the work-items for each barrier of a copy).
+func.func @barriers(%x: memref<4xf32, 3 : i32>) attributes {kernel.entry, kernel.reqd_work_group_size = [4 : i64, 1 : i64, 1 : i64]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %zero, %x[%i] : memref<4xf32, 3 : i32>
+  }
+  scf.for %j = %c0 to %c4 step %c1 {
+    memref.store %zero, %x[%j] : memref<4xf32, 3 : i32>
+    kernel.barrier
+  } {diffc.unroll}
+  func.return
+}
+
+// CPU-LABEL: void barriers(
+// CPU:         #pragma unroll
+// CPU-NEXT:    for (long i = 0L; i < 4L; i += 1L) {
+// CPU:         }
+// CPU-NEXT:    for (long j = 0L; j < 4L; j += 1L) {
