@@ -33,23 +33,6 @@ after it, one run:
     after    mlp first step         warm      1.51 s     0.72 s
     after    learnGradient OpenCL            15584 lines
 
-Then, for the size of the generated code (2026-11-28, the same machine, load average about 12;
-`--skip pipeline`, 90a7e85 against the work, one run):
-
-    90a7e85  mlp first step         cold     26.13 s    16.41 s
-    90a7e85  mlp first step         warm      1.73 s     1.13 s
-    90a7e85  learnGradient OpenCL            15584 lines
-    90a7e85  learnGradient build    cold      9.29 s     5.55 s   (18849 lines for this device)
-    after    mlp first step         cold     14.76 s     8.93 s
-    after    mlp first step         warm      1.99 s     0.89 s
-    after    learnGradient OpenCL             4533 lines
-    after    learnGradient build    cold      6.80 s     4.04 s   (4420 lines for this device)
-
-PoCL's build optimizes every kernel of the program. Each kernel built alone with the functions
-(0.9 s): learnGradient +1.4 s and its __inbounds variant +1.8 s (reduce-atomics' kernels, which
-a CPU dispatch does not launch), each accumulated or finish kernel +0.2 to +0.4 s; most of it is
-unrolling the `#pragma unroll` loops (on CPUs every constant loop up to 32 trips gets one).
-
 (the 10,000-op pipelines, `--skip mlp`, one run: 37.52 / 39.81 s CPU cold / warm before, 30.02 /
 35.44 s after; the differentiation passes and xDSL's canonicalize hold most of it.) Where the
 cold step's CPU went after (cProfile with a CPU clock, so PoCL's compiler threads count): the
@@ -57,6 +40,24 @@ kernel passes about half (merge-calls, bounds-check, accumulate-gradients), PoCL
 program's source and its compile of the one kernel launched about a third, emitting OpenCL, the
 front end and the differentiation the rest. Before, asking PoCL for the program's binary
 compiled all six variants of learnGradient: 140 s of the 173.
+
+Then, for the size of the generated code (2026-11-28, the same machine, load average about 2;
+`--skip pipeline`, 90a7e85 against the work, one run):
+
+    90a7e85  mlp first step         cold     14.56 s    13.83 s
+    90a7e85  mlp first step         warm      0.94 s     0.90 s
+    90a7e85  learnGradient OpenCL            15584 lines
+    90a7e85  learnGradient build    cold      5.56 s     5.22 s   (18849 lines for this device)
+    after    mlp first step         cold      8.32 s     7.73 s
+    after    mlp first step         warm      1.02 s     0.91 s
+    after    learnGradient OpenCL             4533 lines
+    after    learnGradient build    cold      2.76 s     2.19 s   (4408 lines for this device)
+
+PoCL's build optimizes every kernel of the program, launched or not. Before the last step
+(loops holding a barrier unrolled on CPUs too), each kernel built alone with the functions
+(0.9 s) cost: learnGradient +1.4 s and its __inbounds variant +1.8 s (reduce-atomics' kernels,
+which a CPU dispatch does not launch), each accumulated or finish kernel +0.2 to +0.4 s, most
+of it unrolling `#pragma unroll` loops (on CPUs every constant loop up to 32 trips gets one).
 """
 
 from __future__ import annotations
