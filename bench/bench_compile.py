@@ -14,6 +14,9 @@ Rows:
   KERNEL_PIPELINE) and the OpenCL emitter; parsing not counted. cold: the first run in a
   process; warm: the second, in the same process, over a fresh parse.
 * `learnGradient OpenCL`: lines of `diffc compile examples/mlp/mlp.slang --entry learnGradient`.
+* `learnGradient build`: the device's build of that program as a dispatch here would emit it
+  (`--device auto`: on PoCL, its CPU form), with an empty PoCL cache: the compiler's front end
+  and whatever it does at build time, not the compile of a kernel at its first launch.
 
 Times are wall seconds, with the process's CPU seconds (user + system, all threads: PoCL's
 compiler included) beside them: on a shared machine CPU time is the fairer number. Imports
@@ -49,6 +52,24 @@ machine, load 3 to 10, `--tree` 90a7e85 and after, one run, CPU seconds):
 diff-rev 3.6, diff-checkpoint 0.9, diff-lower 0.6, forward-handle-results 0.3 + 0.04,
 cached-canonicalize 5.3 (xDSL's canonicalize: its walker's three walks and its patterns), xDSL's
 cse 3.6, the kernel passes 2.5 (merge-calls 0.9, bounds-check 0.7), emitting 1.2.
+
+Then, for the size of the generated code (2026-11-28, the same machine, load average about 2;
+`--skip pipeline`, 90a7e85 against the work, one run):
+
+    90a7e85  mlp first step         cold     14.56 s    13.83 s
+    90a7e85  mlp first step         warm      0.94 s     0.90 s
+    90a7e85  learnGradient OpenCL            15584 lines
+    90a7e85  learnGradient build    cold      5.56 s     5.22 s   (18849 lines for this device)
+    after    mlp first step         cold      8.32 s     7.73 s
+    after    mlp first step         warm      1.02 s     0.91 s
+    after    learnGradient OpenCL             4533 lines
+    after    learnGradient build    cold      2.76 s     2.19 s   (4408 lines for this device)
+
+PoCL's build optimizes every kernel of the program, launched or not. Before the last step
+(loops holding a barrier unrolled on CPUs too), each kernel built alone with the functions
+(0.9 s) cost: learnGradient +1.4 s and its __inbounds variant +1.8 s (reduce-atomics' kernels,
+which a CPU dispatch does not launch), each accumulated or finish kernel +0.2 to +0.4 s, most
+of it unrolling `#pragma unroll` loops (on CPUs every constant loop up to 32 trips gets one).
 """
 
 from __future__ import annotations
@@ -158,6 +179,35 @@ def run_child(code: str, args: list[str], tree: Path, env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+BUILD_CHILD = r"""
+import json, resource, sys, time
+import pyopencl as cl
+from diffc.runtime.device import device
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+source = sys.stdin.read()
+dev = device()
+t0, c0 = time.perf_counter(), cpu()
+cl.Program(dev.context, source).build(cache_dir=False)
+print(json.dumps({"wall": time.perf_counter() - t0, "cpu": cpu() - c0}))
+"""
+
+
+def program_build(tree: Path) -> tuple[dict, int]:
+    """The device's build of learnGradient's program as a dispatch here builds it (`diffc compile
+    --device auto`), in a fresh process with an empty PoCL cache; and its lines."""
+    source = subprocess.run([sys.executable, "-m", "diffc.cli", "compile", "examples/mlp/mlp.slang", "--entry",
+                             "learnGradient", "--emit", "opencl", "--device", "auto"],
+                            env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True, text=True,
+                            cwd=str(tree), check=True).stdout
+    with tempfile.TemporaryDirectory(prefix="diffc-bench-") as tmp:
+        env = dict(os.environ, PYTHONPATH=str(tree), POCL_CACHE_DIR=tmp)
+        out = subprocess.run([sys.executable, "-c", BUILD_CHILD], input=source, env=env, capture_output=True,
+                             text=True, cwd=str(tree), check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1]), source.count("\n")
+
+
 def opencl_lines(tree: Path) -> int:
     out = subprocess.run([sys.executable, "-m", "diffc.cli", "compile", "examples/mlp/mlp.slang", "--entry",
                           "learnGradient", "--emit", "opencl"], env=dict(os.environ, PYTHONPATH=str(tree)),
@@ -173,7 +223,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tree", action="append", type=Path, help="a source tree to measure (default: this one)")
     ap.add_argument("--ops", type=int, default=10_000)
-    ap.add_argument("--skip", action="append", default=[], choices=("mlp", "pipeline", "lines"))
+    ap.add_argument("--skip", action="append", default=[], choices=("mlp", "pipeline", "lines", "build"))
     args = ap.parse_args()
     trees = [t.resolve() for t in (args.tree or [HERE.parent])]
     print(f"{'tree':24s} {'row':22s} {'':5s} {'wall':>10s} {'cpu':>10s}")
@@ -192,6 +242,10 @@ def main() -> None:
                 print(f"{name:24s} {row:22s} {what:5s} {fmt(r[what])}   ({r['lines']} lines of OpenCL)", flush=True)
         if "lines" not in args.skip:
             print(f"{name:24s} {'learnGradient OpenCL':22s} {'':5s} {opencl_lines(tree):8d} lines", flush=True)
+        if "build" not in args.skip:
+            r, lines = program_build(tree)
+            print(f"{name:24s} {'learnGradient build':22s} {'cold':5s} {fmt(r)}   ({lines} lines for this device)",
+                  flush=True)
 
 
 if __name__ == "__main__":

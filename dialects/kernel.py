@@ -7,6 +7,11 @@ Function-level attributes (on `func.func`):
                                         value; it has no results.
   kernel.reqd_work_group_size = [x,y,z] optional: `__attribute__((reqd_work_group_size(x,y,z)))`.
 
+On `scf.for`:
+  diffc.unroll                          unit: unrolled by the device compiler (`#pragma unroll`);
+                                        Slang's [ForceUnroll], and loops the kernel passes keep
+                                        rolled in the source where the device would unroll them
+
 Memory spaces: a memref without a memory space is global memory; memory space `3 : i32` is
 work-group local memory (`LOCAL_MEMORY_SPACE`). `memref.alloca` is private memory.
 
@@ -83,6 +88,7 @@ from diffc.dialects.abi import KERNEL_ENTRY, fill_roles
 
 ENTRY = KERNEL_ENTRY  # (dialects/abi.py checks kernels' parameter roles by it)
 REQD_WORK_GROUP_SIZE = "kernel.reqd_work_group_size"
+UNROLL = "diffc.unroll"
 LOCAL_MEMORY_SPACE = 3
 # on a `ub.poison` memref: the buffer of a null pointer (frontend/optional.py), which the OpenCL
 # backend prints as a null pointer and the bounds check gives length 0

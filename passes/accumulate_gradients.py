@@ -43,6 +43,7 @@ arguments, constants and induction variables of constant-trip loops, each of whi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -353,10 +354,17 @@ class _Accumulator:
                 return (local.result, [consts[k], lid.result]) if in_local["addf"] else (acc.memref, [consts[k]])
             return (local_i.result, [consts[k - S], lid.result]) if in_local["exact"] else (iacc.memref, [consts[k - S]])
 
-        for k in range(S + E):
-            init = zero.result if k < S else identity[kinds[k]].result
+        def slot_at(k: SSAValue, floats: bool) -> tuple[SSAValue, list[SSAValue]]:  # slot k (a value)
+            if floats:
+                return (local.result, [k, lid.result]) if in_local["addf"] else (acc.memref, [k])
+            return (local_i.result, [k, lid.result]) if in_local["exact"] else (iacc.memref, [k])
+
+        # the float sums start at 0 in a loop the device unrolls (the slots stay registers)
+        Rewriter.insert_op(_unrolled_loop(consts[0], consts[S], consts[1], lambda k: [
+            memref.StoreOp.get(zero.result, *slot_at(k, True))]), end)
+        for k in range(S, S + E):
             mem, at = slot_ref(k)
-            Rewriter.insert_op(memref.StoreOp.get(init, mem, at), end)
+            Rewriter.insert_op(memref.StoreOp.get(identity[kinds[k]].result, mem, at), end)
         # the grid-stride loop over @K's work-items: this work-item runs virtual work-items
         # group * R + lid, + num_groups * R, ... < diffc_groups * L
         c_L, c_R = _index(L), _index(R)
@@ -381,6 +389,7 @@ class _Accumulator:
             (type(a), getattr(a, "kind", None), a.value.type, a.memref, list(a.indices)) for a in slots
         ]
         self.target_locations = [a.location for a in slots]  # (the sanitizer's reports name the Slang add)
+        self.runs = _runs(self.targets, self.target_locations)
         # atomics -> private sums (maxima, ...)
         for k, a in enumerate(slots):
             v: SSAValue = a.value
@@ -411,74 +420,81 @@ class _Accumulator:
             rows_of = local.result if kind == "addf" else local_i.result
             copy = not in_local["addf" if kind == "addf" else "exact"]  # else the rows are there
             ops: list[Operation] = [kernel.BarrierOp()] if start and copy else []  # the last chunk's readers are done
-            for j in range(n if copy else 0):
-                mem, at = slot_ref(start + j)
-                val = memref.LoadOp.get(mem, at)
-                ops += [val, memref.StoreOp.get(val.res, rows_of, [consts[j], lid.result])]
+            if copy:  # rows j = slot start + j, in a loop the device unrolls
+                floats = kind == "addf"
+                first_slot = start if floats else start - S
+
+                def copy_row(j: SSAValue) -> list[Operation]:
+                    k = [arith.AddiOp(j, consts[first_slot])] if first_slot else []
+                    val = memref.LoadOp.get(*slot_at(k[0].result if k else j, floats))
+                    return [*k, val, memref.StoreOp.get(val.res, rows_of, [j, lid.result])]
+
+                ops.append(_unrolled_loop(consts[0], consts[n], consts[1], copy_row))
             if copy or not start:
                 ops.append(kernel.BarrierOp())
             Rewriter.insert_op(ops, end)
-            # work-item t combines rows t, t + R, ... (every work-item runs the same loops)
-            totals: list[tuple[SSAValue, SSAValue]] = []  # (row, its total) per pass j
-            for j in range(-(-n // R)):
-                row = arith.AddiOp(lid.result, consts[j * R])
-                # accumulated in place, the chunk's rows start at its first slot's row
-                first_row = 0 if copy else start - (0 if kind == "addf" else S)
-                at_row = arith.AddiOp(row.result, consts[first_row]) if first_row else row
-                t = f32 if kind == "addf" else i32
-                init = zero.result if kind == "addf" else identity[kind].result
-                sum_body = Block(arg_types=[IndexType(), t])
-                x = memref.LoadOp.get(rows_of, [at_row.result, sum_body.args[0]])
-                combine = arith.AddfOp if kind == "addf" else _EXACT_OP[kind]
-                more = [x, combine(sum_body.args[1], x.res)]
-                sum_body.add_ops([*more, scf.YieldOp(more[-1].results[0])])
-                c0, c1 = _index(0), _index(1)
-                over = scf.ForOp(c0.result, c_R.result, c1.result, [init], Region(sum_body))
-                ops = [row] + ([at_row] if first_row else [])
-                if (j + 1) * R <= n:  # every work-item has a row
-                    ops += [c0, c1, over]
-                    sum_ = over.results[0]
-                else:
-                    has = arith.CmpiOp(row.result, consts[n], "ult")
-                    yes, no = Block(), Block()
-                    yes.add_ops([c0, c1, over, scf.YieldOp(over.results[0])])
-                    no.add_op(scf.YieldOp(init))
-                    guarded = scf.IfOp(has.result, [t], Region(yes), Region(no))
-                    ops += [has, guarded]
-                    sum_ = guarded.results[0]
-                Rewriter.insert_op(ops, end)
-                totals.append((row.result, sum_))
-            # the original atomics, once per group and slot (for float sums: unless
-            # deterministic, where the group's partial sums are stored, coalesced)
-            atomic_block = Block()
-            for j in range(n):
-                which = arith.CmpiOp(lid.result, consts[j % R], "eq")
-                one = Block()
-                self._emit_add(one, start + j, totals[j // R][1], {})
-                one.add_op(scf.YieldOp())
-                atomic_block.add_ops([which, scf.IfOp(which.result, [], Region(one))])
+            # work-item t combines rows t, t + R, ... (every work-item runs the same loops; a
+            # loop over the passes when there are several: 148 on a CPU, where R is 1), then
+            # issues the original atomics of its rows, once per group and slot (for float
+            # sums: unless deterministic, where the group's partial sums are stored, coalesced):
+            # per run of slots at evenly spaced addresses, one guarded add at its slot's address
+            passes = -(-n // R)
+            body = Block(arg_types=[IndexType()]) if passes > 1 else None
+            ops = []
+            if body is None:
+                row: SSAValue = lid.result
+            else:
+                pass_row = arith.MuliOp(body.args[0], c_R.result)
+                first_of = arith.AddiOp(lid.result, pass_row.result)
+                ops += [pass_row, first_of]
+                row = first_of.result
+            # accumulated in place, the chunk's rows start at its first slot's row
+            first_row = 0 if copy else start - (0 if kind == "addf" else S)
+            at_row = arith.AddiOp(row, consts[first_row]) if first_row else None
+            t = f32 if kind == "addf" else i32
+            init = zero.result if kind == "addf" else identity[kind].result
+            sum_body = Block(arg_types=[IndexType(), t])
+            x = memref.LoadOp.get(rows_of, [at_row.result if at_row else row, sum_body.args[0]])
+            combine = arith.AddfOp if kind == "addf" else _EXACT_OP[kind]
+            more = [x, combine(sum_body.args[1], x.res)]
+            sum_body.add_ops([*more, scf.YieldOp(more[-1].results[0])])
+            c0, c1 = _index(0), _index(1)
+            over = scf.ForOp(c0.result, c_R.result, c1.result, [init], Region(sum_body))
+            mine = Block()  # the row's total and what it issues
+            mine.add_ops([*([at_row] if at_row else []), c0, c1, over])
+            sum_ = over.results[0]
+            adds = Block()
+            for run in self.runs:
+                lo, hi = max(run.first, start), min(run.first + run.count, start + n)
+                if lo < hi:
+                    self._emit_run_add(adds, run, row, start, lo, hi, sum_, {})
             if kind != "addf":  # exact: the same in both modes
-                moved = list(atomic_block.ops)
+                moved = list(adds.ops)
                 for op in moved:
                     op.detach()
-                Rewriter.insert_op(moved, end)
-                continue
-            atomic_block.add_op(scf.YieldOp())
-            det_block = Block()
-            for j, (row, sum_) in enumerate(totals):
-                slot = arith.AddiOp(row, consts[start]) if start else None
-                at = arith.AddiOp(base.result, slot.result if slot else row)
-                store = memref.StoreOp.get(sum_, partials, [at.result])
-                ops = [o for o in (slot, at) if o is not None]
-                if (j + 1) * R <= n:
-                    det_block.add_ops([*ops, store])
-                else:
-                    has = arith.CmpiOp(row, consts[n], "ult")
-                    then = Block()
-                    then.add_ops([*ops, store, scf.YieldOp()])
-                    det_block.add_ops([has, scf.IfOp(has.result, [], Region(then))])
-            det_block.add_op(scf.YieldOp())
-            Rewriter.insert_op(scf.IfOp(is_det.result, [], Region(det_block), Region(atomic_block)), end)
+                mine.add_ops(moved)
+            else:
+                adds.add_op(scf.YieldOp())
+                det = Block()
+                slot = _minus(row, -start, det)
+                at = arith.AddiOp(base.result, slot)
+                det.add_ops([at, memref.StoreOp.get(sum_, partials, [at.result]), scf.YieldOp()])
+                mine.add_op(scf.IfOp(is_det.result, [], Region(det), Region(adds)))
+            if passes * R > n:  # a work-item without a row in the last pass
+                has = arith.CmpiOp(row, consts[n], "ult")
+                mine.add_op(scf.YieldOp())
+                ops += [has, scf.IfOp(has.result, [], Region(mine))]
+            else:
+                ops += list(mine.ops)
+                for op in ops:
+                    if op.parent is not None:
+                        op.detach()
+            if body is None:
+                Rewriter.insert_op(ops, end)
+            else:
+                body.add_ops([*ops, scf.YieldOp()])
+                c_p = _index(passes)
+                Rewriter.insert_op([c_p, scf.ForOp(consts[0], c_p.result, consts[1], [], Region(body))], end)
         for a in slots:
             Rewriter.erase_op(a)
         work.sym_name = StringAttr(f"{self.fn.sym_name.data}__accum")
@@ -526,18 +542,72 @@ class _Accumulator:
             mapping[old] = r
         return mapping[v]
 
-    def _emit_add(self, block: Block, k: int, value: SSAValue, mapping: dict[SSAValue, SSAValue]) -> None:
-        """The original add of slot k, of `value` (f32), at the end of `block`."""
-        cls, kind, value_type, mem, indices = self.targets[k]
-        m = self._clone_slice(mem, mapping, block)
-        idx = [self._clone_slice(i, mapping, block) for i in indices]
+    def _emit_run_add(self, block: Block, run: _Run, row: SSAValue, base: int, lo: int, hi: int, value: SSAValue,
+                      mapping: dict[SSAValue, SSAValue]) -> None:
+        """At the end of `block`: if lo <= slot < hi (slots of `run`; slot = `row` + base), the
+        original add of that slot, of `value` (f32): at the run's first address + (slot - first)
+        x stride."""
+        cls, kind, value_type, mem, indices = self.targets[run.first]
+        c_n = _index(hi - lo)
+        offset = _minus(row, lo - base, block)
+        inside = arith.CmpiOp(offset, c_n.result, "ult")
+        block.add_ops([c_n, inside])
+        one = Block()
+        m = self._clone_slice(mem, mapping, one)
+        idx = [self._clone_slice(i, mapping, one) for i in indices]
+        if run.stride and (hi - lo > 1 or lo != run.first):
+            step = _minus(row, run.first - base, one)
+            if run.stride != 1:
+                c_stride = _index(run.stride)
+                scaled = arith.MuliOp(step, c_stride.result)
+                one.add_ops([c_stride, scaled])
+                step = scaled.result
+            at = arith.AddiOp(idx[0], step)
+            one.add_op(at)
+            idx = [at.result]
         if isinstance(value_type, Float16Type):
             trunc = arith.TruncFOp(value, value_type)
-            block.add_op(trunc)
+            one.add_op(trunc)
             value = trunc.result
         add = kernel.AtomicAddOp(value, m, idx) if cls is kernel.AtomicAddOp else kernel.AtomicRMWOp(kind.data, value, m, idx)
-        add.location = self.target_locations[k]
-        block.add_op(add)
+        add.location = self.target_locations[run.first]
+        one.add_ops([add, scf.YieldOp()])
+        block.add_op(scf.IfOp(inside.result, [], Region(one)))
+
+    def _emit_run_loop(self, block: Block, run: _Run, slot: SSAValue, value: SSAValue,
+                       mapping: dict[SSAValue, SSAValue]) -> None:
+        """At the end of `block`: for each slot first + j of `run`, if `slot` is it, its add at
+        the run's first address + j x stride (a loop counter of constant bounds: the address
+        stays one that launch-time proofs cover, unlike one computed from `slot`)."""
+        cls, kind, value_type, mem, indices = self.targets[run.first]
+        body = Block(arg_types=[IndexType()])
+        j = body.args[0]
+        target = _minus(j, -run.first, body)
+        mine = arith.CmpiOp(slot, target, "eq")
+        body.add_op(mine)
+        one = Block()
+        m = self._clone_slice(mem, mapping, one)
+        idx = [self._clone_slice(i, mapping, one) for i in indices]
+        if run.stride:
+            step = j
+            if run.stride != 1:
+                c_stride = _index(run.stride)
+                scaled = arith.MuliOp(j, c_stride.result)
+                one.add_ops([c_stride, scaled])
+                step = scaled.result
+            at = arith.AddiOp(idx[0], step)
+            one.add_op(at)
+            idx = [at.result]
+        if isinstance(value_type, Float16Type):
+            trunc = arith.TruncFOp(value, value_type)
+            one.add_op(trunc)
+            value = trunc.result
+        add = kernel.AtomicAddOp(value, m, idx) if cls is kernel.AtomicAddOp else kernel.AtomicRMWOp(kind.data, value, m, idx)
+        add.location = self.target_locations[run.first]
+        one.add_ops([add, scf.YieldOp()])
+        body.add_ops([scf.IfOp(mine.result, [], Region(one)), scf.YieldOp()])
+        c0, c_n, c1 = _index(0), _index(run.count), _index(1)
+        block.add_ops([c0, c_n, c1, scf.ForOp(c0.result, c_n.result, c1.result, [], Region(body))])
 
     def _finish_kernel(self, adds: list[Operation]) -> func.FuncOp:
         """@K__accum_finish, one work-group of F work-items per slot (S groups): in group k,
@@ -590,13 +660,9 @@ class _Accumulator:
         sum_ = memref.LoadOp.get(parts.result, [c0.result])
         then.add_op(sum_)
         mapping: dict[SSAValue, SSAValue] = dict(zip(self.entry.args[: self.n_params], block.args))
-        for k in range(S):  # slot k's address is its own expression: group k issues it
-            c = _index(k)
-            mine = arith.CmpiOp(slot.result, c.result, "eq")
-            one = Block()
-            self._emit_add(one, k, sum_.res, mapping)
-            one.add_op(scf.YieldOp())
-            then.add_ops([c, mine, scf.IfOp(mine.result, [], Region(one))])
+        for run in self.runs:  # group k issues slot k's add: a loop over each run's slots
+            if run.first < S:
+                self._emit_run_loop(then, run, slot.result, sum_.res, mapping)
         then.add_op(scf.YieldOp())
         block.add_ops([first, scf.IfOp(first.result, [], Region(then)), func.ReturnOp()])
         fin.attributes[ACCUMULATED] = UnitAttr()
@@ -605,3 +671,79 @@ class _Accumulator:
         for attr in ("diffc.shader", "diffc.numthreads"):
             fin.attributes.pop(attr, None)
         return fin
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Slots first .. first + count - 1: adds of one kind into one buffer from one source add,
+    at addresses first's + (k - first) x stride (stride None: one slot, any address)."""
+
+    first: int
+    count: int
+    stride: int | None
+
+
+def _linear(v: SSAValue) -> tuple[frozenset[tuple[SSAValue, int]], int]:
+    """An index as (terms, constant): a sum of coefficient x value terms and a constant, through
+    index adds, subtracts and multiplications by constants; any other value is one term."""
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return frozenset(), op.value.value.data
+    if isinstance(v.type, IndexType) and isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+        (ta, ca), (tb, cb) = _linear(op.lhs), _linear(op.rhs)
+        if isinstance(op, arith.MuliOp):
+            if not ta:
+                return frozenset((t, c * ca) for t, c in tb), ca * cb
+            if not tb:
+                return frozenset((t, c * cb) for t, c in ta), ca * cb
+        else:
+            sign = 1 if isinstance(op, arith.AddiOp) else -1
+            terms = dict(ta)
+            for t, c in tb:
+                terms[t] = terms.get(t, 0) + sign * c
+            return frozenset((t, c) for t, c in terms.items() if c), ca + sign * cb
+    return frozenset({(v, 1)}), 0
+
+
+def _runs(targets: list[tuple], locations: list) -> list[_Run]:
+    """The slots as runs of evenly spaced addresses (an unrolled loop's adds), so that the
+    group's adds and the finish kernel's are one guarded add per run, not one per slot."""
+    runs: list[_Run] = []
+    k = 0
+    while k < len(targets):
+        cls, kind, value_type, mem, indices = targets[k]
+        n, stride = 1, None
+        if len(indices) == 1:
+            terms, c = _linear(indices[0])
+            while k + n < len(targets):
+                cls2, kind2, type2, mem2, indices2 = targets[k + n]
+                if (cls2, kind2, type2, mem2, len(indices2), locations[k + n]) != (
+                        cls, kind, value_type, mem, 1, locations[k]):
+                    break
+                terms2, c2 = _linear(indices2[0])
+                if terms2 != terms or (stride is not None and c2 - c != n * stride):
+                    break
+                stride = c2 - c if stride is None else stride
+                n += 1
+        runs.append(_Run(k, n, stride))
+        k += n
+    return runs
+
+
+def _minus(v: SSAValue, n: int, block: Block) -> SSAValue:
+    """v - n, its ops at the end of `block` (none for n = 0)."""
+    if not n:
+        return v
+    c = _index(abs(n))
+    out = arith.SubiOp(v, c.result) if n > 0 else arith.AddiOp(v, c.result)
+    block.add_ops([c, out])
+    return out.result
+
+
+def _unrolled_loop(lb: SSAValue, ub: SSAValue, one: SSAValue, body: Callable[[SSAValue], list[Operation]]) -> scf.ForOp:
+    """for k in [lb, ub) step `one` { body(k) }, marked for the device compiler to unroll."""
+    block = Block(arg_types=[IndexType()])
+    block.add_ops([*body(block.args[0]), scf.YieldOp()])
+    loop = scf.ForOp(lb, ub, one, [], Region(block))
+    loop.attributes[kernel.UNROLL] = UnitAttr()
+    return loop

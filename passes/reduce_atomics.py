@@ -53,6 +53,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    UnitAttr,
     f32,
     i32,
 )
@@ -241,7 +242,9 @@ class _KernelReducer:
                 v = sel.result
             ops.append(memref.StoreOp.get(v, buf, [const(k), self.lid]))
             Rewriter.insert_op(ops, InsertPoint.before(add))
-        # the tree, after the batch's last add
+        # the tree, after the batch's last add: a loop over its levels (step = width/2 >> level)
+        # and, in each, over the batch's rows, kept rolled for the device compiler to unroll
+        # (unrolled here, the MLP's learnGradient carried about 1,400 lines of it)
         after = adds[-1].next_op
         assert after is not None  # a block ends with its terminator
         ip = InsertPoint.before(after)
@@ -249,28 +252,39 @@ class _KernelReducer:
         width = 1
         while width < self.group:
             width *= 2
-        step = width // 2
-        while step >= 1:
-            active = arith.CmpiOp(self.lid, const(step), "ult")
-            ops.append(active)
+        if width > 1:
+            level_body = Block(arg_types=[IndexType()])
+            step = arith.ShRUIOp(const(width // 2), level_body.args[0])
+            active = arith.CmpiOp(self.lid, step.result, "ult")
+            partner = arith.AddiOp(self.lid, step.result)
+            level_ops: list[Operation] = [step, active, partner]
             cond = active.result
-            if step * 2 > self.group:  # a group size that is no power of two: the partner must exist
-                partner = arith.AddiOp(self.lid, const(step))
+            if width != self.group:  # a group size that is no power of two: the partner must exist
                 inside = arith.CmpiOp(partner.result, const(self.group), "ult")
                 both = arith.AndIOp(cond, inside.result)
-                ops += [partner, inside, both]
+                level_ops += [inside, both]
                 cond = both.result
-            then = Block()
-            partner = arith.AddiOp(self.lid, const(step))
-            then.add_op(partner)
-            for k in range(len(adds)):
-                mine = memref.LoadOp.get(buf, [const(k), self.lid])
-                theirs = memref.LoadOp.get(buf, [const(k), partner.result])
+
+            def fold_row(row: SSAValue) -> list[Operation]:
+                mine = memref.LoadOp.get(buf, [row, self.lid])
+                theirs = memref.LoadOp.get(buf, [row, partner.result])
                 total = arith.AddiOp(mine, theirs) if sum_type == i32 else arith.AddfOp(mine, theirs)
-                then.add_ops([mine, theirs, total, memref.StoreOp.get(total.result, buf, [const(k), self.lid])])
+                return [mine, theirs, total, memref.StoreOp.get(total.result, buf, [row, self.lid])]
+
+            then = Block()
+            if len(adds) == 1:
+                then.add_ops(fold_row(const(0)))
+            else:
+                row_body = Block(arg_types=[IndexType()])
+                row_body.add_ops([*fold_row(row_body.args[0]), scf.YieldOp()])
+                rows = scf.ForOp(const(0), const(len(adds)), const(1), [], Region(row_body))
+                rows.attributes[kernel.UNROLL] = UnitAttr()
+                then.add_op(rows)
             then.add_op(scf.YieldOp())
-            ops += [scf.IfOp(cond, [], Region(then)), kernel.BarrierOp()]
-            step //= 2
+            level_body.add_ops([*level_ops, scf.IfOp(cond, [], Region(then)), kernel.BarrierOp(), scf.YieldOp()])
+            levels = scf.ForOp(const(0), const(width.bit_length() - 1), const(1), [], Region(level_body))
+            levels.attributes[kernel.UNROLL] = UnitAttr()
+            ops.append(levels)
         # work-item 0 adds the group's sums with the original atomics
         first = arith.CmpiOp(self.lid, const(0), "eq")
         then = Block()

@@ -32,7 +32,7 @@ def _binary(symbol: str) -> Handler:
 
 
 def _call(name: str) -> Handler:
-    return lambda fe, op: f"{name}({', '.join(fe.expr(v) for v in op.operands)})"
+    return lambda fe, op: f"{name}({', '.join(fe.bare(v) for v in op.operands)})"
 
 
 def _integer(template: str) -> Handler:

@@ -25,6 +25,7 @@ class FunctionContext:
         self.kernel = is_kernel(fn)
         self.namer = Namer(module.global_names)
         self.values: dict[SSAValue, str] = {}
+        self.compound: set[SSAValue] = set()  # values printed as an expression (not a name or literal)
         self.arrays: set[SSAValue] = set()  # memrefs declared here as C arrays (not pointers)
         self.lines: list[str] = []
         self.depth = 1
@@ -33,6 +34,12 @@ class FunctionContext:
         return OpenCLEmitError.at(op, message)
 
     def expr(self, value: SSAValue) -> str:
+        """The value as an operand of a C expression (an inlined expression in parentheses)."""
+        text = self.bare(value)
+        return f"({text})" if value in self.compound else text
+
+    def bare(self, value: SSAValue) -> str:
+        """The value where a whole expression stands (an initializer, an argument, a condition)."""
         try:
             return self.values[value]
         except KeyError:  # IR that uses a value above its definition (xDSL does not check dominance)
@@ -68,3 +75,16 @@ class FunctionContext:
         name = self.fresh(value, default)
         self.line(f"{self.ctype(value.type, op)} {name};")
         return name
+
+    def declare_all_uninitialized(self, values: list[SSAValue], op: Operation, default: str) -> list[str]:
+        """Variables for `values`, those of one type in a row declared in one line."""
+        names = [self.fresh(v, default) for v in values]
+        types = [self.ctype(v.type, op) for v in values]
+        k = 0
+        while k < len(names):
+            j = k
+            while j + 1 < len(names) and types[j + 1] == types[k]:
+                j += 1
+            self.line(f"{types[k]} {', '.join(names[k:j + 1])};")
+            k = j + 1
+        return names

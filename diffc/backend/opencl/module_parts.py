@@ -74,14 +74,19 @@ class ModuleParts:
         """Several results come back as `typedef struct { T0 r0; T1 r1; } <name>_result;`."""
         name = f"{self.names[fn.sym_name.data]}_result"
         if name not in self.structs:
-            fields = []
+            fields: list[tuple[str, list[str]]] = []  # (C type, field names): one line per run of a type
             for i, t in enumerate(fn.function_type.outputs.data):
                 try:
                     self.note_type(t)
-                    fields.append(f"{ctype(t, self.options)} r{i};")
+                    c = ctype(t, self.options)
                 except TypeError:
                     raise OpenCLEmitError.at(fn, f"returns type {t}, which has no OpenCL C equivalent") from None
-            self.structs[name] = "typedef struct {\n" + "".join(f"    {f}\n" for f in fields) + f"}} {name};"
+                if fields and fields[-1][0] == c:
+                    fields[-1][1].append(f"r{i}")
+                else:
+                    fields.append((c, [f"r{i}"]))
+            self.structs[name] = "typedef struct {\n" + "".join(
+                f"    {c} {', '.join(names)};\n" for c, names in fields) + f"}} {name};"
         return name
 
     def atomic_helper(self, strategy: str, local: bool) -> str:

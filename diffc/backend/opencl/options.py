@@ -28,7 +28,8 @@ class EmitOptions:
                 an index into a value array inside one stays a chain of selects (the MLP's
                 learnGradient ran 7x faster unrolled on PoCL); NVIDIA's compiler chooses well
                 without it (unrolled, the same kernel with its bounds checks spilled registers and ran 4x
-                slower on an H100).
+                slower on an H100). A loop that holds a barrier is left rolled here (PoCL builds a
+                work-item loop per barrier of each copy).
     """
 
     atomics: str = "cmpxchg"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, func, memref, printf, scf
-from xdsl.dialects.builtin import Float32Type, IntegerAttr, MemRefType, VectorType
+from xdsl.dialects import arith, func, math, memref, printf, scf
+from xdsl.dialects.builtin import Float32Type, IntegerAttr, IntegerType, MemRefType, VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from diffc.dialects import kernel
@@ -90,7 +90,15 @@ class FunctionEmitter(FunctionContext):
         if handler is not None:
             if len(op.results) != 1:
                 raise self.error(op, "must have one result")
-            self.declare(op.results[0], handler(self, op), op)
+            rhs = handler(self, op)
+            if rhs.replace("_", "a").isalnum() and not isinstance(op.results[0].type, MemRefType):
+                self.values[op.results[0]] = rhs  # a name or a literal (f16 <-> f32): no copy
+            elif _inlined_into_use(op, rhs):
+                self.values[op.results[0]] = rhs
+                if not _is_atom(rhs):
+                    self.compound.add(op.results[0])
+            else:
+                self.declare(op.results[0], rhs, op)
             return
         method = _STATEMENTS.get(type(op))
         if op.name == "ub.poison" and NULL_POINTER_ATTR in op.attributes and isinstance(op.results[0].type, MemRefType):
@@ -116,7 +124,7 @@ class FunctionEmitter(FunctionContext):
         if self.kernel:
             raise self.error(op, "returns values from a kernel; kernels write their results to memrefs")
         if len(op.operands) == 1:
-            self.line(f"return {self.expr(op.operands[0])};")
+            self.line(f"return {self.bare(op.operands[0])};")
             return
         struct = self.module.result_struct(self.fn)
         tmp = self.namer.fresh("ret")
@@ -127,7 +135,7 @@ class FunctionEmitter(FunctionContext):
 
     def call(self, op: func.CallOp) -> None:
         callee = self.module.function_name(op.callee.string_value(), op)
-        call = f"{callee}({', '.join(self.expr(v) for v in op.operands)})"
+        call = f"{callee}({', '.join(self.bare(v) for v in op.operands)})"
         if not op.results:
             self.line(f"{call};")
         elif len(op.results) == 1:
@@ -140,8 +148,8 @@ class FunctionEmitter(FunctionContext):
                 self.values[r] = f"{tmp}.r{i}"
 
     def if_(self, op: scf.IfOp) -> None:
-        names = [self.declare_uninitialized(r, op, "r") for r in op.results]
-        self.line(f"if ({self.expr(op.cond)}) {{")
+        names = self.declare_all_uninitialized(list(op.results), op, "r")
+        self.line(f"if ({self.bare(op.cond)}) {{")
         self.emit_body(op.true_region.blocks[0], [], names)
         if op.false_region.blocks and (names or len(op.false_region.blocks[0].ops) > 1):
             self.line("} else {")
@@ -161,7 +169,14 @@ class FunctionEmitter(FunctionContext):
         i = self.fresh(iv, "i")
         lb, ub, step = self.expr(op.lb), self.expr(op.ub), self.expr(op.step)
         trips = _constant_trip_count(op)
-        if self.options.unroll and trips is not None and trips <= self.options.unroll:
+        # loops the kernel passes keep rolled for the device to unroll (and [ForceUnroll]), and
+        # on CPUs every short one; but on CPUs not one that holds a barrier: PoCL builds a loop
+        # over the work-items for each barrier of the copies (reduce-atomics' tree, unrolled,
+        # took 1.2 of the MLP program's 4 s of build), and there is nothing to keep in registers
+        unroll = kernel.UNROLL in op.attributes or (trips is not None and trips <= self.options.unroll)
+        if unroll and self.options.unroll and any(isinstance(o, kernel.BarrierOp) for o in op.walk()):
+            unroll = False
+        if trips is not None and unroll:
             self.line("#pragma unroll")
         self.line(f"for ({self.ctype(iv.type, op)} {i} = {lb}; {i} < {ub}; {i} += {step}) {{")
         self.emit_body(body, [i, *names], names)
@@ -208,6 +223,8 @@ class FunctionEmitter(FunctionContext):
         if any(d < 0 for d in shape[1:]):
             raise self.error(op, f"indexes {t}: only the first dimension may be dynamic")
         terms = []
+        if len(indices) == 1:
+            return self.bare(indices[0])
         for k, v in enumerate(indices):
             stride = 1
             for d in shape[k + 1 :]:
@@ -229,7 +246,7 @@ class FunctionEmitter(FunctionContext):
 
     def store(self, op: memref.StoreOp) -> None:
         idx = self.index(op, op.memref, op.indices)
-        ref, value = self.expr(op.memref), self.expr(op.value)
+        ref, value = self.expr(op.memref), self.bare(op.value)
         if self.half_pointer(op.memref):
             self.line(f"vstore_half({value}, {idx}, {ref});")
         else:
@@ -410,3 +427,49 @@ def _constant_trip_count(op: scf.ForOp) -> int | None:
         bounds.append(owner.value.value.data)
     lb, ub, step = bounds
     return max(0, -(-(ub - lb) // step)) if step > 0 else None
+
+
+# Users that print each operand once, where a single-use expression can stand for its variable.
+_ONE_USE_STATEMENTS = (memref.LoadOp, memref.StoreOp, func.CallOp, func.ReturnOp, scf.IfOp)
+# expression handlers that print an operand more than once (or vector lanes at a runtime index)
+_REPEATING = {arith.CeilDivSIOp.name, arith.FloorDivSIOp.name, arith.CeilDivUIOp.name,
+              math.CountTrailingZerosOp.name}
+# a float product is not written into a sum: OpenCL C contracts `a * b + c` in one expression
+# into an fma (FP_CONTRACT is on by default), which rounds once where the statements round twice
+_SUMS = (arith.AddfOp, arith.SubfOp, arith.NegfOp, arith.ExtFOp, arith.TruncFOp)
+# i1 results that are 0 or 1 as C ints too
+_BOOLEANS = (arith.CmpiOp, arith.CmpfOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.TruncIOp, arith.SelectOp)
+_MAX_INLINED = 100  # characters of an inlined expression, at most (and so its nesting)
+
+
+def _inlined_into_use(op: Operation, rhs: str) -> bool:
+    """Whether `op`'s value (pure, an EXPRESSIONS op) is printed inside its one use instead of
+    as a variable: a scalar used once, by an op of the same block that prints it once (not a
+    terminator, whose assignments may overwrite what it reads; not a loop bound, which runs
+    every iteration), short enough."""
+    result = op.results[0]
+    if isinstance(result.type, VectorType | MemRefType) or len(rhs) > _MAX_INLINED:
+        return False
+    t = result.type
+    if isinstance(t, IntegerType) and t.width.data < 32 and not (t.width.data == 1 and isinstance(op, _BOOLEANS)):
+        return False  # C computes char and short in int: their variable is what wraps them
+    uses = list(result.uses)
+    if len(uses) != 1:
+        return False
+    user = uses[0].operation
+    if user.parent_block() is not op.parent_block():
+        return False
+    if isinstance(op, arith.MulfOp) and isinstance(user, _SUMS):
+        return False
+    if isinstance(user, _ONE_USE_STATEMENTS):
+        return not isinstance(user, func.ReturnOp) or len(user.operands) == 1
+    if isinstance(user, kernel.AtomicAddOp | kernel.AtomicRMWOp):
+        return uses[0].index == 0  # the value added (an index may be printed twice: private memory)
+    if user.name in ("vector.insert", "vector.extract"):
+        return not list(user.dynamic_position)  # type: ignore[attr-defined]
+    return user.name in EXPRESSIONS and user.name not in _REPEATING
+
+
+def _is_atom(text: str) -> bool:
+    """A name or a literal, which needs no parentheses."""
+    return text.replace("_", "a").replace(".", "a").isalnum()

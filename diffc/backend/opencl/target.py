@@ -1,4 +1,4 @@
-"""`diffc-opt -t opencl` (options: `-t 'opencl{atomics=ptx index_type=int}'`)."""
+"""`diffc-opt -t opencl` (options: `-t 'opencl{atomics=ptx index_type=int unroll=32}'`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class OpenCLTarget(Target):
 
     atomics: str = "cmpxchg"
     index_type: str = "long"
+    unroll: int = 0
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        output.write(emit_opencl(module, EmitOptions(atomics=self.atomics, index_type=self.index_type)))
+        output.write(emit_opencl(module, EmitOptions(atomics=self.atomics, index_type=self.index_type, unroll=self.unroll)))

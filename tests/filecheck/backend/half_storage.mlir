@@ -24,10 +24,8 @@ func.func @scale_half4(%x: memref<?xf16>, %y: memref<?xf16>, %s: f32) attributes
 // CHECK-LABEL: __kernel void scale_half(__global half* x, __global half* y, float s) {
 // CHECK-NEXT:    long i = (long)get_global_id(0);
 // CHECK-NEXT:    float h = vload_half(i, x);
-// CHECK-NEXT:    float f = h;
-// CHECK-NEXT:    float r = f * s;
-// CHECK-NEXT:    float t = r;
-// CHECK-NEXT:    vstore_half(t, i, y);
+// CHECK-NEXT:    float r = h * s;
+// CHECK-NEXT:    vstore_half(r, i, y);
 // CHECK-LABEL: __kernel void scale_half4(__global half* x, __global half* y, float s) {
 // CHECK-NEXT:    long i = (long)get_global_id(0);
 // CHECK-NEXT:    float4 v = vload_half4(i, x);

@@ -46,10 +46,10 @@ func.func @reduce(%x: memref<?xf32>, %total: memref<1xf32>) attributes {kernel.e
 // CHECK-NEXT:    buf[lid] = v;
 // CHECK-NEXT:    barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK:         while (true) {
-// CHECK:           if (active) {
-// CHECK:             float b = buf[j];
+// CHECK:           if (lid < s) {
+// CHECK:             float b = buf[lid + s];
 // CHECK:           barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK-NEXT:      long half_1 = (long)((ulong)s >> 1L);
-// CHECK:         if (first) {
+// CHECK:         if (lid == 0L) {
 // CHECK-NEXT:      float r = buf[0L];
 // CHECK-NEXT:      diffc_atomic_add_cmpxchg_global(&total[0L], r);

@@ -29,25 +29,8 @@ func.func @math_ops(%x: f32, %y: f32, %z: f32, %n: i32) -> f32 {
 }
 
 // CHECK-LABEL: float math_ops(float x, float y, float z, int n) {
-// CHECK-NEXT:    float [[E:.+]] = exp(x);
-// CHECK-NEXT:    float [[L:.+]] = log([[E]]);
-// CHECK-NEXT:    float [[S:.+]] = sin([[L]]);
-// CHECK-NEXT:    float [[P:.+]] = pow([[S]], y);
-// CHECK-NEXT:    float [[A:.+]] = atan2([[P]], y);
-// CHECK-NEXT:    float [[F:.+]] = fma([[A]], y, z);
-// CHECK-NEXT:    float [[ERF:.+]] = erf([[F]]);
-// CHECK-NEXT:    float [[C:.+]] = copysign([[ERF]], y);
-// CHECK-NEXT:    float [[R:.+]] = rsqrt([[C]]);
-// CHECK-NEXT:    float {{.+}} = fabs([[R]]);
-// CHECK-NEXT:    float {{.+}} = sqrt(
-// CHECK-NEXT:    float {{.+}} = tanh(
-// CHECK-NEXT:    float {{.+}} = floor(
-// CHECK-NEXT:    float {{.+}} = rint(
-// CHECK-NEXT:    float {{.+}} = pown({{.+}}, (int)n);
-// CHECK-NEXT:    float {{.+}} = log1p(
-// CHECK-NEXT:    float {{.+}} = exp2(
-// CHECK-NEXT:    float {{.+}} = cos(
-// CHECK-NEXT:    int {{.+}} = (int)abs(n);
-// CHECK-NEXT:    int {{.+}} = popcount(
-// CHECK-NEXT:    int {{.+}} = clz(
-// CHECK-NEXT:    int {{.+}} = (int)popcount(({{.+}} & -{{.+}}) - 1);
+// Each value is used once: the chain is printed as nested calls (up to 100 characters a
+// statement); cttz names its operand twice, so that operand stays a variable.
+// CHECK-NEXT:    float [[V:.+]] = rint(floor(tanh(sqrt(fabs(rsqrt(copysign(erf(fma(atan2(pow(sin(log(exp(x))), y), y), y, z)), y)))))));
+// CHECK-NEXT:    int [[N:.+]] = clz(popcount((int)abs(n)));
+// CHECK-NEXT:    return (cos(exp2(log1p(pown([[V]], (int)n))))) + ((float)((int)popcount(([[N]] & -[[N]]) - 1)));

@@ -21,8 +21,7 @@ func.func @k(%x: memref<?xf64>, %out: memref<?x2xf64>) attributes {kernel.entry}
 // builtin, so the helper is renamed.
 // CHECK:       #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 // CHECK:       typedef struct {
-// CHECK-NEXT:      double r0;
-// CHECK-NEXT:      double r1;
+// CHECK-NEXT:      double r0, r1;
 // CHECK-NEXT:  } sincos_1_result;
 // CHECK-LABEL: sincos_1_result sincos_1(double x) {
 // CHECK-NEXT:    double s = sin(x);

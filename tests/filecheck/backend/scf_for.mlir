@@ -1,4 +1,5 @@
 // RUN: diffc-opt -t opencl %s | filecheck %s
+// RUN: diffc-opt -t 'opencl{unroll=32}' %s | filecheck %s --check-prefix=CPU
 
 func.func @sum_powers(%x: f32, %n: index) -> f32 {
   %c0 = arith.constant 0 : index
@@ -33,6 +34,22 @@ func.func @loop_kernel(%x: memref<?xf32>, %y: memref<?xi32>) attributes {kernel.
   func.return
 }
 
+// A loop marked diffc.unroll (kept rolled for the device compiler to unroll) gets
+// `#pragma unroll` when its trip count is a constant; without one, no pragma.
+func.func @marked(%x: memref<4xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %zero, %x[%i] : memref<4xf32>
+  } {diffc.unroll}
+  scf.for %j = %c0 to %n step %c1 {
+    memref.store %zero, %x[%c0] : memref<4xf32>
+  } {diffc.unroll}
+  func.return
+}
+
 // CHECK-LABEL: float sum_powers(float x, long n) {
 // CHECK-NEXT:    float acc0 = 0.0f;
 // CHECK-NEXT:    float p0 = 1.0f;
@@ -54,7 +71,37 @@ func.func @loop_kernel(%x: memref<?xf32>, %y: memref<?xi32>) attributes {kernel.
 // CHECK-NEXT:      u = u_next;
 // CHECK-NEXT:      v = v_next;
 // CHECK-NEXT:    }
-// CHECK-NEXT:    float d = u - v;
+// CHECK-NEXT:    return u - v;
+
+// CHECK-LABEL: void marked(__global float* x, long n) {
+// CHECK:         #pragma unroll
+// CHECK-NEXT:    for (long i = 0L; i < 4L; i += 1L) {
+// CHECK:         }
+// CHECK-NEXT:    for (long j = 0L; j < n; j += 1L) {
 
 // CHECK-LABEL: __kernel void loop_kernel(__global float* x, __global int* y) {
 // CHECK:         float s = sum_powers(v, 4L);
+
+
+// On a CPU (unroll=32) every constant loop up to 32 trips is unrolled, but not one that holds a
+// barrier, marked or not (PoCL builds a loop over the work-items for each barrier of a copy).
+func.func @barriers(%x: memref<4xf32, 3 : i32>) attributes {kernel.entry, kernel.reqd_work_group_size = [4 : i64, 1 : i64, 1 : i64]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %zero, %x[%i] : memref<4xf32, 3 : i32>
+  }
+  scf.for %j = %c0 to %c4 step %c1 {
+    memref.store %zero, %x[%j] : memref<4xf32, 3 : i32>
+    kernel.barrier
+  } {diffc.unroll}
+  func.return
+}
+
+// CPU-LABEL: void barriers(
+// CPU:         #pragma unroll
+// CPU-NEXT:    for (long i = 0L; i < 4L; i += 1L) {
+// CPU:         }
+// CPU-NEXT:    for (long j = 0L; j < 4L; j += 1L) {

@@ -25,13 +25,11 @@ func.func @ids(%out: memref<?x6xi64>) attributes {kernel.entry} {
 // CHECK-NEXT:    long gs = (long)get_global_size(0);
 // CHECK-NEXT:    long ls = (long)get_local_size(1);
 // CHECK-NEXT:    long ng = (long)get_num_groups(2);
-// CHECK-NEXT:    long a = l;
-// CHECK-NEXT:    out[g * 6] = a;
-// CHECK-NEXT:    long b = ng;
-// CHECK-NEXT:    out[g * 6 + 5L] = b;
+// CHECK-NEXT:    out[g * 6] = l;
+// CHECK-NEXT:    out[g * 6 + 5L] = ng;
 // CHECK-NEXT:    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 // CHECK-NEXT:  }
 
 // INT:         int g = (int)get_global_id(0);
-// INT:         long a = (long)l;
-// INT:         out[g * 6 + 5] = b;
+// INT:         out[g * 6] = (long)l;
+// INT:         out[g * 6 + 5] = (long)ng;

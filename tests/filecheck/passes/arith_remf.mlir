@@ -51,14 +51,11 @@ func.func @vjp(%x: f32, %y: f32, %d: f32) -> (f32, f32) {
 // REV-NEXT:    %[[GY:.+]] = arith.mulf %[[N]], %d_out : f32
 // REV-NEXT:    func.return %d_out, %[[GY]] : f32, f32
 
+// (single-use values are printed inside their use)
 // CL-LABEL: float f(float x, float y) {
-// CL-NEXT:      float r = fmod(x, y);
-// CL-NEXT:      return r;
+// CL-NEXT:      return fmod(x, y);
 // CL-LABEL: f_bwd_result f_bwd(float x, float y, float d_out) {
-// CL-NEXT:      float [[Q:.+]] = x / y;
-// CL-NEXT:      float [[T:.+]] = trunc([[Q]]);
-// CL-NEXT:      float [[N:.+]] = -[[T]];
-// CL-NEXT:      float [[GY:.+]] = [[N]] * d_out;
+// CL-NEXT:      float [[GY:.+]] = (-(trunc(x / y))) * d_out;
 // CL-NEXT:      f_bwd_result ret;
 // CL-NEXT:      ret.r0 = d_out;
 // CL-NEXT:      ret.r1 = [[GY]];

@@ -48,17 +48,25 @@ func.func @sums(%values: memref<?xf32>, %out: memref<?xf32>, %grads: memref<?xf3
 // CHECK:         %[[C1:.+]] = arith.select %[[ACTIVE]], %[[W1]], %{{.+}} : f32
 // CHECK-NEXT:    memref.store %[[C1]], %[[SUMS]][%{{.+}}, %[[LID]]] : memref<2x6xf32, 3 : i32>
 // CHECK-NEXT:    kernel.barrier
-// Six work-items: steps 4, 2, 1; at step 4 only work-items 0 and 1 have a partner.
-// CHECK-NEXT:    %[[LT4:.+]] = arith.cmpi ult, %[[LID]], %{{.+}} : index
-// CHECK-NEXT:    %[[P4:.+]] = arith.addi %[[LID]], %{{.+}} : index
-// CHECK-NEXT:    %[[IN:.+]] = arith.cmpi ult, %[[P4]], %{{.+}} : index
-// CHECK-NEXT:    %[[BOTH:.+]] = arith.andi %[[LT4]], %[[IN]] : i1
-// CHECK-NEXT:    scf.if %[[BOTH]] {
-// CHECK-COUNT-2:   arith.addf
-// CHECK:         }
-// CHECK-NEXT:    kernel.barrier
-// CHECK:         kernel.barrier
-// CHECK:         kernel.barrier
+// Six work-items: a loop over the tree's levels, steps 4 >> level = 4, 2, 1 (at step 4 only
+// work-items 0 and 1 have a partner), and in each a loop over the batch's two rows, both kept
+// rolled for the device compiler to unroll.
+// CHECK-NEXT:    scf.for %[[LEVEL:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT:      %[[STEP:.+]] = arith.shrui %{{.+}}, %[[LEVEL]] : index
+// CHECK-NEXT:      %[[LT:.+]] = arith.cmpi ult, %[[LID]], %[[STEP]] : index
+// CHECK-NEXT:      %[[P:.+]] = arith.addi %[[LID]], %[[STEP]] : index
+// CHECK-NEXT:      %[[IN:.+]] = arith.cmpi ult, %[[P]], %{{.+}} : index
+// CHECK-NEXT:      %[[BOTH:.+]] = arith.andi %[[LT]], %[[IN]] : i1
+// CHECK-NEXT:      scf.if %[[BOTH]] {
+// CHECK-NEXT:        scf.for %[[ROW:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT:          %[[MINE:.+]] = memref.load %[[SUMS]][%[[ROW]], %[[LID]]]
+// CHECK-NEXT:          %[[THEIRS:.+]] = memref.load %[[SUMS]][%[[ROW]], %[[P]]]
+// CHECK-NEXT:          %[[T:.+]] = arith.addf %[[MINE]], %[[THEIRS]] : f32
+// CHECK-NEXT:          memref.store %[[T]], %[[SUMS]][%[[ROW]], %[[LID]]]
+// CHECK-NEXT:        } {diffc.unroll}
+// CHECK-NEXT:      }
+// CHECK-NEXT:      kernel.barrier
+// CHECK-NEXT:    } {diffc.unroll}
 // CHECK-NEXT:    %[[FIRST:.+]] = arith.cmpi eq, %[[LID]], %{{.+}} : index
 // CHECK-NEXT:    scf.if %[[FIRST]] {
 // CHECK-NEXT:      %[[S0:.+]] = memref.load %[[SUMS]]
@@ -78,6 +86,11 @@ func.func @sums(%values: memref<?xf32>, %out: memref<?xf32>, %grads: memref<?xf3
 // CL: __local float group_sums[12];
 // CL: __local int group_sums_1[6];
 // CL: barrier(CLK_LOCAL_MEM_FENCE);
+// CL: #pragma unroll
+// CL-NEXT: for (long [[LEVEL:.+]] = 0L; [[LEVEL]] < 3L; [[LEVEL]] += 1L) {
+// CL-NEXT: long [[STEP:.+]] = (long)((ulong)4L >> [[LEVEL]]);
+// CL: #pragma unroll
+// CL-NEXT: for (long [[ROW:.+]] = 0L; [[ROW]] < 2L; [[ROW]] += 1L) {
 
 // A guard in the else branch (`scf.if %past {} else {...}`), an add in a callee, a half add
 // (summed in float, truncated once) and a loop too long to unroll into one batch.
