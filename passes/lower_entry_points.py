@@ -179,7 +179,7 @@ def thread_global_buffers(op: ModuleOp) -> dict[str, list[str]]:
     threaded: dict[str, list[str]] = {}
     for name, fn in funcs.items():
         if uses[name] and fn.body.blocks:
-            threaded[name] = sorted(uses[name], key=order.__getitem__)
+            threaded[name] = sorted(uses[name], key=lambda b: order.get(b, len(order)))  # unknown: an error below
             _thread_buffers(fn, threaded[name], types, funcs, uses, order, roles)
     stash_slots(op)  # what the status globals check, for the runtime (status_report.py)
     for g in globals_:
