@@ -18,5 +18,5 @@ func.func @fields(%b: memref<?xi8>, %i: index) attributes {kernel.entry} {
 // CHECK: __global int* w = ((__global int*)b);
 // CHECK: float x = vload_half(i, h);
 // CHECK: int n = w[i];
-// CHECK: vstore_half(x, j, h);
+// CHECK: vstore_half(x, (long)n, h);
 // IR: %h = kernel.reinterpret %b : memref<?xi8> to memref<?xf16>
