@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from diffc.kernel_settings import for_device, mma_builds
-from tests.test_cooperative_layers import (LAYERS, NETWORK, SLOPE, _gradient, _model_gradient, _problem, _report,
+from test_cooperative_layers import (LAYERS, NETWORK, SLOPE, _gradient, _model_gradient, _problem, _report,
                                            coopvec_network)
 
 WARPS = coopvec_network.network_source(LAYERS, SLOPE, group=32, layout="RowMajor", condition="CONDITION")
