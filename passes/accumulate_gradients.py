@@ -547,16 +547,23 @@ class _Accumulator:
         """At the end of `block`: if lo <= slot < hi (slots of `run`; slot = `row` + base), the
         original add of that slot, of `value` (f32): at the run's first address + (slot - first)
         x stride."""
-        cls, kind, value_type, mem, indices = self.targets[run.first]
         c_n = _index(hi - lo)
         offset = _minus(row, lo - base, block)
         inside = arith.CmpiOp(offset, c_n.result, "ult")
         block.add_ops([c_n, inside])
+        moves = run.stride and (hi - lo > 1 or lo != run.first)
+        one = self._run_add(run, (lambda b: _minus(row, run.first - base, b)) if moves else None, value, mapping)
+        block.add_op(scf.IfOp(inside.result, [], Region(one)))
+
+    def _run_add(self, run: _Run, step_in, value: SSAValue, mapping: dict[SSAValue, SSAValue]) -> Block:
+        """A block with the original add of `run`'s first slot, of `value` (f32), then a yield: at
+        the first address, or + step x stride where `step_in(block)` gives the step inside it."""
+        cls, kind, value_type, mem, indices = self.targets[run.first]
         one = Block()
         m = self._clone_slice(mem, mapping, one)
         idx = [self._clone_slice(i, mapping, one) for i in indices]
-        if run.stride and (hi - lo > 1 or lo != run.first):
-            step = _minus(row, run.first - base, one)
+        if step_in is not None:
+            step = step_in(one)
             if run.stride != 1:
                 c_stride = _index(run.stride)
                 scaled = arith.MuliOp(step, c_stride.result)
@@ -572,39 +579,19 @@ class _Accumulator:
         add = kernel.AtomicAddOp(value, m, idx) if cls is kernel.AtomicAddOp else kernel.AtomicRMWOp(kind.data, value, m, idx)
         add.location = self.target_locations[run.first]
         one.add_ops([add, scf.YieldOp()])
-        block.add_op(scf.IfOp(inside.result, [], Region(one)))
+        return one
 
     def _emit_run_loop(self, block: Block, run: _Run, slot: SSAValue, value: SSAValue,
                        mapping: dict[SSAValue, SSAValue]) -> None:
         """At the end of `block`: for each slot first + j of `run`, if `slot` is it, its add at
         the run's first address + j x stride (a loop counter of constant bounds: the address
         stays one that launch-time proofs cover, unlike one computed from `slot`)."""
-        cls, kind, value_type, mem, indices = self.targets[run.first]
         body = Block(arg_types=[IndexType()])
         j = body.args[0]
         target = _minus(j, -run.first, body)
         mine = arith.CmpiOp(slot, target, "eq")
         body.add_op(mine)
-        one = Block()
-        m = self._clone_slice(mem, mapping, one)
-        idx = [self._clone_slice(i, mapping, one) for i in indices]
-        if run.stride:
-            step = j
-            if run.stride != 1:
-                c_stride = _index(run.stride)
-                scaled = arith.MuliOp(j, c_stride.result)
-                one.add_ops([c_stride, scaled])
-                step = scaled.result
-            at = arith.AddiOp(idx[0], step)
-            one.add_op(at)
-            idx = [at.result]
-        if isinstance(value_type, Float16Type):
-            trunc = arith.TruncFOp(value, value_type)
-            one.add_op(trunc)
-            value = trunc.result
-        add = kernel.AtomicAddOp(value, m, idx) if cls is kernel.AtomicAddOp else kernel.AtomicRMWOp(kind.data, value, m, idx)
-        add.location = self.target_locations[run.first]
-        one.add_ops([add, scf.YieldOp()])
+        one = self._run_add(run, (lambda b: j) if run.stride else None, value, mapping)
         body.add_ops([scf.IfOp(mine.result, [], Region(one)), scf.YieldOp()])
         c0, c_n, c1 = _index(0), _index(run.count), _index(1)
         block.add_ops([c0, c_n, c1, scf.ForOp(c0.result, c_n.result, c1.result, [], Region(body))])
