@@ -187,10 +187,15 @@ class ScalarType(SlangType):
         return self.type_reflection.scalar_type
 
 
+def _element(program, elem):
+    """The reflection of a vector's, matrix's or array's element type."""
+    return program.wrap(elem) if program is not None else builtin_type(elem)
+
+
 class VectorType(SlangType):
     def __init__(self, program, refl):
         t = refl.type
-        elem = program.wrap(t.elem) if program is not None else builtin_type(t.elem)
+        elem = _element(program, t.elem)
         super().__init__(program, refl, elem, Shape((t.n,)))
 
     @property
@@ -201,7 +206,7 @@ class VectorType(SlangType):
 class MatrixType(SlangType):
     def __init__(self, program, refl):
         t = refl.type
-        elem = program.wrap(t.elem) if program is not None else builtin_type(t.elem)
+        elem = _element(program, t.elem)
         super().__init__(program, refl, elem, Shape((t.rows, t.cols)))
 
     @property
@@ -216,7 +221,7 @@ class MatrixType(SlangType):
 class ArrayType(SlangType):
     def __init__(self, program, refl):
         t = refl.type
-        elem = program.wrap(t.elem) if program is not None else builtin_type(t.elem)
+        elem = _element(program, t.elem)
         super().__init__(program, refl, elem, Shape((t.n,)))
 
     @property
