@@ -619,9 +619,10 @@ class _SharedSum:
         from diffc.runtime.device import device, synchronize
 
         k, mine = _gather_values(gather)
-        # the last call's copies from host numbers, done by now (on a GPU not waited for there:
-        # pyopencl waits for such a copy when its event is dropped)
-        self._uploads.clear()
+        # the earlier calls' copies from host numbers: on a GPU they may still sit behind the wait
+        # for the last collective, and a dropped event would wait for its copy holding the GIL,
+        # which that wait's thread needs (ZEROING in runtime/waiting.py): only finished ones go
+        self._uploads = [e for e in self._uploads if e.command_execution_status > cl.command_execution_status.COMPLETE]
         if profile:
             t = time.perf_counter()
             synchronize()
