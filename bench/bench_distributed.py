@@ -123,6 +123,45 @@ the one-process step from 5 to 8 ms between runs), gloo, torch 2.13.0+cpu,
   batch's max loss: 0.23 ms a step with two collectives and fresh host arrays each time, 0.17 ms
   with one collective and reused staging; with 2 processes 0.88 -> 0.59 ms.)
 
+Measured 2026-11-28 on 2 NVIDIA H200 (one host, driver 580.159.04; OpenCL on each GPU, NCCL,
+torch 2.11), `--procs 1 2 --log2 14 18 --models mlp wide --steps 10 --transport shared device`,
+one run, the first with the shared transport finishing (it had hung: diffc/runtime/waiting.py,
+ZEROING):
+
+  model   params   batch   procs   transport   step ms    samples/s   per process   efficiency   |   profiled step ms   kernel   download   stage   barrier   collective   unstage   upload   optimizer   all-reduce share
+  mlp     148      2^14    1       device      0.294      5.582e+07   5.582e+07     1.00         |   0.363              0.203   0.040     0.000   0.000    0.000       0.000    0.000   0.109       10.9%
+  mlp     148      2^14    2       device      0.887      1.848e+07   9.239e+06     0.17         |   1.271              0.265   0.084     0.183   0.235    0.130       0.054    0.055   0.227       39.8%
+  mlp     148      2^14    1       shared      0.383      4.275e+07   4.275e+07     1.00         |   0.391              0.198   0.000     0.000   0.000    0.000       0.000    0.000   0.106       0.0%
+  mlp     148      2^14    2       shared      1.159      1.413e+07   7.067e+06     0.17         |   1.886              0.288   0.000     0.000   0.550    0.306       0.000    0.000   0.594       16.2%
+  mlp     148      2^18    1       device      0.288      9.098e+08   9.098e+08     1.00         |   0.325              0.178   0.037     0.000   0.000    0.000       0.000    0.000   0.100       11.2%
+  mlp     148      2^18    2       device      0.951      2.755e+08   1.378e+08     0.15         |   1.383              0.288   0.092     0.184   0.290    0.137       0.057    0.056   0.232       38.0%
+  mlp     148      2^18    1       shared      0.288      9.105e+08   9.105e+08     1.00         |   0.376              0.193   0.000     0.000   0.000    0.000       0.000    0.000   0.101       0.0%
+  mlp     148      2^18    2       shared      1.120      2.34e+08    1.17e+08      0.13         |   1.940              0.322   0.000     0.000   0.479    0.351       0.000    0.000   0.641       18.1%
+  wide    8900     2^14    1       device      1.021      1.604e+07   1.604e+07     1.00         |   1.233              1.017   0.061     0.000   0.000    0.000       0.000    0.000   0.135       5.0%
+  wide    8900     2^14    2       device      1.794      9.13e+06    4.565e+06     0.28         |   2.236              1.023   0.125     0.094   0.472    0.113       0.041    0.090   0.238       20.7%
+  wide    8900     2^14    1       shared      1.018      1.609e+07   1.609e+07     1.00         |   1.187              0.982   0.000     0.000   0.000    0.000       0.000    0.000   0.111       0.0%
+  wide    8900     2^14    2       shared      1.599      1.025e+07   5.123e+06     0.32         |   3.412              1.189   0.000     0.000   0.940    0.463       0.000    0.000   0.605       13.6%
+  wide    8900     2^18    1       device      5.965      4.395e+07   4.395e+07     1.00         |   7.117              6.784   0.103     0.000   0.000    0.000       0.000    0.000   0.196       1.4%
+  wide    8900     2^18    2       device      3.790      6.917e+07   3.459e+07     0.79         |   4.670              3.439   0.154     0.106   0.431    0.115       0.042    0.090   0.240       10.9%
+  wide    8900     2^18    1       shared      6.033      4.345e+07   4.345e+07     1.00         |   6.982              6.649   0.000     0.000   0.000    0.000       0.000    0.000   0.163       0.0%
+  wide    8900     2^18    2       shared      3.781      6.933e+07   3.467e+07     0.80         |   5.119              3.466   0.000     0.000   0.552    0.288       0.000    0.000   0.673       5.6%
+  model   batch   transport   1-process step ms   2 procs
+  mlp     2^14    device      0.294               0.17
+  mlp     2^14    shared      0.383               0.17
+  mlp     2^18    device      0.288               0.15
+  mlp     2^18    shared      0.288               0.13
+  wide    2^14    device      1.021               0.28
+  wide    2^14    shared      1.018               0.32
+  wide    2^18    device      5.965               0.79
+  wide    2^18    shared      6.033               0.80
+
+  Scaling is poor: two processes add 0.6-0.9 ms to every step whichever transport sums, so only
+  the wide model at 2^18 (a 6 ms step) gets near (0.80 of 2x). The shared transport drops the
+  download and upload (0.1-0.25 ms), but its step is no shorter: the GPU now switches between
+  torch's CUDA context (NCCL) and OpenCL's at the collective (about 0.27 ms each way, as
+  bench_cuda_interop.py measures), which the host round trip paid in its copies instead. 4 GPUs:
+  no such machine was lent.
+
 Measured 2026-11-24 on 2 NVIDIA H200 (one host; OpenCL on each GPU, NCCL through cuda:rank,
 torch 2.11), `--procs 1 2 --log2 14 18 20 --models mlp wide --steps 20`, before the kernel wait
 had its own phase and before the one-collective step (two collectives a step, staging tensors

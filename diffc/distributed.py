@@ -58,8 +58,9 @@ values come back when asked (`all_reduce(..., wait=False)` returns a handle whos
 waits for them). On a CPU device (PoCL) it is host memory the OpenCL buffer uses, summed by gloo
 after one wait for the queue. Sums are in the gradients' dtype there (NCCL's or gloo's sum of
 half values, not float32's); "auto" takes "shared" when every gradient tensor is shared.
-Not yet measured on a GPU: the one bench run on two H200s (bench_distributed.py --transport
-shared, 2^26) printed no row within 170 s, cause not found; the CPU path is tested.
+On two H200s it runs (bench/bench_distributed.py's table); it had hung while a status buffer's
+zeroing waited holding the GIL (runtime/waiting.py, ZEROING). It saves the round trip's copies,
+but each step still switches the GPU between torch's CUDA context (NCCL) and OpenCL's.
 
 With one rank there is nothing to sum: all_reduce leaves the gradients on the device and only
 reads the gathered values, so a one-process run costs what a plain training step with a loss
@@ -619,9 +620,10 @@ class _SharedSum:
         from diffc.runtime.device import device, synchronize
 
         k, mine = _gather_values(gather)
-        # the last call's copies from host numbers, done by now (on a GPU not waited for there:
-        # pyopencl waits for such a copy when its event is dropped)
-        self._uploads.clear()
+        # the earlier calls' copies from host numbers: on a GPU they may still sit behind the wait
+        # for the last collective, and a dropped event would wait for its copy holding the GIL,
+        # which that wait's thread needs (ZEROING in runtime/waiting.py): only finished ones go
+        self._uploads = [e for e in self._uploads if e.command_execution_status > cl.command_execution_status.COMPLETE]
         if profile:
             t = time.perf_counter()
             synchronize()

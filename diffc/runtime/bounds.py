@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffc.runtime.waiting import copy
+from diffc.runtime.waiting import ZERO, copy
 from diffc.diagnostics import format_diagnostic
 from diffc.kernel_program import Proof, Site  # noqa: F401 (imported from here)
 from diffc.runtime.errors import RuntimeDiffcError
@@ -79,8 +79,8 @@ class BoundsBuffer:
 
         from diffc.runtime.device import device
 
-        self.host[:] = 0
-        cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
+        # a fill, not a copy from host memory: see ZEROING in runtime/waiting.py
+        cl.enqueue_fill_buffer(device().queue, self.buffer, ZERO, 0, self.host.nbytes)
         self.zeroed = True
 
     def check(self, kernel: str, what: str, sources: dict[str, str] | None = None) -> None:

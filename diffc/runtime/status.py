@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from diffc.runtime.waiting import finish
+from diffc.runtime.waiting import ZERO, finish
 from diffc.diagnostics import SourceLocation, format_diagnostic
 from diffc.kernel_program import StatusSlot, grow_max_iters  # noqa: F401 (imported from here)
 from diffc.runtime.errors import RuntimeDiffcError
@@ -98,7 +98,6 @@ class StatusBuffers:
         self.slots = slots
         self.context = device().context
         self.buffers = [cl.Buffer(self.context, cl.mem_flags.READ_WRITE, 4) for _ in slots]
-        self._zero = np.zeros(1, np.int32)
 
     # the module cache keeps the slots; loading makes new device buffers
     def __getstate__(self):
@@ -114,7 +113,7 @@ class StatusBuffers:
 
         q = device().queue
         for b in self.buffers:
-            cl.enqueue_copy(q, b, self._zero, is_blocking=False)
+            cl.enqueue_fill_buffer(q, b, ZERO, 0, 4)  # (ZEROING: waiting.py)
 
     def read(self) -> list[int]:
         import pyopencl as cl
@@ -143,7 +142,12 @@ class StatusBuffers:
         out = np.zeros(len(self.buffers), np.int32)
         q = device().queue
         events = [cl.enqueue_copy(q, out[i : i + 1], b, is_blocking=False) for i, b in enumerate(self.buffers)]
-        return events[-1], lambda: self._raise_from([int(v) for v in out], what, sources, kernel)
+
+        def raise_found():
+            events.clear()  # (held until the reader has waited for the last: ZEROING in waiting.py)
+            self._raise_from([int(v) for v in out], what, sources, kernel)
+
+        return events[-1], raise_found
 
     def _raise_from(self, values: list[int], what: str, sources: dict[str, str] | None, kernel: str) -> None:
         for slot, value in zip(self.slots, values):

@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from diffc.runtime.waiting import copy
+from diffc.runtime.waiting import ZERO, copy
 from diffc.diagnostics import format_diagnostic
 from diffc.kernel_program import Site  # noqa: F401 (UninitStatus's sites)
 from diffc.runtime.errors import UninitializedReadError
@@ -71,8 +71,7 @@ class UninitStatus:
         from diffc.runtime.device import device
 
         self.tracked = []
-        self.host[:] = 0
-        cl.enqueue_copy(device().queue, self.buffer, self.host, is_blocking=False)
+        cl.enqueue_fill_buffer(device().queue, self.buffer, ZERO, 0, self.host.nbytes)  # (ZEROING: waiting.py)
 
     def argument(self, role: str, of: str, bound: dict[str, tuple[object, str, int]]):
         """The value of the shadow or track parameter (its ABI role) of buffer parameter `of`;

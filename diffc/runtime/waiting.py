@@ -11,6 +11,15 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
+# ZEROING: a non-blocking copy from host memory returns a pyopencl event that, when dropped
+# before the copy ran, waits for it while holding the GIL. Behind a wait on torch's stream (an
+# OpenCL user event that a Python thread completes: runtime/cuda_shared.py) that wait never ends,
+# since the thread cannot take the GIL. So status buffers are zeroed by a fill (no host memory,
+# no such event), and the events of host copies are held until waited for here (GIL released).
+ZERO = np.zeros(1, np.int32)  # a fill's pattern
+
 SPIN = 2e-4  # seconds of polling without a pause
 PAUSE = 1e-3  # the longest pause between polls
 
