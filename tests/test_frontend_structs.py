@@ -204,3 +204,14 @@ struct V<int N> : IDifferentiable
 """
     assert run(src, "f", 2.0)[0] == pytest.approx(6 * 2.0 * 2.0 + 3 * 2.0)
     Compiled(src, "f").check_derivatives([0.7])
+
+
+def test_enum_case_values_are_constant_integer_expressions():
+    # A = 8, B = 8 | 2 = 10, C = ~10 & 255 = 245, D = 245 / 2 - 8 = 114, E = D + 1
+    src = """
+enum Bits { A = 1 << 3, B = A | 2, C = ~B & 255, D = C / 2 - A, E };
+float g(float x) { return x + float(Bits.E) * 1000.0 + float(Bits.D); }
+"""
+    assert run(src, "g", 1.0)[0] == pytest.approx(1.0 + 115 * 1000.0 + 114)
+    expect_error("static int k = 2;\nenum Bad { X = 1, Y = X + k };\n", "E0008", 2, 23,
+                 "an enum case value other than a constant integer expression is not supported")

@@ -89,9 +89,9 @@ def const_int(e, names=None) -> int | None:
     if isinstance(e, A.Member) and isinstance(e.base, A.Name | A.TypeExpr) and names is not None:
         base = e.base.id if isinstance(e.base, A.Name) else getattr(e.base.type, "name", None)
         return names(f"{base}.{e.name}") if isinstance(base, str) else None  # a struct's `S.N`
-    if isinstance(e, A.Unary) and e.op in ("-", "+"):
+    if isinstance(e, A.Unary) and e.op in ("-", "+", "~"):
         v = const_int(e.operand, names)
-        return None if v is None else (-v if e.op == "-" else v)
+        return None if v is None else (-v if e.op == "-" else ~v if e.op == "~" else v)
     if isinstance(e, A.Binary) and e.op in _FOLDED:  # a left chain in a loop, not by recursion
         chain = []
         while isinstance(e, A.Binary) and e.op in _FOLDED:
@@ -104,16 +104,17 @@ def const_int(e, names=None) -> int | None:
     return None
 
 
-_FOLDED = ("+", "-", "*", "/", "%", "<<", ">>")
+_FOLDED = ("+", "-", "*", "/", "%", "<<", ">>", "|", "&")
 
 
 def fold_int(op: str, a: int | None, b: int | None) -> int | None:
-    """`a op b` for +, -, *, / and % (truncating, as in C), << and >>; None where an operand is
-    None or the op divides by zero."""
+    """`a op b` for +, -, *, / and % (truncating, as in C), <<, >>, | and &; None where an
+    operand is None or the op divides by zero."""
     if a is None or b is None or (op in ("/", "%") and b == 0):
         return None
     ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: int(a / b),
-           "%": lambda: a - int(a / b) * b, "<<": lambda: a << b, ">>": lambda: a >> b}
+           "%": lambda: a - int(a / b) * b, "<<": lambda: a << b, ">>": lambda: a >> b,
+           "|": lambda: a | b, "&": lambda: a & b}
     return ops[op]() if op in ops else None
 
 

@@ -221,7 +221,11 @@ class Checker(TypeResolution):
         nxt = 0
         for c in d.cases:
             if c.value is not None:
-                nxt = _const_int(c.value, {k: int(v.value.value) for k, v in cases.items()})  # type: ignore[union-attr]
+                known = {k: int(v.value.value) for k, v in cases.items()}  # type: ignore[union-attr]
+                nxt = const_int(c.value, known.get)  # (a literal, an earlier case, or an expression of those)
+                if nxt is None:
+                    raise err(UNSUPPORTED, "an enum case value other than a constant integer expression is not supported",
+                              c.value)
             if c.name in cases:
                 raise err(REDEFINED, f"a second case named '{c.name}' in enum '{d.name}'", c)
             cases[c.name] = Local(c.name, ty, False, value=A.Num(nxt, False, "u" if ty == T.UINT else "", span=c.span, ty=ty))
@@ -1185,31 +1189,6 @@ def _return_void_call(s: A.Return) -> A.Block:
     value = s.value
     assert value is not None
     return A.Block([A.ExprStmt(value, span=value.span), A.Return(None, span=s.span)], span=s.span)
-
-
-_ENUM_OPS = ("+", "-", "*", "<<", ">>", "|", "&")
-
-
-def _const_int(e: A.Expr, known: dict[str, int]) -> int:
-    """The value of an enum case: an integer literal, an earlier case, or -, +, *, <<, | of those."""
-    if isinstance(e, A.Num) and not e.is_float:
-        return int(e.value)
-    if isinstance(e, A.Name) and e.id in known:
-        return known[e.id]
-    if isinstance(e, A.Unary) and e.op in ("-", "+", "~"):
-        v = _const_int(e.operand, known)
-        return -v if e.op == "-" else ~v if e.op == "~" else v
-    if isinstance(e, A.Binary) and e.op in _ENUM_OPS:  # a left chain in a loop, not by recursion
-        chain = []
-        while isinstance(e, A.Binary) and e.op in _ENUM_OPS:
-            chain.append(e)
-            e = e.lhs
-        a = _const_int(e, known)
-        for node in reversed(chain):
-            b = _const_int(node.rhs, known)
-            a = {"+": a + b, "-": a - b, "*": a * b, "<<": a << b, ">>": a >> b, "|": a | b, "&": a & b}[node.op]
-        return a
-    raise err(UNSUPPORTED, "an enum case value other than a constant integer expression is not supported", e)
 
 
 def _plain_value(t: T.Type) -> bool:
