@@ -110,6 +110,37 @@ class Lowered(NamedTuple):
     text: str  # the source file's text
     front: object  # the front end's module
     settings: object  # the KernelSettings it was lowered under
+    keep: object = None  # (KernelProgram, work-group bytes) -> None: diffc run's module cache entry
+
+
+class CachedRun:
+    """A `diffc run` of an unchanged file from the module cache (runtime/module_cache.py's
+    RunPlan): what run_kernel needs, without the IR. `module` and `front` (the Lowered's) are
+    made, by compiling the file again, only where an error must point into them."""
+
+    keep = None
+
+    def __init__(self, plan, text: str, settings, remake):
+        self.plan, self.text, self.settings = plan, text, settings
+        self.entry, self.numthreads = plan.entry, plan.numthreads
+        self._remake = remake
+        self._made = None
+
+    def _lowered(self) -> Lowered:
+        if self._made is None:
+            from diffc.diagnostics import recording_warnings
+
+            with recording_warnings(echo=False):  # (printed already, from the plan)
+                self._made = self._remake()
+        return self._made
+
+    @property
+    def module(self):
+        return self._lowered().module
+
+    @property
+    def front(self):
+        return self._lowered().front
 
 
 def settings_for(device: str | None, check: bool = False, changes: Sequence[str] = ()):
@@ -293,7 +324,9 @@ def cmd_run(args) -> int:
         return settings[0]
 
     while True:
-        got = lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
+        got = None if grow else _cached_run(args, made_settings)
+        if got is None:
+            got = _compiled_run(args, grow, made_settings)
         buffers = parse_test_inputs(got.text, args.file, slang_words=args.slang_data)
         printed = _PrintfOutput() if args.grow_tape else None  # (a rerun's printfs replace the run's before)
         try:
@@ -315,6 +348,66 @@ def cmd_run(args) -> int:
             print(buf.format(v))
     sys.stdout.flush()
     return 0
+
+
+def _run_key(args) -> tuple[str | None, str | None]:
+    """The first key of `diffc run`'s module cache entries for this file (runtime/module_cache.py)
+    and the file's text; (None, None) when the cache is off or the file cannot be read (the
+    compile says why)."""
+    from diffc.runtime import module_cache
+
+    p = Path(args.file)
+    if not p.is_file():
+        return None, None
+    try:
+        text = read_source(p)
+    except DiffcError:
+        return None, None
+    verify = os.environ.get("DIFFC_VERIFY", "").strip()  # (a pipeline that verifies can fail where one did not)
+    return module_cache.run_key(args.file, text, (args.entry, tuple(args.conformance), verify)), text
+
+
+def _cached_run(args, made_settings) -> CachedRun | None:
+    """The run of an unchanged file from the module cache, else None (nothing compiled)."""
+    from diffc.runtime import module_cache
+
+    first, text = _run_key(args)
+    read_before = module_cache.load_dependencies(first)
+    if read_before is None:
+        return None
+    settings = made_settings()
+    key = module_cache.with_dependencies(first, read_before)
+    plan = module_cache.load_run_plan(module_cache.kernel_key(key, "diffc run", settings))
+    if plan is None:
+        return None
+    for warning in plan.warnings:
+        print(warning, file=sys.stderr)
+    return CachedRun(plan, text, settings,
+                     lambda: lowered(args.file, args.entry, conformance=args.conformance, settings=settings))
+
+
+def _compiled_run(args, grow: list, made_settings) -> Lowered:
+    """The file compiled for the run; without `grow`, its KernelProgram, once built, goes into
+    the module cache under the files the front end read."""
+    from diffc.diagnostics import recording_warnings
+    from diffc.frontend.source import files_read
+    from diffc.runtime import module_cache
+
+    if grow:
+        return lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
+    first, _ = _run_key(args)
+    with files_read.recording() as read, recording_warnings() as warnings:
+        got = lowered(args.file, args.entry, conformance=args.conformance, settings=made_settings)
+    own = os.path.abspath(args.file)  # (already in the first key)
+    read = {p: h for p, h in read.items() if p != own}
+
+    def keep(program, work_group_bytes):
+        key = module_cache.with_dependencies(first, read)
+        plan = module_cache.RunPlan(got.entry, tuple(got.numthreads), program, dict(work_group_bytes), tuple(warnings))
+        module_cache.store_dependencies(first, read)
+        module_cache.store_run_plan(module_cache.kernel_key(key, "diffc run", got.settings), plan)
+
+    return got._replace(keep=keep)
 
 
 # how a process killed by SIGPIPE exits, as `diffc compile x.slang | head -1` expects

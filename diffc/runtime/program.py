@@ -100,12 +100,18 @@ def check_work_group_memory(module) -> None:
     """Before building: a kernel of `module` (lowered) whose work-group memory (its groupshared
     arrays, `kernel.local_alloc`) exceeds the device's is an error, in the same words on every
     device (NVIDIA's compiler refuses such a program with a ptxas log; PoCL aborts at launch)."""
+    check_work_group_bytes(work_group_memory(module))
+
+
+def work_group_memory(module) -> dict[str, int]:
+    """Kernel name -> the bytes of work-group memory its groupshared arrays take, for each kernel
+    of `module` (lowered)."""
     from xdsl.dialects import func
     from xdsl.dialects.builtin import IndexType
 
     from diffc.dialects import kernel
 
-    limit = int(device().cl_device.local_mem_size)
+    out = {}
     for fn in module.ops:
         if not (isinstance(fn, func.FuncOp) and kernel.is_kernel(fn)):
             continue
@@ -116,8 +122,16 @@ def check_work_group_memory(module) -> None:
                 el = t.element_type
                 width = 64 if isinstance(el, IndexType) else el.bitwidth
                 used += (width // 8) * max(1, t.element_count())
+        out[fn.sym_name.data] = used
+    return out
+
+
+def check_work_group_bytes(used_by: dict[str, int]) -> None:
+    """`check_work_group_memory` of what `work_group_memory` measured (kept by the module cache)."""
+    limit = int(device().cl_device.local_mem_size)
+    for name, used in used_by.items():
         if used > limit:
-            raise BuildError(f"error: kernel '{fn.sym_name.data}' needs {used} bytes of work-group memory (its "
+            raise BuildError(f"error: kernel '{name}' needs {used} bytes of work-group memory (its "
                              f"groupshared variables), more than the device's {limit} bytes")
 
 
