@@ -404,7 +404,7 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
     from diffc.kernel_program import bounds_sites, entry_kernel_params, status_slots, uninit_sites
     from diffc.runtime.bounds import BoundsBuffer, proven
     from diffc.runtime.device import device
-    from diffc.runtime.program import build_program, check_work_group_bytes, work_group_memory
+    from diffc.runtime.program import build_program, check_work_group_bytes, keep_binary, work_group_memory
     from diffc.runtime.status import StatusBuffers
 
     entry, threads, source = lowered.entry, lowered.numthreads, lowered.text
@@ -524,6 +524,8 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
             bounds.reset()
         cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
         finish(dev.queue)
+        if plan is not None:  # an unchanged file run again: its program is worth a binary (program.py)
+            keep_binary(prog.source, prog.build_options)
     except cl.Error as e:
         raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
                          f"in groups of {local}: {e}") from None

@@ -1,7 +1,8 @@
 """`diffc run`'s module cache (diffc/runtime/module_cache.py's RunPlan): a second run of an unchanged
 file skips the front end, the AD and kernel passes and the emitter, and prints what the first run
 printed (values, warnings, errors); an edit of the file or of a file it imports is a new compile
-with the new numbers. Timings: bench/bench_compile.py's suite rows."""
+with the new numbers. A run from the cache keeps its program's binary (diffc/runtime/program.py's
+keep_binary): the next build loads it. Timings: bench/bench_compile.py's suite rows."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from diffc import compiler
 from diffc.cli import main
-from diffc.runtime import module_cache
+from diffc.runtime import module_cache, program
 
 PROGRAM = """//TEST_INPUT:ubuffer(data=[0 0 0 0], stride=4):out,name=outputBuffer
 import helper;
@@ -78,7 +79,8 @@ def no_compiling(monkeypatch):
         monkeypatch.setattr(compiler, name, refuse)
 
 
-def test_a_second_run_comes_from_the_cache(files, capfd, monkeypatch):
+def test_a_second_run_comes_from_the_cache(files, capfd, monkeypatch, tmp_path):
+    cache = tmp_path / "cache"
     path = files(1.5, 3.0)
     code, out, err = run(capfd, path)
     assert code == 0 and values(out) == pytest.approx(expected(1.5, 3.0), rel=1e-4)
@@ -87,7 +89,12 @@ def test_a_second_run_comes_from_the_cache(files, capfd, monkeypatch):
     with monkeypatch.context() as m:
         no_compiling(m)
         assert run(capfd, path) == (code, out, err)  # the same values and the same warning
-        assert run(capfd, path) == (code, out, err)  # (the third loads the kept binary)
+        # run again, its program's binary is kept (on PoCL too): a third run loads it
+        assert len(list((cache / "programs").glob("*.bin"))) == 1
+        program.clear_memory_cache()
+        loaded = program.stats["disk_hits"]
+        assert run(capfd, path) == (code, out, err)
+        assert program.stats["disk_hits"] == loaded + 1
     assert module_cache.stats["run_hits"] == before["run_hits"] + 2
 
 
