@@ -24,6 +24,7 @@ describes the format. A file without a compute entry point but with a parameterl
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -449,16 +450,9 @@ def _unread_launch_errors(code: int) -> int:
     return code
 
 
-def _main(argv: Sequence[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["suite"]:
-        from diffc import conformance
-
-        return conformance.main(argv[1:], run=lambda args: main(["run", *args]))
-    if argv[:1] == ["check"]:
-        from diffc import gradcheck_cli
-
-        return gradcheck_cli.main(argv[1:])
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser (made once: `diffc suite`'s workers parse a command per file)."""
     from diffc import __version__
 
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
@@ -508,6 +502,22 @@ def _main(argv: Sequence[str] | None) -> int:
     r.add_argument("--check", action="store_true",
                    help="sanitizer mode (also DIFFC_CHECK=1): derivative code that makes a NaN or an infinity "
                         "is an error naming the op's source line")
+    return parser
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["suite"]:
+        from diffc import conformance
+
+        return conformance.main(argv[1:], run=lambda args: main(["run", *args]))
+    if argv[:1] == ["check"]:
+        from diffc import gradcheck_cli
+
+        return gradcheck_cli.main(argv[1:])
+    from diffc import __version__
+
+    parser = _parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "version":
