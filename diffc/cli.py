@@ -365,7 +365,10 @@ def _run_key(args) -> tuple[str | None, str | None]:
     except DiffcError:
         return None, None
     verify = os.environ.get("DIFFC_VERIFY", "").strip()  # (a pipeline that verifies can fail where one did not)
-    return module_cache.run_key(args.file, text, (args.entry, tuple(args.conformance), verify)), text
+    # (--groups and --slang-data too: with the buffers' lengths, they choose the form of the kernel
+    # the program holds, cli_run.run_kernel)
+    options = (args.entry, tuple(args.conformance), verify, args.groups, args.slang_data)
+    return module_cache.run_key(args.file, text, options), text
 
 
 def _cached_run(args, made_settings) -> CachedRun | None:

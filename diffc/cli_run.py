@@ -401,7 +401,8 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
     from xdsl.dialects.builtin import MemRefType, VectorType
 
     from diffc.compiler import kernel_program
-    from diffc.kernel_program import bounds_sites, entry_kernel_params, status_slots, uninit_sites
+    from diffc.kernel_program import (bounds_sites, entry_kernel_params, entry_proofs, keep_launched_form,
+                                      status_slots, uninit_sites)
     from diffc.runtime.bounds import BoundsBuffer, proven
     from diffc.runtime.device import device
     from diffc.runtime.program import build_program, check_work_group_bytes, keep_binary, work_group_memory
@@ -493,19 +494,22 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
         args.append(mem)
         sizes[name] = dev_arr.size
         arrays.append((b, arr, mem, dev_arr, layout))
+    local = tuple(threads)
+    global_size = tuple(t * g for t, g in zip(threads, groups))
     if plan is not None:
         check_work_group_bytes(plan.work_group_bytes)
         prog = plan.program
     else:
         used = work_group_memory(lowered.module)
         check_work_group_bytes(used)
+        # the program holds only the form of the kernel that this launch runs (kernel_program.py)
+        inbounds = proven(entry_proofs(lowered.module, entry), lambda n: args[names.index(n)], global_size)
+        keep_launched_form(lowered.module, entry, inbounds)
         prog = kernel_program(lowered.module, lowered.settings, lowered.front, entry)
         if lowered.keep is not None:
             lowered.keep(prog, used)
     program = build_program(prog.source, prog.build_options)
     info = prog.kernels[entry]
-    local = tuple(threads)
-    global_size = tuple(t * g for t, g in zip(threads, groups))
     # bounds-check's variant without the checks it proves for this launch (runtime/bounds.py)
     use_variant = proven(info.proofs, lambda n: args[names.index(n)], global_size)
     kern = cl.Kernel(program, info.inbounds if use_variant else info.c_name)

@@ -159,3 +159,35 @@ def test_a_run_whose_buffers_do_not_bind_keeps_nothing(tmp_path, capfd, monkeypa
     assert f"{path}:3:" in err and err.count("interpreting as unsigned") == 1
     again = run(capfd, str(path))  # (the failed binding stored no plan: compiled again, the same)
     assert again == (code, out, err)
+
+
+def kept_sources(cache) -> list[str]:
+    return [p.program.source for p in (module_cache._read(f.name) for f in (cache / "modules").glob("*.cl"))
+            if isinstance(p, module_cache.RunPlan)]
+
+
+def test_the_program_holds_only_the_kernel_that_runs(tmp_path, capfd, monkeypatch):
+    # bounds-check makes a checked kernel and an unchecked __inbounds variant that a launch proven
+    # in bounds runs; diffc run knows its launch before the build: its program holds the one it runs
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("DIFFC_CACHE_DIR", str(cache))
+    path = tmp_path / "loop.slang"
+    text = ("//TEST_INPUT:ubuffer(data=[0 0 0 0], stride=4):out,name=outputBuffer\n"
+            "RWStructuredBuffer<float> outputBuffer;\n"
+            "[numthreads(N, 1, 1)]\n"
+            "void computeMain(uint3 tid : SV_DispatchThreadID)\n"
+            "{\n"
+            "    outputBuffer[tid.x] = float(tid.x * tid.x);\n"
+            "}\n")
+    path.write_text(text.replace("(N,", "(4,"))  # in bounds: the unchecked form
+    code, out, _ = run(capfd, str(path))
+    assert code == 0 and out.splitlines()[1:] == [f"{float(i * i):f}" for i in range(4)]
+    (inbounds,) = kept_sources(cache)
+    path.write_text(text.replace("(N,", "(6,"))  # past the end: the checked form, which reports it
+    code, _, err = run(capfd, str(path))
+    assert code == 1 and "outside its 4 elements" in err
+    (checked,) = [s for s in kept_sources(cache) if s != inbounds]
+    for source in (inbounds, checked):
+        assert source.count("__kernel") == 1 and "__inbounds" not in source
+    kernel_of = lambda source: source[source.index("__kernel"):]  # noqa: E731
+    assert "diffc_record_site(" not in kernel_of(inbounds) and "diffc_record_site(" in kernel_of(checked)
