@@ -187,13 +187,15 @@ def with_dependencies(key: str | None, files: dict[str, str]) -> str | None:
 
 def load_dependencies(key: str | None) -> dict[str, str] | None:
     """The files module `key` was last made from, hashed as they are now; None when unknown."""
-    from diffc.frontend.source.files_read import current_hash
-
     value = _read(f"{key}.deps") if key is not None else None
     if not (isinstance(value, list) and all(isinstance(p, str) for p in value)):
         if key is not None:
             stats["misses"] += 1  # (no module is looked for)
         return None
+    if not value:  # (a module of one file: the front end, which importing files_read loads, is not needed)
+        return {}
+    from diffc.frontend.source.files_read import current_hash
+
     return {p: current_hash(p) for p in value}
 
 
