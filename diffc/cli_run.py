@@ -400,7 +400,6 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
     from xdsl.dialects import func
     from xdsl.dialects.builtin import MemRefType, VectorType
 
-    from diffc.compiler import kernel_program
     from diffc.kernel_program import (bounds_sites, entry_kernel_params, entry_proofs, keep_launched_form,
                                       status_slots, uninit_sites)
     from diffc.runtime.bounds import BoundsBuffer, proven
@@ -505,6 +504,8 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
         # the program holds only the form of the kernel that this launch runs (kernel_program.py)
         inbounds = proven(entry_proofs(lowered.module, entry), lambda n: args[names.index(n)], global_size)
         keep_launched_form(lowered.module, entry, inbounds)
+        from diffc.compiler import kernel_program  # (not imported by a run from the cache)
+
         prog = kernel_program(lowered.module, lowered.settings, lowered.front, entry)
         if lowered.keep is not None:
             lowered.keep(prog, used)
