@@ -14,8 +14,9 @@ Two kinds of entry, in `<cache dir>/modules/` (the program cache's folder, see p
 * `<key>-<settings>.cl` too: `diffc run FILE`'s RunPlan, what the run of an unchanged file
   needs to launch without compiling (the entry point, its KernelProgram, its work-group memory
   and the warnings the compile printed, printed again). Its first key also holds the file's
-  absolute path and the options that change the compile (--entry, --conformance, DIFFC_VERIFY);
-  the settings hold --device, --check and --set. A run that fails before its program is built
+  absolute path and the options that change the compile (--entry, --conformance, DIFFC_VERIFY,
+  and --groups and --slang-data, which choose the form of the kernel the program holds); the
+  settings hold --device, --check and --set. A run that fails before its program is built
   (an annotation that does not bind) keeps nothing; one that fails later (a bounds error) fails
   the same way from the cache.
 
