@@ -24,6 +24,7 @@ describes the format. A file without a compute entry point but with a parameterl
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -110,6 +111,37 @@ class Lowered(NamedTuple):
     text: str  # the source file's text
     front: object  # the front end's module
     settings: object  # the KernelSettings it was lowered under
+    keep: object = None  # (KernelProgram, work-group bytes) -> None: diffc run's module cache entry
+
+
+class CachedRun:
+    """A `diffc run` of an unchanged file from the module cache (runtime/module_cache.py's
+    RunPlan): what run_kernel needs, without the IR. `module` and `front` (the Lowered's) are
+    made, by compiling the file again, only where an error must point into them."""
+
+    keep = None
+
+    def __init__(self, plan, text: str, settings, remake):
+        self.plan, self.text, self.settings = plan, text, settings
+        self.entry, self.numthreads = plan.entry, plan.numthreads
+        self._remake = remake
+        self._made = None
+
+    def _lowered(self) -> Lowered:
+        if self._made is None:
+            from diffc.diagnostics import recording_warnings
+
+            with recording_warnings(echo=False):  # (printed already, from the plan)
+                self._made = self._remake()
+        return self._made
+
+    @property
+    def module(self):
+        return self._lowered().module
+
+    @property
+    def front(self):
+        return self._lowered().front
 
 
 def settings_for(device: str | None, check: bool = False, changes: Sequence[str] = ()):
@@ -293,7 +325,9 @@ def cmd_run(args) -> int:
         return settings[0]
 
     while True:
-        got = lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
+        got = None if grow else _cached_run(args, made_settings)
+        if got is None:
+            got = _compiled_run(args, grow, made_settings)
         buffers = parse_test_inputs(got.text, args.file, slang_words=args.slang_data)
         printed = _PrintfOutput() if args.grow_tape else None  # (a rerun's printfs replace the run's before)
         try:
@@ -315,6 +349,69 @@ def cmd_run(args) -> int:
             print(buf.format(v))
     sys.stdout.flush()
     return 0
+
+
+def _run_key(args) -> tuple[str | None, str | None]:
+    """The first key of `diffc run`'s module cache entries for this file (runtime/module_cache.py)
+    and the file's text; (None, None) when the cache is off or the file cannot be read (the
+    compile says why)."""
+    from diffc.runtime import module_cache
+
+    p = Path(args.file)
+    if not p.is_file():
+        return None, None
+    try:
+        text = read_source(p)
+    except DiffcError:
+        return None, None
+    verify = os.environ.get("DIFFC_VERIFY", "").strip()  # (a pipeline that verifies can fail where one did not)
+    # (--groups and --slang-data too: with the buffers' lengths, they choose the form of the kernel
+    # the program holds, cli_run.run_kernel)
+    options = (args.entry, tuple(args.conformance), verify, args.groups, args.slang_data)
+    return module_cache.run_key(args.file, text, options), text
+
+
+def _cached_run(args, made_settings) -> CachedRun | None:
+    """The run of an unchanged file from the module cache, else None (nothing compiled)."""
+    from diffc.runtime import module_cache
+
+    first, text = _run_key(args)
+    read_before = module_cache.load_dependencies(first)
+    if read_before is None:
+        return None
+    settings = made_settings()
+    key = module_cache.with_dependencies(first, read_before)
+    plan = module_cache.load_run_plan(module_cache.kernel_key(key, "diffc run", settings))
+    if plan is None:
+        return None
+    for warning in plan.warnings:
+        print(warning, file=sys.stderr)
+    return CachedRun(plan, text, settings,
+                     lambda: lowered(args.file, args.entry, conformance=args.conformance, settings=settings))
+
+
+def _compiled_run(args, grow: list, made_settings) -> Lowered:
+    """The file compiled for the run; without `grow`, its KernelProgram, once built, goes into
+    the module cache under the files the front end read."""
+    from diffc.diagnostics import recording_warnings
+    from diffc.frontend.source import files_read
+    from diffc.runtime import module_cache
+
+    if grow:
+        return lowered(args.file, args.entry, grow, conformance=args.conformance, settings=made_settings)
+    first, _ = _run_key(args)
+    with files_read.recording() as read, recording_warnings() as warnings:
+        got = lowered(args.file, args.entry, conformance=args.conformance, settings=made_settings)
+    own = os.path.abspath(args.file)  # (already in the first key)
+    read = {p: h for p, h in read.items() if p != own}
+
+    def keep(program, work_group_bytes):
+        key = module_cache.with_dependencies(first, read)
+        plan = module_cache.RunPlan(got.entry, tuple(got.numthreads), program, dict(work_group_bytes), tuple(warnings))
+        module_cache.store_dependencies(first, read)
+        module_cache.store_run_plan(module_cache.kernel_key(key, "diffc run", got.settings), plan)
+
+    return got._replace(keep=keep)
 
 
 # how a process killed by SIGPIPE exits, as `diffc compile x.slang | head -1` expects
@@ -356,16 +453,9 @@ def _unread_launch_errors(code: int) -> int:
     return code
 
 
-def _main(argv: Sequence[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["suite"]:
-        from diffc import conformance
-
-        return conformance.main(argv[1:], run=lambda args: main(["run", *args]))
-    if argv[:1] == ["check"]:
-        from diffc import gradcheck_cli
-
-        return gradcheck_cli.main(argv[1:])
+@functools.cache
+def _parser() -> argparse.ArgumentParser:
+    """The command line's parser (made once: `diffc suite`'s workers parse a command per file)."""
     from diffc import __version__
 
     parser = argparse.ArgumentParser(prog="diffc", description="Slang-style automatic differentiation to OpenCL")
@@ -415,6 +505,22 @@ def _main(argv: Sequence[str] | None) -> int:
     r.add_argument("--check", action="store_true",
                    help="sanitizer mode (also DIFFC_CHECK=1): derivative code that makes a NaN or an infinity "
                         "is an error naming the op's source line")
+    return parser
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["suite"]:
+        from diffc import conformance
+
+        return conformance.main(argv[1:], run=lambda args: main(["run", *args]))
+    if argv[:1] == ["check"]:
+        from diffc import gradcheck_cli
+
+        return gradcheck_cli.main(argv[1:])
+    from diffc import __version__
+
+    parser = _parser()
     args = parser.parse_args(argv)
     try:
         if args.command == "version":

@@ -298,8 +298,8 @@ def _flush_c_stdout() -> None:
 
 def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str, kernel_textures: list[str],
                 where=None, source: str | None = None):
-    """The kernel argument of one texture parameter, from the texture's //TEST_INPUT. `where`:
-    the texture's declaration (an error names it)."""
+    """The kernel argument of one texture parameter, from the texture's //TEST_INPUT. `where()`:
+    the texture's declaration (an error names it; found only then)."""
     import pyopencl as cl
 
     got = textures.get(param.of)
@@ -310,7 +310,8 @@ def texture_arg(param, by_name, textures, sizes, dev, filename: str, entry: str,
         if b is None and group is not None:
             b = group.member(param.of, list(dict.fromkeys(kernel_textures)), _error)
         if not isinstance(b, InputTexture):
-            raise _located(where, f"texture '{param.of}' is used by '{entry}' but no //TEST_INPUT declares it "
+            raise _located(where() if where else None,
+                           f"texture '{param.of}' is used by '{entry}' but no //TEST_INPUT declares it "
                            f"(add e.g. //TEST_INPUT: set {param.of} = Texture2D(size=4, content=one))", "run-input",
                            source, filename)
         arr = b.texels(param.lanes, _dtype(param.type.element_type)[0] if param.kind == "texels" else np.float32)
@@ -390,29 +391,36 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
     """Builds the lowered module (a cli.Lowered) as a dispatch builds it, binds buffers, runs the
     entry point's kernel over [threads x groups] work-items; returns [(TestBuffer, values)] for
     the `out` buffers, in declaration order. The file's text lets errors about parameters point
-    at them."""
+    at them. A run from the module cache (cli.CachedRun) has its KernelProgram (`plan`) and
+    no IR: `lowered.module` and `.front` are made only where an error must point into them;
+    a compiled one hands its KernelProgram to `lowered.keep` for the cache."""
     import sys
 
     import pyopencl as cl
     from xdsl.dialects import func
     from xdsl.dialects.builtin import MemRefType, VectorType
 
-    from diffc.compiler import kernel_program
-    from diffc.kernel_program import bounds_sites, entry_kernel_params, status_slots, uninit_sites
+    from diffc.kernel_program import (bounds_sites, entry_kernel_params, entry_proofs, keep_launched_form,
+                                      status_slots, uninit_sites)
     from diffc.runtime.bounds import BoundsBuffer, proven
     from diffc.runtime.device import device
-    from diffc.runtime.program import build_program, check_work_group_memory
+    from diffc.runtime.program import build_program, check_work_group_bytes, keep_binary, work_group_memory
     from diffc.runtime.status import StatusBuffers
 
-    module, entry, threads, source = lowered.module, lowered.entry, lowered.numthreads, lowered.text
-    fn = next(f for f in module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == entry)
+    entry, threads, source = lowered.entry, lowered.numthreads, lowered.text
+    plan = getattr(lowered, "plan", None)
+    kept = plan.program.kernels[entry] if plan is not None else None
+
+    def fn():  # the entry point's function, for an error's location
+        return next(f for f in lowered.module.ops if isinstance(f, func.FuncOp) and f.sym_name.data == entry)
+
     by_name = {b.name: b for b in buffers}
     args: list = []
     arrays: list[tuple[TestBuffer, np.ndarray, object]] = []
     dev = device()
-    kparams = entry_kernel_params(module, lowered.front, entry)
+    kparams = kept.params if kept is not None else entry_kernel_params(lowered.module, lowered.front, entry)
     names = [p.name for p in kparams]
-    slots = {s.name: s for s in status_slots(module)}
+    slots = {s.name: s for s in (kept.status if kept is not None else status_slots(lowered.module))}
     mine = [slots[p.of] for p in kparams if p.kind == "status" and p.of in slots]
     status = StatusBuffers(mine) if mine else None
     sizes: dict[str, int] = {}
@@ -421,20 +429,20 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
     if any(p.kind == "status" and p.of == "uninit" for p in kparams):
         from diffc.runtime.uninit import UninitStatus
 
-        uninit = UninitStatus(uninit_sites(module))
+        uninit = UninitStatus(kept.uninit_sites if kept is not None else uninit_sites(lowered.module))
     textures = {}  # texture name -> (its texels' array, its buffers)
     for param in kparams:
         t, name = param.type, param.name
         if param.kind in TEXTURE_ROLES:
             args.append(texture_arg(param, by_name, textures, sizes, dev, filename, entry,
                                     [q.of for q in kparams if q.kind in TEXTURE_NAMED],
-                                    _buffer_location(lowered.front, fn, param.of, source, filename), source))
+                                    lambda: _buffer_location(lowered.front, fn(), param.of, source, filename), source))
             continue
         if param.kind == "status" and param.of in slots:  # a status buffer (runtime/status.py), checked below
             args.append(status.buffers[mine.index(slots[param.of])])
             continue
         if param.kind == "status" and param.of == "bounds":  # bounds-check's status buffer, checked below
-            bounds = BoundsBuffer(bounds_sites(module))
+            bounds = BoundsBuffer(kept.bounds_sites if kept is not None else bounds_sites(lowered.module))
             args.append(bounds.buffer)
             continue
         if param.kind == "status" and param.of == "uninit":  # uninit-check's status: untracked, nothing to read
@@ -453,7 +461,7 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
             args.append(np.int64(0))  # the offset of a pointer bound to a whole buffer
             continue
         if not isinstance(t, MemRefType):
-            where = _parameter_location(fn, name, source, filename)
+            where = _parameter_location(fn(), name, source, filename)
             message = (f"entry point '{entry}' has a parameter '{name}' of type {t}, which //TEST_INPUT cannot "
                        f"supply (diffc run binds buffers only); run it from Python with m.{entry}.dispatch(...)")
             if where is None:
@@ -461,13 +469,13 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
             raise DiffcError(format_diagnostic(where, message, "run-parameter", source))
         b = by_name.get(name)
         if b is None:
-            raise _located(_buffer_location(lowered.front, fn, name, source, filename),
+            raise _located(_buffer_location(lowered.front, fn(), name, source, filename),
                            f"buffer '{name}' is used by '{entry}' but no //TEST_INPUT declares it (add e.g. "
                            f"//TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))", "run-input",
                            source, filename)
         scalar = t.element_type.element_type if isinstance(t.element_type, VectorType) else t.element_type
         if _dtype(scalar, required=False) is None:
-            raise _located(_buffer_location(lowered.front, fn, name, source, filename),
+            raise _located(_buffer_location(lowered.front, fn(), name, source, filename),
                            f"buffer '{name}' holds {_SCALAR_NAMES.get(str(scalar), str(scalar))} values, which "
                            "diffc run does not read or print (it reads float, double and integer buffers; "
                            "dispatch this kernel from Python with Tensors)", "run-input", source, filename)
@@ -485,12 +493,24 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
         args.append(mem)
         sizes[name] = dev_arr.size
         arrays.append((b, arr, mem, dev_arr, layout))
-    check_work_group_memory(module)
-    prog = kernel_program(module, lowered.settings, lowered.front, entry)
-    program = build_program(prog.source, prog.build_options)
-    info = prog.kernels[entry]
     local = tuple(threads)
     global_size = tuple(t * g for t, g in zip(threads, groups))
+    if plan is not None:
+        check_work_group_bytes(plan.work_group_bytes)
+        prog = plan.program
+    else:
+        used = work_group_memory(lowered.module)
+        check_work_group_bytes(used)
+        # the program holds only the form of the kernel that this launch runs (kernel_program.py)
+        inbounds = proven(entry_proofs(lowered.module, entry), lambda n: args[names.index(n)], global_size)
+        keep_launched_form(lowered.module, entry, inbounds)
+        from diffc.compiler import kernel_program  # (not imported by a run from the cache)
+
+        prog = kernel_program(lowered.module, lowered.settings, lowered.front, entry)
+        if lowered.keep is not None:
+            lowered.keep(prog, used)
+    program = build_program(prog.source, prog.build_options)
+    info = prog.kernels[entry]
     # bounds-check's variant without the checks it proves for this launch (runtime/bounds.py)
     use_variant = proven(info.proofs, lambda n: args[names.index(n)], global_size)
     kern = cl.Kernel(program, info.inbounds if use_variant else info.c_name)
@@ -509,6 +529,8 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
             bounds.reset()
         cl.enqueue_nd_range_kernel(dev.queue, kern, global_size, local)
         finish(dev.queue)
+        if plan is not None:  # an unchanged file run again: its program is worth a binary (program.py)
+            keep_binary(prog.source, prog.build_options)
     except cl.Error as e:
         raise DiffcError(f"error: {filename}: the device could not run '{entry}' over {global_size} work-items "
                          f"in groups of {local}: {e}") from None

@@ -16,6 +16,7 @@ file paths on stdin and answer one JSON line each.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,7 +128,11 @@ def one_group(case: Case, folder: Path) -> Case | None:
     if len(sizes) != 1 or g[1:] != [1, 1] or _GROUP_IDS.search(text):
         return None
     copy = folder / case.path.name
-    copy.write_text(_NUMTHREADS.sub(f"[numthreads({int(sizes[0]) * g[0]}, 1, 1)]", text))
+    changed = _NUMTHREADS.sub(f"[numthreads({int(sizes[0]) * g[0]}, 1, 1)]", text)
+    if not copy.is_file() or copy.read_text(errors="replace") != changed:
+        from diffc.runtime.program import _write_atomically  # (another suite may be reading it)
+
+        _write_atomically(copy, changed.encode())
     return Case(copy, case.kind, case.checks, None, case.entry, made_from=case.path)
 
 
@@ -359,6 +364,30 @@ def run_suite(cases: list[Case], jobs: int, timeout: float, progress=None, on_re
     return results
 
 
+@contextlib.contextmanager
+def _copies_folder(root: Path) -> Iterator[Path]:
+    """Where the suite writes its changed copies of files (one_group): a folder of diffc's cache
+    for this root, so that a copy is the same file from run to run and its run comes from the
+    module cache; a temporary folder when the cache is off."""
+    import hashlib
+
+    from diffc.runtime.module_cache import folder as cache_folder
+
+    base = cache_folder()
+    if base is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield Path(tmp)
+        return
+    where = base.parent / "suite-copies" / hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield Path(tmp)
+        return
+    yield where
+
+
 def main(argv: list[str], run: Callable[[list[str]], int]) -> int:
     """`diffc suite ...`; `run(args)` is `diffc run ARGS...` (the worker's job: the command line
     passes it in, so this module does not import the command line back)."""
@@ -390,8 +419,8 @@ def main(argv: list[str], run: Callable[[list[str]], int]) -> int:
         elif args.verbose:
             print(f"ok   {rel}", flush=True)
 
-    with tempfile.TemporaryDirectory() as folder:
-        cases = racy_in_one_group(discover(root), root, Path(folder))
+    with _copies_folder(root) as folder:
+        cases = racy_in_one_group(discover(root), root, folder)
         run_suite(cases, args.jobs, args.timeout, on_result=on_result)
     passed = sorted(rel for rel, (kind, _) in verdicts.items() if kind == "pass")
     known = sum(1 for kind, _ in verdicts.values() if kind == "known")

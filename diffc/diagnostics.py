@@ -10,7 +10,8 @@ without a Python traceback.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -154,3 +155,35 @@ def decode_source(data: bytes, filename: str) -> str:
 def read_source(path) -> str:
     """`decode_source` of the file at `path`."""
     return decode_source(Path(path).read_bytes(), str(path))
+
+
+# -- warnings, which the module cache replays ---------------------------------------------------
+
+_warning_recordings: list[list[str]] = []
+_warnings_muted = 0
+
+
+def print_warning(text: str) -> None:
+    """Prints a warning diagnostic to stderr; an open `recording_warnings` keeps it too (a run
+    from the module cache prints the warnings its compile printed: runtime/module_cache.py)."""
+    import sys
+
+    for kept in _warning_recordings:
+        kept.append(text)
+    if not _warnings_muted:
+        print(text, file=sys.stderr)
+
+
+@contextmanager
+def recording_warnings(echo: bool = True) -> Iterator[list[str]]:
+    """The warnings printed inside; with `echo` False they are kept but not printed (a compile
+    made again only to locate an error, whose warnings were printed already)."""
+    global _warnings_muted
+    kept: list[str] = []
+    _warning_recordings.append(kept)
+    _warnings_muted += not echo
+    try:
+        yield kept
+    finally:
+        _warnings_muted -= not echo
+        _warning_recordings.remove(kept)

@@ -197,6 +197,53 @@ def bounds_proofs(module) -> list[Proof]:
     return out
 
 
+def entry_proofs(low, entry: str) -> list[Proof]:
+    """bounds-check's proofs of entry point `entry`'s kernel in `low` (lowered): when they all
+    hold for a launch (runtime/bounds.py's `proven`), its __inbounds variant runs."""
+    return [p for p in bounds_proofs(low) if p.kernel == entry]
+
+
+def keep_launched_form(low, entry: str, inbounds: bool) -> None:
+    """Leaves one form of entry point `entry`'s kernel in `low` (lowered): its __inbounds variant,
+    under the entry point's name, where `inbounds`, else the checked kernel. The other form, the
+    __inbounds clones of callees that only the variant called, and the proofs that chose between
+    the two go. For a launch whose arguments are known before its program is built (diffc run):
+    the device then compiles only the kernel that runs."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
+    from diffc.dialects import kernel
+    from diffc.kernel_support.bounds_proofs import INBOUNDS_SUFFIX
+    from diffc.passes.bounds_check import PROOFS
+
+    rows = _rows(low, PROOFS)
+    own = [r for r in rows if r.split("|", 1)[0] == entry]
+    if not own:
+        return
+    variant = own[0].split("|")[1]
+    funcs = {f.sym_name.data: f for f in low.ops if isinstance(f, func.FuncOp)}
+    gone = {entry if inbounds else variant}
+    if inbounds:
+        funcs[variant].sym_name = StringAttr(entry)
+    else:  # the clones the variant reached, which nothing left calls
+        while True:
+            called = {c.callee.root_reference.data for n, f in funcs.items() if n not in gone
+                      for c in f.walk() if isinstance(c, func.CallOp)}
+            dead = {n for n, f in funcs.items() if n not in gone and n.endswith(INBOUNDS_SUFFIX)
+                    and n not in called and not kernel.is_kernel(f)}
+            if not dead:
+                break
+            gone |= dead
+    for n in gone:
+        low.body.block.detach_op(funcs[n])
+        funcs[n].erase()
+    rest = [r for r in rows if r not in own]
+    if rest:
+        low.attributes[PROOFS] = ArrayAttr([StringAttr(r) for r in rest])
+    else:
+        del low.attributes[PROOFS]
+
+
 def status_slots(module) -> list[StatusSlot]:
     """The status globals of a module, in declaration order (from the globals, or after
     lower-entry-points from the module attribute it leaves, see status_report.stash_slots)."""

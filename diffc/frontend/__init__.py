@@ -80,14 +80,14 @@ def _no_spaces(type_name: str) -> str:
 
 def _print_warnings(warnings, source_map) -> None:
     """Warnings go to stderr as located diagnostics, as Slang prints them."""
-    from diffc.diagnostics import format_diagnostic
+    from diffc.diagnostics import format_diagnostic, print_warning
 
     for (start, end), message in warnings:
         loc = source_map.location(start)
         last = source_map.location(max(start, end - 1), end=True)
         length = last.col - loc.col + 1 if (last.file, last.line) == (loc.file, loc.line) else 1
-        print(format_diagnostic(loc, message, None, source_map.source(loc.file), max(1, length),
-                                severity="warning"), file=sys.stderr)
+        print_warning(format_diagnostic(loc, message, None, source_map.source(loc.file), max(1, length),
+                                        severity="warning"))
 
 
 # What the registry's FRONTENDS["slang"] loads: a `(text, filename) -> ModuleOp` callable.

@@ -11,6 +11,14 @@ Two kinds of entry, in `<cache dir>/modules/` (the program cache's folder, see p
   OpenCL C and what dispatch needs to bind their arguments), for one `KernelSettings` (the
   kernel pipeline's settings, diffc/pipeline.py: device atomics, checks, accumulation, group
   sizes); the binary is then found in the program cache.
+* `<key>-<settings>.cl` too: `diffc run FILE`'s RunPlan, what the run of an unchanged file
+  needs to launch without compiling (the entry point, its KernelProgram, its work-group memory
+  and the warnings the compile printed, printed again). Its first key also holds the file's
+  absolute path and the options that change the compile (--entry, --conformance, DIFFC_VERIFY,
+  and --groups and --slang-data, which choose the form of the kernel the program holds); the
+  settings hold --device, --check and --set. A run that fails before its program is built
+  (an annotation that does not bind) keeps nothing; one that fails later (a bounds error) fails
+  the same way from the cache.
 
 `<key>` hashes a format number, diffc's version, a fingerprint of diffc's installed files (so
 an edited diffc never reads an older diffc's results) and of the site-packages folders on
@@ -43,7 +51,7 @@ from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexTy
 
 FORMAT = 5  # the layout of the entries (2: entry programs keep their accumulate-gradients plans; 3: api;
 # 4: entry programs are the compiler's KernelPrograms, keyed by the KernelSettings; 5: the files read, .deps)
-stats = {"hits": 0, "misses": 0, "kernel_hits": 0, "kernel_misses": 0}
+stats = {"hits": 0, "misses": 0, "kernel_hits": 0, "kernel_misses": 0, "run_hits": 0, "run_misses": 0}
 
 
 def np_dtype(t) -> np.dtype | None:
@@ -180,13 +188,15 @@ def with_dependencies(key: str | None, files: dict[str, str]) -> str | None:
 
 def load_dependencies(key: str | None) -> dict[str, str] | None:
     """The files module `key` was last made from, hashed as they are now; None when unknown."""
-    from diffc.frontend.source.files_read import current_hash
-
     value = _read(f"{key}.deps") if key is not None else None
     if not (isinstance(value, list) and all(isinstance(p, str) for p in value)):
         if key is not None:
             stats["misses"] += 1  # (no module is looked for)
         return None
+    if not value:  # (a module of one file: the front end, which importing files_read loads, is not needed)
+        return {}
+    from diffc.frontend.source.files_read import current_hash
+
     return {p: current_hash(p) for p in value}
 
 
@@ -279,3 +289,42 @@ def load_entry_program(name: str | None):
 def store_entry_program(name: str | None, value) -> None:
     if name is not None:
         _write(name, value)
+
+
+# -- diffc run ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What `diffc run FILE` compiled, all a second run of the unchanged file needs to launch:
+    the entry point chosen, its [numthreads], the compiler's KernelProgram, each kernel's
+    work-group memory (checked against the device at each run) and the warnings the compile
+    printed (printed again)."""
+
+    entry: str
+    numthreads: tuple[int, int, int]
+    program: object  # a KernelProgram
+    work_group_bytes: dict[str, int]
+    warnings: tuple[str, ...] = ()
+
+
+def run_key(path: str, text: str, options) -> str | None:
+    """The first key of `diffc run`'s compile of file `path` holding `text` under `options` (the
+    command line's entry and conformance options: what the compile reads besides the files);
+    None when the cache is off. The file's absolute path is part of it: the files it imports are
+    searched for from there."""
+    return module_key({path: text, "\0diffc run": repr((os.path.abspath(path), options))})
+
+
+def load_run_plan(name: str | None) -> RunPlan | None:
+    if name is None:
+        return None
+    value = _read(name)
+    ok = isinstance(value, RunPlan)
+    stats["run_hits" if ok else "run_misses"] += 1
+    return value if ok else None
+
+
+def store_run_plan(name: str | None, plan: RunPlan) -> None:
+    if name is not None:
+        _write(name, plan)

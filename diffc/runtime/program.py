@@ -11,8 +11,11 @@ PoCL compiles each kernel of a program for the CPU only when it first runs, and 
 compiled in its own cache (`$POCL_CACHE_DIR`, else `~/.cache/pocl/kcache`), keyed by the source.
 Asking it for the program's binary would compile every kernel of the program at once (all the
 variants of an entry point: the MLP's learnGradient cost 140 s of CPU that way, of which its
-first step runs one kernel). So on PoCL no binary is written here (`keeps_binaries`): a second
-build of the same source is PoCL's cache hit.
+first step runs one kernel). So on PoCL no binary is written when a program is built
+(`keeps_binaries`): a second build of the same source is PoCL's cache hit, which still runs its
+C preprocessor over the source (about a tenth of a second). A caller that knows a program is
+built again and again (`diffc run` of a file unchanged since its last run) asks for its binary
+with `keep_binary` once it has run; builds then load it (milliseconds), on PoCL too.
 """
 
 from __future__ import annotations
@@ -100,12 +103,18 @@ def check_work_group_memory(module) -> None:
     """Before building: a kernel of `module` (lowered) whose work-group memory (its groupshared
     arrays, `kernel.local_alloc`) exceeds the device's is an error, in the same words on every
     device (NVIDIA's compiler refuses such a program with a ptxas log; PoCL aborts at launch)."""
+    check_work_group_bytes(work_group_memory(module))
+
+
+def work_group_memory(module) -> dict[str, int]:
+    """Kernel name -> the bytes of work-group memory its groupshared arrays take, for each kernel
+    of `module` (lowered)."""
     from xdsl.dialects import func
     from xdsl.dialects.builtin import IndexType
 
     from diffc.dialects import kernel
 
-    limit = int(device().cl_device.local_mem_size)
+    out = {}
     for fn in module.ops:
         if not (isinstance(fn, func.FuncOp) and kernel.is_kernel(fn)):
             continue
@@ -116,8 +125,16 @@ def check_work_group_memory(module) -> None:
                 el = t.element_type
                 width = 64 if isinstance(el, IndexType) else el.bitwidth
                 used += (width // 8) * max(1, t.element_count())
+        out[fn.sym_name.data] = used
+    return out
+
+
+def check_work_group_bytes(used_by: dict[str, int]) -> None:
+    """`check_work_group_memory` of what `work_group_memory` measured (kept by the module cache)."""
+    limit = int(device().cl_device.local_mem_size)
+    for name, used in used_by.items():
         if used > limit:
-            raise BuildError(f"error: kernel '{fn.sym_name.data}' needs {used} bytes of work-group memory (its "
+            raise BuildError(f"error: kernel '{name}' needs {used} bytes of work-group memory (its "
                              f"groupshared variables), more than the device's {limit} bytes")
 
 
@@ -145,6 +162,29 @@ def _quiet_compiler():
         yield
 
 
+def keep_binary(source: str, options: tuple[str, ...] = ()) -> None:
+    """Writes the binary of the program `build_program(source, options)` built to the disk cache,
+    where no binary is kept there yet (on PoCL asking for it compiles the program's kernels that
+    have not run: worth it only for a program that is built again and again)."""
+    import pyopencl as cl
+
+    dev = device()
+    folder = cache_dir()
+    key = program_key(source, options, dev)
+    prg = _memory.get(key)
+    if folder is None or prg is None:
+        return
+    path = folder / "programs" / f"{key}.bin"
+    if path.is_file():
+        return
+    try:
+        binaries = prg.get_info(cl.program_info.BINARIES)
+        if binaries and binaries[0]:
+            _write_atomically(path, bytes(binaries[0]))
+    except (cl.Error, OSError):
+        pass  # a cache we cannot write is only slower
+
+
 def keeps_binaries(dev: DeviceInfo) -> bool:
     """Whether built programs' binaries go to the disk cache on this device: not on PoCL, which
     compiles a kernel when it first runs and caches it itself (see the module's docstring)."""
@@ -154,7 +194,7 @@ def keeps_binaries(dev: DeviceInfo) -> bool:
 def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: str):
     import pyopencl as cl
 
-    folder = cache_dir() if keeps_binaries(dev) else None
+    folder = cache_dir()
     path = folder / "programs" / f"{key}.bin" if folder is not None else None
     if path is not None and path.is_file():
         try:
@@ -172,7 +212,7 @@ def _load_or_build(source: str, options: tuple[str, ...], dev: DeviceInfo, key: 
         log = _build_log(e, dev)
         raise BuildError(format_build_error(log, source), log=log, source=source) from None
     stats["builds"] += 1
-    if path is not None:
+    if path is not None and keeps_binaries(dev):
         try:
             binaries = prg.get_info(cl.program_info.BINARIES)
             if binaries and binaries[0]:
