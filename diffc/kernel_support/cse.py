@@ -66,6 +66,15 @@ class _OpType:
 _OP_TYPES: dict[type, _OpType] = {}
 
 
+def pure_by_type(op: Operation) -> bool:
+    """Whether `op`'s type says it has no effects at all (its one memory-effect trait is "none"),
+    whatever its operands: is_side_effect_free without searching the op's traits each time."""
+    kind = _OP_TYPES.get(type(op))
+    if kind is None:
+        kind = _OP_TYPES[type(op)] = _OpType(op)
+    return bool(kind.pure)
+
+
 class _Driver:
     def __init__(self) -> None:
         # the known ops in scope, by key: one table, whose entries a region sets are put back
