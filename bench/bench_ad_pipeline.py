@@ -59,7 +59,7 @@ from xdsl.transforms import get_all_passes
 from diffc import interp
 from diffc.registry import PASSES
 
-CLEANUP = ("canonicalize", "cached-canonicalize", "cse")  # generic passes after the differentiation: not measured
+CLEANUP = ("canonicalize", "cached-canonicalize", "cse", "linear-cse")  # generic passes after the differentiation: not measured
 
 
 def ad_passes() -> str:

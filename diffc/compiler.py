@@ -21,8 +21,10 @@ keeping its location).
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from xdsl.context import Context
@@ -204,8 +206,9 @@ def apply_pipeline(
     *, name_failing_pass: bool = False,
 ) -> None:
     ctx = ctx or make_context()
-    for p in build_pipeline(spec).passes:
-        apply_pass(p, module, ctx, name_failing_pass=name_failing_pass)
+    with fewer_collections():
+        for p in build_pipeline(spec).passes:
+            apply_pass(p, module, ctx, name_failing_pass=name_failing_pass)
 
 
 def differentiate(module: ModuleOp, ctx: Context | None = None) -> None:
@@ -229,6 +232,33 @@ def lower_entry_points(module: ModuleOp, entry: str | None = None, *, reduce_ato
 
 
 # ---- the kernel pipeline ----------------------------------------------------------------------
+
+
+_quiet_depth = 0
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Python's cycle collector held back while passes run: they make and drop hundreds of
+    thousands of ops (each a cycle with its results and its block), and each time the young
+    objects outnumber the old by a quarter the collector scans every object of the process, the
+    module's included (a quarter of the 10,000-op function's pipelines). The objects alive
+    before are frozen out of those scans and the youngest generation collects 50,000 allocations
+    at a time instead of 700; the module's garbage is still collected, by the next scans."""
+    global _quiet_depth
+    if _quiet_depth or not gc.isenabled():
+        yield
+        return
+    threshold = gc.get_threshold()
+    _quiet_depth += 1
+    gc.freeze()
+    gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+        _quiet_depth -= 1
 
 
 def primal_functions(module: ModuleOp) -> set[str]:
@@ -269,7 +299,7 @@ def run_kernel_steps(module: ModuleOp, steps: Sequence[KernelStep], settings: Ke
         options = step.options(settings, build)
         if options is None:
             continue
-        with stage(f"kernel pass {step.name}"):
+        with stage(f"kernel pass {step.name}"), fewer_collections():
             apply_pass(passes[step.name]()(**options), module, ctx, name_failing_pass=name_failing_pass)
 
 
@@ -283,10 +313,11 @@ def lower_kernels(module: ModuleOp, settings: KernelSettings, *, entry: str | No
     `diffc compile --report`)."""
     ctx = ctx or make_context()
     primal = primal_functions(module)
-    with stage("differentiating"):
-        apply_pipeline(module, AD_PIPELINE_SPEC, ctx, name_failing_pass=name_failing_pass)
-    build = KernelBuild(entry, derivative_functions(module, primal), report)
-    run_kernel_steps(module, KERNEL_PIPELINE, settings, build, ctx, name_failing_pass=name_failing_pass)
+    with fewer_collections():
+        with stage("differentiating"):
+            apply_pipeline(module, AD_PIPELINE_SPEC, ctx, name_failing_pass=name_failing_pass)
+        build = KernelBuild(entry, derivative_functions(module, primal), report)
+        run_kernel_steps(module, KERNEL_PIPELINE, settings, build, ctx, name_failing_pass=name_failing_pass)
     if os.environ.get("DIFFC_VERIFY", "").strip() not in ("", "0"):
         # xDSL's verifier over the lowered module costs a third of the kernel pipeline (the
         # MLP's learnGradient: 20,000 ops); the passes' own tests run with it (tests/conftest.py)
@@ -344,4 +375,5 @@ def emit_opencl(module: ModuleOp, options=None) -> str:
     from diffc.backend.opencl import emit_opencl as emit
     from diffc.backend.opencl.options import EmitOptions
 
-    return emit(module, options if options is not None else EmitOptions())
+    with fewer_collections():
+        return emit(module, options if options is not None else EmitOptions())

@@ -19,9 +19,10 @@ from typing import Any
 # forward-handle-results (a mutating method of a struct holding a buffer returns the buffer it was
 # given: no result) first, so no loop carries a buffer handle that reverse mode would tape, and
 # again on the generated derivatives; cached-canonicalize is xDSL's canonicalize, the same rewrites
-# with each op type's traits looked up once
+# with each op type's traits looked up once and later walks over the ops a rewrite touched only;
+# linear-cse is xDSL's cse, the same IR in time linear in the module
 AD_PIPELINE: tuple[str, ...] = ("forward-handle-results", "diff-fwd", "diff-rev", "diff-checkpoint", "diff-lower",
-                                "forward-handle-results", "cached-canonicalize", "cse")
+                                "forward-handle-results", "cached-canonicalize", "linear-cse")
 AD_PIPELINE_SPEC = ",".join(AD_PIPELINE)
 
 

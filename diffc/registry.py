@@ -41,6 +41,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "forward-handle-results": _lazy("diffc.passes.forward_handle_results", "ForwardHandleResultsPass"),
     "split-wide-vectors": _lazy("diffc.passes.split_wide_vectors", "SplitWideVectorsPass"),
     "cached-canonicalize": _lazy("diffc.passes.cached_canonicalize", "CachedCanonicalizePass"),
+    "linear-cse": _lazy("diffc.passes.linear_cse", "LinearCsePass"),
 }
 # The kernel passes: each is listed once, where it runs (diffc/pipeline.py's kernel pipelines).
 for _step in (*KERNEL_PIPELINE, *CALL_KERNEL_PIPELINE):

@@ -10,7 +10,14 @@ on a differentiated function of 95,000 ops that was 8 s. Here:
 * an op type's patterns, whether it folds, and whether it is dead once its results are unused
   (an op with regions, or effects of its own, is still asked each time) are looked up once;
 * dead code elimination finds the dead ops from the unused ones back along their operands (the
-  ops xDSL's repeated liveness walks leave dead), then erases them as xDSL does.
+  ops xDSL's repeated liveness walks leave dead), then erases them as xDSL does;
+* a walk after the first visits only the ops a rewrite may have given work: xDSL's walker visits
+  every op again until a walk changes nothing (on the differentiated 10,000-op function three
+  walks of 80,000 ops for some fifty rewrites in the second). A pattern, a fold or the dead-op test
+  looks at an op, the ops defining its operands and the ops using its results (ops with regions,
+  whose patterns look inside them, are visited every walk), so an op none of whose neighbours was
+  inserted, changed, replaced or erased since its last visit does nothing on the next: those are
+  left out, and the ops that remain are visited in xDSL's order.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.folder import Folder
-from xdsl.ir import Operation, Region
+from xdsl.ir import Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -82,6 +89,14 @@ class _Canonicalize(RewritePattern):
         self.kinds = kinds
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        self.rewrite(op, rewriter)
+        if rewriter.has_done_action and self.touched is not None and op.parent is not None:
+            # the op's neighbours after the rewrite (the listener saw those before it)
+            self.touched.touch(op)
+
+    touched: _Touched | None = None
+
+    def rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         kind = self.kinds.of(op)
         if all(r.first_use is None for r in op.results) and self.kinds.removable(op):
             rewriter.erase(op)
@@ -98,10 +113,28 @@ class _Canonicalize(RewritePattern):
                 return
 
 
+def _preorder(region: Region) -> list[Operation]:
+    """The ops of `region` in the order of xDSL's `region.walk()` (each op, then its regions'), at
+    a fraction of the cost of its nested generators."""
+    out: list[Operation] = []
+    append = out.append
+
+    def block_ops(block) -> None:
+        for op in block.ops:
+            append(op)
+            for r in op.regions:
+                for b in r.blocks:
+                    block_ops(b)
+
+    for b in region.blocks:
+        block_ops(b)
+    return out
+
+
 def _region_dce(kinds: _Kinds, region: Region, listener: PatternRewriterListener | None = None) -> bool:
     """xDSL's region_dce: an op is live when it cannot be removed or a user of its results is
     live; ops that are not live are erased, last to first, as xDSL erases them."""
-    ops = list(region.walk())
+    ops = _preorder(region)
     if any(len(r.blocks) > 1 for op in ops for r in op.regions) or len(region.blocks) > 1:
         # liveness over blocks: xDSL's own (it leaves out blocks that cannot be reached)
         return region_dce(region, listener)
@@ -139,6 +172,55 @@ def _region_dce(kinds: _Kinds, region: Region, listener: PatternRewriterListener
     return changed
 
 
+class _Touched:
+    """The ops a rewrite, a fold or an erasure may have given work: each op inserted, changed,
+    replaced or erased, with the ops defining its operands and the ops using its results."""
+
+    def __init__(self) -> None:
+        self.ops: set[Operation] = set()
+
+    def touch(self, op: Operation) -> None:
+        ops = self.ops
+        ops.add(op)
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, Operation):
+                ops.add(owner)
+        for result in op.results:
+            for use in result.uses:
+                ops.add(use.operation)
+
+    def replaced(self, op: Operation, new_results: object) -> None:
+        self.touch(op)
+
+    def listener(self) -> PatternRewriterListener:
+        return PatternRewriterListener(
+            operation_insertion_handler=[self.touch], operation_removal_handler=[self.touch],
+            operation_modification_handler=[self.touch], operation_replacement_handler=[self.replaced])
+
+
+class _Walker(PatternRewriteWalker):
+    """xDSL's walker (the same worklist, the same order), whose walks after the first push only
+    the ops touched since the walk before began, and the ops with regions."""
+
+    touched: _Touched | None = None
+    walked: bool = False
+
+    def _populate_worklist(self, op) -> None:
+        # xDSL's order: walk(reverse=True, region_first=True), which is the plain walk backwards
+        assert isinstance(op, Region) and not self.walk_reverse and not self.walk_regions_first
+        push = self._worklist.push
+        if self.touched is None or not self.walked:
+            self.walked = True
+            for sub_op in reversed(_preorder(op)):
+                push(sub_op)
+            return
+        ops, self.touched.ops = self.touched.ops, set()  # from now on: what the next walk must visit
+        for sub_op in reversed(_preorder(op)):
+            if sub_op in ops or sub_op.regions:
+                push(sub_op)
+
+
 @dataclass(frozen=True)
 class CachedCanonicalizePass(ModulePass):
     """xDSL's canonicalize (patterns, folders, dead code), each op type's traits looked up once."""
@@ -147,6 +229,10 @@ class CachedCanonicalizePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kinds = _Kinds()
-        PatternRewriteWalker(
-            _Canonicalize(ctx, kinds), post_walk_func=lambda region, listener: _region_dce(kinds, region, listener)
-        ).rewrite_module(op)
+        touched = _Touched()
+        pattern = _Canonicalize(ctx, kinds)
+        pattern.touched = touched
+        walker = _Walker(pattern, post_walk_func=lambda region, listener: _region_dce(kinds, region, listener),
+                         listener=touched.listener())
+        walker.touched = touched
+        walker.rewrite_module(op)

@@ -35,13 +35,14 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import is_side_effect_free
 
 from diffc.dialects import kernel
-from diffc.kernel_support.cse import cse
+from diffc.kernel_support.cse import cse, pure_by_type
 from diffc.kernel_support.inlining import inline_call
 
 _READS = (memref.LoadOp, kernel.VLoadOp)
 # control flow: its effects are its regions' ops', which are judged one by one
 _CONTROL = (scf.ForOp, scf.IfOp, scf.WhileOp, scf.IndexSwitchOp, scf.YieldOp, scf.ConditionOp)
 ALL = None  # "may write any memory"
+_READS_ONLY = (func.CallOp, func.ReturnOp, memref.AllocaOp, *_READS, *_CONTROL)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def _reads_only(op: Operation) -> bool:
     """Whether `op` (its regions are walked apart) has no effect but reads, or writes only a
     private array (calls are judged at the fixed point). A printf is an effect: two calls that
     print must stay two."""
-    if isinstance(op, (func.CallOp, func.ReturnOp, memref.AllocaOp, *_READS, *_CONTROL)) or is_side_effect_free(op):
+    if pure_by_type(op) or isinstance(op, _READS_ONLY) or is_side_effect_free(op):
         return True
     return isinstance(op, memref.StoreOp) and _private(op.memref)
 

@@ -119,6 +119,10 @@ class ConvergedPositions:
         self.entry = entry
         self.funcs = funcs
         self.uniform = Uniformity(entry)
+        # (callee, holds) -> reaches(callee, holds) since the last inlining, which only changes
+        # the entry's body: a kernel calling a large derivative function from several places
+        # walked it once per call and round
+        self._reaching: dict[tuple[str, Callable[[Operation], bool]], bool] = {}
 
     def positions(self) -> Iterator[tuple[Block, Guard | None]]:
         """Blocks every work-item runs equally often (a guard's body: every active one), with
@@ -164,9 +168,16 @@ class ConvergedPositions:
         callee = self.funcs.get(call.callee.root_reference.data)
         if callee is None or len(callee.body.blocks) != 1 or kernel.is_kernel(callee):
             return False
-        if not self.reaches(callee.sym_name.data, holds, set()):
+        key = (callee.sym_name.data, holds)
+        reaching = self._reaching.get(key)
+        if reaching is None:
+            reaching = self._reaching[key] = self.reaches(callee.sym_name.data, holds, set())
+        if not reaching:
             return False
-        return inline_call(call, callee)
+        inlined = inline_call(call, callee)
+        if inlined:
+            self._reaching.clear()
+        return inlined
 
     # -- a guard becomes a predicate -----------------------------------------------------------
 
