@@ -162,3 +162,50 @@ def test_any_global_size_gives_the_same_sums(m, monkeypatch, groups):
     assert a.grad.to_numpy()[0] == np.sum(x64 * x64 * d64)
     np.testing.assert_array_equal(b_row.grad.to_numpy(), np.sum(x64 * d64, axis=0))
     np.testing.assert_array_equal(c_col.grad.to_numpy(), np.sum(d64, axis=1, keepdims=True))
+
+
+class _Device:
+    """A device that takes groups of 1024 and has `local` bytes of work-group memory."""
+
+    def __init__(self, local: int):
+        self.max_work_group_size = 1024
+        self.cl_device = type("ClDevice", (), {"local_mem_size": local})()
+
+
+@pytest.mark.parametrize("local, reduced, group", [
+    (49152, 1, 256),  # WORK_GROUP
+    (49152, 12, 256),  # 12 x 16 x 256 = 48 KiB: fits exactly
+    (49152, 17, 128),  # 17 scalar gradients (a 17-parameter model): 256 would take 68 KiB
+    (49152, 100, 16),
+    (32768, 3000, 1),
+])
+def test_reduce_groups_fit_the_device_work_group_memory(monkeypatch, local, reduced, group):
+    monkeypatch.setattr(runtime_module, "device", lambda: _Device(local))
+    got = runtime_module._reduce_group_size(reduced)
+    assert got == group
+    assert got * reduced * runtime_module.REDUCE_BYTES_PER_ITEM <= local or got == 1
+
+
+def test_many_broadcast_gradients_sum_to_finite_differences():
+    """17 scalar parameters, each broadcast over the batch, take their gradients in one bwds."""
+    params = ", ".join(f"float p{j}" for j in range(17))
+    terms = " + ".join(f"p{j} * sin({j + 1}.0 * x)" for j in range(17))
+    m = load_module_from_string(f"[Differentiable]\nfloat f(float x, {params}) {{ return ({terms}) * x; }}\n", "many.slang")
+    x = np.linspace(-1, 1, 1000)
+    p = np.linspace(0.1, 0.5, 17)
+    out = diffc.Tensor.zeros(x.size, np.float32)
+    out.grad = diffc.Tensor.from_numpy(np.ones(x.size, np.float32))
+    ps = [diffc.Tensor.from_numpy(np.array(v, np.float32)) for v in p]
+    for t in ps:
+        t.grad = diffc.Tensor.zeros((), np.float32)
+    m.f.bwds(diffc.Tensor.from_numpy(x.astype(np.float32)), *ps, _result=out)
+
+    def loss(q):  # float64
+        return sum(q[j] * np.sin((j + 1) * x) for j in range(17)).dot(x)
+
+    h = 1e-6
+    for j in range(17):
+        e = np.zeros(17)
+        e[j] = h
+        fd = (loss(p + e) - loss(p - e)) / (2 * h)
+        assert float(ps[j].grad.numpy()) == pytest.approx(fd, rel=1e-4, abs=1e-3), j

@@ -558,7 +558,8 @@ class Function:
         bcast = [i for i, s in enumerate(specs) if s.kind == "b"]
         vectorized = VECTORIZE and not bcast
         # broadcast gradients are summed per work-group (kernels.py, the reduce form)
-        group = _reduce_group_size() if mode == "bwds" and any(specs[i].grad for i in bcast) else 0
+        reduced = sum(1 for i in bcast if specs[i].grad)
+        group = _reduce_group_size(reduced) if mode == "bwds" and reduced else 0
         blocked = group > 0 and _reduce_blocked()
         spec = KernelSpec(self.name, mode, tuple(specs), len(shape) if bcast else 0, vectorized, group, blocked)
         kernel = self._kernels.get(spec)
@@ -693,10 +694,18 @@ _NO_KWARGS: dict = {}
 REDUCE_GROUPS_PER_UNIT = 8
 
 
-def _reduce_group_size() -> int:
-    """The reduce form's work-group size: WORK_GROUP, or the largest power of two the device takes."""
-    wg = min(WORK_GROUP, device().max_work_group_size)
-    return 1 << (wg.bit_length() - 1)
+# bytes of work-group memory the reduce form takes per work-item and reduced argument: its sum
+# (at most a double) and its target's index (kernels.py)
+REDUCE_BYTES_PER_ITEM = 16
+
+
+def _reduce_group_size(reduced: int) -> int:
+    """The reduce form's work-group size for `reduced` summed arguments: WORK_GROUP, or the
+    largest power of two the device takes whose work-group memory (a sum and a key per work-item
+    and argument) fits the device's: a call with many broadcast gradients gets smaller groups."""
+    dev = device()
+    wg = min(WORK_GROUP, dev.max_work_group_size, int(dev.cl_device.local_mem_size) // (REDUCE_BYTES_PER_ITEM * reduced))
+    return 1 << (max(wg, 1).bit_length() - 1)
 
 
 def _reduce_blocked() -> bool:
