@@ -41,6 +41,7 @@ class KernelSettings:
     atomics: str = "cmpxchg"  # float atomic adds: cmpxchg, ext or ptx
     index_type: str = "long"
     unroll: int = 0  # `#pragma unroll` for constant loops up to this many iterations (CPUs)
+    reassociate: bool = False  # matrix operations' dot products summed in any order (CPUs: vectorized)
     # checks
     sanitize: bool = False  # nan-check on derivative code, uninit-check on entry points (DIFFC_CHECK)
     bounds_check: bool = True  # DIFFC_BOUNDS_CHECK
