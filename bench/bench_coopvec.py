@@ -52,6 +52,25 @@ DIFFC_COOP_MATVEC=1, are slower: below). Measured 2026-11-27, one run of `--log2
   8-10 from other jobs: 86.1 ms at 2^10 (before the pass: 128.3 on quieter cores; with the
   matrix-vector tiles 183.0), 1568 ms at 2^14 against torch eager 1804 and torch.compile 929
   (0.59 of the better).
+  PoCL, 2-core shared machine, load 7-8 (2026-11-28, `--log2 14 --runs 3`, the tree before and
+  after in one sitting, before first): CPU devices now let clang reassociate coopVecMatMul's dot
+  products (`#pragma clang fp reassociate`: PoCL's LLVM vectorizes no float sum kept in order)
+  and interchange the transposed products' loops (interchange-matvec: rows read contiguously
+  where the strided dot took gathers, the same sums):
+    batch   form      diffc      torch eager   torch.compile   diffc/eager   diffc/compile
+    2^14    coopvec   1043.6     162.8         236.8           0.156         0.227    before
+    2^14    loop      13139      162.8         236.8           0.012         0.018    before
+    2^14    coopvec   298.8      1494.7        575.9           5.00          1.93     after
+    2^14    loop      14873      1494.7        575.9           0.100         0.039    after
+    2^14    coopvec   761.1      1231.6        221.6           1.62          0.291    after, again (tests running)
+  torch's CPU step swings 10x with the load (its two threads wait on each other when another
+  job takes a core: eager 163 ms in the first run, 1495 in the second); the CoopVec step, 3.5x
+  faster (learnGradient alone, alternated at 2^12: 468 -> 87 ms with the reassociation), is
+  still ~0.5x of torch's best seen here (eager 163, torch.compile 159 in an earlier run). What
+  is left (perf): no one loop; the forward products twice (each layer's backward recomputes
+  it: merge-calls cannot merge across the pass's barriers and gradient atomics), PoCL's
+  per-work-item copies of values live across barriers, the tiles' per-work-item addresses. The
+  loop form (half sums in the user's order, a group of 256) is not vectorized at all.
 """
 
 from __future__ import annotations

@@ -89,6 +89,10 @@ from diffc.dialects.abi import KERNEL_ENTRY, fill_roles
 ENTRY = KERNEL_ENTRY  # (dialects/abi.py checks kernels' parameter roles by it)
 REQD_WORK_GROUP_SIZE = "kernel.reqd_work_group_size"
 UNROLL = "diffc.unroll"
+# on a loop whose carried float sum may be added in any order (the dot products of a matrix
+# operation, whose order Slang leaves to the implementation): the OpenCL backend lets the device
+# compiler reassociate it where EmitOptions.reassociate says so
+REASSOCIATE = "diffc.reassociate"
 LOCAL_MEMORY_SPACE = 3
 # on a `ub.poison` memref: the buffer of a null pointer (frontend/optional.py), which the OpenCL
 # backend prints as a null pointer and the bounds check gives length 0

@@ -352,7 +352,8 @@ def emit_options(settings: KernelSettings):
     """The OpenCL emitter's options of `settings`."""
     from diffc.backend.opencl.options import EmitOptions
 
-    return EmitOptions(atomics=settings.atomics, index_type=settings.index_type, unroll=settings.unroll)
+    return EmitOptions(atomics=settings.atomics, index_type=settings.index_type, unroll=settings.unroll,
+                       reassociate=settings.reassociate)
 
 
 def kernel_program(low: ModuleOp, settings: KernelSettings, front: ModuleOp, entry: str | None = None):

@@ -28,7 +28,9 @@ def for_device(cl_device, **changes: Any) -> KernelSettings:
     fields: dict[str, Any] = dict(env)
     if cl_device is not None:
         emit = options_for_device(cl_device)
-        fields.update(atomics=emit.atomics, index_type=emit.index_type, unroll=emit.unroll,
+        if "interchange_matvec" not in env:
+            fields["interchange_matvec"] = emit.reassociate  # (CPUs: see passes/interchange_matvec.py)
+        fields.update(atomics=emit.atomics, index_type=emit.index_type, unroll=emit.unroll, reassociate=emit.reassociate,
                       accumulate_work_group=work_group(cl_device, env.get("accumulate_work_group", 0)),
                       accumulate_finish_group=finish_group(cl_device, env.get("accumulate_finish_group", 0)),
                       accumulate_local_bytes=env.get("accumulate_local_bytes") or local_bytes(cl_device))

@@ -42,6 +42,7 @@ class KernelSettings:
     atomics: str = "cmpxchg"  # float atomic adds: cmpxchg, ext or ptx
     index_type: str = "long"
     unroll: int = 0  # `#pragma unroll` for constant loops up to this many iterations (CPUs)
+    reassociate: bool = False  # matrix operations' dot products summed in any order (CPUs: vectorized)
     # checks
     sanitize: bool = False  # nan-check on derivative code, uninit-check on entry points (DIFFC_CHECK)
     bounds_check: bool = True  # DIFFC_BOUNDS_CHECK
@@ -64,6 +65,9 @@ class KernelSettings:
     # Off: on an H200 the CoopVec step took 6.98 ms at 2^18 with it against 5.22 without
     cooperative_mma: bool = False
     cooperative_mma_local_bytes: int = 40960  # its local memory: vectors, weights, products (DIFFC_COOP_MMA_LOCAL_BYTES)
+    # coopVecMatMul's transposed products as `for k: for i: sums[i] += ...` (interchange-matvec):
+    # rows read contiguously, the same sums (DIFFC_INTERCHANGE_MATVEC; on for CPUs)
+    interchange_matvec: bool = False
     reduce_atomics: bool = True  # DIFFC_REDUCE_ATOMICS
 
     def changed(self, **changes: Any) -> KernelSettings:
@@ -91,6 +95,7 @@ ENVIRONMENT = {
     "DIFFC_COOP_MATVEC": "cooperative_matvec",
     "DIFFC_COOP_MMA": "cooperative_mma",
     "DIFFC_COOP_MMA_LOCAL_BYTES": "cooperative_mma_local_bytes",
+    "DIFFC_INTERCHANGE_MATVEC": "interchange_matvec",
     "DIFFC_REDUCE_ATOMICS": "reduce_atomics",
 }
 
@@ -155,6 +160,7 @@ KERNEL_PIPELINE: tuple[KernelStep, ...] = (
                lambda s, b: {"local_bytes": s.cooperative_local_bytes, "matvec": s.cooperative_matvec,
                                 "mma": s.cooperative_mma,
                                 "mma_local_bytes": s.cooperative_mma_local_bytes, "report": b.report}),
+    KernelStep("interchange-matvec", "interchange_matvec.InterchangeMatVecPass", "interchange_matvec"),
     KernelStep("merge-calls", "merge_calls.MergeCallsPass", "merge_calls"),
     KernelStep("reduce-atomics", "reduce_atomics.ReduceAtomicsPass", "reduce_atomics"),
     KernelStep("bounds-check", "bounds_check.BoundsCheckPass", "bounds_check", lambda s, b: {"prove": s.bounds_proofs}),

@@ -179,6 +179,10 @@ class FunctionEmitter(FunctionContext):
         if trips is not None and unroll:
             self.line("#pragma unroll")
         self.line(f"for ({self.ctype(iv.type, op)} {i} = {lb}; {i} < {ub}; {i} += {step}) {{")
+        if self.options.reassociate and kernel.REASSOCIATE in op.attributes:
+            self.depth += 1
+            self.line("#pragma clang fp reassociate(on)")  # (first in the block, as clang asks)
+            self.depth -= 1
         self.emit_body(body, [i, *names], names)
         self.line("}")
         for r, name in zip(op.results, names):

@@ -20,6 +20,8 @@ class OpenCLTarget(Target):
     atomics: str = "cmpxchg"
     index_type: str = "long"
     unroll: int = 0
+    reassociate: bool = False
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        output.write(emit_opencl(module, EmitOptions(atomics=self.atomics, index_type=self.index_type, unroll=self.unroll)))
+        output.write(emit_opencl(module, EmitOptions(atomics=self.atomics, index_type=self.index_type, unroll=self.unroll,
+                                                     reassociate=self.reassociate)))

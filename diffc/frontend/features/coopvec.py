@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith, memref, scf, vector
-from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, VectorType
+from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, UnitAttr, VectorType
 from xdsl.ir import Block, SSAValue
 
-from diffc.dialects import diff
+from diffc.dialects import diff, kernel
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
@@ -430,8 +430,9 @@ def _spill(lw, v: SSAValue, vt: T.Vector, elem: T.Scalar | None = None) -> SSAVa
 COOPVEC_LOOP = "diffc.coopvec"  # on the outer loop of each operation: which one (for kernel passes)
 
 
-def _loop(lw, n: int, init: list[SSAValue], body, op: str | None = None) -> list[SSAValue]:
-    """scf.for i in [0, n) carrying `init`; body(i, carried) -> the next carried values."""
+def _loop(lw, n: int, init: list[SSAValue], body, op: str | None = None, reassociate: bool = False) -> list[SSAValue]:
+    """scf.for i in [0, n) carrying `init`; body(i, carried) -> the next carried values;
+    `reassociate`: its carried sum may be added in any order (kernel.REASSOCIATE)."""
     blk = Block(arg_types=[IndexType(), *[v.type for v in init]])
 
     def fill():
@@ -443,6 +444,8 @@ def _loop(lw, n: int, init: list[SSAValue], body, op: str | None = None) -> list
     loop.attributes[diff.MAX_ITERS] = IntegerAttr(n, 64)
     if op is not None:
         loop.attributes[COOPVEC_LOOP] = StringAttr(op)
+    if reassociate:
+        loop.attributes[kernel.REASSOCIATE] = UnitAttr()
     return list(loop.results)
 
 
@@ -467,7 +470,7 @@ def _matmul(lw, p: Plan, x: SSAValue) -> list[SSAValue]:
             w = _scalar(lw, lw.load_mem(buf, where, p.matrix.elem)[0], p.matrix.elem, rt.elem)
             return [lw.v(arith.AddfOp(acc[0], lw.v(arith.MulfOp(w, lw.v(memref.LoadOp.get(xs, [k]))))))]
 
-        (dot,) = _loop(lw, xt.n, lw.const(0.0, rt.elem), term)
+        (dot,) = _loop(lw, xt.n, lw.const(0.0, rt.elem), term, reassociate=True)
         if bias is not None:
             b = lw.load_mem(bias[0], lw.v(arith.AddiOp(bias[1], i)), p.bias.elem)[0]
             dot = lw.v(arith.AddfOp(dot, _scalar(lw, b, p.bias.elem, rt.elem)))
