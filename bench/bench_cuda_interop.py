@@ -15,7 +15,15 @@ before shared memory), through shared memory with one device copy in, on a tenso
 pool (no copy), the last without waiting (the host's time per call), and a step (torch kernel,
 call, torch kernel on its result) each way.
 
-    DIFFC_DEVICE=gpu python bench/bench_cuda_interop.py [--rounds 15] [--reps 100]
+    DIFFC_DEVICE=gpu python bench/bench_cuda_interop.py [--rounds 15] [--reps 100] [--calls-only]
+
+CUDA kernel rows (runtime/cuda_kernels.py: the call's kernel compiled by NVRTC and launched in
+torch's own context on its current stream, the default path of calls with CUDA tensors): "call
+cuda kernel" (waited for), "call cuda kernel, no wait" (the host's time per call: what the issue
+bounds by 30 us), "torch kernel, no wait" (x.add_(0) for scale), "call+bwd cuda kernel, grad"
+(a call that requires grad, .sum().backward(), waited for), "step cuda kernel" (a torch kernel,
+the call, a torch kernel on its result); after the table, the GPU's time per call (CUDA events
+around calls queued back to back) against a torch kernel's.
 
 Without CUDA, or with diffc on a device other than a GPU, it says so and exits.
 
@@ -105,61 +113,131 @@ def rows(torch, m):
 
 def call_rows(torch, m, xc, sync):
     """m.polynomial on a CUDA tensor, each call waited for (torch.cuda.synchronize): through the
-    host (cuda_shared off: the path before shared memory), with one device copy into shared
-    memory, and on a tensor of diffc's pool (no copy); "no wait": the host's time per call
-    alone, the device's work left queued."""
-    from diffc.runtime import cuda_shared
-
-    why = cuda_shared.unavailable()
-    if why is not None:
-        print(f"shared memory rows skipped: {why}")
-        return {}
-    pooled = cuda_shared.empty(xc.shape)
-    pooled.copy_(xc)
+    host (both CUDA paths off: the path before shared memory), over shared memory with one device
+    copy in, on a tensor of diffc's pool (no copy), and as a CUDA kernel in torch's own context
+    (cuda_kernels.py, the default where it runs); "no wait": the host's time per call alone, the
+    device's work left queued; "grad": a call that requires grad and its backward."""
+    from diffc.runtime import cuda_kernels, cuda_shared
 
     def poly(x):
         return m.polynomial(a=2.0, b=8.0, c=-1.0, x=x)
 
-    def host_path():
-        cuda_shared.ENABLED[0] = False
-        try:
+    out = {}
+    why = cuda_kernels.unavailable()
+    if why is not None:
+        print(f"CUDA kernel rows skipped: {why}")
+    else:
+        xg = xc.clone().requires_grad_(True)
+
+        def kernel():
             poly(xc)
-        finally:
-            cuda_shared.ENABLED[0] = True
+            sync()
+
+        def kernel_no_wait():
+            poly(xc)
+
+        def torch_no_wait():  # a torch kernel's own host time, for scale
+            xc.add_(0.0)
+
+        def kernel_grad():
+            poly(xg).sum().backward()
+            sync()
+
+        def step_kernel():
+            poly(xc.add_(0.0)).add_(1.0)
+            sync()
+
+        out.update({"call cuda kernel": (kernel,), "call cuda kernel, no wait": (kernel_no_wait,),
+                    "torch kernel, no wait": (torch_no_wait,),
+                    "call+bwd cuda kernel, grad": (kernel_grad,), "step cuda kernel": (step_kernel,)})
+
+    why = cuda_shared.unavailable()
+    if why is not None:
+        print(f"shared memory rows skipped: {why}")
+        return out
+    pooled = cuda_shared.empty(xc.shape)
+    pooled.copy_(xc)
+
+    def off(*flags):
+        def run(f):
+            def g():
+                saved = [flag[0] for flag in flags]
+                for flag in flags:
+                    flag[0] = False
+                try:
+                    f()
+                finally:
+                    for flag, v in zip(flags, saved):
+                        flag[0] = v
+            return g
+        return run
+
+    shared = off(cuda_kernels.ENABLED)  # the path over shared memory
+    host = off(cuda_kernels.ENABLED, cuda_shared.ENABLED)  # through the host
+
+    @host
+    def host_path():
+        poly(xc)
         sync()
 
+    @shared
     def shared_copy():
         poly(xc)
         sync()
 
+    @shared
     def shared_pool():
         poly(pooled)
         sync()
 
+    @shared
     def shared_pool_no_wait():
         poly(pooled)
 
+    @host
     def step_host():  # a torch kernel, the call, a torch kernel on its result: a training step's shape
-        cuda_shared.ENABLED[0] = False
-        try:
-            poly(xc.add_(0.0)).add_(1.0)
-        finally:
-            cuda_shared.ENABLED[0] = True
+        poly(xc.add_(0.0)).add_(1.0)
         sync()
 
+    @shared
     def step_shared():
         poly(pooled.add_(0.0)).add_(1.0)
         sync()
 
-    return {"call via host": (host_path,), "call shared, copy in": (shared_copy,), "call shared, pool": (shared_pool,),
-            "call shared, pool, no wait": (shared_pool_no_wait,), "step via host": (step_host,),
-            "step shared, pool": (step_shared,)}
+    out.update({"call via host": (host_path,), "call shared, copy in": (shared_copy,),
+                "call shared, pool": (shared_pool,), "call shared, pool, no wait": (shared_pool_no_wait,),
+                "step via host": (step_host,), "step shared, pool": (step_shared,)})
+    return out
+
+
+def device_us(torch, m, xc, reps: int = 200) -> dict[str, float]:
+    """The GPU's time per call (CUDA events around `reps` calls queued back to back) of the CUDA
+    kernel path, and of a torch kernel for scale."""
+    from diffc.runtime import cuda_kernels
+
+    if cuda_kernels.unavailable() is not None:
+        return {}
+    out = {}
+    for name, f in (("cuda kernel call", lambda: m.polynomial(a=2.0, b=8.0, c=-1.0, x=xc)),
+                    ("torch kernel", lambda: xc.add_(0.0))):
+        for _ in range(20):
+            f()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            f()
+        end.record()
+        torch.cuda.synchronize()
+        out[name] = start.elapsed_time(end) * 1e3 / reps
+    return out
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--reps", type=int, default=100, help="repetitions of a row per round")
+    ap.add_argument("--calls-only", action="store_true", help="only the module-call rows (no context-switch pairs)")
     args = ap.parse_args(argv)
     try:
         import torch
@@ -170,7 +248,12 @@ def main(argv=None) -> None:
         print(f"needs CUDA and diffc on a GPU (CUDA: {torch.cuda.is_available()}, diffc: {diffc.device()!r}): skipped")
         return
     print(f"diffc: {diffc.device()!r}; torch {torch.__version__} on {torch.cuda.get_device_name()}")
-    table = rows(torch, diffc.load_module(HERE.parent / "examples" / "poly.slang"))
+    m = diffc.load_module(HERE.parent / "examples" / "poly.slang")
+    if args.calls_only:
+        x = torch.linspace(0, 1, 16, device="cuda")
+        table = call_rows(torch, m, x, torch.cuda.synchronize)
+    else:
+        table = rows(torch, m)
     times: dict[str, list[float]] = {name: [] for name in table}
     for fs in table.values():  # warm-up: builds, allocations, first launches
         for _ in range(30):
@@ -190,6 +273,9 @@ def main(argv=None) -> None:
         extra = med[name] - sum(med[p] for p in parts) if len(parts) == 2 else None
         extra_s = f"{extra:17.1f}" if extra is not None else ""
         print(f"{name:28s} {med[name]:10.1f} {min(v) * 1e6:8.1f} {extra_s}")
+    xc = torch.linspace(0, 1, 16, device="cuda")
+    for name, us in device_us(torch, diffc.load_module(HERE.parent / "examples" / "poly.slang"), xc).items():
+        print(f"device us per {name} (CUDA events, {name}s queued back to back): {us:.1f}")
     sys.stdout.flush()
 
 

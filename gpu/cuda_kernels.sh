@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Calls with torch CUDA tensors as CUDA kernels in torch's context (diffc/runtime/cuda_kernels.py),
+# on an NVIDIA GPU: checks against the CPU path and gradcheck, the tests that need NVRTC or a GPU,
+# and bench/bench_cuda_interop.py's module-call rows. Every part runs under its own timeout and
+# the script goes on past a failure; everything goes to stdout. Under 3 minutes.
+#
+#   cd <checkout> && PYTHONPATH=$PWD DIFFC_DEVICE=gpu bash gpu/cuda_kernels.sh
+set -u
+export DIFFC_DEVICE="${DIFFC_DEVICE:-gpu}"
+export PYTHONPATH="${PYTHONPATH:-$PWD}"
+export DIFFC_PROGRESS=0
+PY="${PYTHON:-python}"
+exec 2>&1
+
+echo "== environment"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+timeout 15 "$PY" -c "import torch, cuda.bindings; from cuda.bindings import nvrtc; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cuda-bindings', cuda.bindings.__version__, 'nvrtc', nvrtc.nvrtcVersion()[1:])" || echo "environment: exit $?"
+
+echo "== checks (gpu/cuda_kernels_check.py)"
+timeout 85 "$PY" gpu/cuda_kernels_check.py || echo "checks: exit $?"
+
+echo "== pytest tests/test_cuda_kernels.py tests/test_cuda_shared.py"
+timeout 40 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_kernels.py tests/test_cuda_shared.py 2>&1 | tail -15 || echo "pytest: exit $?"
+
+echo "== bench/bench_cuda_interop.py --calls-only"
+timeout 30 "$PY" bench/bench_cuda_interop.py --calls-only --rounds 5 --reps 40 || echo "bench: exit $?"
+echo "== done"
