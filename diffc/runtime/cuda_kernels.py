@@ -38,6 +38,7 @@ WORK_GROUP = 256  # threads per block of the element-wise kernels (runtime/modul
 _state: list = [None]  # the _Driver, or the reason string, once asked
 FALLBACKS: dict = {}  # (function, mode) -> why its calls took another path (tests and the GPU script read it)
 
+_HOST_DATA: tuple = ()  # numpy arrays and diffc Tensors (set at the first call: tensor.py is not imported here)
 _NP_OF_TORCH = {"torch.float32": np.dtype(np.float32), "torch.float64": np.dtype(np.float64),
                 "torch.int32": np.dtype(np.int32), "torch.float16": np.dtype(np.float16),
                 "torch.int64": np.dtype(np.int64), "torch.bool": np.dtype(np.bool_)}
@@ -49,6 +50,8 @@ def unavailable() -> str | None:
         return "turned off (cuda_kernels.ENABLED[0] is False)"
     got = _state[0]
     if got is None:
+        global _HOST_DATA
+        _HOST_DATA = _host_data()
         try:
             got = _state[0] = _Driver()
         except (ImportError, RuntimeError, OSError, BuildError) as e:
@@ -118,28 +121,44 @@ class _Driver:
 
 
 def why_not(fn, values: list, idx: list, tensors: list) -> str | None:
-    """Why this call cannot run as CUDA kernels (None: it can): the process, the module's
-    settings, or an argument."""
+    """Why this call cannot run as CUDA kernels (None: it may; what depends on the tensors'
+    dtypes and devices is decided once per kind of call, by `_entry`): the process, the
+    module's settings, or an argument. (Every call with CUDA tensors asks: cheap checks only.)"""
     why = unavailable()
     if why is not None:
         return why
     if fn._n_results != 1 or fn.result_dtype is None:
         return "not a function of one scalar result (the OpenCL path says why)"
-    if fn.module.check:
+    module = fn.module
+    if module.check:
         return "the sanitizer (check=True) runs on the OpenCL path"
-    if fn.module.grow_tape:
+    if module.grow_tape:
         return "grow_tape reruns on the OpenCL path"
+    if not tensors:
+        return "no tensor argument"
+    for t in tensors:
+        if not t.is_cuda:
+            return "a CPU tensor among the arguments"
+    for v in values:
+        if isinstance(v, _HOST_DATA):
+            return "an argument is host data or a diffc Tensor"
+    return None
+
+
+def _host_data() -> tuple:
+    from diffc.runtime.tensor import Tensor
+
+    return (np.ndarray, Tensor)
+
+
+def _tensors_problem(tensors: list) -> str | None:
+    """What the path cannot take in the tensors themselves (asked once per kind of call)."""
     dev = tensors[0].device
     for t in tensors:
-        if not t.is_cuda or t.device != dev:
+        if t.device != dev:
             return f"tensors on several devices ({dev}, {t.device})"
         if str(t.dtype) not in _NP_OF_TORCH:
             return f"a tensor of dtype {t.dtype}"
-    from diffc.runtime.tensor import Tensor
-
-    for v in values:
-        if isinstance(v, (np.ndarray, Tensor)):
-            return "an argument is host data or a diffc Tensor"
     return None
 
 
@@ -208,6 +227,11 @@ def _entry(fn, values: list, idx: list, tensors: list, mode: str, wants: tuple):
     key = (mode, wants, *[(t.shape, t.dtype, t.is_contiguous(), t.get_device()) for t in tensors])
     got = calls.get(key)
     if got is None:
+        why = _tensors_problem(tensors)
+        if why is not None:
+            FALLBACKS[(fn.name, mode)] = why
+            got = calls[key] = (why, (), None, False, set())
+            return got
         torch = _state[0].torch
         want = {i for i, w in zip(idx, wants) if w and fn.diffable[i]} if mode == "bwds" else set()
         at = _arguments(fn, idx, tensors, want, None)
