@@ -28,6 +28,7 @@ double wave64(double a, double x, double y) { return a * sin(x) * y + exp(0.5 * 
 [Differentiable]
 float powered(float x, int n) {
     float r = 1.0;
+    [MaxIters(16)]
     for (int i = 0; i < n; i++) r *= x;
     return r + select(x > 0.5, x, -x);
 }
