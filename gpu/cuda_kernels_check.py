@@ -26,6 +26,9 @@ float wave(float a, float x, float y) { return a * sin(x) * y + exp(0.5 * x) - y
 double wave64(double a, double x, double y) { return a * sin(x) * y + exp(0.5 * x) - y * y / (1.0 + x * x); }
 
 [Differentiable]
+T cubeT<T : __BuiltinFloatingPointType>(T x) { return x * x * x + sin(x); }
+
+[Differentiable]
 float powered(float x, int n) {
     float r = 1.0;
     [MaxIters(16)]
@@ -177,6 +180,17 @@ def main() -> int:
                 for _ in range(3)]
         assert torch.autograd.gradcheck(lambda a, xx, yy: m.wave64(a=a, x=xx, y=yy), args, eps=1e-6, atol=1e-7)
         return "ok"
+
+    @part("a generic function: float64 CUDA tensors take its double instance (gradcheck), float32 its float one")
+    def _():
+        gg = torch.Generator().manual_seed(2)
+        xd = (torch.rand(8, generator=gg, dtype=torch.float64) * 2 - 1).to(dev).requires_grad_(True)
+        assert torch.autograd.gradcheck(lambda xx: m.cubeT(x=xx), (xd,), eps=1e-6, atol=1e-7)
+        out = m.cubeT(x=xd)
+        assert out.dtype == torch.float64, out.dtype
+        out32 = m.cubeT(x=x)
+        assert out32.dtype == torch.float32
+        return close("float32 instance", out32, x.double() ** 3 + torch.sin(x.double()), 1e-5, 1e-5)
 
     @part("stream order: torch work on a side stream, the call, torch work on its result, no sync between")
     def _():
