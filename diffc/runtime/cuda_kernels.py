@@ -25,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import math
 import sys
+import threading
 import warnings
 from types import SimpleNamespace
 
@@ -353,11 +354,17 @@ class Launch:
         self.plan = [(c, kinds[k[0]], k[1] if len(k) > 1 else 0) for c, k in zip(cells, self.layout)]
         self.convert = {k[1]: _scalar_converter(fn, k[1]) for k in self.layout if k[0] == "val"}
         self.sms = drv.multiprocessors(index)
+        self.lock = threading.Lock()
 
     def run(self, values: list, out, out_grad, shape: tuple, grads: dict | None = None) -> None:
         """Sets the cells from the call (`values`: the bound arguments, each tensor contiguous and
         of its parameter's dtype) and launches on torch's current stream; no wait, unless the
-        kernel has status slots: then they are read, as the OpenCL path reads them."""
+        kernel has status slots: then they are read, as the OpenCL path reads them. (One thread
+        at a time: the cells are the kernel's, and cuLaunchKernel copies them as it returns.)"""
+        with self.lock:
+            self._run(values, out, out_grad, shape, grads)
+
+    def _run(self, values: list, out, out_grad, shape: tuple, grads: dict | None) -> None:
         size = out.numel()
         if not size:
             return

@@ -10,10 +10,12 @@ Memory: a CPU tensor is read through a numpy view of its memory (no host copy; t
 small tensor passed again, a parameter say, is reused: `_view`) and copied to
 the device as staging.py does for numpy arrays (without waiting, into device tensors the
 Function keeps, so a repeated call replays its launch); results come back as numpy arrays
-wrapped by `torch.from_numpy` (no copy). CUDA tensors, where diffc runs on the same NVIDIA GPU
-and the CUDA bindings are installed, go through memory CUDA and OpenCL share (cuda_shared.py:
-no byte through the host, no host wait; `_SharedCall` is the autograd node); elsewhere through
-the host (a device-to-host copy before the call, a host-to-device copy of the result). The
+wrapped by `torch.from_numpy` (no copy). CUDA tensors run as CUDA kernels in torch's own
+context on its current stream where NVRTC and the CUDA bindings are installed (cuda_kernels.py:
+no OpenCL, no host wait; `_CudaCall` is the autograd node); where that path cannot take a call,
+and diffc runs on the same NVIDIA GPU, through memory CUDA and OpenCL share (cuda_shared.py:
+no byte through the host, no host wait; `_SharedCall`); elsewhere through the host (a
+device-to-host copy before the call, a host-to-device copy of the result). The
 autograd graph keeps the forward's device copies for the backward (while no later call has
 refilled them).
 
