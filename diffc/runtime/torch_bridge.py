@@ -284,7 +284,8 @@ def _cuda_call(torch, fn, values: list, idx: list, tensors: list, grad: bool):
         return y
     if _CudaCall is None:
         _make_apply(torch)
-    return _CudaCall.apply((fn, values, idx, tensors, [t._version for t in tensors]), y, *tensors)
+    state = (fn, values, idx, tensors, [t._version for t in tensors])
+    return (_CudaCall.apply if _functorch_active() else _CUDA_APPLY)(state, y, *tensors)
 
 
 def cuda_backward(fn, values: list, idx: list, tensors: list, wants, grad_out) -> list:
@@ -484,10 +485,11 @@ _functorch_active = None
 
 _SharedCall = None
 _CudaCall = None
+_CUDA_APPLY = None  # _CudaCall's C++ apply (as _DIRECT_APPLY's)
 
 
 def _make_apply(torch) -> None:
-    global _DiffcCall, _SharedCall, _CudaCall, _DIRECT_APPLY, _functorch_active
+    global _DiffcCall, _SharedCall, _CudaCall, _DIRECT_APPLY, _CUDA_APPLY, _functorch_active
     cls, _SharedCall, _CudaCall = _autograd_function()
     base = getattr(torch._C, "_FunctionBase", None)
     active = getattr(torch._C, "_are_functorch_transforms_active", None)
@@ -496,6 +498,7 @@ def _make_apply(torch) -> None:
     else:
         direct = super(torch.autograd.Function, cls).apply
     _DiffcCall, _DIRECT_APPLY, _functorch_active = cls, direct, active
+    _CUDA_APPLY = _CudaCall.apply if direct is cls.apply else super(torch.autograd.Function, _CudaCall).apply
 
 
 def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple,
