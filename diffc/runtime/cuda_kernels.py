@@ -99,6 +99,16 @@ class _Driver:
         major, minor = self.torch.cuda.get_device_capability(index)
         return f"sm_{major}{minor}"
 
+    def no_context(self, err) -> bool:
+        """Whether `err` says the calling thread has no current context; then the current torch
+        device's primary context is made current (what torch's own first CUDA call there does)."""
+        d = self.driver
+        if err not in (d.CUresult.CUDA_ERROR_INVALID_CONTEXT, d.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED):
+            return False
+        ctx = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(self.current_device()))))
+        _check(d.cuCtxSetCurrent(ctx))
+        return True
+
     def multiprocessors(self, index: int) -> int:
         return self.torch.cuda.get_device_properties(index).multi_processor_count
 
@@ -412,7 +422,10 @@ class Launch:
     def _launch(self, grid: int, block: int, stream: int) -> None:
         err = self.drv.launch(self.function, grid, 1, 1, block, 1, 1, 0, stream, self.params, 0)[0]
         if err != self.drv.success:
-            _check((err,), f"cuLaunchKernel of {self.spec.kernel_name}")
+            if self.drv.no_context(err):  # a thread torch never made its context current on
+                err = self.drv.launch(self.function, grid, 1, 1, block, 1, 1, 0, stream, self.params, 0)[0]
+            if err != self.drv.success:
+                _check((err,), f"cuLaunchKernel of {self.spec.kernel_name}")
 
     def _strides(self, values: list, shape: tuple) -> list:
         from diffc.runtime.kernels import broadcast_strides
