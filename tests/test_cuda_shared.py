@@ -44,8 +44,9 @@ def wave_torch(a, x, y):
 @pytest.fixture(autouse=True)
 def shared_path(monkeypatch):
     """These tests are about the path over shared memory: the CUDA kernels' path (which calls
-    take first where it runs: cuda_kernels.py) is off."""
-    monkeypatch.setitem(cuda_kernels.ENABLED, 0, False)
+    take first where it runs: cuda_kernels.py) is off. (ENABLED is a list: monkeypatch.setitem
+    wants a mapping, so the module's list is replaced, as test_torch_bridge.py does.)"""
+    monkeypatch.setattr(cuda_kernels, "ENABLED", [False])
 
 
 @pytest.fixture(scope="module")
