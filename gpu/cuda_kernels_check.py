@@ -8,6 +8,7 @@ device diffc chose, through the host), and torch's autograd in float64 (gradchec
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -241,6 +242,73 @@ def main() -> int:
             end.record()
             torch.cuda.synchronize()
             rows[name] = f"host {host:.1f} us, device {start.elapsed_time(end) * 1e3 / reps:.1f} us"
+        return "; ".join(f"{k}: {v}" for k, v in rows.items())
+
+    @part("call + backward, 16 elements: the path of each launch, host and device time of forward and backward")
+    def _():
+        xs = torch.linspace(0, 1, 16, device=dev)
+        xg = xs.clone().requires_grad_(True)
+        taken: list = []
+
+        def spy(obj, name, label):
+            real = getattr(obj, name)
+
+            def f(*a, **k):
+                got = real(*a, **k)
+                taken.append(f"{label}{' (fell back)' if got is None else ''} on {threading.current_thread().name}")
+                return got
+            setattr(obj, name, f)
+            return real
+
+        saved_fwd = spy(cuda_kernels, "forward", "forward: CUDA kernel")
+        saved_bwd = spy(cuda_kernels, "backward", "backward: CUDA kernel")
+        try:
+            m.wave(a=1.5, x=xg, y=xs).sum().backward()
+        finally:
+            cuda_kernels.forward, cuda_kernels.backward = saved_fwd, saved_bwd
+        torch.cuda.synchronize()
+
+        class TorchTwin(torch.autograd.Function):  # the same shape of graph, torch's own kernels
+            @staticmethod
+            def forward(ctx, xx):
+                return xx * 2.0
+
+            @staticmethod
+            def backward(ctx, gg):
+                return gg * 2.0
+
+        rows = {}
+        for name, fwd in (("diffc", lambda: m.wave(a=1.5, x=xg, y=xs)), ("torch Function", lambda: TorchTwin.apply(xg)),
+                          ("torch op", lambda: xg * 2.0)):
+            for _ in range(30):
+                fwd().sum().backward()
+            torch.cuda.synchronize()
+            hf, hb, df, db = [], [], [], []
+            for _ in range(300):  # each waited for after it: host times without a full queue
+                e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+                e0.record()
+                t0 = time.perf_counter()
+                out = fwd()
+                t1 = time.perf_counter()
+                e1.record()
+                loss = out.sum()
+                t2 = time.perf_counter()
+                loss.backward()
+                t3 = time.perf_counter()
+                e2.record()
+                torch.cuda.synchronize()
+                hf.append(t1 - t0)
+                hb.append(t3 - t2)
+                df.append(e0.elapsed_time(e1) * 1e-3)
+                db.append(e1.elapsed_time(e2) * 1e-3)
+            med = lambda v: sorted(v)[len(v) // 2] * 1e6  # noqa: E731
+            rows[name] = (f"forward host {med(hf):.1f} us device {med(df):.1f} us, "
+                          f"sum+backward host {med(hb):.1f} us device {med(db):.1f} us")
+        print("    launches: " + "; ".join(taken))
+        print(f"    CUDA context current on each launching thread before its first launch: {cuda_kernels.CONTEXTS}")
+        for k, v in rows.items():
+            print(f"    {k}: {v}")
+        assert any(t.startswith("backward: CUDA kernel on") for t in taken), taken
         return "; ".join(f"{k}: {v}" for k, v in rows.items())
 
     @part("torch.compile(fullgraph=True) of a step calling wave on CUDA tensors")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -141,6 +142,7 @@ class FakeDriver:
         self.launches: list = []
         self.current_device = lambda: 0
         self.stream = lambda index: 0
+        self.threads = SimpleNamespace(index=0)  # (device 0's context counts as current on every thread)
 
     def arch(self, index):
         return ARCH

@@ -38,6 +38,7 @@ WORK_GROUP = 256  # threads per block of the element-wise kernels (runtime/modul
 
 _state: list = [None]  # the _Driver, or the reason string, once asked
 FALLBACKS: dict = {}  # (function, mode) -> why its calls took another path (tests and the GPU script read it)
+CONTEXTS: dict = {}  # thread name -> the CUDA context it had current at its first launch here (the GPU script prints it)
 
 _HOST_DATA: tuple = ()  # numpy arrays and diffc Tensors (set at the first call: tensor.py is not imported here)
 _NP_OF_TORCH = {"torch.float32": np.dtype(np.float32), "torch.float64": np.dtype(np.float64),
@@ -94,20 +95,31 @@ class _Driver:
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # (the int handle, without a Stream object)
         self.stream = raw if raw is not None else (lambda i: torch.cuda.current_stream(i).cuda_stream)
         self.current_device = torch.cuda.current_device
+        self.primary: dict = {}  # device index -> its primary context (torch's)
+        self.threads = threading.local()  # .index: the device whose primary context this thread has current
 
     def arch(self, index: int) -> str:
         major, minor = self.torch.cuda.get_device_capability(index)
         return f"sm_{major}{minor}"
 
-    def no_context(self, err) -> bool:
-        """Whether `err` says the calling thread has no current context; then the current torch
-        device's primary context is made current (what torch's own first CUDA call there does)."""
+    def context_for(self, index: int) -> None:
+        """Makes device `index`'s primary context (torch's) current on the calling thread, once
+        per thread: a launch goes into the thread's current context, and a thread may have none
+        (one torch made no runtime call on yet) or another one (NVIDIA's OpenCL makes its own
+        CUDA context; a launch there pays the GPU's switch between contexts, ~270 us). What the
+        thread had is kept in CONTEXTS."""
         d = self.driver
-        if err not in (d.CUresult.CUDA_ERROR_INVALID_CONTEXT, d.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED):
-            return False
-        ctx = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(self.current_device()))))
-        _check(d.cuCtxSetCurrent(ctx))
-        return True
+        ctx = self.primary.get(index)
+        if ctx is None:
+            ctx = self.primary[index] = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(index))))
+        had = _check(d.cuCtxGetCurrent())
+        name = threading.current_thread().name
+        if int(had) == int(ctx):
+            CONTEXTS.setdefault(name, "primary")
+        else:
+            CONTEXTS.setdefault(name, f"another context ({int(had):#x})" if int(had) else "none")
+            _check(d.cuCtxSetCurrent(ctx))
+        self.threads.index = index
 
     def multiprocessors(self, index: int) -> int:
         return self.torch.cuda.get_device_properties(index).multi_processor_count
@@ -420,12 +432,12 @@ class Launch:
                                       self.fn.module.sources, self.spec.kernel_name)
 
     def _launch(self, grid: int, block: int, stream: int) -> None:
-        err = self.drv.launch(self.function, grid, 1, 1, block, 1, 1, 0, stream, self.params, 0)[0]
-        if err != self.drv.success:
-            if self.drv.no_context(err):  # a thread torch never made its context current on
-                err = self.drv.launch(self.function, grid, 1, 1, block, 1, 1, 0, stream, self.params, 0)[0]
-            if err != self.drv.success:
-                _check((err,), f"cuLaunchKernel of {self.spec.kernel_name}")
+        drv = self.drv
+        if getattr(drv.threads, "index", None) != self.index:  # (the backward runs on torch's autograd thread)
+            drv.context_for(self.index)
+        err = drv.launch(self.function, grid, 1, 1, block, 1, 1, 0, stream, self.params, 0)[0]
+        if err != drv.success:
+            _check((err,), f"cuLaunchKernel of {self.spec.kernel_name}")
 
     def _strides(self, values: list, shape: tuple) -> list:
         from diffc.runtime.kernels import broadcast_strides
