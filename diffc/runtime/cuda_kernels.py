@@ -114,10 +114,12 @@ class _Driver:
             ctx = self.primary[index] = _check(d.cuDevicePrimaryCtxRetain(_check(d.cuDeviceGet(index))))
         had = _check(d.cuCtxGetCurrent())
         name = threading.current_thread().name
-        if int(had) == int(ctx):
-            CONTEXTS.setdefault(name, "primary")
-        else:
-            CONTEXTS.setdefault(name, f"another context ({int(had):#x})" if int(had) else "none")
+        try:
+            what = "primary" if int(had) == int(ctx) else f"another context ({int(had):#x})" if int(had) else "none"
+        except TypeError:  # (a handle without __int__: compared as the bindings compare them)
+            what = "primary" if had == ctx else f"another context ({had!r})"
+        CONTEXTS.setdefault(name, what)
+        if what != "primary":
             _check(d.cuCtxSetCurrent(ctx))
         self.threads.index = index
 
