@@ -304,6 +304,24 @@ def main() -> int:
             med = lambda v: sorted(v)[len(v) // 2] * 1e6  # noqa: E731
             rows[name] = (f"forward host {med(hf):.1f} us device {med(df):.1f} us, "
                           f"sum+backward host {med(hb):.1f} us device {med(db):.1f} us")
+        gy = torch.ones(16, device=dev)  # the backward's kernel alone, on this thread, without torch's engine
+        alone = lambda: cuda_kernels.backward(m.wave, [1.5, xg, xs], [1, 2], [xg, xs], (True, False), gy)  # noqa: E731
+        for _ in range(30):
+            alone()
+        torch.cuda.synchronize()
+        ha, da = [], []
+        for _ in range(300):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            t0 = time.perf_counter()
+            alone()
+            t1 = time.perf_counter()
+            e1.record()
+            torch.cuda.synchronize()
+            ha.append(t1 - t0)
+            da.append(e0.elapsed_time(e1) * 1e-3)
+        rows["cuda_kernels.backward alone"] = (f"host {sorted(ha)[150] * 1e6:.1f} us "
+                                              f"device {sorted(da)[150] * 1e6:.1f} us")
         print("    launches: " + "; ".join(taken))
         print(f"    CUDA context current on each launching thread before its first launch: {cuda_kernels.CONTEXTS}")
         for k, v in rows.items():
