@@ -15,7 +15,24 @@ before shared memory), through shared memory with one device copy in, on a tenso
 pool (no copy), the last without waiting (the host's time per call), and a step (torch kernel,
 call, torch kernel on its result) each way.
 
-    DIFFC_DEVICE=gpu python bench/bench_cuda_interop.py [--rounds 15] [--reps 100]
+    DIFFC_DEVICE=gpu python bench/bench_cuda_interop.py [--rounds 15] [--reps 100] [--calls-only]
+    DIFFC_DEVICE=gpu python bench/bench_cuda_interop.py --training [--steps 200]
+
+Training loops (`--training`, training_rows): the same model trained two ways at batch 2^14
+and 2^18, torch with torch.optim.SGD on CUDA tensors through the CUDA kernel path against
+diffc's own loop on diffc Tensors (call, bwds, one optimizer dispatch); issue 23 asks the torch
+loop to be within 10% of diffc's. The model is a function of scalars (2 -> 4 tanh units -> 1,
+17 parameters as 0-d tensors), not the wide MLP: the CUDA kernel path calls functions whose
+parameters are scalars, and the MLP's learnGradient is an entry point over a struct of
+pointers (dispatch, on OpenCL).
+
+CUDA kernel rows (runtime/cuda_kernels.py: the call's kernel compiled by NVRTC and launched in
+torch's own context on its current stream, the default path of calls with CUDA tensors): "call
+cuda kernel" (waited for), "call cuda kernel, no wait" (the host's time per call: what the issue
+bounds by 30 us), "torch kernel, no wait" (x.add_(0) for scale), "call+bwd cuda kernel, grad"
+(a call that requires grad, .sum().backward(), waited for), "step cuda kernel" (a torch kernel,
+the call, a torch kernel on its result); after the table, the GPU's time per call (CUDA events
+around calls queued back to back) against a torch kernel's.
 
 Without CUDA, or with diffc on a device other than a GPU, it says so and exits.
 
@@ -105,72 +122,271 @@ def rows(torch, m):
 
 def call_rows(torch, m, xc, sync):
     """m.polynomial on a CUDA tensor, each call waited for (torch.cuda.synchronize): through the
-    host (cuda_shared off: the path before shared memory), with one device copy into shared
-    memory, and on a tensor of diffc's pool (no copy); "no wait": the host's time per call
-    alone, the device's work left queued."""
-    from diffc.runtime import cuda_shared
-
-    why = cuda_shared.unavailable()
-    if why is not None:
-        print(f"shared memory rows skipped: {why}")
-        return {}
-    pooled = cuda_shared.empty(xc.shape)
-    pooled.copy_(xc)
+    host (both CUDA paths off: the path before shared memory), over shared memory with one device
+    copy in, on a tensor of diffc's pool (no copy), and as a CUDA kernel in torch's own context
+    (cuda_kernels.py, the default where it runs); "no wait": the host's time per call alone, the
+    device's work left queued; "grad": a call that requires grad and its backward."""
+    from diffc.runtime import cuda_kernels, cuda_shared
 
     def poly(x):
         return m.polynomial(a=2.0, b=8.0, c=-1.0, x=x)
 
-    def host_path():
-        cuda_shared.ENABLED[0] = False
-        try:
+    out = {}
+    why = cuda_kernels.unavailable()
+    if why is not None:
+        print(f"CUDA kernel rows skipped: {why}")
+    else:
+        xg = xc.clone().requires_grad_(True)
+
+        def kernel():
             poly(xc)
-        finally:
-            cuda_shared.ENABLED[0] = True
+            sync()
+
+        def kernel_no_wait():
+            poly(xc)
+
+        def torch_no_wait():  # a torch kernel's own host time, for scale
+            xc.add_(0.0)
+
+        def kernel_grad():
+            poly(xg).sum().backward()
+            sync()
+
+        def step_kernel():
+            poly(xc.add_(0.0)).add_(1.0)
+            sync()
+
+        out.update({"call cuda kernel": (kernel,), "call cuda kernel, no wait": (kernel_no_wait,),
+                    "torch kernel, no wait": (torch_no_wait,),
+                    "call+bwd cuda kernel, grad": (kernel_grad,), "step cuda kernel": (step_kernel,)})
+
+    why = cuda_shared.unavailable()
+    if why is not None:
+        print(f"shared memory rows skipped: {why}")
+        return out
+    pooled = cuda_shared.empty(xc.shape)
+    pooled.copy_(xc)
+
+    def off(*flags):
+        def run(f):
+            def g():
+                saved = [flag[0] for flag in flags]
+                for flag in flags:
+                    flag[0] = False
+                try:
+                    f()
+                finally:
+                    for flag, v in zip(flags, saved):
+                        flag[0] = v
+            return g
+        return run
+
+    shared = off(cuda_kernels.ENABLED)  # the path over shared memory
+    host = off(cuda_kernels.ENABLED, cuda_shared.ENABLED)  # through the host
+
+    @host
+    def host_path():
+        poly(xc)
         sync()
 
+    @shared
     def shared_copy():
         poly(xc)
         sync()
 
+    @shared
     def shared_pool():
         poly(pooled)
         sync()
 
+    @shared
     def shared_pool_no_wait():
         poly(pooled)
 
+    @host
     def step_host():  # a torch kernel, the call, a torch kernel on its result: a training step's shape
-        cuda_shared.ENABLED[0] = False
-        try:
-            poly(xc.add_(0.0)).add_(1.0)
-        finally:
-            cuda_shared.ENABLED[0] = True
+        poly(xc.add_(0.0)).add_(1.0)
         sync()
 
+    @shared
     def step_shared():
         poly(pooled.add_(0.0)).add_(1.0)
         sync()
 
-    return {"call via host": (host_path,), "call shared, copy in": (shared_copy,), "call shared, pool": (shared_pool,),
-            "call shared, pool, no wait": (shared_pool_no_wait,), "step via host": (step_host,),
-            "step shared, pool": (step_shared,)}
+    out.update({"call via host": (host_path,), "call shared, copy in": (shared_copy,),
+                "call shared, pool": (shared_pool,), "call shared, pool, no wait": (shared_pool_no_wait,),
+                "step via host": (step_host,), "step shared, pool": (step_shared,)})
+    return out
+
+
+def device_us(torch, m, xc, reps: int = 200) -> dict[str, float]:
+    """The GPU's time per call (CUDA events around `reps` calls queued back to back) of the CUDA
+    kernel path, and of a torch kernel for scale."""
+    from diffc.runtime import cuda_kernels
+
+    if cuda_kernels.unavailable() is not None:
+        return {}
+    out = {}
+    for name, f in (("cuda kernel call", lambda: m.polynomial(a=2.0, b=8.0, c=-1.0, x=xc)),
+                    ("torch kernel", lambda: xc.add_(0.0))):
+        for _ in range(20):
+            f()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            f()
+        end.record()
+        torch.cuda.synchronize()
+        out[name] = start.elapsed_time(end) * 1e3 / reps
+    return out
+
+
+# -- a training loop: torch (CUDA path, torch.optim) against diffc alone ------------------------
+
+TRAIN_HIDDEN = 4  # tanh units of the fitted function (parameters: 4 per unit and one bias)
+
+
+def training_source(hidden: int = TRAIN_HIDDEN) -> tuple[str, list[str]]:
+    """(Slang source, parameter names): `fit(x, y, t, params...)`, the squared error of a one
+    hidden layer network (2 -> hidden tanh units -> 1) on sample (x, y) with target t, every
+    parameter a scalar (the CUDA kernel path calls functions of scalars: the wide model's
+    learnGradient is an entry point over struct and pointer parameters, which stays on OpenCL);
+    and `sgd`, diffc's optimizer step over one buffer holding the parameters `stride` floats
+    apart (a parameter of the call is a 0-d Tensor on its own sub-buffer of it)."""
+    names = [f"{k}{j}" for j in range(hidden) for k in ("wx", "wy", "b", "v")] + ["c"]
+    terms = "".join(f"    o += v{j} * tanh(wx{j} * x + wy{j} * y + b{j});\n" for j in range(hidden))
+    params = ", ".join(f"float {n}" for n in names)
+    src = (f"[Differentiable]\nfloat fit(float x, float y, float t, {params}) {{\n    float o = c;\n{terms}"
+           "    float e = o - t;\n    return e * e;\n}\n\n"
+           "[shader(\"compute\")]\n[numthreads(32, 1, 1)]\n"
+           "void sgd(uint32_t tid : SV_DispatchThreadID, uniform float* params, uniform float* grads, uniform float lr,\n"
+           "         uniform uint32_t stride, uniform uint32_t count)\n{\n"
+           "    if (tid >= count) return;\n    uint32_t i = tid * stride;\n"
+           "    params[i] = params[i] - lr * grads[i];\n    grads[i] = 0.0;\n}\n")
+    return src, names
+
+
+def training_rows(torch, log2s=(14, 18), steps: int = 200, device: str = "cuda", lr: float = 0.05) -> None:
+    """Seconds per training step of the same model two ways, batch 2^k for k in `log2s`, both
+    from the same parameters on the same batch: a torch loop (parameters 0-d torch tensors on
+    `device`, `m.fit` a torch op through the CUDA kernel path, loss.mean().backward(),
+    torch.optim.SGD's step) and diffc's own loop (diffc Tensors: the call into a kept result
+    whose .grad holds 1/n, `.bwds` into the parameters' gradients, one `sgd` dispatch that steps
+    and zeroes them: learnGradient + adjustParameters' shape). Prints per batch both times, the
+    ratio torch / diffc (the issue's bound: <= 1.1) and the largest parameter difference after
+    the same steps (the two loops compute the same thing) and how far the parameters moved."""
+    import tempfile
+
+    import pyopencl as cl
+
+    from diffc.runtime import cuda_kernels
+
+    src, names = training_source()
+    path = Path(tempfile.mkdtemp()) / "fit.slang"
+    path.write_text(src)
+    m = diffc.load_module(path)
+    rng = np.random.default_rng(5)
+    init = rng.normal(0, 0.5, len(names)).astype(np.float32)
+    dev = diffc.device()
+    stride = max(1, dev.cl_device.mem_base_addr_align // 8 // 4)  # floats between sub-buffers
+    k = len(names)
+    print(f"training loop: fit() with {k} parameters ({TRAIN_HIDDEN} tanh units), lr {lr}, {steps} steps a row; "
+          f"torch on {device}, diffc on {dev.name}")
+    print(f"{'batch':>8s} {'diffc us/step':>14s} {'torch us/step':>14s} {'torch/diffc':>12s} {'param diff':>11s} {'moved':>8s}")
+    for log2 in log2s:
+        n = 1 << log2
+        xy = rng.uniform(-1, 1, (2, n)).astype(np.float32)
+        target = (np.sin(2 * xy[0]) * xy[1]).astype(np.float32)
+
+        # diffc alone
+        flat = np.zeros(k * stride, np.float32)
+        flat[::stride] = init
+        pbuf = diffc.Tensor.from_numpy(flat)
+        gbuf = diffc.Tensor.zeros(flat.shape)
+        params = []
+        for j in range(k):
+            region = (j * stride * 4, 4)
+            p = diffc.Tensor((), np.float32, _buffer=pbuf.buffer.get_sub_region(*region), _storage=pbuf._storage)
+            p.grad = diffc.Tensor((), np.float32, _buffer=gbuf.buffer.get_sub_region(*region), _storage=gbuf._storage)
+            params.append(p)
+        xt, yt, tt = (diffc.Tensor.from_numpy(a) for a in (xy[0], xy[1], target))
+        out = diffc.Tensor.empty((n,)).with_grads(zero=False)
+        out.grad.fill(1.0 / n)  # d mean / d out
+
+        def diffc_step():
+            m.fit(xt, yt, tt, *params, _result=out)
+            m.fit.bwds(xt, yt, tt, *params, _result=out)
+            m.sgd.dispatch(thread_count=k, params=pbuf, grads=gbuf, lr=lr, stride=stride, count=k)
+
+        # torch with the CUDA kernel path
+        tp = [torch.tensor(float(v), device=device, requires_grad=True) for v in init]
+        tx, ty, tt_ = (torch.from_numpy(a).to(device) for a in (xy[0], xy[1], target))
+        opt = torch.optim.SGD(tp, lr=lr)
+
+        def torch_step():
+            loss = m.fit(tx, ty, tt_, *tp).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+        sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        times = {}
+        for name, step, wait in (("diffc", diffc_step, diffc.synchronize), ("torch", torch_step, sync)):
+            for _ in range(steps):  # the same number of steps before the timing, for the parameters' check
+                step()
+            wait()
+        got_diffc = pbuf.to_numpy()[::stride]
+        got_torch = np.array([p.item() for p in tp], np.float32)
+        diff = float(np.abs(got_diffc - got_torch).max())
+        moved = float(np.abs(got_torch - init).max())  # (so that a zero diff is not two loops standing still)
+        for _ in range(3):  # rounds, interleaved; the best of them
+            for name, step, wait in (("diffc", diffc_step, diffc.synchronize), ("torch", torch_step, sync)):
+                wait()
+                t = time.perf_counter()
+                for _ in range(steps):
+                    step()
+                wait()
+                times.setdefault(name, []).append((time.perf_counter() - t) / steps * 1e6)
+        d, t_ = min(times["diffc"]), min(times["torch"])
+        print(f"{'2^' + str(log2):>8s} {d:14.1f} {t_:14.1f} {t_ / d:12.2f} {diff:11.2g} {moved:8.2g}", flush=True)
+    if device == "cuda":
+        print(f"CUDA kernel path fallbacks: {cuda_kernels.FALLBACKS or 'none'}; "
+              f"torch on CUDA: {torch.cuda.get_device_name()}")
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--reps", type=int, default=100, help="repetitions of a row per round")
+    ap.add_argument("--calls-only", action="store_true", help="only the module-call rows (no context-switch pairs)")
+    ap.add_argument("--training", action="store_true",
+                    help="only the training loops: torch (CUDA path, torch.optim) against diffc alone, batch 2^14 and 2^18")
+    ap.add_argument("--training-device", default="cuda",
+                    help="torch's device for --training (cpu: a check of the loops where there is no GPU)")
+    ap.add_argument("--steps", type=int, default=200, help="training steps per timed round (--training)")
     args = ap.parse_args(argv)
     try:
         import torch
     except ImportError:
         print("torch is not installed: nothing to compare (pip install -e '.[torch]')")
         return
+    if args.training and args.training_device == "cpu":
+        training_rows(torch, steps=args.steps, device="cpu")
+        return
     if not torch.cuda.is_available() or diffc.device().kind != "gpu":
         print(f"needs CUDA and diffc on a GPU (CUDA: {torch.cuda.is_available()}, diffc: {diffc.device()!r}): skipped")
         return
     print(f"diffc: {diffc.device()!r}; torch {torch.__version__} on {torch.cuda.get_device_name()}")
-    table = rows(torch, diffc.load_module(HERE.parent / "examples" / "poly.slang"))
+    if args.training:
+        training_rows(torch, steps=args.steps)
+        return
+    m = diffc.load_module(HERE.parent / "examples" / "poly.slang")
+    if args.calls_only:
+        x = torch.linspace(0, 1, 16, device="cuda")
+        table = call_rows(torch, m, x, torch.cuda.synchronize)
+    else:
+        table = rows(torch, m)
     times: dict[str, list[float]] = {name: [] for name in table}
     for fs in table.values():  # warm-up: builds, allocations, first launches
         for _ in range(30):
@@ -190,6 +406,9 @@ def main(argv=None) -> None:
         extra = med[name] - sum(med[p] for p in parts) if len(parts) == 2 else None
         extra_s = f"{extra:17.1f}" if extra is not None else ""
         print(f"{name:28s} {med[name]:10.1f} {min(v) * 1e6:8.1f} {extra_s}")
+    xc = torch.linspace(0, 1, 16, device="cuda")
+    for name, us in device_us(torch, diffc.load_module(HERE.parent / "examples" / "poly.slang"), xc).items():
+        print(f"device us per {name} (CUDA events, {name}s queued back to back): {us:.1f}")
     sys.stdout.flush()
 
 

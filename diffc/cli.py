@@ -1,7 +1,7 @@
 """The `diffc` command.
 
-    diffc compile FILE.slang --emit mlir|lowered|opencl    each stage of the compiler; `lowered` and
-                                                             `opencl` are what a dispatch builds
+    diffc compile FILE.slang --emit mlir|lowered|opencl|cuda    each stage of the compiler; `lowered` and
+                                                             `opencl` are what a dispatch builds (`cuda`: the same kernels as CUDA C)
                                                              (--device, --check, --set FIELD=VALUE);
                                                              a module without entry point: its functions
     diffc run FILE.slang [--device cpu|gpu|auto] [--entry computeMain] [--groups X,Y,Z]
@@ -242,6 +242,12 @@ def cmd_compile(args) -> int:
     if args.emit == "lowered":
         print(got.module)
         return 0
+    if args.emit == "cuda":  # the same kernels as CUDA C (what runtime/cuda_kernels.py builds with NVRTC)
+        from diffc.backend.opencl import emit_cuda
+        from diffc.compiler import emit_options
+
+        sys.stdout.write(emit_cuda(got.module, emit_options(got.settings)))
+        return 0
     from diffc.compiler import kernel_program
 
     sys.stdout.write(kernel_program(got.module, got.settings, got.front, got.entry).source)
@@ -261,6 +267,10 @@ def _compile_library(module, args) -> int:
     differentiate(module)
     if args.emit == "lowered":
         print(module)
+    elif args.emit == "cuda":
+        from diffc.backend.opencl import emit_cuda
+
+        sys.stdout.write(emit_cuda(module))
     else:
         sys.stdout.write(emit_opencl(module))
     return 0
@@ -465,7 +475,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="differentiate a few functions and run them on the default device")
     c = sub.add_parser("compile", help="show a stage of compiling a .slang file")
     c.add_argument("file")
-    c.add_argument("--emit", choices=("mlir", "lowered", "opencl"), default="opencl")
+    c.add_argument("--emit", choices=("mlir", "lowered", "opencl", "cuda"), default="opencl")
     c.add_argument("--entry", default=None, help="the entry point (default: the only compute shader, or main)")
     c.add_argument("--device", choices=("cpu", "gpu", "auto"), default=None,
                    help="build what a dispatch on this device builds: its atomics, unrolling and group sizes "

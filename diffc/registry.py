@@ -50,6 +50,7 @@ for _step in (*KERNEL_PIPELINE, *CALL_KERNEL_PIPELINE):
 # Targets for `diffc-opt -t NAME`.
 TARGETS: dict[str, Callable[[], Any]] = {
     "opencl": _lazy("diffc.backend.opencl.target", "OpenCLTarget"),
+    "cuda": _lazy("diffc.backend.opencl.target", "CudaTarget"),
 }
 
 # Front ends for `diffc-opt FILE.ext`: extension -> factory of `parse(text, filename) -> ModuleOp`.

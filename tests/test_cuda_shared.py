@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import diffc  # noqa: E402
-from diffc.runtime import cuda_shared, torch_bridge  # noqa: E402
+from diffc.runtime import cuda_kernels, cuda_shared, torch_bridge  # noqa: E402
 
 
 def _why_not() -> str | None:
@@ -39,6 +39,14 @@ float affine(float x, float s) { return s * x + 1.0; }
 
 def wave_torch(a, x, y):
     return a * torch.sin(x) * y + torch.exp(0.5 * x) - y * y / (1.0 + x * x)
+
+
+@pytest.fixture(autouse=True)
+def shared_path(monkeypatch):
+    """These tests are about the path over shared memory: the CUDA kernels' path (which calls
+    take first where it runs: cuda_kernels.py) is off. (ENABLED is a list: monkeypatch.setitem
+    wants a mapping, so the module's list is replaced, as test_torch_bridge.py does.)"""
+    monkeypatch.setattr(cuda_kernels, "ENABLED", [False])
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ stream) runs after diffc's.
 
 What stays: NVIDIA's OpenCL has its own CUDA context, and the GPU switches between it and
 torch's (~280 us each way, bench/bench_cuda_interop.py); sharing memory removes the copies and
-the host waits, not that. CUDA bindings: cuda-python's `cuda.bindings.driver`; the one OpenCL
+the host waits, not that. So calls take cuda_kernels.py's path first (the same kernels as CUDA
+kernels in torch's context); this one serves the calls that path cannot take. CUDA bindings: cuda-python's `cuda.bindings.driver`; the one OpenCL
 entry point pyopencl does not wrap (clCreateBufferWithProperties) is called through ctypes.
 
 `unavailable()` says why the path cannot run (then calls take the host path of

@@ -32,6 +32,8 @@ a strided walk would touch a new cache line at every element).
 
 from __future__ import annotations
 
+import math
+
 from typing import NamedTuple
 
 from xdsl.dialects import arith, func, memref, scf, vector
@@ -371,6 +373,26 @@ def broadcast_period(shape: tuple[int, ...], strides: list[int]) -> int:
     for d in shape[first:]:
         p *= d
     return p
+
+
+# Work-groups per compute unit for the reduce form: enough to fill the device, few enough
+# that each work-item sums many elements.
+REDUCE_GROUPS_PER_UNIT = 8
+
+
+def reduce_groups(size: int, wg: int, period: int, compute_units: int) -> int:
+    """How many work-groups the reduce form runs: one element per work-item when that is few
+    enough groups, else a number whose global size is a multiple of `period`, so that each
+    work-item's elements share their broadcast targets."""
+    every = -(-size // wg)  # one element per work-item
+    target = max(1, compute_units * REDUCE_GROUPS_PER_UNIT)
+    if every <= target:
+        return every
+    unit = period // math.gcd(period, wg)  # groups per global size that is a multiple of period
+    if unit >= every:
+        return every
+    return max(unit, target // unit * unit)
+
 
 
 def _reduce_form(b: _Emitter, spec: KernelSpec, arg: dict, ptypes: list, scalar_body) -> None:

@@ -27,6 +27,7 @@ from diffc.diagnostics import read_source
 from diffc.dialects import diff
 from diffc.runtime.device import device, kernel_settings
 from diffc.runtime.errors import CallError, RuntimeDiffcError, located_failure, with_source_line
+from diffc.runtime.kernels import REDUCE_GROUPS_PER_UNIT, reduce_groups as _reduce_groups  # noqa: F401
 from diffc.runtime.kernels import (
     VECTOR_WIDTH,
     ArgSpec,
@@ -689,9 +690,6 @@ class Function:
 
 _MISSING = object()
 _NO_KWARGS: dict = {}
-# Work-groups per compute unit for the reduce form: enough to fill the device, few enough
-# that each work-item sums many elements.
-REDUCE_GROUPS_PER_UNIT = 8
 
 
 # bytes of work-group memory the reduce form takes per work-item and reduced argument: its sum
@@ -711,20 +709,6 @@ def _reduce_group_size(reduced: int) -> int:
 def _reduce_blocked() -> bool:
     """Whether the reduce form walks contiguous blocks (CPU devices) rather than strides (GPUs)."""
     return device().kind != "gpu"
-
-
-def _reduce_groups(size: int, wg: int, period: int, compute_units: int) -> int:
-    """How many work-groups the reduce form runs: one element per work-item when that is few
-    enough groups, else a number whose global size is a multiple of `period`, so that each
-    work-item's elements share their broadcast targets."""
-    every = -(-size // wg)  # one element per work-item
-    target = max(1, compute_units * REDUCE_GROUPS_PER_UNIT)
-    if every <= target:
-        return every
-    unit = period // math.gcd(period, wg)  # groups per global size that is a multiple of period
-    if unit >= every:
-        return every
-    return max(unit, target // unit * unit)
 
 
 def _settings() -> tuple:

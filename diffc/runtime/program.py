@@ -234,7 +234,8 @@ def _build_log(e: Exception, dev: DeviceInfo) -> str:
 _LINE_REF = re.compile(r"(?:<[^>\n]*>|\.cl|^):(\d+):(\d+)?|^\d+:(\d+):(\d+):", re.M)
 
 
-def format_build_error(log: str, source: str, context: int = 1) -> str:
+def format_build_error(log: str, source: str, context: int = 1, kind: str = "opencl",
+                       compiler: str = "OpenCL compiler") -> str:
     """The compiler log, then each generated source line it names, with its neighbours."""
     lines = source.splitlines()
     refs: list[tuple[int, int]] = []
@@ -244,7 +245,7 @@ def format_build_error(log: str, source: str, context: int = 1) -> str:
         col = int(column) if column else 0
         if 1 <= ln <= len(lines) and (ln, col) not in refs:
             refs.append((ln, col))
-    out = ["error[opencl-build]: the OpenCL compiler rejected a generated program", "compiler log:"]
+    out = [f"error[{kind}-build]: the {compiler} rejected a generated program", "compiler log:"]
     out += ["    " + ln for ln in log.splitlines() if ln.strip()][:60]
     if refs:
         out.append("generated source:")

@@ -10,10 +10,12 @@ Memory: a CPU tensor is read through a numpy view of its memory (no host copy; t
 small tensor passed again, a parameter say, is reused: `_view`) and copied to
 the device as staging.py does for numpy arrays (without waiting, into device tensors the
 Function keeps, so a repeated call replays its launch); results come back as numpy arrays
-wrapped by `torch.from_numpy` (no copy). CUDA tensors, where diffc runs on the same NVIDIA GPU
-and the CUDA bindings are installed, go through memory CUDA and OpenCL share (cuda_shared.py:
-no byte through the host, no host wait; `_SharedCall` is the autograd node); elsewhere through
-the host (a device-to-host copy before the call, a host-to-device copy of the result). The
+wrapped by `torch.from_numpy` (no copy). CUDA tensors run as CUDA kernels in torch's own
+context on its current stream where NVRTC and the CUDA bindings are installed (cuda_kernels.py:
+no OpenCL, no host wait; `_CudaCall` is the autograd node); where that path cannot take a call,
+and diffc runs on the same NVIDIA GPU, through memory CUDA and OpenCL share (cuda_shared.py:
+no byte through the host, no host wait; `_SharedCall`); elsewhere through the host (a
+device-to-host copy before the call, a host-to-device copy of the result). The
 autograd graph keeps the forward's device copies for the backward (while no later call has
 refilled them).
 
@@ -37,7 +39,7 @@ import weakref
 
 import numpy as np
 
-from diffc.runtime import cuda_shared
+from diffc.runtime import cuda_kernels, cuda_shared
 from diffc.runtime.errors import CallError
 from diffc.runtime.staging import KEEP_BYTES, current, kept, read_later, upload
 from diffc.runtime.tensor import Tensor
@@ -233,6 +235,10 @@ def call(fn, args: tuple, kwargs: dict, result):
                 cuda = True
             if t.requires_grad and diffable[i]:
                 grad = True
+    if cuda and cuda_kernels.why_not(fn, values, idx, tensors) is None:  # CUDA kernels in torch's context
+        y = _cuda_call(torch, fn, values, idx, tensors, grad)
+        if y is not None:
+            return _deliver(torch, y, into, result)
     if cuda and cuda_shared.usable(values, idx, tensors):  # no trip through the host
         return _shared_call(torch, fn, values, idx, tensors, grad, into, result)
     for i, t in zip(idx, tensors):
@@ -267,6 +273,42 @@ def _deliver(torch, y, into, result):
     if type(result) is str and result == "numpy":
         return y.detach().cpu().numpy()
     return y
+
+
+def _cuda_call(torch, fn, values: list, idx: list, tensors: list, grad: bool):
+    """`call` by diffc's CUDA kernels on torch's current stream (cuda_kernels.py); None where the
+    kernel cannot run there (the caller takes the next path). With grad, `_CudaCall` ties the
+    result into torch's graph; its backward runs the bwds kernel the same way."""
+    y = cuda_kernels.forward(fn, values, idx, tensors)
+    if y is None or not (grad and fn.differentiable and torch.is_grad_enabled()):
+        return y
+    if _CudaCall is None:
+        _make_apply(torch)
+    state = (fn, values, idx, tensors, [t._version for t in tensors])
+    return (_CudaCall.apply if _functorch_active() else _CUDA_APPLY)(state, y, *tensors)
+
+
+def cuda_backward(fn, values: list, idx: list, tensors: list, wants, grad_out) -> list:
+    """The gradients of a call's CUDA tensors at `idx` (None where not wanted): by the bwds kernel
+    on torch's stream (cuda_kernels.py), else over shared memory (cuda_shared.py), else through
+    the host."""
+    if cuda_kernels.why_not(fn, values, idx, tensors) is None:
+        grads = cuda_kernels.backward(fn, values, idx, tensors, wants, grad_out)
+        if grads is not None:
+            return grads
+    if cuda_shared.usable(values, idx, tensors):
+        sh = cuda_shared.shared()
+        args, keep = list(values), []
+        for i, t in zip(idx, tensors):
+            args[i] = cuda_shared.diffc_tensor(t, fn.dtypes[i], sh, keep)
+        return cuda_shared.backward(fn, args, idx, tensors, wants, grad_out)
+    import torch
+
+    host = [_host(v) if isinstance(v, torch.Tensor) else v for v in values]
+    gy = _host(grad_out)
+    want = [i for i, w in zip(idx, wants) if w and fn.diffable[i]]
+    got = backward_grads(fn, host, want, gy, gy.shape)
+    return input_grads(idx, tensors, wants, got)
 
 
 def _shared_call(torch, fn, values: list, idx: list, tensors: list, grad: bool, into, result):
@@ -403,7 +445,27 @@ def _autograd_function():
             _unchanged(fn, tensors, versions)
             return (None, *cuda_shared.backward(fn, args, idx, tensors, ctx.needs_input_grad[1:], grad_out))
 
-    return _DiffcCall, _SharedCall
+    class _CudaCall(torch.autograd.Function):
+        """The autograd node of a call that ran as a CUDA kernel (cuda_kernels.py): `y` is its
+        result, made before; the backward runs the bwds kernel on torch's stream (cuda_backward)."""
+
+        @staticmethod
+        def forward(ctx, state, y, *tensors):
+            ctx.state = state
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            fn, values, idx, tensors, versions = ctx.state
+            if torch.is_grad_enabled():  # create_graph=True: a second backward must fail loudly
+                with torch.no_grad():
+                    grads = _CudaCall.backward(ctx, grad_out)
+                return first_order_only(fn.name, grads, (*tensors, grad_out))
+            ctx.saved_tensors  # (a backward through a freed graph raises torch's error)
+            _unchanged(fn, tensors, versions)
+            return (None, None, *cuda_backward(fn, values, idx, tensors, ctx.needs_input_grad[2:], grad_out))
+
+    return _DiffcCall, _SharedCall, _CudaCall
 
 
 def _unchanged(fn, tensors, versions) -> None:
@@ -422,11 +484,13 @@ _functorch_active = None
 
 
 _SharedCall = None
+_CudaCall = None
+_CUDA_APPLY = None  # _CudaCall's C++ apply (as _DIRECT_APPLY's)
 
 
 def _make_apply(torch) -> None:
-    global _DiffcCall, _SharedCall, _DIRECT_APPLY, _functorch_active
-    cls, _SharedCall = _autograd_function()
+    global _DiffcCall, _SharedCall, _CudaCall, _DIRECT_APPLY, _CUDA_APPLY, _functorch_active
+    cls, _SharedCall, _CudaCall = _autograd_function()
     base = getattr(torch._C, "_FunctionBase", None)
     active = getattr(torch._C, "_are_functorch_transforms_active", None)
     if base is None or not hasattr(base, "apply") or active is None:  # (another torch: its own way)
@@ -434,6 +498,7 @@ def _make_apply(torch) -> None:
     else:
         direct = super(torch.autograd.Function, cls).apply
     _DiffcCall, _DIRECT_APPLY, _functorch_active = cls, direct, active
+    _CUDA_APPLY = _CudaCall.apply if direct is cls.apply else super(torch.autograd.Function, _CudaCall).apply
 
 
 def backward_grads(fn, host: list, want: list[int], gy: np.ndarray, shape: tuple,

@@ -184,7 +184,6 @@ def join(kinds: str, tensors, floats, ints) -> list:
 def _define():
     import torch
 
-    from diffc.runtime import cuda_shared
 
     def dtype_of(np_dtype):
         return getattr(torch, np.dtype(np_dtype).name)  # (torch names its dtypes as numpy does)
@@ -219,12 +218,8 @@ def _define():
         fn = FUNCTIONS[handle]
         values = join(kinds, tensors, floats, ints)
         at = [i for i, k in enumerate(kinds) if k == "t"]
-        if grad.is_cuda and cuda_shared.usable(values, at, tensors):
-            sh = cuda_shared.shared()
-            args, keep = list(values), []
-            for i, t in zip(at, tensors):
-                args[i] = cuda_shared.diffc_tensor(t, fn.dtypes[i], sh, keep)
-            grads = cuda_shared.backward(fn, args, at, tensors, wants, grad)
+        if grad.is_cuda and all(t.is_cuda for t in tensors):  # CUDA kernels, else shared memory (torch_bridge)
+            grads = torch_bridge.cuda_backward(fn, values, at, tensors, wants, grad)
         else:
             host = [torch_bridge._host(v) if k == "t" else v for v, k in zip(values, kinds)]
             gy = torch_bridge._host(grad)

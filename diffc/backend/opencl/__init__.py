@@ -1,6 +1,6 @@
 """IR -> OpenCL C (`diffc-opt -t opencl`, `emit_opencl`)."""
 
-from .module import emit_opencl
+from .module import emit_cuda, emit_opencl
 from .options import (
     EmitOptions,
     OpenCLEmitError,
@@ -14,6 +14,7 @@ __all__ = [
     "OpenCLEmitError",
     "atomics_for_device",
     "build_options",
+    "emit_cuda",
     "emit_opencl",
     "options_for_device",
 ]

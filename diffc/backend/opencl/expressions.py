@@ -21,7 +21,8 @@ from xdsl.ir import Attribute, Operation
 
 from .atomics import FLOAT_TO_HALF_BITS, HALF_BITS_TO_FLOAT
 from .function_context import FunctionContext
-from .naming import ctype, float_literal, int_literal, pointer_ctype, unsigned_ctype
+from .naming import ctype, float_literal, int_literal, pointer_ctype, unsigned_ctype, vector_value
+from .naming import lane as lane_name
 
 Handler = Callable[[FunctionContext, Operation], str]
 EXPRESSIONS: dict[str, Handler] = {}  # keyed by op name, so ops xDSL lacks (arith.remf) fit
@@ -127,7 +128,8 @@ def constant_literal(fe: FunctionContext, op: arith.ConstantOp) -> str:
             items = [int_literal(int(v), el, fe.options) for v in values]
         if len(set(items)) == 1:
             items = items[:1]
-        return f"({ctype(t, fe.options)})({', '.join(items)})"
+        fe.module.note_type(t)
+        return vector_value(ctype(t, fe.options), items, fe.options)
     raise fe.error(op, f"has a constant value the OpenCL emitter cannot print: {value}")
 
 
@@ -229,7 +231,8 @@ EXPRESSIONS.update({"arith.remf": _call("fmod"), "arith.index_castui": _unsigned
 def _broadcast(fe: FunctionContext, op: Operation) -> str:
     t = op.results[0].type
     if not isinstance(op.operands[0].type, VectorType):
-        return f"({ctype(t, fe.options)})({fe.expr(op.operands[0])})"
+        fe.module.note_type(t)
+        return vector_value(ctype(t, fe.options), [fe.bare(op.operands[0])], fe.options)
     raise fe.error(op, "broadcasts a vector; only scalars to vectors are supported")
 
 
@@ -256,13 +259,13 @@ def _extract(fe: FunctionContext, op: Operation) -> str:
     lane, index = _lane_position(fe, op)
     vec = _lanes_of(fe.expr(op.operands[0]))
     if index is None:
-        return f"{vec}.s{lane:x}"
+        return f"{vec}.{lane_name(lane, fe.options)}"
     # OpenCL C has no runtime subscript on vectors: a chain of selects over the lanes (an index
     # out of range reads the last lane, where MLIR leaves the result undefined).
     n = op.operands[0].type.get_shape()[0]  # type: ignore[attr-defined]
-    out = f"{vec}.s{n - 1:x}"
+    out = f"{vec}.{lane_name(n - 1, fe.options)}"
     for k in reversed(range(n - 1)):
-        out = f"{index} == {k} ? {vec}.s{k:x} : {out}"
+        out = f"{index} == {k} ? {vec}.{lane_name(k, fe.options)} : {out}"
     return f"({out})"
 
 
@@ -272,10 +275,10 @@ def _insert(fe: FunctionContext, op: Operation) -> str:
     n = t.get_shape()[0]  # type: ignore[attr-defined]
     src, dest = f"({fe.expr(op.operands[0])})", _lanes_of(fe.expr(op.operands[1]))
     if index is None:
-        parts = [src if k == lane else f"{dest}.s{k:x}" for k in range(n)]
+        parts = [src if k == lane else f"{dest}.{lane_name(k, fe.options)}" for k in range(n)]
     else:  # each lane takes the source where the runtime index names it
-        parts = [f"{index} == {k} ? {src} : {dest}.s{k:x}" for k in range(n)]
-    return f"({fe.ctype(t, op)})({', '.join(parts)})"
+        parts = [f"{index} == {k} ? {src} : {dest}.{lane_name(k, fe.options)}" for k in range(n)]
+    return vector_value(fe.ctype(t, op), parts, fe.options)
 
 
 EXPRESSIONS.update({"vector.broadcast": _broadcast, "vector.extract": _extract, "vector.insert": _insert})

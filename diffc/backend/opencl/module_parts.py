@@ -5,10 +5,11 @@ op needs, and whether any type is a double (the fp64 pragma)."""
 from __future__ import annotations
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, VectorType
 from xdsl.ir import Attribute, Operation
 
 from . import atomics, ptx_atomics
+from .cuda_prelude import CUDA_NAMES
 from .naming import Namer, ctype, uses_double
 from .options import EmitOptions, OpenCLEmitError
 
@@ -41,11 +42,12 @@ class ModuleParts:
         self.module = module
         self.options = options
         self.fp64 = False
+        self.vectors = False  # whether any value is a vector (the CUDA prelude's vector part)
         self.helpers: dict[str, str] = {}  # atomic helper name -> its C text
         self.structs: dict[str, str] = {}  # struct name -> its typedef
         self.functions: dict[str, func.FuncOp] = {}
         self.names: dict[str, str] = {}  # symbol -> C name
-        namer = Namer()
+        namer = Namer(set(CUDA_NAMES) if options.cuda else None)
         for op in module.ops:
             if isinstance(op, func.FuncOp):
                 self.functions[op.sym_name.data] = op
@@ -54,12 +56,14 @@ class ModuleParts:
                 raise OpenCLEmitError.at(op, "at module level is not supported by the OpenCL emitter")
         self.global_names = (
             set(self.names.values()) | {f"{n}_result" for n in self.names.values()} | set(atomics.HELPER_NAMES)
-            | set(ptx_atomics.HELPER_NAMES)
+            | set(ptx_atomics.HELPER_NAMES) | (CUDA_NAMES if options.cuda else set())
         )
 
     def note_type(self, t: Attribute) -> None:
         if uses_double(t):
             self.fp64 = True
+        if isinstance(t, VectorType):
+            self.vectors = True
 
     def function_name(self, symbol: str, op: Operation) -> str:
         if symbol not in self.names:

@@ -83,13 +83,25 @@ def scalar_ctype(t: Attribute, options: EmitOptions) -> str:
 def ctype(t: Attribute, options: EmitOptions) -> str:
     """The C type of a value of IR type `t` (raises TypeError when there is none)."""
     if isinstance(t, VectorType):
-        if t.get_num_dims() != 1 or t.get_shape()[0] not in (2, 3, 4, 8, 16):
-            raise TypeError(t)
+        if t.get_num_dims() != 1 or t.get_shape()[0] not in ((2, 3, 4) if options.cuda else (2, 3, 4, 8, 16)):
+            raise TypeError(t)  # (CUDA's vector types have at most 4 lanes)
         el = t.element_type
         if isinstance(el, IntegerType) and el.width.data == 1:
             return f"int{t.get_shape()[0]}"  # OpenCL vector comparisons give -1/0 ints
         return f"{scalar_ctype(el, options)}{t.get_shape()[0]}"
     return scalar_ctype(t, options)
+
+
+def lane(k: int, options: EmitOptions) -> str:
+    """The member that reads lane k of a vector: OpenCL's `s<k>`, CUDA's x, y, z, w."""
+    return "xyzw"[k] if options.cuda else f"s{k:x}"
+
+
+def vector_value(c: str, items: list[str], options: EmitOptions) -> str:
+    """A vector of C type `c` made of `items` (one: every lane)."""
+    if not options.cuda:
+        return f"({c})({', '.join(items)})"
+    return f"diffc_splat_{c}({items[0]})" if len(items) == 1 else f"make_{c}({', '.join(items)})"
 
 
 def unsigned_ctype(t: Attribute, options: EmitOptions) -> str:

@@ -11,6 +11,7 @@ from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, op_
 
 ATOMICS = ("cmpxchg", "ext", "ptx")
 INDEX_TYPES = ("long", "int")
+TARGETS = ("opencl", "cuda")
 
 
 @dataclass(frozen=True)
@@ -36,18 +37,31 @@ class EmitOptions:
                 float sum kept in order cannot be); the CoopVec network's learnGradient
                 (bench/bench_coopvec.py) ran 5.4x faster on PoCL. Off elsewhere: NVIDIA's
                 compiler takes no such pragma, and a work-item's sum in order is not its bottleneck.
+    target      "opencl" (OpenCL C) or "cuda" (CUDA C for NVRTC: the same statements over a prelude
+                of device functions that give OpenCL's builtins their CUDA meaning (cuda_prelude.py);
+                `extern "C" __global__` kernels, `__shared__` local arrays, vectors built by
+                make_/splat functions and read by .x/.y/.z/.w; atomics are always "ptx").
     """
 
     atomics: str = "cmpxchg"
     index_type: str = "long"
     unroll: int = 0
     reassociate: bool = False
+    target: str = "opencl"
 
     def __post_init__(self) -> None:
         if self.atomics not in ATOMICS:
             raise DiffcError(f"error: unknown atomics strategy '{self.atomics}' (choose from {', '.join(ATOMICS)})")
         if self.index_type not in INDEX_TYPES:
             raise DiffcError(f"error: unknown index type '{self.index_type}' (choose from {', '.join(INDEX_TYPES)})")
+        if self.target not in TARGETS:
+            raise DiffcError(f"error: unknown target '{self.target}' (choose from {', '.join(TARGETS)})")
+        if self.target == "cuda" and self.atomics != "ptx":
+            object.__setattr__(self, "atomics", "ptx")  # CUDA is NVIDIA's: its inline PTX always builds
+
+    @property
+    def cuda(self) -> bool:
+        return self.target == "cuda"
 
 
 class OpenCLEmitError(DiffcError):

@@ -7,11 +7,13 @@ type: %f for floats (and %v<N>hlf for float vectors), %d / %ld for integers, %ld
 
 from __future__ import annotations
 
+import re
+
 from xdsl.dialects.builtin import IndexType, IntegerType, StringAttr, VectorType
 from xdsl.ir import Attribute, Operation
 
 from .function_context import FunctionContext
-from .naming import ctype
+from .naming import ctype, lane
 
 
 def c_string(text: str) -> str:
@@ -49,6 +51,9 @@ def _conversion(t: Attribute) -> str | None:
     return None
 
 
+_VECTOR_CONVERSION = re.compile(r"%v(\d+)hl([fd])")
+
+
 def c_format_of(op: Operation) -> str:
     attr = op.attributes.get("c_format")
     if isinstance(attr, StringAttr):
@@ -76,7 +81,12 @@ def emit_printf(fe: FunctionContext, op: Operation) -> None:
         # i1 values are C bools; printf's varargs want an int
         if isinstance(v.type, IntegerType) and v.type.width.data == 1:
             e = f"(int)({e})"
+        if fe.options.cuda and isinstance(v.type, VectorType):  # CUDA's printf has no vector conversions
+            args += [f"{e}.{lane(k, fe.options)}" for k in range(v.type.get_shape()[0])]
+            continue
         args.append(e)
+    if fe.options.cuda:
+        fmt = _VECTOR_CONVERSION.sub(lambda m: ",".join([f"%{m.group(2)}"] * int(m.group(1))), fmt)
     fe.line(f"printf({', '.join([c_string(fmt), *args])});")
 
 

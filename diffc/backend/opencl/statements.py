@@ -288,7 +288,7 @@ class FunctionEmitter(FunctionContext):
     def local_alloc(self, op: kernel.LocalAllocOp) -> None:
         if not self.kernel or op.parent_op() is not self.fn:
             raise self.error(op, "must be at the top level of a kernel")
-        self.array(op, "__local ")
+        self.array(op, "__shared__ " if self.options.cuda else "__local ")
 
     def atomic_add(self, op: kernel.AtomicAddOp) -> None:
         t = op.memref.type

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Calls with torch CUDA tensors as CUDA kernels in torch's context (diffc/runtime/cuda_kernels.py),
+# on an NVIDIA GPU: checks against the CPU path and gradcheck, the tests that need NVRTC or a GPU,
+# bench/bench_cuda_interop.py's module-call rows, and its training loops (torch with torch.optim
+# through the CUDA path against diffc alone, batch 2^14 and 2^18: issue 23's bound is
+# torch/diffc <= 1.1). Every part runs under its own timeout and the script goes on past a
+# failure; everything goes to stdout. Under 4 minutes (its timeouts add up to 235 s).
+#
+#   cd <checkout> && PYTHONPATH=$PWD DIFFC_DEVICE=gpu bash gpu/cuda_kernels.sh
+set -u
+export DIFFC_DEVICE="${DIFFC_DEVICE:-gpu}"
+export PYTHONPATH="${PYTHONPATH:-$PWD}"
+export DIFFC_PROGRESS=0
+PY="${PYTHON:-python}"
+exec 2>&1
+
+echo "== environment"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+timeout 15 "$PY" -c "import torch, cuda.bindings; from cuda.bindings import nvrtc; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cuda-bindings', cuda.bindings.__version__, 'nvrtc', nvrtc.nvrtcVersion()[1:])" || echo "environment: exit $?"
+
+echo "== checks (gpu/cuda_kernels_check.py)"
+timeout 85 "$PY" gpu/cuda_kernels_check.py || echo "checks: exit $?"
+
+echo "== pytest tests/test_cuda_kernels.py tests/test_cuda_shared.py"
+timeout 60 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_kernels.py tests/test_cuda_shared.py 2>&1 | tail -15 || echo "pytest: exit $?"
+
+echo "== bench/bench_cuda_interop.py --calls-only"
+timeout 30 "$PY" bench/bench_cuda_interop.py --calls-only --rounds 5 --reps 40 || echo "bench: exit $?"
+echo "== bench/bench_cuda_interop.py --training"
+start=$(date +%s)
+timeout 45 "$PY" bench/bench_cuda_interop.py --training --steps 200 || echo "training: exit $?"
+echo "training part: $(( $(date +%s) - start )) s"
+echo "== done"
