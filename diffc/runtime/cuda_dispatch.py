@@ -12,7 +12,8 @@ partial sums are a torch tensor. Nothing waits on the host.
 
 Bounds checks: the status of a kernel's checked accesses is a torch tensor read without a host
 wait (BoundsReader): a later dispatch of the entry point raises what an earlier one found, as
-the OpenCL path's deferred checks (dispatch_plan.py) do; check_pending waits for the last read.
+the OpenCL path's deferred checks (dispatch_plan.py) do; dispatch_plan.check_pending waits for
+the last read (its readers are the module's `_cuda_bounds`).
 
 What this path does not take yet falls back (the reason in cuda_kernels.FALLBACKS, keyed
 (entry, "dispatch")): a kernel with status parameters (a loop's [MaxIters] in a backward pass:
@@ -105,7 +106,7 @@ class BoundsReader:
     """An entry kernel's bounds status on one device (3 int32 per site, bounds.py's layout) read
     without a host wait: the flags accumulate over dispatches; after a launch, where no read is in
     flight, a copy into pinned host memory and an event are enqueued on torch's stream; a later
-    dispatch of the entry (or check_pending) raises what a finished read found, as the OpenCL
+    dispatch of the entry (or dispatch_plan.check_pending) raises what a finished read found, as the OpenCL
     path's deferred checks do, and zeroes the status."""
 
     def __init__(self, sites: list, torch, device):
@@ -139,13 +140,6 @@ class BoundsReader:
             self.event = self.torch.cuda.Event()
             self.event.record()
             self.what = (kernel, where, sources)
-
-
-def check_pending(module) -> None:
-    """Waits for the bounds reads of the module's CUDA dispatches in flight and raises what they
-    found (dispatch_plan.check_pending calls it: the end of a training loop)."""
-    for reader in module.__dict__.get("_cuda_bounds", {}).values():
-        reader.poll(wait=True)
 
 
 class _Kernel:

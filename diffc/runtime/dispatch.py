@@ -447,13 +447,6 @@ def dispatch(fn, thread_count, kwargs: dict):
             "diffc.shader = \"compute\"); call it over tensors as m.{fn.name}(...) instead",
             fn.name,
         )
-    from diffc.runtime import cuda_dispatch
-
-    leaves = cuda_dispatch.uses_torch(kwargs)
-    if leaves:  # torch tensors: CUDA kernels on torch's stream, or OpenCL over copies of them
-        if cuda_dispatch.dispatch(fn, thread_count, kwargs, leaves):
-            return None
-        return cuda_dispatch.fallback(fn, thread_count, kwargs, leaves)
     prog = entry_program(fn.module)
     kernel = prog.kernels[fn.name]
     from diffc.runtime import capture, dispatch_plan
