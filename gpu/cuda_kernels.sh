@@ -32,7 +32,7 @@ echo "== dispatch with torch CUDA tensors: the MLP tutorial both ways (gpu/cuda_
 timeout 35 "$PY" gpu/cuda_dispatch_check.py mlp --steps 20 --batch 4096 || echo "dispatch mlp: exit $?"
 echo "== dispatch with torch CUDA tensors: the wide model's training loop both ways (gpu/cuda_dispatch_check.py wide)"
 start=$(date +%s)
-timeout 90 "$PY" gpu/cuda_dispatch_check.py wide --log2 14 18 --seconds 1.5 || echo "dispatch wide: exit $?"
+timeout 90 "$PY" gpu/cuda_dispatch_check.py wide --log2 14 18 --seconds 1.0 || echo "dispatch wide: exit $?"
 echo "wide part: $(( $(date +%s) - start )) s"
 if [ "${CUDA_INTEROP_BENCH:-0}" = 1 ]; then
   echo "== bench/bench_cuda_interop.py --calls-only"
