@@ -223,3 +223,26 @@ def test_the_mlp_learn_gradient_dispatch_launches_the_accumulated_and_finish_ker
     leaf = next(k for k in got_main if k.endswith("layer2_weightsGrad"))
     assert got_main[leaf] == grads[80:144].data_ptr()
     assert got_main[next(k for k in got_main if k.endswith("inputs"))] == inputs.data_ptr()
+
+
+def test_a_dispatch_the_cuda_path_cannot_take_runs_on_opencl_over_copies(tmp_path, monkeypatch):
+    """Torch tensors the CUDA path does not take (here CPU tensors) run on the OpenCL path over
+    copies, every buffer copied back: the right numbers, and the reason in FALLBACKS."""
+    torch = pytest.importorskip("torch")
+    import diffc
+    from diffc.runtime import cuda_kernels
+
+    monkeypatch.setattr(cuda_kernels, "FALLBACKS", {})
+    path = tmp_path / "structs.slang"
+    path.write_text(STRUCTS)
+    m = diffc.load_module(path)
+    rng = np.random.default_rng(3)
+    w1, b1, w2, b2 = (torch.from_numpy(rng.normal(size=k).astype(np.float32)) for k in (50, 1, 5, 3))
+    out = torch.full((50,), 7.0)
+    net = {"first": {"weights": w1, "biases": b1}, "second": {"weights": w2, "biases": b2}}
+    m.scaleInto.dispatch(thread_count=40, net=net, out=out, scale=-1.5, count=40)
+    want = np.full(50, 7.0)
+    tid = np.arange(40)
+    want[:40] = (w1.numpy()[:40].astype(np.float64) * -1.5 + b2.numpy()[tid % 3] + b1.numpy()[0] - w2.numpy()[1])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert ("scaleInto", "dispatch") in cuda_kernels.FALLBACKS

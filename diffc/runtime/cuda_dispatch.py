@@ -236,8 +236,10 @@ def dispatch(fn, thread_count, kwargs: dict, leaves: list) -> bool:
     drv = cuda_kernels._state[0]
     torch = drv.torch
     kwargs = dict(kwargs)
-    deterministic = kwargs.pop("deterministic", None) if "deterministic" not in {p.name for p in info.params} else None
-    kwargs.pop("deferred_checks", None)
+    names = {p.name for p in info.params}  # (options that are also parameters are arguments)
+    deterministic = kwargs.pop("deterministic", None) if "deterministic" not in names else None
+    if "deferred_checks" not in names:  # (reads here are always deferred: BoundsReader)
+        kwargs.pop("deferred_checks", None)
     device = leaves[0].device
     index = cuda_kernels._device_index(leaves[0])
     reader = None
