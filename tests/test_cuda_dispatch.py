@@ -246,3 +246,34 @@ def test_a_dispatch_the_cuda_path_cannot_take_runs_on_opencl_over_copies(tmp_pat
     want[:40] = (w1.numpy()[:40].astype(np.float64) * -1.5 + b2.numpy()[tid % 3] + b1.numpy()[0] - w2.numpy()[1])
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
     assert ("scaleInto", "dispatch") in cuda_kernels.FALLBACKS
+
+
+def test_a_repeated_dispatch_launches_its_plan_again_and_a_changed_one_binds_anew(tmp_path, fake, monkeypatch):
+    import torch
+
+    import diffc
+    from diffc.runtime import cuda_dispatch
+    from diffc.runtime import dispatch as opencl_dispatch
+
+    path = tmp_path / "structs.slang"
+    path.write_text(STRUCTS)
+    m = diffc.load_module(path)
+    fake.source = cuda_dispatch.cuda_program(m).source
+    binds = []
+    real_bind = opencl_dispatch.bind
+    monkeypatch.setattr(opencl_dispatch, "bind", lambda *a, **k: binds.append(1) or real_bind(*a, **k))
+    w1, b1, w2, b2, out = torch.ones(64), torch.ones(1), torch.ones(2), torch.ones(3), torch.empty(64)
+    net = {"first": {"weights": w1, "biases": b1}, "second": {"weights": w2, "biases": b2}}
+    for _ in range(3):
+        m.scaleInto.dispatch(thread_count=64, net=net, out=out, scale=2.0, count=64)
+    assert len(binds) == 1 and len(fake.launches) == 3
+    assert fake.launches[0][3] == fake.launches[2][3]  # the same arguments each time
+    m.scaleInto.dispatch(thread_count=64, net=net, out=out, scale=-2.0, count=64)  # another number
+    out2 = torch.empty(64)
+    m.scaleInto.dispatch(thread_count=64, net=net, out=out2, scale=2.0, count=64)  # another tensor
+    net["second"]["biases"] = b3 = torch.ones(3)
+    m.scaleInto.dispatch(thread_count=64, net=net, out=out2, scale=2.0, count=64)  # a field replaced
+    assert len(binds) == 4
+    assert fake.launches[3][3]["scale"] == -2.0
+    assert out2.data_ptr() in fake.launches[4][3].values() and out.data_ptr() not in fake.launches[4][3].values()
+    assert b3.data_ptr() in fake.launches[5][3].values() and b2.data_ptr() not in fake.launches[5][3].values()
