@@ -129,6 +129,12 @@ def wide(log2s: list[int], seconds: float) -> list[float]:
                 sync()
             return (time.perf_counter() - t0) / k, k
 
+        if log2 == log2s[0]:  # the first steps build the programs (OpenCL's, then CUDA's: lowering, NVRTC)
+            for name, step, sync in (("diffc", diffc_step, diffc.synchronize), ("torch", torch_step, torch.cuda.synchronize)):
+                t = time.perf_counter()
+                step()
+                sync()
+                print(f"wide: first {name} step (building its program) {time.perf_counter() - t:.1f} s", flush=True)
         times = {}
         for rnd in range(2):  # alternated: a clock or load change hits both
             for name, step, sync in (("diffc", diffc_step, diffc.synchronize), ("torch", torch_step, torch.cuda.synchronize)):
