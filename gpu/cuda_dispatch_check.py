@@ -78,7 +78,8 @@ def mlp(steps: int, n: int) -> bool:
     moved = float(np.max(np.abs(want - p0.astype(np.float64))))
     print(f"mlp: {steps} steps at batch {n}: learnGradient {path_of('learnGradient')}, adjustParameters "
           f"{path_of('adjustParameters')}; parameters moved up to {moved:.4f}; torch vs diffc: max "
-          f"{float(np.max(np.abs(got - want))):.3g} = {worst:.2f} half ulps; last loss bits equal: "
+          f"{float(np.max(np.abs(got - want))):.3g} = {worst:.2f} half ulps, {int(np.sum(got == want))}/{total} equal; "
+          f"last loss bits equal: "
           f"{int(tloss.cpu()[0]) == int(loss.to_numpy()[0])}")
     return worst <= 2.0 and moved > 0
 
