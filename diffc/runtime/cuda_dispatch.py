@@ -354,7 +354,7 @@ def _accumulated(fn, acc, args, names, global_size, deterministic, drv, index, d
     torch = drv.torch
     virtual = global_size[0] // acc.entry_group
     groups = max(1, min(-(-global_size[0] // acc.group), drv.multiprocessors(index) * ACCUM_GROUPS_PER_SM))
-    det = DETERMINISTIC_DEFAULT() if deterministic is None else bool(deterministic)
+    det = _deterministic_default() if deterministic is None else bool(deterministic)
     need = max(groups * acc.slots, 1)
     partials = fn.module.__dict__.setdefault("_cuda_partials", {})
     buf = partials.get((fn.name, index))
@@ -377,7 +377,7 @@ def _accumulated(fn, acc, args, names, global_size, deterministic, drv, index, d
     return runs
 
 
-def DETERMINISTIC_DEFAULT() -> bool:
+def _deterministic_default() -> bool:
     from diffc.runtime import accumulate
 
     return accumulate.DETERMINISTIC
