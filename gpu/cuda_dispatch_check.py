@@ -33,8 +33,12 @@ DEV = torch.device("cuda")
 
 
 def path_of(entry: str) -> str:
+    """How many of the entry's dispatches with torch tensors ran on torch's stream, how many fell back (and why)."""
+    from diffc.runtime.cuda_dispatch import PATHS
+
+    cuda, back = PATHS.get((entry, "cuda"), 0), PATHS.get((entry, "fallback"), 0)
     why = cuda_kernels.FALLBACKS.get((entry, "dispatch"))
-    return "cuda (torch's stream)" if why is None else f"FALLBACK: {why}"
+    return f"cuda x{cuda}, fallback x{back}" + (f" (FALLBACK: {why})" if back else "")
 
 
 def torch_network(p: torch.Tensor, g: torch.Tensor, layers) -> dict:

@@ -87,6 +87,7 @@ def fake(monkeypatch):
     monkeypatch.setattr(cuda_kernels, "_state", [drv])
     monkeypatch.setattr(cuda_kernels, "FALLBACKS", {})
     monkeypatch.setattr(cuda_dispatch, "_why_not_tensors", lambda leaves: None)  # (CPU tensors stand in)
+    monkeypatch.setattr(cuda_dispatch, "PATHS", {})
     reads: list = []
     monkeypatch.setattr(cuda_dispatch.BoundsReader, "launched", lambda self, *a: reads.append((self, a)))
     drv.bounds_reads = reads
@@ -267,6 +268,7 @@ def test_a_repeated_dispatch_launches_its_plan_again_and_a_changed_one_binds_ane
     for _ in range(3):
         m.scaleInto.dispatch(thread_count=64, net=net, out=out, scale=2.0, count=64)
     assert len(binds) == 1 and len(fake.launches) == 3
+    assert cuda_dispatch.PATHS.get(("scaleInto", "cuda")) == 3 and ("scaleInto", "fallback") not in cuda_dispatch.PATHS
     assert fake.launches[0][3] == fake.launches[2][3]  # the same arguments each time
     m.scaleInto.dispatch(thread_count=64, net=net, out=out, scale=-2.0, count=64)  # another number
     out2 = torch.empty(64)

@@ -35,6 +35,7 @@ from diffc.runtime import cuda_kernels
 from diffc.runtime.errors import CallError
 
 ACCUM_GROUPS_PER_SM = 8  # accumulate.py's groups per compute unit on a GPU
+PATHS: dict = {}  # (entry, "cuda" or "fallback") -> dispatches that took that path (the GPU script prints it)
 
 
 class DevicePointer:
@@ -435,6 +436,10 @@ def fallback(fn, thread_count, kwargs: dict, leaves: list):
         with torch.no_grad():
             original.copy_(torch.from_numpy(t.numpy()).to(original.device))
     return event
+
+
+def count(entry: str, path: str) -> None:
+    PATHS[(entry, path)] = PATHS.get((entry, path), 0) + 1
 
 
 def uses_torch(kwargs: dict) -> list:

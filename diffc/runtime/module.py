@@ -329,8 +329,10 @@ class Function:
         leaves = cuda_dispatch.uses_torch(kwargs)
         if leaves and self.is_entry:  # torch tensors: CUDA kernels on torch's stream, or OpenCL over copies
             if cuda_dispatch.dispatch(self, thread_count, kwargs, leaves):
+                cuda_dispatch.count(self.name, "cuda")
                 self.last_event = None
                 return None
+            cuda_dispatch.count(self.name, "fallback")
             self.last_event = cuda_dispatch.fallback(self, thread_count, kwargs, leaves)
             return self.last_event
         self.last_event = dispatch(self, thread_count, kwargs)
