@@ -279,3 +279,51 @@ def test_a_repeated_dispatch_launches_its_plan_again_and_a_changed_one_binds_ane
     assert fake.launches[3][3]["scale"] == -2.0
     assert out2.data_ptr() in fake.launches[4][3].values() and out.data_ptr() not in fake.launches[4][3].values()
     assert b3.data_ptr() in fake.launches[5][3].values() and b2.data_ptr() not in fake.launches[5][3].values()
+
+
+def test_bounds_flags_are_read_without_a_wait_and_raised_by_a_later_dispatch(tmp_path):
+    """BoundsReader: a launch enqueues a copy of the status and an event; nothing is read until
+    the event says the copy is done; then what the kernel flagged is raised (E0011, the buffer,
+    the index) and the status zeroed. Torch's CUDA event is replaced by one the test completes."""
+    torch = pytest.importorskip("torch")
+    import diffc
+    from diffc.runtime import cuda_dispatch
+    from diffc.runtime.bounds import BoundsError
+
+    path = tmp_path / "structs.slang"
+    path.write_text(STRUCTS)
+    m = diffc.load_module(path)
+    sites = cuda_dispatch.cuda_program(m).kernels["scaleInto"].bounds_sites
+    assert sites
+
+    class Event:
+        made: list = []
+
+        def __init__(self):
+            self.done = False
+            Event.made.append(self)
+
+        def record(self):
+            pass
+
+        def query(self):
+            return self.done
+
+        def synchronize(self):
+            self.done = True
+
+    shim = SimpleNamespace(zeros=torch.zeros, empty=torch.empty, int32=torch.int32, cuda=SimpleNamespace(Event=Event))
+    reader = cuda_dispatch.BoundsReader(sites, shim, torch.device("cpu"))
+    reader.launched("scaleInto", "scaleInto.dispatch", m.sources)
+    reader.status[0:3] = torch.tensor([1, 70, 64], dtype=torch.int32)  # the kernel flags site 0 after that copy
+    reader.poll()  # the read is not done: nothing read, nothing raised
+    reader.launched("scaleInto", "scaleInto.dispatch", m.sources)  # a read in flight: no second one
+    assert len(Event.made) == 1
+    Event.made[0].done = True
+    reader.poll()  # the read was of the status before the flag: nothing to raise
+    reader.launched("scaleInto", "scaleInto.dispatch", m.sources)  # the next launch reads the flag
+    Event.made[1].done = True
+    with pytest.raises(BoundsError) as e:
+        reader.poll()
+    assert "E0011" in str(e.value) and "index 70" in str(e.value) and e.value.site == sites[0]
+    assert int(reader.status.abs().sum()) == 0  # raised once, then zeroed
