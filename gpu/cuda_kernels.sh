@@ -23,13 +23,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 timeout 10 "$PY" -c "import torch, cuda.bindings; from cuda.bindings import nvrtc; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cuda-bindings', cuda.bindings.__version__, 'nvrtc', nvrtc.nvrtcVersion()[1:])" || echo "environment: exit $?"
 
 echo "== checks (gpu/cuda_kernels_check.py)"
-timeout 60 "$PY" gpu/cuda_kernels_check.py || echo "checks: exit $?"
+timeout 65 "$PY" gpu/cuda_kernels_check.py || echo "checks: exit $?"
 
 echo "== pytest tests/test_cuda_kernels.py tests/test_cuda_dispatch.py tests/test_cuda_shared.py"
-timeout 40 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_kernels.py tests/test_cuda_dispatch.py tests/test_cuda_shared.py 2>&1 | tail -15 || echo "pytest: exit $?"
+timeout 45 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_kernels.py tests/test_cuda_dispatch.py tests/test_cuda_shared.py 2>&1 | tail -15 || echo "pytest: exit $?"
 
 echo "== dispatch with torch CUDA tensors: the MLP tutorial both ways (gpu/cuda_dispatch_check.py mlp)"
-timeout 35 "$PY" gpu/cuda_dispatch_check.py mlp --steps 20 --batch 4096 || echo "dispatch mlp: exit $?"
+timeout 25 "$PY" gpu/cuda_dispatch_check.py mlp --steps 20 --batch 4096 || echo "dispatch mlp: exit $?"
 echo "== dispatch with torch CUDA tensors: the wide model's training loop both ways (gpu/cuda_dispatch_check.py wide)"
 start=$(date +%s)
 timeout 90 "$PY" gpu/cuda_dispatch_check.py wide --log2 14 18 --seconds 1.0 || echo "dispatch wide: exit $?"
