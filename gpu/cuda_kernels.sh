@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Calls with torch CUDA tensors as CUDA kernels in torch's context (diffc/runtime/cuda_kernels.py),
-# on an NVIDIA GPU: checks against the CPU path and gradcheck, the tests that need NVRTC or a GPU,
-# bench/bench_cuda_interop.py's module-call rows, and its training loops (torch with torch.optim
-# through the CUDA path against diffc alone, batch 2^14 and 2^18: issue 23's bound is
-# torch/diffc <= 1.1), and entry-point dispatches with torch CUDA tensors (gpu/cuda_dispatch_check.py:
-# the MLP tutorial trained both ways, the wide model's training loop timed both ways at 2^14 and
-# 2^18). Every part runs under its own timeout and the script goes on past a failure; everything
-# goes to stdout. Under 4 minutes (its timeouts add up to 235 s: the wide model's lowering for
-# OpenCL and for CUDA takes most of its 90). CUDA_INTEROP_BENCH=1 adds bench_cuda_interop's
-# call rows and call-path training loops (65 s more).
+# Calls with torch CUDA tensors as CUDA kernels in torch's context (diffc/runtime/cuda_kernels.py)
+# and entry-point dispatches with them (diffc/runtime/cuda_dispatch.py), on an NVIDIA GPU: checks
+# against the CPU path and gradcheck, the tests that need NVRTC or a GPU, the MLP tutorial trained
+# through dispatch on torch tensors against diffc Tensors, and the wide model's training loop
+# (bench_distributed.wide_source) timed both ways at 2^14 and 2^18 (torch.optim.SGD on the torch
+# side; issue 23's bound is torch/diffc <= 1.1). Every part runs under its own timeout and the
+# script goes on past a failure; everything goes to stdout. Under 4 minutes (its timeouts add up
+# to 235 s). On a fresh machine the wide part builds its program twice (NVIDIA's OpenCL and NVRTC
+# each compile ~1 MB of C: NVRTC's cubin took 98 s on a loaded 2-core host); both are kept on
+# disk, so a second run skips them. CUDA_INTEROP_BENCH=1 adds bench_cuda_interop's call rows and
+# call-path training loops (65 s more).
 #
 #   cd <checkout> && PYTHONPATH=$PWD DIFFC_DEVICE=gpu bash gpu/cuda_kernels.sh
 set -u
