@@ -508,3 +508,16 @@ def build_source(fn, spec) -> tuple[str, list | None]:
         raise located_failure(e, fn.module, f"{spec.mode} of @{fn.name}: ") from None
     options = EmitOptions(atomics="ptx", index_type=settings.index_type, unroll=0, target="cuda")
     return with_source_line(emit_opencl, fn.module.sources)(module, options), slots
+
+
+def launch_on_stream(drv, index: int, function, grid: tuple, block: tuple, params: int, name: str) -> None:
+    """Launches `function` (grid and block of 3 dimensions, `params` the address of the array of
+    argument addresses) on torch's current stream of device `index`, in torch's context."""
+    if drv.current_device() != index:
+        with drv.torch.cuda.device(index):
+            return launch_on_stream(drv, index, function, grid, block, params, name)
+    if getattr(drv.threads, "index", None) != index:
+        drv.context_for(index)
+    err = drv.launch(function, *grid, *block, 0, drv.stream(index), params, 0)[0]
+    if err != drv.success:
+        _check((err,), f"cuLaunchKernel of {name}")

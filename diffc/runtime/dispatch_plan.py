@@ -185,6 +185,8 @@ def check(bounds, kernel: str, what: str, sources, deferred: bool) -> None:
 def check_pending(module) -> None:
     """Waits for the deferred bounds reads of the module's entry points (reading what no read
     covered yet) and raises what they found (end of a training loop)."""
+    for reader in module.__dict__.get("_cuda_bounds", {}).values():  # (dispatches with torch CUDA tensors)
+        reader.poll(wait=True)
     program = module._entry_program  # (dispatch.entry_program's; None: nothing was dispatched)
     for kernel in program.kernels.values() if program is not None else ():
         if kernel.bounds is not None and kernel.bounds.deferred is not None:

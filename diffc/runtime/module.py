@@ -321,9 +321,20 @@ class Function:
     def dispatch(self, thread_count, **kwargs):
         """Runs this compute entry point over `thread_count` threads (an int or (x, y, z),
         rounded up to whole [numthreads] groups); arguments by parameter name, see dispatch.py.
-        Returns the launch's OpenCL event (None when there are no threads)."""
+        Returns the launch's OpenCL event (None when there are no threads, or where torch CUDA
+        tensors ran it on torch's stream: cuda_dispatch.py)."""
+        from diffc.runtime import cuda_dispatch
         from diffc.runtime.dispatch import dispatch
 
+        leaves = cuda_dispatch.uses_torch(kwargs)
+        if leaves and self.is_entry:  # torch tensors: CUDA kernels on torch's stream, or OpenCL over copies
+            if cuda_dispatch.dispatch(self, thread_count, kwargs, leaves):
+                cuda_dispatch.count(self.name, "cuda")
+                self.last_event = None
+                return None
+            cuda_dispatch.count(self.name, "fallback")
+            self.last_event = cuda_dispatch.fallback(self, thread_count, kwargs, leaves)
+            return self.last_event
         self.last_event = dispatch(self, thread_count, kwargs)
         return self.last_event
 
