@@ -34,6 +34,11 @@ keeps the gradients in memory diffc and torch share (diffc.distributed.shared_ze
 NVIDIA GPU memory CUDA and OpenCL share, runtime/cuda_shared.py; on a CPU device host memory)
 and sums them there: no download, stage, unstage or upload, and on the GPU no host wait (the
 optimizer is queued behind the NCCL sum, and the step reads the gathered loss after queuing it).
+"cuda" keeps parameters, gradients, the batch and the loss in torch CUDA tensors: learnGradient and
+adjustParameters dispatch as CUDA kernels on torch's stream (runtime/cuda_dispatch.py) and the
+gradients are summed by a plain NCCL all-reduce (in their half dtype) and the loss by a MAX
+all-reduce, all in torch's CUDA context: no OpenCL, no copies, no context switch (its rows time
+the step only; the phase columns are zero).
 After the full table comes the scaling table: per model, batch and transport, the one-process
 step and the efficiency at each process count (samples per second per process against one
 process: the fraction of N x that N processes reach).
@@ -257,6 +262,13 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transpo
             for transport in transports:
                 n = 1 << log2
                 rng = np.random.default_rng(log2)
+                if transport == "cuda":
+                    row = cuda_row(m, layers, total, n, rng, steps, warmup, rank, world)
+                    if rank == 0:
+                        print("ROW " + json.dumps({
+                            "model": model, "params": total, "log2": log2, "procs": world, "transport": transport,
+                            **row, "device": diffc.device().name, "backend": dist.get_backend()}), flush=True)
+                    continue
                 params = diffc.Tensor.from_numpy(init_params(rng, layers))
                 grads = shared_zeros(total, np.float16) if transport == "shared" else diffc.Tensor.zeros(total, np.float16)
                 network = network_of(params, grads, layers)
@@ -312,6 +324,52 @@ def worker(models: list[str], log2s: list[int], steps: int, warmup: int, transpo
                         "phases_ms": {k: per[k] * 1e3 for k in STEP_PHASES}, "device": diffc.device().name,
                         "backend": dist.get_backend()}), flush=True)
     dist.destroy_process_group()
+
+
+def cuda_row(m, layers, total: int, n: int, rng, steps: int, warmup: int, rank: int, world: int) -> dict:
+    """transport "cuda": `steps` data-parallel steps over torch CUDA tensors (dispatch through the
+    CUDA kernel path, NCCL on the gradients where they are); the slowest rank's ms per step."""
+    import torch
+    import torch.distributed as dist
+
+    from diffc.runtime import cuda_dispatch, cuda_kernels
+    from train import init_params, layout
+
+    dev = torch.device("cuda", torch.cuda.current_device())
+    offsets, _ = layout(layers)
+    params = torch.from_numpy(init_params(rng, layers)).to(dev)
+    grads = torch.zeros(total, dtype=torch.float16, device=dev)
+    network = {f"layer{i + 1}": {"weights": params[w:b], "weightsGrad": grads[w:b], "biases": params[b:b + o],
+                                 "biasesGrad": grads[b:b + o]}
+               for i, ((w, b), (_, o)) in enumerate(zip(offsets, layers))}
+    per = n // world
+    xy = rng.uniform(-1, 1, (n, 2)).astype(np.float32)[rank * per:(rank + 1) * per]
+    inputs = torch.from_numpy(xy.ravel()).to(dev)
+    loss = torch.zeros(1, dtype=torch.int32, device=dev)  # a float's bits: non-negative floats order as ints
+
+    def step() -> float:
+        loss.zero_()
+        m.learnGradient.dispatch(thread_count=per, network=network, lossBuffer=loss, inputs=inputs, count=per)
+        dist.all_reduce(grads)
+        dist.all_reduce(loss, op=dist.ReduceOp.MAX)
+        m.adjustParameters.dispatch(thread_count=total, params=params, gradients=grads, count=total)
+        return loss.item()
+
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    took = torch.tensor([(time.perf_counter() - t0) / steps], device=dev)
+    dist.all_reduce(took, op=dist.ReduceOp.MAX)
+    paths = {f"{e} {path}": count for (e, path), count in cuda_dispatch.PATHS.items()}
+    falls = {str(k): v for k, v in cuda_kernels.FALLBACKS.items()}
+    ms = float(took) * 1e3
+    return {"step_ms": ms, "profiled_step_ms": ms, "phases_ms": dict.fromkeys(STEP_PHASES, 0.0),
+            "paths": paths, "fallbacks": falls}
 
 
 def collective_worker(models: list[str], steps: int) -> None:
@@ -401,9 +459,10 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", choices=sorted(MODELS), default=["mlp", "wide"])
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--transport", nargs="+", choices=["device", "host", "shared"], default=["device"],
-                    help="where the collective runs: the process group's device (NCCL: the GPU), the host (gloo), or "
-                         "on the gradients' own memory shared by diffc and torch (no round trip)")
+    ap.add_argument("--transport", nargs="+", choices=["device", "host", "shared", "cuda"], default=["device"],
+                    help="where the collective runs: the process group's device (NCCL: the GPU), the host (gloo), "
+                         "on the gradients' own memory shared by diffc and torch (no round trip), or 'cuda': torch CUDA "
+                         "tensors throughout, diffc's kernels in torch's context")
     ap.add_argument("--collectives", action="store_true",
                     help="time only gloo's all-reduce and all-gather of each model's gradients over the processes "
                          "(host only, no device; --steps calls)")
@@ -434,6 +493,9 @@ def main() -> None:
         return
     rows.sort(key=lambda r: (r["model"], r["log2"], r["transport"], r["procs"]))
     print(table(rows))
+    for r in rows:
+        if r["transport"] == "cuda":  # which path the dispatches took, and any fallback's reason
+            print(f"# {r['model']} 2^{r['log2']} {r['procs']} procs, cuda: {r['paths']} {r['fallbacks'] or ''}")
     print()
     print(scaling_table(rows))
 
