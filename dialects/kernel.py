@@ -89,6 +89,9 @@ from diffc.dialects.abi import KERNEL_ENTRY, fill_roles
 ENTRY = KERNEL_ENTRY  # (dialects/abi.py checks kernels' parameter roles by it)
 REQD_WORK_GROUP_SIZE = "kernel.reqd_work_group_size"
 UNROLL = "diffc.unroll"
+# on a function: the OpenCL emitter asks the device compiler to inline it at every call (a
+# kernel's body shared by its variants, each of which calls it with its own constant flag)
+ALWAYS_INLINE = "diffc.always_inline"
 LOCAL_MEMORY_SPACE = 3
 # on a `ub.poison` memref: the buffer of a null pointer (frontend/optional.py), which the OpenCL
 # backend prints as a null pointer and the bounds check gives length 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, ModuleOp
 
-from diffc.dialects.kernel import REQD_WORK_GROUP_SIZE, is_kernel
+from diffc.dialects.kernel import ALWAYS_INLINE, REQD_WORK_GROUP_SIZE, is_kernel
 
 from . import mma_tiles
 from .module_parts import ModuleParts
@@ -32,13 +32,14 @@ class ModuleEmitter(ModuleParts):
             xyz = ", ".join(str(x.value.data) for x in size.data)  # type: ignore[union-attr]
             return f"__kernel __attribute__((reqd_work_group_size({xyz}))) void"
         outputs = fn.function_type.outputs.data
+        inline = "__attribute__((always_inline)) " if ALWAYS_INLINE in fn.attributes else ""
         if not outputs:
-            return "void"
+            return inline + "void"
         if len(outputs) > 1:
-            return self.result_struct(fn)
+            return inline + self.result_struct(fn)
         try:
             self.note_type(outputs[0])
-            return ctype(outputs[0], self.options)
+            return inline + ctype(outputs[0], self.options)
         except TypeError:
             raise OpenCLEmitError.at(fn, f"returns type {outputs[0]}, which has no OpenCL C equivalent") from None
 
