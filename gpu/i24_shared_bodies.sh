@@ -1,6 +1,9 @@
 #!/bin/bash
-# Issue 24, a kernel's variants sharing one body: whether NVIDIA's compiler inlined the shared
-# bodies (no call of a *__body left in the PTX), then the MLP step's GPU bench.
+# Issue 24, smaller OpenCL for the same kernels: a kernel's variants share one always-inlined body,
+# functions are static, reduce-atomics' group adds of a run are one add in a `#pragma unroll`
+# loop. Checks whether NVIDIA's compiler inlined the shared bodies (no call of a *__body left in
+# the PTX), then runs the MLP step's GPU bench (its rows: accumulated, deterministic=False,
+# reduce-atomics alone), to compare with the same bench on the main branch.
 # Run from the repository root with PYTHONPATH set to it, DIFFC_DEVICE=gpu; about 2 minutes.
 set -euo pipefail
 OUT=${OUT:-/tmp/i24-out}
