@@ -89,6 +89,32 @@ compiler.fewer_collections). What is left is mostly building and visiting ops: t
 differentiation makes 95,000 ops of which canonicalize and CSE drop 30,000 (mostly tangents and
 primal copies of values the function never uses, as the activity analysis marks varied values,
 not useful ones; and repeated constants).
+
+Then a kernel and its __inbounds variant share one body (bounds-check's @K__body, called with a
+constant flag and always inlined), every function but the kernels is `static`, a load the next
+store uses is read inside it, and reduce-atomics issues a run of a group's adds as one add in an
+unrolled loop (2026-11-28, PoCL, 2-core shared machine, load average 5 to 9; `--skip pipeline`,
+f864d2f against the work, one run, wall and CPU seconds):
+
+    f864d2f  mlp first step         cold     13.42 s     8.03 s
+    f864d2f  mlp first step         warm      1.60 s     1.08 s
+    f864d2f  learnGradient OpenCL             4533 lines
+    f864d2f  learnGradient build    cold      3.26 s     1.63 s   (4408 lines for this device)
+    after    mlp first step         cold     11.41 s     5.75 s
+    after    mlp first step         warm      0.71 s     0.58 s
+    after    learnGradient OpenCL             2312 lines
+    after    learnGradient build    cold      1.09 s     1.04 s   (2258 lines for this device)
+
+(two runs before the last step, in either order, agreed: build 2.11 / 1.73 s CPU before, 1.24 /
+0.90 s after; first step cold 7.0 / 7.1 s CPU before, 6.0 / 5.9 s after.) What PoCL's build
+spent on learnGradient's program before: about 0.2 s of fixed cost, about half of the rest
+compiling the program's non-kernel functions on their own (external, so kept beside their
+inlined copies: `static` lets it drop them), and little per kernel once the bodies were shared
+(the program with its six kernels removed, functions kept, built in about the same time). The
+2,312 lines: the accumulated kernel's body (about 610: its 148 private sums are one line each,
+unrolled by accumulate-gradients), reduce-atomics' kernel body (about 500), the network's
+functions (about 900), the finish kernel's body (about 100), result structs and prototypes
+(about 150), and the six kernels' calls of their bodies.
 """
 
 from __future__ import annotations

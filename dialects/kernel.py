@@ -93,6 +93,9 @@ UNROLL = "diffc.unroll"
 # operation, whose order Slang leaves to the implementation): the OpenCL backend lets the device
 # compiler reassociate it where EmitOptions.reassociate says so
 REASSOCIATE = "diffc.reassociate"
+# on a function: the OpenCL emitter asks the device compiler to inline it at every call (a
+# kernel's body shared by its variants, each of which calls it with its own constant flag)
+ALWAYS_INLINE = "diffc.always_inline"
 LOCAL_MEMORY_SPACE = 3
 # on a `ub.poison` memref: the buffer of a null pointer (frontend/optional.py), which the OpenCL
 # backend prints as a null pointer and the bounds check gives length 0

@@ -28,8 +28,9 @@ against its static size, and reported as site buffer "groupshared <name>".
   extra <= hi from constants and constant-bound loop counters) is in bounds whenever, with n the
   thread's range (the global size, or c x that parameter's value; min(n, count) under
   `if (thread < count)`), `offset + scale x (n - 1) + hi < length`. For a kernel with such accesses the pass adds
-  `@<kernel>__inbounds` (same parameters) and clones `@<fn>__inbounds` of the functions it
-  reaches, where the proven accesses run unguarded. `diffc.bounds_proofs` lists the proofs, one
+  `@<kernel>__inbounds` (same parameters); the two call one shared body `@<kernel>__body` with
+  a flag off and on, which the functions it reaches with proven accesses take too, and a proven
+  access runs under `if (flag | index <u length)`. `diffc.bounds_proofs` lists the proofs, one
   "kernel|variant|buffer|offset parameter or ''|d or '<param>*<c>'|count parameter or ''|scale|extra"
   string each; the runtime launches the variant when every proof of the kernel holds for the
   launch (runtime/dispatch.py, runtime/accumulate.py): those accesses then cost nothing.
@@ -61,7 +62,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from diffc.dialects import kernel
 from diffc.dialects.kernel import NULL_POINTER_ATTR
 from diffc.dialects.abi import AbiRoleAttr
-from diffc.kernel_support.bounds_proofs import INBOUNDS_SUFFIX, Variants, add_variants
+from diffc.kernel_support.bounds_proofs import OWN_LOCAL, Variants, add_variants
 from diffc.kernel_support.kernel_params import NAME, append_params, host_buffer, param_name
 from diffc.kernel_support.status_report import record_site, where
 
@@ -153,11 +154,10 @@ class BoundsCheckPass(ModulePass):
             names = {f.body.block.args[i]: param_name(f, i) for i in guarded.get(f.sym_name.data, ())} | nulls
             names |= {v: names[src] for v, src in views.items() if src in names} | shared_names
             local = shared[f.sym_name.data]
-            skip = set(variants.unguarded.get(f.sym_name.data, ()))  # (a variant's: its proven accesses)
-            shown = f.sym_name.data.removesuffix(INBOUNDS_SUFFIX) if f.sym_name.data in variants.names else f.sym_name.data
+            shown = variants.shown.get(f.sym_name.data, f.sym_name.data)
             for access in [o for o in f.walk() if isinstance(o, _ACCESS)]:
                 buf = access.memref
-                if access in skip or (buf not in lengths and buf not in local):
+                if buf not in lengths and buf not in local:
                     continue
                 what = {memref.LoadOp: "load", memref.StoreOp: "store"}.get(type(access), "atomic")
                 if buf in local:  # its length is its static size
@@ -166,7 +166,7 @@ class BoundsCheckPass(ModulePass):
                     _guard(access, _const(access, size), status[f.sym_name.data], len(sites) - 1)
                     continue
                 sites.append(StringAttr(f"{shown}|{names[buf]}|{what}|{where(access)}"))
-                _guard(access, lengths[buf], status[f.sym_name.data], len(sites) - 1)
+                _guard(access, lengths[buf], status[f.sym_name.data], len(sites) - 1, variants.flags.get(access))
         if sites:
             op.attributes[SITES] = ArrayAttr(sites)
 
@@ -177,7 +177,10 @@ def _groupshared(f: func.FuncOp) -> dict[SSAValue, str]:
     own local memory, reduce-atomics' and accumulate-gradients', is allocated unnamed and indexed
     in bounds by construction)."""
     out: dict[SSAValue, str] = {}
+    attrs = f.arg_attrs.data if f.arg_attrs is not None else ()
     for i, arg in enumerate(f.body.block.args):
+        if i < len(attrs) and OWN_LOCAL in attrs[i].data:
+            continue  # the compiler's own, passed to a kernel's shared body
         if kernel.memory_space(arg.type) == kernel.LOCAL_MEMORY_SPACE and not _shared_pointer(arg.type):
             out[arg] = param_name(f, i)
     for o in f.walk():
@@ -232,11 +235,15 @@ def _const(at: Operation, value: int) -> SSAValue:
     return c.result
 
 
-def _guard(access: Operation, length: SSAValue, status: SSAValue, site: int) -> None:
-    """Moves `access` under `if (index <u length)`; the else branch records site `site`."""
+def _guard(access: Operation, length: SSAValue, status: SSAValue, site: int, flag: SSAValue | None = None) -> None:
+    """Moves `access` under `if (index <u length)` (`if (flag || index <u length)` for an access
+    proven where the flag is on); the else branch records site `site`."""
     (idx,) = access.indices
     ok = arith.CmpiOp(idx, length, "ult")
     Rewriter.insert_op(ok, InsertPoint.before(access))
+    if flag is not None:
+        ok = arith.OrIOp(flag, ok.result)
+        Rewriter.insert_op(ok, InsertPoint.before(access))
     then_block, else_block = Block(), Block()
     # an atomic whose old value nothing reads keeps it unread (the backend's warp `red` adds)
     used = any(r.uses for r in access.results)

@@ -34,7 +34,10 @@ arithmetic runs as is, and an inactive work-item contributes 0.
 Adds of one block are reduced together, up to `batch` of them (one barrier for their stores,
 then each tree step adds all of them): contributions are stored where each add was, and the
 reduction and the group's atomic adds follow the batch's last add. Halves are summed in float and
-rounded once, when work-item 0 adds the sum. Work-groups must have the kernel's
+rounded once, when work-item 0 adds the sum. Consecutive adds of a batch into one buffer whose
+indices differ only in one constant, by a fixed step (an unrolled loop's), are issued by one add
+in a `diffc.unroll` loop over their rows, its index recomputed with that constant as first +
+j x step in the constant's own type (the same arithmetic as the add it stands for). Work-groups must have the kernel's
 `kernel.reqd_work_group_size` (the runtime launches them so); kernels of one work-item, and
 kernels without that attribute, are left alone.
 """
@@ -285,23 +288,137 @@ class _KernelReducer:
             levels = scf.ForOp(const(0), const(width.bit_length() - 1), const(1), [], Region(level_body))
             levels.attributes[kernel.UNROLL] = UnitAttr()
             ops.append(levels)
-        # work-item 0 adds the group's sums with the original atomics
+        # work-item 0 adds the group's sums with the original atomics; a run of adds at evenly
+        # spaced addresses (an unrolled loop's) is one add in a loop the device compiler unrolls
         first = arith.CmpiOp(self.lid, const(0), "eq")
         then = Block()
-        for k, add in enumerate(adds):
-            total = memref.LoadOp.get(buf, [const(k), const(0)])
-            then.add_op(total)
-            value: SSAValue = total.res
-            if isinstance(add.value.type, Float16Type):  # type: ignore[attr-defined]
-                trunc = arith.TruncFOp(value, add.value.type)  # type: ignore[attr-defined]
-                then.add_op(trunc)
-                value = trunc.result
-            add.operands[0] = value
-            add.detach()
-            then.add_op(add)
+        k = 0
+        while k < len(adds):
+            n, leaf, stride = _run(adds, k)
+            if n == 1:
+                then.add_ops(_issue(adds[k], buf, const(k), const(0)))
+                k += 1
+                continue
+            body = Block(arg_types=[IndexType()])
+            row = arith.AddiOp(const(k), body.args[0])
+            body.add_op(row)
+            add = adds[k]
+            index = _index_at(add.indices[0], leaf, stride, body.args[0], body)  # type: ignore[attr-defined]
+            dead = [a.indices[0] for a in adds[k:k + n]]  # type: ignore[attr-defined]
+            add.operands[2] = index  # (value, memref, index)
+            body.add_ops([*_issue(add, buf, row.result, const(0)), scf.YieldOp()])
+            for other in adds[k + 1:k + n]:
+                Rewriter.erase_op(other)
+            loop = scf.ForOp(const(0), const(n), const(1), [], Region(body))
+            loop.attributes[kernel.UNROLL] = UnitAttr()
+            then.add_op(loop)
+            for v in dead:
+                _erase_unused(v)
+            k += n
         then.add_op(scf.YieldOp())
         ops += [first, scf.IfOp(first.result, [], Region(then))]
         Rewriter.insert_op(ops, ip)
+
+
+def _issue(add: Operation, buf: SSAValue, row: SSAValue, zero: SSAValue) -> list[Operation]:
+    """The group's sum in row `row` added by `add` (moved here), rounded once to its half."""
+    total = memref.LoadOp.get(buf, [row, zero])
+    ops: list[Operation] = [total]
+    value: SSAValue = total.res
+    if isinstance(add.value.type, Float16Type):  # type: ignore[attr-defined]
+        trunc = arith.TruncFOp(value, add.value.type)  # type: ignore[attr-defined]
+        ops.append(trunc)
+        value = trunc.result
+    add.operands[0] = value
+    add.detach()
+    return [*ops, add]
+
+
+_ADDS = (kernel.AtomicAddOp, kernel.AtomicRMWOp)  # operands (value, memref, indices...)
+_PURE = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.IndexCastOp, arith.ExtSIOp, arith.ExtUIOp)
+
+
+def _leaf_difference(a: SSAValue, b: SSAValue, found: list) -> bool:
+    """Whether index expressions a and b are the same but for integer constants at one place of
+    a's tree (appended to `found` as (a's constant op, b's value)): the same pure ops over the
+    same values."""
+    if a is b:
+        return True
+    oa, ob = a.owner, b.owner
+    if isinstance(oa, arith.ConstantOp) and isinstance(ob, arith.ConstantOp):
+        if not (isinstance(oa.value, IntegerAttr) and isinstance(ob.value, IntegerAttr)) or a.type != b.type:
+            return False
+        if oa.value.value.data != ob.value.value.data:
+            found.append((oa, ob.value.value.data))
+        return True
+    if not (isinstance(oa, _PURE) and type(oa) is type(ob) and a.type == b.type
+            and oa.properties == ob.properties and len(oa.operands) == len(ob.operands)):
+        return False
+    return all(_leaf_difference(x, y, found) for x, y in zip(oa.operands, ob.operands))
+
+
+def _run(adds: list[Operation], k: int) -> tuple[int, Operation | None, int]:
+    """(n, the constant that varies, its step): adds k .. k + n - 1 of a batch are one kind of
+    add into one buffer whose one index differs only in one constant, by a fixed step."""
+    first = adds[k]
+    if len(first.indices) != 1 or type(first) not in _ADDS:  # type: ignore[attr-defined]
+        return 1, None, 0
+    leaf, c0, stride, n = None, 0, 0, 1
+    while k + n < len(adds):
+        other = adds[k + n]
+        if (type(other) is not type(first) or other.memref is not first.memref  # type: ignore[attr-defined]
+                or other.value.type != first.value.type or other.properties != first.properties  # type: ignore[attr-defined]
+                or len(other.indices) != 1):  # type: ignore[attr-defined]
+            break
+        found: list = []
+        if not _leaf_difference(first.indices[0], other.indices[0], found) or len(found) != 1:  # type: ignore[attr-defined]
+            break
+        op, value = found[0]
+        if leaf is None:
+            leaf, c0, stride = op, op.value.value.data, value - op.value.value.data
+        if op is not leaf or value != c0 + n * stride:
+            break
+        n += 1
+    return n, leaf, stride
+
+
+def _index_at(v: SSAValue, leaf: Operation, stride: int, j: SSAValue, block: Block) -> SSAValue:
+    """`v` with the constant `leaf` replaced by leaf + j x stride, in the leaf's type (what the
+    j-th add of the run computed); the ops that depend on the leaf cloned at the end of block."""
+    t = leaf.results[0].type
+    step = j
+    if t != IndexType():
+        cast = arith.IndexCastOp(j, t)
+        block.add_op(cast)
+        step = cast.result
+    c_stride = arith.ConstantOp(IntegerAttr(stride, t))
+    scaled = arith.MuliOp(step, c_stride.result)
+    at = arith.AddiOp(leaf.results[0], scaled.result)
+    block.add_ops([c_stride, scaled, at])
+    memo: dict[SSAValue, SSAValue] = {leaf.results[0]: at.result}
+
+    def clone(x: SSAValue) -> SSAValue:
+        if x in memo:
+            return memo[x]
+        op = x.owner
+        if not isinstance(op, _PURE) or not any(clone(o) is not o for o in op.operands):
+            return x
+        new = op.clone(value_mapper={o: clone(o) for o in op.operands})
+        block.add_op(new)
+        memo[x] = new.results[0]
+        return new.results[0]
+
+    return clone(v)
+
+
+def _erase_unused(v: SSAValue) -> None:
+    """Erases the pure index ops that computed `v` and nothing else uses any more."""
+    op = v.owner
+    if isinstance(op, Operation) and isinstance(op, (*_PURE, arith.ConstantOp)) and not any(r.uses for r in op.results):
+        operands = list(op.operands)
+        Rewriter.erase_op(op)
+        for o in operands:
+            _erase_unused(o)
 
 
 def _constant(v: SSAValue) -> int | None:

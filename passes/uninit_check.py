@@ -45,6 +45,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from diffc.dialects import kernel
 from diffc.dialects.abi import AbiRoleAttr
+from diffc.kernel_support.bounds_proofs import BODY_OF
 from diffc.kernel_support.kernel_params import append_params, host_buffer, param_name
 from diffc.kernel_support.status_report import record_site, where
 
@@ -103,7 +104,7 @@ class UninitCheckPass(ModulePass):
             if f.sym_name.data not in status:
                 continue
             names = {f.body.block.args[i]: param_name(f, i) for i in tracked[f.sym_name.data]}
-            shown = _shown(f)
+            shown = _shown(f, {g.sym_name.data: g for g in funcs})
             for access in [o for o in f.walk() if isinstance(o, _ACCESS) and o.memref in shadows]:
                 w, t = shadows[access.memref]
                 if not isinstance(access, memref.StoreOp):
@@ -116,9 +117,12 @@ class UninitCheckPass(ModulePass):
             op.attributes[SITES] = ArrayAttr(sites)
 
 
-def _shown(f: func.FuncOp) -> str:
+def _shown(f: func.FuncOp, funcs: dict[str, func.FuncOp]) -> str:
     """The name a report gives `f`: the entry point for accumulate-gradients' kernels, the
-    original for bounds-check's variants and clones."""
+    original for bounds-check's variants, and a kernel's for its shared body."""
+    body_of = f.attributes.get(BODY_OF)
+    if isinstance(body_of, StringAttr) and body_of.data in funcs:
+        return _shown(funcs[body_of.data], funcs)
     for key in ("diffc.accumulate_of", "diffc.accumulate_finish_of"):
         of = f.attributes.get(key)
         if isinstance(of, StringAttr):

@@ -5,6 +5,7 @@ what is in bounds still runs and gives the right numbers."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -157,9 +158,17 @@ def test_a_launch_proven_in_bounds_runs_the_variant_without_its_checks():
     prog = entry_program(m)
     kernel = prog.kernels["computeMain"]
     assert [(p.buffer, p.offset, p.dim) for p in kernel.proofs] == [("buf", "buf_off", 0)]
-    # the variant's own store is unguarded; the callee's load (an index it cannot prove) is not
-    body = prog.source[prog.source.index(f"void {kernel.inbounds}("):]
-    assert "diffc_len_buf" not in body[: body.index("\n}\n")].split("{", 1)[1]
+    # the kernel and its variant call one body, with the flag off and on; under the flag the
+    # body's own store is unguarded, the callee's load (an index it cannot prove) is not
+    def text_of(name):  # a function's definition (not its prototype), less its first line
+        at = re.search(rf"^.* {name}\(.*\) {{$", prog.source, re.M).end()
+        return prog.source[at: prog.source.index("\n}\n", at)]
+
+    assert "computeMain__body(buf, buf_off, src, src_off, shift, false," in text_of(kernel.c_name)
+    assert "computeMain__body(buf, buf_off, src, src_off, shift, true," in text_of(kernel.inbounds)
+    body = text_of("computeMain__body")
+    assert "if (diffc_inbounds | ((ulong)v_3 < (ulong)diffc_len_buf)) {" in body
+    assert "if ((ulong)v < (ulong)diffc_len_src) {" in text_of("twice")
     big = _t(np.zeros(100))
     src = np.arange(128, dtype=np.float32)
     m.computeMain.dispatch(thread_count=64, buf=big.at(36), src=_t(src), shift=1)  # 36 + 64 <= 100

@@ -18,10 +18,12 @@ and that has at most one thread term is a proof: offset + scale x (thread < n) +
 with n the global size (or c x the loop's parameter), or min(n, count) where the access (or the
 call reaching it) only runs under `if (thread < count)`.
 
-For each kernel with a proven access the pass adds `@<kernel>__inbounds`, and clones of the
-functions it reaches with pointer parameters (`@<fn>__inbounds`, which the variants call). A
-callee's access runs unguarded in its clone only when every path from every variant to it was
-proven; otherwise it stays checked there.
+For each kernel with a proven access the pass adds `@<kernel>__inbounds`. Both call one body,
+`@<kernel>__body` (always inlined), with an i1 flag: off from the kernel, on from the variant;
+the body's proven accesses run unguarded where the flag is on. The functions it reaches with
+pointer parameters that make a proven access, or call one that does, take the flag too (every
+call passes its caller's, or false). A callee's access is unguarded under the flag only when
+every path from every variant to it was proven; otherwise it stays checked.
 """
 
 from __future__ import annotations
@@ -29,14 +31,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    i1,
+)
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import Rewriter
 
 from diffc.dialects import kernel
 from diffc.dialects.abi import role_of
-from diffc.kernel_support.kernel_params import host_buffer, param_name
+from diffc.dialects.kernel import ALWAYS_INLINE
+from diffc.kernel_support.kernel_params import NAME, append_params, host_buffer, param_name
 
 INBOUNDS_SUFFIX = "__inbounds"
+BODY_SUFFIX = "__body"  # a proven kernel's body, which it and its variant call
+BODY_OF = "diffc.body_of"  # on such a body: the kernel's name (what reports name)
+FLAG_NAME = "diffc_inbounds"  # the body's and the reached functions' flag: the proven accesses unguarded
+OWN_LOCAL = "diffc.own_local"  # on a body's parameter: work-group memory the compiler made (not groupshared)
 _CASTS = (arith.IndexCastOp, arith.ExtUIOp, arith.ExtSIOp)
 _IDS = (kernel.GlobalIdOp, kernel.LocalIdOp, kernel.GroupIdOp, kernel.NumGroupsOp, kernel.LocalSizeOp,
         kernel.GlobalSizeOp)
@@ -368,8 +386,9 @@ def _dim(thread, fn: func.FuncOp, names: dict) -> str:
 @dataclass
 class Variants:
     proofs: list[str] = field(default_factory=list)  # the PROOFS rows
-    unguarded: dict[str, list[Operation]] = field(default_factory=dict)  # variant or clone -> its proven accesses
-    names: set[str] = field(default_factory=set)  # the variants' and clones' names
+    # a proven access -> the flag (an i1 parameter of its function) under which it runs unguarded
+    flags: dict[Operation, SSAValue] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)  # a kernel's shared body -> the kernel's name
 
 
 def _own_offset(k: func.FuncOp, j: int) -> BlockArgument | None:
@@ -410,42 +429,103 @@ def add_variants(module: ModuleOp) -> Variants:
             out.proofs.append(f"{k.sym_name.data}|{variant}|{buffer}|{offset}|{dim}|{count}|{scale}|{extra}")
     if not proven_paths:
         return out
-    # clones of every function the variants reach that takes a host buffer
+    # the functions the kernels reach that take a host buffer and make a proven access (or call
+    # one that does) take the flag too; every call of theirs passes its caller's flag, else off
     funcs = summaries.funcs
-    reached: list[str] = []
-    todo = [funcs[n] for n in proven_paths]
-    while todo:
-        f = todo.pop()
-        for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
-            name = call.callee.root_reference.data
-            g = funcs.get(name)
-            if g is None or not g.body.blocks or name in reached:
-                continue
-            if any(host_buffer(t) for t in g.function_type.inputs.data) and not kernel.is_kernel(g):
-                reached.append(name)
-                todo.append(g)
-    clones: dict[str, func.FuncOp] = {}
-    twins: dict[Operation, Operation] = {}
-    for name in [*proven_paths, *reached]:
-        f = funcs[name]
-        c = f.clone()
-        c.sym_name = StringAttr(name + INBOUNDS_SUFFIX)
-        module.body.block.insert_op_after(c, f)
-        twins.update(zip(f.walk(), c.walk()))
-        clones[name] = c
-        out.names.add(name + INBOUNDS_SUFFIX)
-    for c in clones.values():
-        for call in [o for o in c.walk() if isinstance(o, func.CallOp)]:
-            name = call.callee.root_reference.data
-            if name in reached:
-                call.properties["callee"] = SymbolRefAttr(name + INBOUNDS_SUFFIX)
     callee_ok = {p[-1] for paths in proven_paths.values() for p in paths if len(p) > 1} - bad_callee_ops
-    for name, paths in proven_paths.items():
-        out.unguarded.setdefault(name + INBOUNDS_SUFFIX, []).extend(twins[p[0]] for p in paths if len(p) == 1)
-    for op in callee_ok:
-        fn = op.parent_op()
-        while not isinstance(fn, func.FuncOp):
-            fn = fn.parent_op()
-        out.unguarded.setdefault(fn.sym_name.data + INBOUNDS_SUFFIX, []).append(twins[op])
+    flagged = {_function_of(op).sym_name.data for op in callee_ok}
+    changed = True
+    while changed:
+        changed = False
+        for name, g in funcs.items():
+            if (name not in flagged and g.body.blocks and not kernel.is_kernel(g)
+                    and any(host_buffer(t) for t in g.function_type.inputs.data)
+                    and any(isinstance(o, func.CallOp) and o.callee.root_reference.data in flagged for o in g.walk())):
+                flagged.add(name)
+                changed = True
+    flag_of = {name: append_params(funcs[name], [(i1, FLAG_NAME)])[0] for name in sorted(flagged)}
+    bodies: dict[str, func.FuncOp] = {}
+    for name in proven_paths:
+        body, own = _shared_body(funcs[name], module)
+        bodies[name] = body
+        flag_of[body.sym_name.data] = body.body.block.args[-1]
+        out.shown[body.sym_name.data] = name
+        out.flags.update((own[p[0]], body.body.block.args[-1]) for p in proven_paths[name] if len(p) == 1)
+    for f in [f for f in module.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
+        for call in [o for o in f.walk() if isinstance(o, func.CallOp)]:
+            if call.callee.root_reference.data in flagged:
+                _add_operand(call, flag_of.get(f.sym_name.data) or _bool_before(call, False))
+    out.flags.update((op, flag_of[_function_of(op).sym_name.data]) for op in callee_ok)
+    for name, body in bodies.items():
+        _call_body(funcs[name], body, module)
     return out
 
+
+def _shared_body(k: func.FuncOp, module: ModuleOp) -> tuple[func.FuncOp, dict[Operation, Operation]]:
+    """`@<k>__body`: k's body as a function of k's parameters, the work-group memory k allocates
+    (OpenCL allows `__local` arrays only at a kernel's top level) and the flag; and k's ops ->
+    the body's. Always inlined, so each variant's compiler sees the body with its flag constant."""
+    body = k.clone()
+    own = dict(zip(k.walk(), body.walk()))
+    body.sym_name = StringAttr(k.sym_name.data + BODY_SUFFIX)
+    body.attributes.clear()
+    body.attributes[ALWAYS_INLINE] = UnitAttr()
+    body.attributes[BODY_OF] = StringAttr(k.sym_name.data)
+    block = body.body.block
+    for alloc in [o for o in block.ops if isinstance(o, kernel.LocalAllocOp)]:
+        named = alloc.attributes.get(NAME)
+        (arg,) = append_params(body, [(alloc.result.type, named.data if isinstance(named, StringAttr)
+                                       else alloc.result.name_hint or "local")])
+        if not isinstance(named, StringAttr):
+            _set_arg_attr(body, len(block.args) - 1, OWN_LOCAL, UnitAttr())
+        alloc.result.replace_all_uses_with(arg)
+        alloc.detach()
+        alloc.erase()
+    append_params(body, [(i1, FLAG_NAME)])
+    module.body.block.insert_op_before(body, k)
+    return body, own
+
+
+def _call_body(k: func.FuncOp, body: func.FuncOp, module: ModuleOp) -> None:
+    """k's ops become a call of its body with the flag off, and its __inbounds variant (k's
+    clone) calls it with the flag on."""
+    block = k.body.block
+    allocs = [o for o in block.ops if isinstance(o, kernel.LocalAllocOp)]
+    for o in reversed(list(block.ops)):
+        if o not in allocs:
+            o.detach()
+            o.erase()
+    flag = arith.ConstantOp(IntegerAttr(0, i1))
+    call = func.CallOp(body.sym_name.data, [*block.args, *(a.result for a in allocs), flag.result], [])
+    for o in (flag, call, func.ReturnOp()):
+        block.add_op(o)
+    variant = k.clone()
+    variant.sym_name = StringAttr(k.sym_name.data + INBOUNDS_SUFFIX)
+    off = next(o for o in variant.body.block.ops if isinstance(o, arith.ConstantOp))
+    Rewriter.replace_op(off, arith.ConstantOp(IntegerAttr(1, i1)))
+    module.body.block.insert_op_after(variant, k)
+
+
+def _function_of(op: Operation) -> func.FuncOp:
+    fn = op.parent_op()
+    while not isinstance(fn, func.FuncOp):
+        fn = fn.parent_op()  # type: ignore[union-attr]
+    return fn
+
+
+def _set_arg_attr(f: func.FuncOp, i: int, key: str, value) -> None:
+    attrs = list(f.arg_attrs.data)  # type: ignore[union-attr]
+    attrs[i] = DictionaryAttr({**attrs[i].data, key: value})
+    f.arg_attrs = ArrayAttr(attrs)
+
+
+def _bool_before(at: Operation, value: bool) -> SSAValue:
+    c = arith.ConstantOp(IntegerAttr(int(value), i1))
+    at.parent_block().insert_op_before(c, at)  # type: ignore[union-attr]
+    return c.result
+
+
+def _add_operand(call: func.CallOp, value: SSAValue) -> None:
+    new = func.CallOp(call.callee, [*call.arguments, value], [r.type for r in call.results])
+    new.attributes.update(call.attributes)
+    Rewriter.replace_op(call, new)

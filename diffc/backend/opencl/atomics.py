@@ -13,7 +13,7 @@ HALF_BITS_TO_FLOAT = "diffc_half_bits_to_float"
 FLOAT_TO_HALF_BITS = "diffc_float_to_half_bits"
 
 _HALF_BITS_TO_FLOAT = """\
-float diffc_half_bits_to_float(uint h) {
+static float diffc_half_bits_to_float(uint h) {
     uint sign = (h & 0x8000u) << 16;
     uint exponent = (h >> 10) & 0x1fu;
     uint mantissa = h & 0x3ffu;
@@ -27,7 +27,7 @@ float diffc_half_bits_to_float(uint h) {
 }"""
 
 _FLOAT_TO_HALF_BITS = """\
-uint diffc_float_to_half_bits(float f) {
+static uint diffc_float_to_half_bits(float f) {
     uint x = as_uint(f);
     uint sign = (x >> 16) & 0x8000u;
     uint a = x & 0x7fffffffu;
@@ -59,7 +59,7 @@ uint diffc_float_to_half_bits(float f) {
 # The 32-bit word holding the half at `p`: its address with the low two bits cleared; the half
 # is its upper 16 bits when p is 2 mod 4 on a little-endian device.
 _HALF_FETCH_ADD = """\
-float {name}(volatile {space} half* p, float v) {{
+static float {name}(volatile {space} half* p, float v) {{
     uintptr_t address = (uintptr_t)p;
     volatile {space} uint* word = (volatile {space} uint*)(address & ~(uintptr_t)3);
 #ifdef __ENDIAN_LITTLE__
@@ -79,7 +79,7 @@ float {name}(volatile {space} half* p, float v) {{
 }}"""
 
 _FLOAT_FETCH_ADD = """\
-float {name}(volatile {space} float* p, float v) {{
+static float {name}(volatile {space} float* p, float v) {{
     volatile {space} uint* bits = (volatile {space} uint*)p;
     uint expected = *bits;
     while (true) {{

@@ -14,7 +14,7 @@ from .naming import Namer, ctype, uses_double
 from .options import EmitOptions, OpenCLEmitError
 
 _CMPXCHG_HELPER = """\
-void {name}(volatile {space} float* p, float v) {{
+static void {name}(volatile {space} float* p, float v) {{
     volatile {space} uint* bits = (volatile {space} uint*)p;
     uint expected = *bits;
     while (true) {{
@@ -25,7 +25,7 @@ void {name}(volatile {space} float* p, float v) {{
     }}
 }}"""
 _EXT_HELPER = """\
-void {name}(volatile {space} float* p, float v) {{
+static void {name}(volatile {space} float* p, float v) {{
     atomic_fetch_add_explicit((volatile {space} atomic_float*)p, v, memory_order_relaxed, {scope});
 }}"""
 

@@ -42,7 +42,7 @@ WARP_ADD_TYPES = {
 }
 
 _WARP_ADD = """\
-void {name}(volatile __global {pointee}* p, {value} v) {{
+static void {name}(volatile __global {pointee}* p, {value} v) {{
     uint active, peers, lower;
     asm volatile("activemask.b32 %0;" : "=r"(active));
     asm volatile("match.any.sync.b64 %0, %1, %2;" : "=r"(peers) : "l"(p), "r"(active));

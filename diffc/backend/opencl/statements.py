@@ -246,6 +246,9 @@ class FunctionEmitter(FunctionContext):
         idx = self.index(op, op.memref, op.indices)
         ref = self.expr(op.memref)
         rhs = f"vload_half({idx}, {ref})" if self.half_pointer(op.memref) else f"{ref}[{idx}]"
+        if _load_into_next_store(op) and len(rhs) <= _MAX_INLINED:
+            self.values[op.res] = rhs  # (a postfix or call expression: no parentheses needed)
+            return
         self.declare(op.res, rhs, op)
 
     def store(self, op: memref.StoreOp) -> None:
@@ -472,6 +475,25 @@ def _inlined_into_use(op: Operation, rhs: str) -> bool:
     if user.name in ("vector.insert", "vector.extract"):
         return not list(user.dynamic_position)  # type: ignore[attr-defined]
     return user.name in EXPRESSIONS and user.name not in _REPEATING
+
+
+def _load_into_next_store(load: memref.LoadOp) -> bool:
+    """Whether a load is printed inside its one use: the next op, a store of the value or a pure
+    expression of it that the next op stores (`s[k] = s[k] + v`, accumulate-gradients' private
+    sums), so that it is still read where it was, with nothing in between."""
+    uses = list(load.res.uses)
+    if isinstance(load.res.type, VectorType) or len(uses) != 1:
+        return False
+    user, index = uses[0].operation, uses[0].index
+    if user is not load.next_op:
+        return False
+    if isinstance(user, memref.StoreOp):
+        return index == 0
+    if user.name not in EXPRESSIONS or user.name in _REPEATING or len(user.results) != 1:
+        return False
+    after = list(user.results[0].uses)
+    return len(after) == 1 and after[0].operation is user.next_op and isinstance(user.next_op, memref.StoreOp) \
+        and after[0].index == 0
 
 
 def _is_atom(text: str) -> bool:

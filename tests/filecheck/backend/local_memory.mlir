@@ -42,12 +42,13 @@ func.func @reduce(%x: memref<?xf32>, %total: memref<1xf32>) attributes {kernel.e
 // CHECK-NEXT:    long gid = (long)get_global_id(0);
 // CHECK-NEXT:    long lid = (long)get_local_id(0);
 // CHECK-NEXT:    long grp = (long)get_group_id(0);
-// CHECK-NEXT:    float v = x[gid];
-// CHECK-NEXT:    buf[lid] = v;
+// a load that the next op stores (or stores an expression of) is read inside that store
+// CHECK-NEXT:    buf[lid] = x[gid];
 // CHECK-NEXT:    barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK:         while (true) {
 // CHECK:           if (lid < s) {
-// CHECK:             float b = buf[lid + s];
+// CHECK:             float a = buf[lid];
+// CHECK-NEXT:        buf[lid] = a + buf[lid + s];
 // CHECK:           barrier(CLK_LOCAL_MEM_FENCE);
 // CHECK-NEXT:      long half_1 = (long)((ulong)s >> 1L);
 // CHECK:         if (lid == 0L) {

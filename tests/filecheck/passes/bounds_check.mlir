@@ -27,8 +27,10 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
 
 // the callees' indices are the thread id: proven at launch through the calls (bounds_check_proofs.mlir)
 // CHECK: builtin.module attributes {diffc.bounds_proofs = ["main|main__inbounds|grads||0||1|0", "main|main__inbounds|params||0||1|0"], diffc.bounds_sites = ["get|params|load|{{.*}}bounds_check.mlir:12:3", "acc|grads|atomic|{{.*}}bounds_check.mlir:18:3"]}
-// CHECK: func.func @get(%i: i32, %params: memref<?xf32>, %[[LEN:.*]]: index {diffc.name = "diffc_len_params"}, %[[ST:.*]]: memref<?xi32> {diffc.name = "diffc_bounds"}) -> f32
-// CHECK: %[[OK:.*]] = arith.cmpi ult, %j, %[[LEN]] : index
+// (so the callees take the flag of the kernel's shared body: see bounds_check_proofs.mlir)
+// CHECK: func.func @get(%i: i32, %params: memref<?xf32>, %[[FLAG:.*]]: i1 {diffc.name = "diffc_inbounds"}, %[[LEN:.*]]: index {diffc.name = "diffc_len_params"}, %[[ST:.*]]: memref<?xi32> {diffc.name = "diffc_bounds"}) -> f32
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %j, %[[LEN]] : index
+// CHECK-NEXT: %[[OK:.*]] = arith.ori %[[FLAG]], %[[IN]] : i1
 // CHECK-NEXT: %[[R:.*]] = scf.if %[[OK]] -> (f32) {
 // CHECK-NEXT: %v = memref.load %params[%j]
 // CHECK-NEXT: scf.yield %v
@@ -40,9 +42,11 @@ func.func @main(%tid: vector<3xi32> {diffc.semantic = "SV_DispatchThreadID"}) at
 // CHECK: func.func @acc(
 // CHECK: scf.if %{{.*}} {
 // CHECK-NEXT: kernel.atomic_add %d, %grads[%j]
+// CHECK: func.func @main__body(%params: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %grads: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %[[F:.*]]: i1 {diffc.name = "diffc_inbounds"}, %[[BLP:.*]]: index {diffc.name = "diffc_len_params"}, %[[BLG:.*]]: index {diffc.name = "diffc_len_grads"}, %[[BS:.*]]: memref<?xi32> {diffc.name = "diffc_bounds"})
+// CHECK: func.call @get(%{{.*}}, %params, %[[F]], %[[BLP]], %[[BS]])
+// CHECK: func.call @acc(%{{.*}}, %{{.*}}, %grads, %[[F]], %[[BLG]], %[[BS]])
 // CHECK: func.func @main(%params: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %grads: memref<?xf32> {diff.abi = #diff.abi<buffer>}, %[[LP:.*]]: index {diffc.name = "diffc_len_params", diff.abi = #diff.abi<length of "params">}, %[[LG:.*]]: index {diffc.name = "diffc_len_grads", diff.abi = #diff.abi<length of "grads">}, %[[S:.*]]: memref<?xi32> {diffc.name = "diffc_bounds", diff.abi = #diff.abi<status of "bounds">})
-// CHECK: func.call @get(%{{.*}}, %params, %[[LP]], %[[S]])
-// CHECK: func.call @acc(%{{.*}}, %{{.*}}, %grads, %[[LG]], %[[S]])
+// CHECK: func.call @main__body(%params, %grads, %{{.*}}, %[[LP]], %[[LG]], %[[S]])
 // a failed check records its site (3k: 1, or 2 for a negative index; 3k+1: the index; 3k+2: the length)
 // CHECK-LABEL: func.func @diffc_record_site(%index: index, %length: index, %diffc_status: memref<?xi32>, %site: index)
 // CHECK: %[[K:.*]] = arith.muli %site, %{{.*}} : index

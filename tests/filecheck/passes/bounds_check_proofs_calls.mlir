@@ -2,9 +2,9 @@
 // through a pointer parameter is a form over the callee's parameters, which each call fills in;
 // a grid-stride loop's counter (start and step from work-item ids, bound c x a parameter) is a
 // thread index whose range the parameter gives at launch; a group id one below the number of
-// groups, a local id below the group's size, capped by an enclosing `if (x < C)`. The variant calls clones of the
-// callees where every proven path's access is unguarded; an access some path cannot prove (an
-// index from a parameter) stays guarded in the clone too.
+// groups, a local id below the group's size, capped by an enclosing `if (x < C)`. The variant's
+// flag reaches the callees where every proven path's access is unguarded under it; an access
+// some path cannot prove (an index from a parameter) stays guarded under the flag too.
 // RUN: diffc-opt %s -p lower-entry-points,bounds-check | filecheck %s
 
 func.func @row(%w: memref<?xf32>, %w_off: index, %r: i32) -> f32 {
@@ -61,23 +61,37 @@ func.func @stride(%w: memref<?xf32> {diff.abi = #diff.abi<pointer of "w">}, %w_o
 }
 
 // CHECK: diffc.bounds_proofs = ["stride|stride__inbounds|out||g0/64||40|39", "stride|stride__inbounds|out|out_off|groups*256||1|0", "stride|stride__inbounds|w|w_off|0||0|11"]
+// A callee some proven path reaches takes the variants' flag: its proven access runs when the
+// flag is on or its check holds; one no proven path reaches (@at) is left as it was.
 // CHECK-LABEL: func.func @row(
-// CHECK: arith.cmpi ult, %c, %diffc_len_w
-// CHECK-LABEL: func.func @row__inbounds(
-// CHECK-NOT: arith.cmpi ult
-// CHECK: memref.load %w[%c]
+// CHECK-SAME: %diffc_inbounds: i1
+// CHECK: %[[C:.*]] = arith.cmpi ult, %c, %diffc_len_w
+// CHECK-NEXT: %[[OK:.*]] = arith.ori %diffc_inbounds, %[[C]] : i1
+// CHECK-NEXT: scf.if %[[OK]]
+// CHECK-NEXT: memref.load %w[%c]
 // CHECK-LABEL: func.func @at(
-// CHECK: arith.cmpi ult, %i, %diffc_len_w
-// CHECK-LABEL: func.func @at__inbounds(
-// CHECK: arith.cmpi ult, %i, %diffc_len_w
+// CHECK-NOT: diffc_inbounds
+// CHECK: %[[I:.*]] = arith.cmpi ult, %i, %diffc_len_w
+// CHECK-NEXT: scf.if %[[I]]
+// The kernel's body, which the kernel and its variant share, passes its flag down.
+// CHECK-LABEL: func.func @stride__body(
+// CHECK-SAME: %diffc_inbounds: i1
+// CHECK-SAME: attributes {diffc.always_inline, diffc.body_of = "stride"}
+// CHECK: func.call @row(%w, %w_off, %two, %diffc_inbounds, %diffc_len_w, %diffc_bounds)
+// CHECK: func.call @at(%w, %w_off, %k, %diffc_len_w, %diffc_bounds)
+// CHECK: %[[O:.*]] = arith.cmpi ult, %o, %diffc_len_out
+// CHECK-NEXT: %[[OK2:.*]] = arith.ori %diffc_inbounds, %[[O]] : i1
+// CHECK-NEXT: scf.if %[[OK2]]
+// CHECK-NEXT: memref.store %{{.*}}, %out[%o]
+// CHECK: %[[P:.*]] = arith.cmpi ult, %p, %diffc_len_out
+// CHECK-NEXT: %[[OK3:.*]] = arith.ori %diffc_inbounds, %[[P]] : i1
+// CHECK-NEXT: scf.if %[[OK3]]
+// CHECK-NEXT: memref.store %{{.*}}, %out[%p]
 // CHECK-LABEL: func.func @stride(
-// CHECK: func.call @row(
-// CHECK: func.call @at(
-// CHECK: arith.cmpi ult, %o, %diffc_len_out
+// CHECK-NEXT: %[[OFF:.*]] = arith.constant false
+// CHECK-NEXT: func.call @stride__body(%w, %w_off, %out, %out_off, %groups, %k, %[[OFF]], %diffc_len_w, %diffc_len_out, %diffc_bounds)
+// CHECK-NEXT: func.return
 // CHECK-LABEL: func.func @stride__inbounds(
-// CHECK: func.call @row__inbounds(
-// CHECK: func.call @at__inbounds(
-// CHECK-NOT: arith.cmpi ult, %{{.*}}, %diffc_len
-// CHECK: memref.store %{{.*}}, %out[%o]
-// CHECK-NOT: arith.cmpi ult, %{{.*}}, %diffc_len
-// CHECK: memref.store %{{.*}}, %out[%p]
+// CHECK-NEXT: %[[ON:.*]] = arith.constant true
+// CHECK-NEXT: func.call @stride__body(%w, %w_off, %out, %out_off, %groups, %k, %[[ON]], %diffc_len_w, %diffc_len_out, %diffc_bounds)
+// CHECK-NEXT: func.return

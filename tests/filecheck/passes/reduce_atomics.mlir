@@ -68,11 +68,17 @@ func.func @sums(%values: memref<?xf32>, %out: memref<?xf32>, %grads: memref<?xf3
 // CHECK-NEXT:      kernel.barrier
 // CHECK-NEXT:    } {diffc.unroll}
 // CHECK-NEXT:    %[[FIRST:.+]] = arith.cmpi eq, %[[LID]], %{{.+}} : index
+// the unrolled loop's adds, at evenly spaced addresses (0, 1), are one add in a loop over the
+// rows that the device compiler unrolls: row j's sum at the first address + j x 1
 // CHECK-NEXT:    scf.if %[[FIRST]] {
-// CHECK-NEXT:      %[[S0:.+]] = memref.load %[[SUMS]]
-// CHECK-NEXT:      kernel.atomic_add %[[S0]], %grads[%{{.+}}] : memref<?xf32>
-// CHECK-NEXT:      %[[S1:.+]] = memref.load %[[SUMS]]
-// CHECK-NEXT:      kernel.atomic_add %[[S1]], %grads[%{{.+}}] : memref<?xf32>
+// CHECK-NEXT:      scf.for %[[J:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
+// CHECK-NEXT:        %[[R:.+]] = arith.addi %{{.+}}, %[[J]] : index
+// CHECK-NEXT:        %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT:        %[[JS:.+]] = arith.muli %[[J]], %[[ONE]] : index
+// CHECK-NEXT:        %[[A:.+]] = arith.addi %{{.+}}, %[[JS]] : index
+// CHECK-NEXT:        %[[S:.+]] = memref.load %[[SUMS]][%[[R]], %{{.+}}]
+// CHECK-NEXT:        kernel.atomic_add %[[S]], %grads[%[[A]]] : memref<?xf32>
+// CHECK-NEXT:      } {diffc.unroll}
 // CHECK-NEXT:    }
 // The store to a per-work-item address stays under the predicate.
 // CHECK:         scf.if %[[ACTIVE]] {
