@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from diffc.frontend.checker.checking import Checking
 
 MAX_ELEMENTS = 1 << 16  # a CoopVec is a vector of any width; split-wide-vectors gives OpenCL its widths
-METHODS = {"store"}
+METHODS = {"store", "getCount"}
 # Slang's cooperative-vector operations this front end does not implement
 REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "fill",
                    "copyFrom", "storeAny"}
@@ -87,21 +87,34 @@ def resolve(c: Checking, t: A.TypeRef) -> T.Type:
 
 
 def check_method(c: Checking, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Type:
-    """`v.store(buffer, byteOffset)`: v's elements into `buffer` (a buffer of v's element type)
-    from `byteOffset`, a multiple of the element's size."""
+    """`v.store(buffer[, byteOffset])`: v's elements into `buffer` (a buffer of v's element type,
+    or a RWByteAddressBuffer) from `byteOffset` (0 if omitted), a multiple of the element's size."""
     if callee.name in REFUSED_METHODS:
         raise err(UNSUPPORTED, f"the CoopVec operation '{callee.name}' is not supported", callee.name_span)
-    if len(e.args) != 2:
-        raise err(ARG_COUNT, f"store takes a buffer and a byte offset, got {len(e.args)} arguments", e)
+    if callee.name == "getCount":  # N, an int constant
+        if e.args:
+            raise err(ARG_COUNT, f"getCount takes no arguments, got {len(e.args)}", e)
+        return c.expr(c.replace(e, A.Num(vt.n, False, "", span=e.span)))
+    if len(e.args) not in (1, 2):
+        raise err(ARG_COUNT, f"store takes a buffer and maybe a byte offset, got {len(e.args)} arguments", e)
     bt = c.expr(e.args[0])
-    if not (isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
-        raise err(TYPE_MISMATCH, f"store of a {vt} needs a RWStructuredBuffer<{vt.elem}>, got {bt}", e.args[0])
+    if isinstance(bt, T.ByteBuffer) and not bt.rw:
+        raise err(TYPE_MISMATCH, f"store of a {vt} needs a writable buffer, got a read-only {bt}", e.args[0])
+    if not (isinstance(bt, T.ByteBuffer) or isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
+        raise err(TYPE_MISMATCH, f"store of a {vt} needs a RWStructuredBuffer<{vt.elem}> or a RWByteAddressBuffer, "
+                  f"got {bt}", e.args[0])
+    if len(e.args) == 1:
+        return _typed(c, e, "coopvec_store", vt)
     c.expect_type(e.args[1], T.INT)
     size = element_bytes(vt.elem)
     if isinstance(e.args[1], A.Num) and int(e.args[1].value) % size:
         raise err(TYPE_MISMATCH, f"store's byte offset {int(e.args[1].value)} is not a multiple of the "
                   f"{size}-byte elements of the buffer", e.args[1])
-    e.kind, e.target = "coopvec_store", vt
+    return _typed(c, e, "coopvec_store", vt)
+
+
+def _typed(c: Checking, e: A.Call, kind: str, target) -> T.Type:
+    e.kind, e.target = kind, target
     return T.VOID
 
 
@@ -114,8 +127,14 @@ def lower_store(lw, e: A.Call) -> list[SSAValue]:
     vt: T.Vector = e.target
     (vec,) = lw.lower_as(e.callee.base, vt)
     (buf,) = lw.expr(e.args[0])
-    (byte_offset,) = lw.lower_as(e.args[1], T.INT)
-    at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
+    if len(e.args) == 2:
+        (byte_offset,) = lw.lower_as(e.args[1], T.INT)
+        at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
+    else:
+        at = lw.index_const(0)
+    if byte_pointers.is_bytes(buf):  # a RWByteAddressBuffer
+        byte_pointers.store(lw, buf, at, vt, [vec])
+        return []
     size = lw.v(arith.ConstantOp(IntegerAttr(element_bytes(vt.elem), IndexType())))
     lw.store_mem(buf, lw.v(arith.DivUIOp(at, size)), vt, [vec])
     return []
@@ -185,7 +204,12 @@ def _memory(c: Checking, arg: A.Expr, offset: A.Expr | None, interp: A.Expr, wha
     """A buffer (with a byte offset) or a pointer (without), read as `interp` says."""
     t = c.expr(arg)
     want = _interpretation(c, interp, f"the {what}'s interpretation")
-    if isinstance(t, T.Buffer) and not t.atomic and isinstance(t.elem, T.Scalar):
+    if isinstance(t, T.ByteBuffer):  # bytes: read as the interpretation says
+        elem = want
+        if offset is None:
+            raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
+        c.expect_type(offset, T.INT)
+    elif isinstance(t, T.Buffer) and not t.atomic and isinstance(t.elem, T.Scalar):
         elem = t.elem
         if offset is None:
             raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
@@ -197,7 +221,7 @@ def _memory(c: Checking, arg: A.Expr, offset: A.Expr | None, interp: A.Expr, wha
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
     else:
         raise err(TYPE_MISMATCH, f"the {what} must be a structured buffer or a pointer of half, float or double "
-                  f"(or a void*), got {t}", arg)
+                  f"(or a void*, or a (RW)ByteAddressBuffer), got {t}", arg)
     if elem != want:
         raise err(TYPE_MISMATCH, f"the {what}'s interpretation CoopVecComponentType."
                   f"{_INTERPRETATION_OF[want.kind]} reads {want} elements, but the {what} holds {elem}",
@@ -237,12 +261,20 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
         n = _size_arg(c, name, targs[0], callee, "the size")
         bt = c.expr(args[0])
         is_ptr = isinstance(bt, T.Pointer) and not bt.by_value
-        if not (isinstance(bt, T.Buffer | T.Pointer) and isinstance(bt.elem, T.Scalar) and not bt.atomic):
-            raise err(TYPE_MISMATCH, f"coopVecLoad reads a structured buffer or a pointer of scalars, got {bt}", args[0])
+        if isinstance(bt, T.ByteBuffer):  # bytes: the element type says what they are
+            if len(targs) != 2:
+                raise err(ARG_COUNT, f"coopVecLoad<N, T> of a {bt} needs the element type T (its bytes have none)", callee)
+            elem = c.generic_arg(name, targs[1], callee)
+            if not (isinstance(elem, T.Scalar) and elem != T.BOOL):
+                raise err(TYPE_MISMATCH, f"coopVecLoad<{n}, {elem}>: the element type must be a numeric scalar", callee)
+        elif not (isinstance(bt, T.Buffer | T.Pointer) and isinstance(bt.elem, T.Scalar) and not bt.atomic):
+            raise err(TYPE_MISMATCH, f"coopVecLoad reads a structured buffer or a pointer of scalars (or a "
+                      f"(RW)ByteAddressBuffer), got {bt}", args[0])
+        else:
+            elem = bt.elem
         if is_ptr and len(args) == 2:
             raise err(ARG_COUNT, "coopVecLoad of a pointer takes no byte offset", args[1])
-        elem = bt.elem
-        if len(targs) == 2:
+        if len(targs) == 2 and not isinstance(bt, T.ByteBuffer):
             elem = c.generic_arg(name, targs[1], callee)
             if elem != bt.elem:
                 raise err(TYPE_MISMATCH, f"coopVecLoad<{n}, {elem}> reads {elem} elements, but the buffer holds "
@@ -319,6 +351,12 @@ def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str, as_
     """Where an accumulation adds: a RWStructuredBuffer or a pointer of half or float, or a void*
     read as `as_void`."""
     t = c.expr(arg)
+    if isinstance(t, T.ByteBuffer) and t.rw and as_void in (T.HALF, T.FLOAT):  # bytes, added to as `as_void`
+        if offset is None:
+            raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
+        c.expect_type(offset, T.INT)
+        _check_byte_offset(offset, as_void)
+        return Memory(arg, offset, as_void)
     if isinstance(t, T.Pointer) and t.elem == T.VOID and as_void in (T.HALF, T.FLOAT):
         if offset is not None:
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
@@ -331,7 +369,8 @@ def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str, as_
         if offset is not None:
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
     else:
-        raise err(TYPE_MISMATCH, f"the {what} must be a RWStructuredBuffer or a pointer of half or float (atomic adds), got {t}", arg)
+        raise err(TYPE_MISMATCH, f"the {what} must be a RWStructuredBuffer or a pointer of half or float (atomic "
+                  f"adds), or a RWByteAddressBuffer read as half or float, got {t}", arg)
     _check_byte_offset(offset, t.elem)
     return Memory(arg, offset, t.elem)
 
@@ -361,6 +400,12 @@ def _const_bool(e: A.Expr) -> bool:
 def _where(lw, mem: Memory) -> tuple[SSAValue, SSAValue]:
     """The memref and the element index where `mem` starts."""
     vals = lw.expr(mem.arg)
+    if byte_pointers.is_bytes(vals[0]) and len(vals) == 1:  # a (RW)ByteAddressBuffer: from its byte offset
+        at = lw.index_const(0)
+        if mem.offset is not None:
+            (byte_offset,) = lw.lower_as(mem.offset, T.INT)
+            at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
+        return byte_pointers.typed_at(lw, vals[0], at, mem.elem)
     if byte_pointers.is_bytes(vals[0]) and len(vals) == 2 and T.scalar_bytes(mem.elem) > 1:  # a void*
         vals = list(byte_pointers.typed_at(lw, vals[0], vals[1], mem.elem))
     buf = vals[0]
