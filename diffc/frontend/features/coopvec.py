@@ -56,10 +56,12 @@ if TYPE_CHECKING:
     from diffc.frontend.checker.checking import Checking
 
 MAX_ELEMENTS = 1 << 16  # a CoopVec is a vector of any width; split-wide-vectors gives OpenCL its widths
-METHODS = {"store", "getCount"}
+# the mutating methods: `v.matMulAccum(args)` is `v += coopVecMatMul<T, N>(args)` (Slang's definition)
+ACCUMULATING = {"matMulAccum": "coopVecMatMul", "matMulAddAccum": "coopVecMatMulAdd",
+                "matMulAccumPacked": "coopVecMatMulPacked", "matMulAddAccumPacked": "coopVecMatMulAddPacked"}
+METHODS = {"store", "getCount", "fill", "copyFrom"} | set(ACCUMULATING)
 # Slang's cooperative-vector operations this front end does not implement
-REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "fill",
-                   "copyFrom", "storeAny"}
+REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "storeAny"}
 FUNCTIONS = {"coopVecMatMul", "coopVecMatMulAdd", "coopVecMatMulPacked", "coopVecMatMulAddPacked",
              "coopVecOuterProductAccumulate", "coopVecReduceSumAccumulate", "coopVecLoad"}
 REFUSED_FUNCTIONS = {"coopVecLoadGroupshared", "coopVecStore"}
@@ -95,6 +97,17 @@ def check_method(c: Checking, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Ty
         if e.args:
             raise err(ARG_COUNT, f"getCount takes no arguments, got {len(e.args)}", e)
         return c.expr(c.replace(e, A.Num(vt.n, False, "", span=e.span)))
+    if callee.name in ("fill", "copyFrom"):  # v = CoopVec<T, N>(x): a broadcast, or a conversion
+        if len(e.args) != 1:
+            raise err(ARG_COUNT, f"{callee.name} takes one argument, got {len(e.args)}", e)
+        own = A.TypeExpr(A.TypeRef("CoopVec", [A.TypeRef(str(vt.elem), span=e.span), vt.n], span=e.span), span=e.span)
+        c.expr(c.replace(e, A.Assign("=", callee.base, A.Call(own, [e.args[0]], span=e.span), span=e.span)))
+        return T.VOID
+    if callee.name in ACCUMULATING:
+        product = A.Name(ACCUMULATING[callee.name], targs=[A.TypeRef(str(vt.elem), span=e.span), vt.n],
+                         span=callee.name_span)
+        c.expr(c.replace(e, A.Assign("+=", callee.base, A.Call(product, e.args, span=e.span), span=e.span)))
+        return T.VOID
     if len(e.args) not in (1, 2):
         raise err(ARG_COUNT, f"store takes a buffer and maybe a byte offset, got {len(e.args)} arguments", e)
     bt = c.expr(e.args[0])
