@@ -178,6 +178,7 @@ class Plan:
     stride: A.Expr | None = None
     rows: int = 0  # of the matrix as stored
     cols: int = 0
+    input_as: T.Scalar | None = None  # the input's interpretation (the input is rounded to it first)
 
 
 def _enum_case(c: Checking, e: A.Expr, enum: str, what: str) -> str:
@@ -320,6 +321,7 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
                       f"{mem.elem}", interp)
         plan = Plan("outer", T.VOID, [args[0], args[1]], [a, b], matrix=mem, rows=a.n, cols=b.n)
         _layout(c, plan, layout, None, stride)
+        _check_stride(plan)
         e.kind, e.target = "coopvec", plan
         return T.VOID
     # the matrix-vector products
@@ -353,9 +355,10 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
                       f"the input's size {k}", kk)
     mat = _memory(c, got["matrix"], got.get("matrixOffset"), got["matrixInterpretation"], "matrix")
     bias = _memory(c, got["bias"], got.get("biasOffset"), got["biasInterpretation"], "bias") if add else None
-    plan = Plan("matmul", T.Vector(rt, m), [got["input"]], [it], matrix=mat, bias=bias)
+    plan = Plan("matmul", T.Vector(rt, m), [got["input"]], [it], matrix=mat, bias=bias, input_as=in_interp)
     _layout(c, plan, got["memoryLayout"], got["transpose"], got["matrixStride"])
     plan.rows, plan.cols = (k, m) if plan.transpose else (m, k)
+    _check_stride(plan)
     e.kind, e.target = "coopvec", plan
     return plan.result
 
@@ -402,6 +405,18 @@ def _layout(c: Checking, plan: Plan, layout: A.Expr, transpose: A.Expr | None, s
         raise err(TYPE_MISMATCH, f"matrix stride {int(stride.value)} is not a multiple of the {es}-byte "
                   f"{plan.matrix.elem} elements", stride)
     plan.stride = stride
+
+
+def _check_stride(p: Plan) -> None:
+    """A constant RowMajor / ColumnMajor stride shorter than a row / column of the matrix the
+    operation reads (its sizes are the vectors') would overlap rows: a located error."""
+    if p.layout not in ("RowMajor", "ColumnMajor") or not isinstance(p.stride, A.Num) or p.stride.is_float:
+        return
+    stride, es = int(p.stride.value), element_bytes(p.matrix.elem)
+    run, what = (p.cols, "row") if p.layout == "RowMajor" else (p.rows, "column")
+    if stride and stride < run * es:
+        raise err(TYPE_MISMATCH, f"matrix stride {stride} bytes is shorter than a {what} of the {p.rows} x {p.cols} "
+                  f"{p.matrix.elem} matrix ({run} elements, {run * es} bytes) in {p.layout} layout", p.stride)
 
 
 def _const_bool(e: A.Expr) -> bool:
@@ -513,6 +528,9 @@ def _matmul(lw, p: Plan, x: SSAValue) -> list[SSAValue]:
     rs, cs = _strides(lw, p)
     # W[r][c] of the stored matrix is at at + r * rs + c * cs; transposed, result i reads W[k][i]
     out_step, in_step = (cs, rs) if p.transpose else (rs, cs)
+    if p.input_as is not None and p.input_as != xt.elem:  # read as its interpretation says
+        xt2 = T.Vector(p.input_as, xt.n)
+        x, xt = lw.convert([x], xt, xt2)[0], xt2
     xs = _spill(lw, x, xt, rt.elem)
     out = lw.v(memref.AllocaOp.get(T.ir_scalar(rt.elem), shape=[rt.n]))
     bias = _where(lw, p.bias) if p.bias is not None else None
