@@ -8,7 +8,8 @@ split-wide-vectors gives the OpenCL emitter vectors of the widths it has.
 
 What only a CoopVec has (the matrices live in buffers; a byte offset is a multiple of the
 buffer's element size, the matrix stride too):
-  v.store(buffer, byteOffset), coopVecLoad<N[, T]>(buffer[, byteOffset])
+  v.store(buffer[, byteOffset]), coopVecLoad<N[, T]>(buffer[, byteOffset]), v.getCount(),
+  v.fill(x), v.copyFrom(w), v.matMul(Add)Accum(Packed)(...) = v += coopVecMatMul...<T, N>(...)
   coopVecMatMul<T, M[, K]>(input, inputInterpretation, matrix, matrixOffset, matrixInterpretation,
                            memoryLayout, transpose, matrixStride)           -> CoopVec<T, M>
   coopVecMatMulAdd<T, M[, K]>(..., matrixInterpretation, bias, biasOffset, biasInterpretation,
@@ -18,14 +19,17 @@ buffer's element size, the matrix stride too):
   coopVecOuterProductAccumulate(a, b, matrix, matrixOffset, matrixStride, memoryLayout,
                                 matrixInterpretation)     matrix[i][j] += a[i] * b[j] (atomic)
   coopVecReduceSumAccumulate(v, buffer, offset)            buffer[i] += v[i] (atomic)
-The matrix and bias are RWStructuredBuffer / StructuredBuffer of half, float or double, or
-pointers to them (the pointer forms take no offset; accumulation needs half or float); the
-Float16 / Float32 / Float64 interpretations must name the buffer's element type
-(ByteAddressBuffer is not supported). A `void*` is read as the interpretation says (accumulations:
-as the matrix interpretation, or the vector's element type for a sum), from its byte offset on
-(byte_pointers.py). Layouts: RowMajor / ColumnMajor (the stride is the bytes from one row /
-column to the next, 0 for packed), InferencingOptimal / TrainingOptimal: row-major, packed
-(diffc's choice; the stride is ignored). `transpose` needs an optimal layout (as in Slang): the
+The matrix and bias are (RW)ByteAddressBuffers (read as the interpretation says: Slang's CPU and
+GPU targets take these), RWStructuredBuffer / StructuredBuffer of half, float or double, or
+pointers to them (the pointer forms take no offset; accumulation needs half or float); for a
+structured buffer or typed pointer, the Float16 / Float32 / Float64 interpretations must name its
+element type. A `void*` is read as the interpretation says (accumulations: as the matrix
+interpretation, or the vector's element type for a sum), from its byte offset on
+(byte_pointers.py); so is a byte address buffer, from its byte offset. Layouts: RowMajor /
+ColumnMajor (the stride is the bytes from one row / column to the next, 0 for packed; a constant
+one shorter than a row / column is an error), InferencingOptimal / TrainingOptimal: row-major,
+packed (diffc's choice; the stride is ignored), so every operation reads and writes a matrix in
+them alike (the gradient an outer product adds is the matrix a product reads). `transpose` needs an optimal layout (as in Slang): the
 stored matrix is then K x M and the product uses its transpose. Without transpose the stored
 matrix is M x K. The operations run per work-item (as Slang specifies them), as loops over
 private arrays of the vectors' elements. As in Slang they are not differentiable: a
