@@ -226,6 +226,10 @@ RM = "CoopVecMatrixLayout.RowMajor"
     (BAB + "void f() { rm.Store(0, 1); }", "E0003", "a ByteAddressBuffer is read-only"),
     (BAB + "float f() { return wm[0]; }", "E0008", "indexing a RWByteAddressBuffer is not supported"),
     (BAB + "void f() { uint n; wm.GetDimensions(n); }", "E0008", "RWByteAddressBuffer.GetDimensions is not supported"),
+    (BAB + "groupshared int gi[8];\nvoid f(CoopVec<float, 4> v) { v.store(gi, 0); }", "E0003",
+     "needs a groupshared float[M], got int[8]"),
+    (BAB + "void f() { float a[4]; let v = coopVecLoadGroupshared<4>(a); }", "E0003",
+     "coopVecLoadGroupshared reads a groupshared array of scalars"),
 ])
 def test_byte_buffer_errors_are_located(src, code, words):
     lines = src.split("\n")
@@ -292,3 +296,27 @@ def test_load_store_and_slang_test_input_data(diffc_run):
     blocks = [b.split() for b in r.stdout.split("type:")[1:]]
     assert blocks[0][0] == "float" and [float(v) for v in blocks[0][1:]] == [1.5, 7.0, 2.5, 1.0, 1.0, 3.0]
     assert blocks[1][0] == "half" and [float(v) for v in blocks[1][1:]] == [1.0, -6.0]
+
+
+GROUPSHARED = """\
+//TEST_INPUT: set out = out ubuffer(count=16, stride=4)
+RWStructuredBuffer<float> out;
+groupshared float temp[20];
+
+[numthreads(4, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    let v = CoopVec<float, 4>(1.0, 2.0, 3.0, 4.0) * float(tid.x + 1);
+    v.store(temp, 16 + tid.x * 16);
+    GroupMemoryBarrierWithGroupSync();
+    let w = coopVecLoadGroupshared<4>(temp, 16 + ((tid.x + 1) % 4) * 16);
+    w.store(out, tid.x * 16);
+}
+"""
+
+
+def test_store_to_and_load_from_groupshared_arrays(diffc_run):
+    """Each work-item's vector through work-group memory at a byte offset, read by its neighbour."""
+    out = _outputs(diffc_run(GROUPSHARED))
+    want = np.concatenate([np.arange(1, 5) * ((t + 1) % 4 + 1) for t in range(4)])
+    np.testing.assert_array_equal(out, want)

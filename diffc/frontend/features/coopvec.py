@@ -8,7 +8,8 @@ split-wide-vectors gives the OpenCL emitter vectors of the widths it has.
 
 What only a CoopVec has (the matrices live in buffers; a byte offset is a multiple of the
 buffer's element size, the matrix stride too):
-  v.store(buffer[, byteOffset]), coopVecLoad<N[, T]>(buffer[, byteOffset]), v.getCount(),
+  v.store(buffer or groupshared array[, byteOffset]), coopVecLoad<N[, T]>(buffer[, byteOffset]),
+  coopVecLoadGroupshared<N[, T]>(array[, byteOffset]), v.getCount(),
   v.fill(x), v.copyFrom(w), v.matMul(Add)Accum(Packed)(...) = v += coopVecMatMul...<T, N>(...)
   coopVecMatMul<T, M[, K]>(input, inputInterpretation, matrix, matrixOffset, matrixInterpretation,
                            memoryLayout, transpose, matrixStride)           -> CoopVec<T, M>
@@ -50,7 +51,7 @@ from diffc.dialects import diff
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.features import byte_pointers
+from diffc.frontend.features import byte_pointers, groupshared
 from diffc.frontend.coopvec_enums import INTERPRETED, PRELUDE
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
@@ -67,8 +68,8 @@ METHODS = {"store", "getCount", "fill", "copyFrom"} | set(ACCUMULATING)
 # Slang's cooperative-vector operations this front end does not implement
 REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "storeAny"}
 FUNCTIONS = {"coopVecMatMul", "coopVecMatMulAdd", "coopVecMatMulPacked", "coopVecMatMulAddPacked",
-             "coopVecOuterProductAccumulate", "coopVecReduceSumAccumulate", "coopVecLoad"}
-REFUSED_FUNCTIONS = {"coopVecLoadGroupshared", "coopVecStore"}
+             "coopVecOuterProductAccumulate", "coopVecReduceSumAccumulate", "coopVecLoad", "coopVecLoadGroupshared"}
+REFUSED_FUNCTIONS = {"coopVecStore"}
 
 
 def resolve(c: Checking, t: A.TypeRef) -> T.Type:
@@ -117,7 +118,11 @@ def check_method(c: Checking, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Ty
     bt = c.expr(e.args[0])
     if isinstance(bt, T.ByteBuffer) and not bt.rw:
         raise err(TYPE_MISMATCH, f"store of a {vt} needs a writable buffer, got a read-only {bt}", e.args[0])
-    if not (isinstance(bt, T.ByteBuffer) or isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
+    shared = _groupshared_array(c, e.args[0], bt)
+    if shared and bt.elem != vt.elem:
+        raise err(TYPE_MISMATCH, f"store of a {vt} into group-shared memory needs a groupshared {vt.elem}[M], got {bt}",
+                  e.args[0])
+    if not (shared or isinstance(bt, T.ByteBuffer) or isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
         raise err(TYPE_MISMATCH, f"store of a {vt} needs a RWStructuredBuffer<{vt.elem}> or a RWByteAddressBuffer, "
                   f"got {bt}", e.args[0])
     if len(e.args) == 1:
@@ -128,6 +133,12 @@ def check_method(c: Checking, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Ty
         raise err(TYPE_MISMATCH, f"store's byte offset {int(e.args[1].value)} is not a multiple of the "
                   f"{size}-byte elements of the buffer", e.args[1])
     return _typed(c, e, "coopvec_store", vt)
+
+
+def _groupshared_array(c: Checking, arg: A.Expr, t: T.Type) -> bool:
+    """Whether `arg` is a whole groupshared array of scalars (Slang's `groupshared T[M]` operand)."""
+    return isinstance(t, T.Array) and isinstance(t.elem, T.Scalar) and isinstance(c.current(arg), A.Name) \
+        and groupshared.in_groupshared(c.current(arg))
 
 
 def _typed(c: Checking, e: A.Call, kind: str, target) -> T.Type:
@@ -143,7 +154,10 @@ def lower_store(lw, e: A.Call) -> list[SSAValue]:
     """The elements, one after another, from element byteOffset / size of the buffer."""
     vt: T.Vector = e.target
     (vec,) = lw.lower_as(e.callee.base, vt)
-    (buf,) = lw.expr(e.args[0])
+    if groupshared.in_groupshared(e.args[0]):  # a groupshared T[M]: its work-group memory
+        buf, start = lw.address(e.args[0])
+    else:
+        (buf,), start = lw.expr(e.args[0]), None
     if len(e.args) == 2:
         (byte_offset,) = lw.lower_as(e.args[1], T.INT)
         at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
@@ -153,7 +167,8 @@ def lower_store(lw, e: A.Call) -> list[SSAValue]:
         byte_pointers.store(lw, buf, at, vt, [vec])
         return []
     size = lw.v(arith.ConstantOp(IntegerAttr(element_bytes(vt.elem), IndexType())))
-    lw.store_mem(buf, lw.v(arith.DivUIOp(at, size)), vt, [vec])
+    at = lw.v(arith.DivUIOp(at, size))
+    lw.store_mem(buf, at if start is None else lw.v(arith.AddiOp(start, at)), vt, [vec])
     return []
 
 
@@ -272,6 +287,24 @@ def _size_arg(c: Checking, name: str, a, where: A.Node, what: str) -> int:
 def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
     """The checks of one call of Slang's CoopVec functions; e.target gets its Plan."""
     args, targs = e.args, callee.targs
+    if name == "coopVecLoadGroupshared":
+        if not targs or len(targs) > 2 or not 1 <= len(args) <= 2:
+            raise err(ARG_COUNT, "coopVecLoadGroupshared<N[, T]>(array[, byteOffset]) takes a size, maybe an element "
+                      "type, then a groupshared array and maybe a byte offset", e)
+        n = _size_arg(c, name, targs[0], callee, "the size")
+        at = c.expr(args[0])
+        if not _groupshared_array(c, args[0], at):
+            raise err(TYPE_MISMATCH, f"coopVecLoadGroupshared reads a groupshared array of scalars, got {at}", args[0])
+        if len(targs) == 2 and c.generic_arg(name, targs[1], callee) != at.elem:
+            raise err(TYPE_MISMATCH, f"coopVecLoadGroupshared<{n}, {targs[1]}> reads {targs[1]} elements, but the "
+                      f"array holds {at.elem}", args[0])
+        offset = args[1] if len(args) == 2 else None
+        if offset is not None:
+            c.expect_type(offset, T.INT)
+        _check_byte_offset(offset, at.elem)
+        vt = T.Vector(at.elem, n)
+        e.kind, e.target = "coopvec", Plan("load", vt, [], [], matrix=Memory(args[0], offset, at.elem))
+        return vt
     if name == "coopVecLoad":
         if not targs or len(targs) > 2 or not 1 <= len(args) <= 2:
             raise err(ARG_COUNT, "coopVecLoad<N[, T]>(buffer[, byteOffset]) takes a size, maybe an element type, "
@@ -431,7 +464,10 @@ def _const_bool(e: A.Expr) -> bool:
 
 def _where(lw, mem: Memory) -> tuple[SSAValue, SSAValue]:
     """The memref and the element index where `mem` starts."""
-    vals = lw.expr(mem.arg)
+    if groupshared.in_groupshared(mem.arg):  # a groupshared array: its work-group memory
+        vals = list(lw.address(mem.arg))
+    else:
+        vals = lw.expr(mem.arg)
     if byte_pointers.is_bytes(vals[0]) and len(vals) == 1:  # a (RW)ByteAddressBuffer: from its byte offset
         at = lw.index_const(0)
         if mem.offset is not None:
