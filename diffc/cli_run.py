@@ -37,7 +37,7 @@ from diffc.runtime.textures import NAMED as TEXTURE_NAMED, ROLES as TEXTURE_ROLE
 _OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?:[:,](?P<flags>.*))?$")
 # (a generic type's name with its arguments too: `type_conformance Persp<float>:ISensor<float> = 0`)
 _CONFORMANCE = re.compile(r"^type_conformance\s+(?P<struct>[^:=]+?)\s*:\s*(?P<iface>[^:=]+?)\s*=\s*(?P<id>\d+)\s*;?\s*$")
-_NEW = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<out>out\s+)?ubuffer\((?P<opts>[^)]*)\)\s*$")
+_NEW = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<out>out\s+)?ubuffer\((?P<opts>[^)]*)\)\s*;?\s*$")
 
 
 @dataclass

@@ -320,3 +320,26 @@ def test_store_to_and_load_from_groupshared_arrays(diffc_run):
     out = _outputs(diffc_run(GROUPSHARED))
     want = np.concatenate([np.arange(1, 5) * ((t + 1) % 4 + 1) for t in range(4)])
     np.testing.assert_array_equal(out, want)
+
+
+POINTERS = """\
+//TEST_INPUT: set src = ubuffer(data=[1 2 3 4 5 6 7 8 9 10 11 12], stride=4);
+uniform float* src;
+//TEST_INPUT: set dst = out ubuffer(count=8, stride=4);
+uniform float* dst;
+
+[numthreads(1, 1, 1)]
+void computeMain()
+{
+    let a = coopVecLoad<4, float>(src, 0);
+    let b = coopVecLoad<4, float>(src + 2, 16);
+    b.store(dst, 0);
+    a.store(dst + 1, 12);
+}
+"""
+
+
+def test_pointer_loads_and_stores_take_byte_offsets(diffc_run):
+    """As in Slang, coopVecLoad and store of a T* take a byte offset from where it points (and
+    Slang's `set X = ubuffer(...);` with its semicolon reads)."""
+    np.testing.assert_array_equal(_outputs(diffc_run(POINTERS)), [7, 8, 9, 10, 1, 2, 3, 4])

@@ -122,9 +122,11 @@ def check_method(c: Checking, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Ty
     if shared and bt.elem != vt.elem:
         raise err(TYPE_MISMATCH, f"store of a {vt} into group-shared memory needs a groupshared {vt.elem}[M], got {bt}",
                   e.args[0])
-    if not (shared or isinstance(bt, T.ByteBuffer) or isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
-        raise err(TYPE_MISMATCH, f"store of a {vt} needs a RWStructuredBuffer<{vt.elem}> or a RWByteAddressBuffer, "
-                  f"got {bt}", e.args[0])
+    typed_pointer = isinstance(bt, T.Pointer) and not bt.atomic and not bt.by_value and bt.elem == vt.elem
+    if not (shared or typed_pointer or isinstance(bt, T.ByteBuffer)
+            or isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
+        raise err(TYPE_MISMATCH, f"store of a {vt} needs a RWStructuredBuffer<{vt.elem}>, a {vt.elem}* or a "
+                  f"RWByteAddressBuffer, got {bt}", e.args[0])
     if len(e.args) == 1:
         return _typed(c, e, "coopvec_store", vt)
     c.expect_type(e.args[1], T.INT)
@@ -157,7 +159,8 @@ def lower_store(lw, e: A.Call) -> list[SSAValue]:
     if groupshared.in_groupshared(e.args[0]):  # a groupshared T[M]: its work-group memory
         buf, start = lw.address(e.args[0])
     else:
-        (buf,), start = lw.expr(e.args[0]), None
+        vals = lw.expr(e.args[0])
+        buf, start = vals[0], vals[1] if len(vals) == 2 else None  # (a pointer: its offset)
     if len(e.args) == 2:
         (byte_offset,) = lw.lower_as(e.args[1], T.INT)
         at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
@@ -323,8 +326,6 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
                       f"(RW)ByteAddressBuffer), got {bt}", args[0])
         else:
             elem = bt.elem
-        if is_ptr and len(args) == 2:
-            raise err(ARG_COUNT, "coopVecLoad of a pointer takes no byte offset", args[1])
         if len(targs) == 2 and not isinstance(bt, T.ByteBuffer):
             elem = c.generic_arg(name, targs[1], callee)
             if elem != bt.elem:
