@@ -224,6 +224,8 @@ RM = "CoopVecMatrixLayout.RowMajor"
      "got ByteAddressBuffer"),
     (BAB + "void f(CoopVec<float, 3> a) { a.store(rm, 0); }", "E0003", "needs a writable buffer"),
     (BAB + "void f() { rm.Store(0, 1); }", "E0003", "a ByteAddressBuffer is read-only"),
+    (BAB + "void f(CoopVec<double, 3> a) { coopVecReduceSumAccumulate(a, wm, 0); }", "E0008",
+     "accumulating double values into a RWByteAddressBuffer is not supported"),
     (BAB + "float f() { return wm[0]; }", "E0008", "indexing a RWByteAddressBuffer is not supported"),
     (BAB + "void f() { uint n; wm.GetDimensions(n); }", "E0008", "RWByteAddressBuffer.GetDimensions is not supported"),
     (BAB + "groupshared int gi[8];\nvoid f(CoopVec<float, 4> v) { v.store(gi, 0); }", "E0003",

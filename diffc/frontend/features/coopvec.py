@@ -405,7 +405,10 @@ def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str, as_
     """Where an accumulation adds: a RWStructuredBuffer or a pointer of half or float, or a void*
     read as `as_void`."""
     t = c.expr(arg)
-    if isinstance(t, T.ByteBuffer) and t.rw and as_void in (T.HALF, T.FLOAT):  # bytes, added to as `as_void`
+    if isinstance(t, T.ByteBuffer) and t.rw and as_void not in (T.HALF, T.FLOAT):
+        raise err(UNSUPPORTED, f"accumulating {as_void} values into a RWByteAddressBuffer is not supported (atomic "
+                  "adds take half or float)", arg)
+    if isinstance(t, T.ByteBuffer) and t.rw:  # bytes, added to as `as_void`
         if offset is None:
             raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
         c.expect_type(offset, T.INT)
