@@ -30,8 +30,9 @@ interpretation, or the vector's element type for a sum), from its byte offset on
 ColumnMajor (the stride is the bytes from one row / column to the next, 0 for packed; a constant
 one shorter than a row / column is an error), InferencingOptimal / TrainingOptimal: row-major,
 packed (diffc's choice; the stride is ignored), so every operation reads and writes a matrix in
-them alike (the gradient an outer product adds is the matrix a product reads). `transpose` needs an optimal layout (as in Slang): the
-stored matrix is then K x M and the product uses its transpose. Without transpose the stored
+them alike (the gradient an outer product adds is the matrix a product reads). `transpose` needs
+an optimal layout (as in Slang): the stored matrix is then K x M and the product uses its
+transpose. Without transpose the stored
 matrix is M x K. The operations run per work-item (as Slang specifies them), as loops over
 private arrays of the vectors' elements. As in Slang they are not differentiable: a
 derivative-carrying input in differentiated code is E0006 (Slang users give the function that
