@@ -310,8 +310,7 @@ def cmd_run(args) -> int:
                 printed.close()
     for buf, values in outputs:
         # each block named by its buffer; --slang-output: Slang's runner's unnamed `type:` blocks
-        print(f"type: {getattr(buf, 'slang_type', None) or buf.type_name}" if args.slang_output
-              else f"{buf.name}: {buf.type_name}")
+        print(f"type: {buf.type_name}" if args.slang_output else f"{buf.name}: {buf.type_name}")
         for v in values:
             print(buf.format(v))
     sys.stdout.flush()

@@ -51,7 +51,6 @@ class TestBuffer:
     type_name: str = "float"
     stride: int = 4  # bytes from one element to the next in `data` (a multiple of 4)
     words: bool = False  # `data` as Slang's test runner reads it: each element one 32-bit word
-    slang_type: str | None = None  # the element type as Slang's runner prints it (`int32_t`), where known
 
 
     def format(self, v) -> str:
@@ -394,22 +393,6 @@ def _buffer_location(front, fn, name: str, source: str | None, filename: str) ->
     return _parameter_location(fn, name, source, filename)
 
 
-_SLANG_SCALARS = {"int": "int32_t", "uint": "uint32_t"}  # (the others print as diffc spells them)
-
-
-def _slang_element(front, name: str) -> str | None:
-    """Slang's name of the scalar elements of global buffer `name` (lowering records it)."""
-    from xdsl.dialects import memref
-
-    from diffc.frontend.lowering.lower import ELEMENT
-
-    for op in front.ops if front is not None else ():
-        if isinstance(op, memref.GlobalOp) and op.sym_name.data == name and ELEMENT in op.attributes:
-            kind = op.attributes[ELEMENT].data
-            return _SLANG_SCALARS.get(kind, kind)
-    return None
-
-
 def _byte_address(front, name: str) -> bool:
     """Whether global buffer `name` is a (RW)ByteAddressBuffer (lowering marks its global)."""
     from xdsl.dialects import memref
@@ -543,7 +526,6 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
             raise _error(b.where, b.line, f"TEST_INPUT: '{name}' holds vectors of {t.element_type.element_type}: "
                                           "diffc run reads buffers of vectors of 32-bit elements only")
         dtype, b.type_name = _dtype(layout.scalar if layout else t.element_type)
-        b.slang_type = _slang_element(lowered.front, name) if layout is None else None
         arr = _array(b, dtype, int(dev.cl_device.max_mem_alloc_size))
         dev_arr = layout.to_device(arr) if layout else arr
         mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=dev_arr)

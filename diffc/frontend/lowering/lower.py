@@ -119,9 +119,7 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     self.stateless_globals[id(sym)] = t  # a struct with no fields: nothing to keep
                     continue
                 if global_pointer(t) and "static" not in d.mods and d.init is None:
-                    g = memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public"))
-                    _name_element(g, t)
-                    ops.append(g)
+                    ops.append(memref.GlobalOp.get(StringAttr(d.name), T.leaf_types(t)[0], UnitAttr(), StringAttr("public")))
                     continue  # `uniform float* p;`: a buffer bound by name, read from its start
                 if textures.resource_global(t):
                     found = textures.global_ops(d.name, t)
@@ -145,7 +143,6 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                     g.attributes["diffc.atomic"] = UnitAttr()
                 if isinstance(t, T.ByteBuffer):  # (`diffc run` fills it as Slang's test runner does)
                     g.attributes[BYTE_ADDRESS] = UnitAttr()
-                _name_element(g, t)
                 ops.append(g)
         infos = self.c.func_order  # functions, methods and generic instances
         for f in infos:
@@ -649,12 +646,3 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
 
 def _same(a: list[SSAValue], b: list[SSAValue]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-ELEMENT = "diffc.element"  # a buffer global's scalar element type as Slang names it (the IR's integers are signless)
-
-
-def _name_element(g: memref.GlobalOp, t: T.Type) -> None:
-    """`diffc run --slang-output` prints Slang's name of the element type (`uint32_t`, not `int`)."""
-    if isinstance(t, T.Buffer | T.Pointer) and isinstance(t.elem, T.Scalar):
-        g.attributes[ELEMENT] = StringAttr(str(t.elem))
