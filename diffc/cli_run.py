@@ -33,10 +33,11 @@ from diffc.diagnostics import DiffcError, SourceLocation, format_diagnostic, rea
 from diffc.runtime.input_textures import InputTexture, InputTextureGroup, input_texture
 from diffc.runtime.textures import NAMED as TEXTURE_NAMED, ROLES as TEXTURE_ROLES
 
-_OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?::(?P<flags>.*))?$")
+# (Slang's runner reads `ubuffer(...),name=X` as `ubuffer(...):name=X`)
+_OLD = re.compile(r"^ubuffer\((?P<opts>[^)]*)\)\s*(?:[:,](?P<flags>.*))?$")
 # (a generic type's name with its arguments too: `type_conformance Persp<float>:ISensor<float> = 0`)
 _CONFORMANCE = re.compile(r"^type_conformance\s+(?P<struct>[^:=]+?)\s*:\s*(?P<iface>[^:=]+?)\s*=\s*(?P<id>\d+)\s*;?\s*$")
-_NEW = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<out>out\s+)?ubuffer\((?P<opts>[^)]*)\)\s*$")
+_NEW = re.compile(r"^set\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<out>out\s+)?ubuffer\((?P<opts>[^)]*)\)\s*;?\s*$")
 
 
 @dataclass
@@ -78,9 +79,10 @@ def _options(text: str, where, line) -> tuple[list[str], int | None, int]:
         key, _, value = part.partition("=")
         key, value = key.strip(), value.strip()
         if key == "stride":
-            if not (value.isdigit() and int(value) > 0 and int(value) % 4 == 0):
-                raise _error(where, line, f"TEST_INPUT: stride must be a positive multiple of 4 bytes (the data "
-                                          f"are 32-bit words), got stride={value}")
+            if not (value.isdigit() and (int(value) in (1, 2) or int(value) > 0 and int(value) % 4 == 0)):
+                raise _error(where, line, f"TEST_INPUT: stride must be 1, 2 or a positive multiple of 4 bytes (the "
+                                          f"data are 32-bit words, packed 4 or 2 to a word with stride 1 or 2), "
+                                          f"got stride={value}")
             stride = int(value)
         elif key == "count" and value.isdigit():
             count = int(value)
@@ -183,10 +185,12 @@ _SCALAR_NAMES = {"f16": "half", "bf16": "bfloat16"}
 def _dtype(element, required: bool = True) -> tuple[np.dtype, str] | None:
     """numpy's dtype and the type name diffc run prints for a buffer's elements; None (or, where
     `required`, an error) for a kind it does not read."""
-    from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType
+    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType
 
     if isinstance(element, Float32Type):
         return np.dtype(np.float32), "float"
+    if isinstance(element, Float16Type):
+        return np.dtype(np.float16), "half"
     if isinstance(element, Float64Type):
         return np.dtype(np.float64), "double"
     if isinstance(element, IntegerType) and element.width.data in _INT_DTYPES:
@@ -233,6 +237,7 @@ class _VectorLayout:
             words[at: at + n] = dev[k, :n]
 
 
+_HALF_WORD = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[hH]")
 _INT_WORD = re.compile(r"[-+]?(?:0[xX](?P<hex>[0-9a-fA-F]+)|\d+)")
 
 
@@ -244,7 +249,9 @@ def _slang_words(b: TestBuffer) -> np.ndarray:
     for k, x in enumerate(b.data):
         try:
             m = _INT_WORD.fullmatch(x)
-            if m:
+            if _HALF_WORD.fullmatch(x):  # `1.5h`: the half's bits in the word's low 16 bits
+                words[k] = int(np.array([float(x[:-1])], np.float16).view(np.uint16)[0])
+            elif m:
                 v = int(x, 16 if m.group("hex") else 10)
                 if not -2**31 <= v < 2**32:
                     raise ValueError(f"{x} does not fit in 32 bits")
@@ -256,17 +263,38 @@ def _slang_words(b: TestBuffer) -> np.ndarray:
     return words
 
 
+def _slang_bytes(b: TestBuffer, max_bytes: int | None = None) -> np.ndarray:
+    """The bytes of a (RW)ByteAddressBuffer as Slang's test runner fills it: `data` as 32-bit
+    words (_slang_words: `1.5` a float's bits, `7` an int's, `1.5h` a half's), with stride 1 or 2
+    each value's low 1 or 2 bytes packed one after another; `count` elements of `stride` bytes
+    make it larger. Padded to whole words."""
+    words = _slang_words(b)
+    if b.stride in (1, 2):
+        values = words.astype(np.uint16 if b.stride == 2 else np.uint8)  # (the low bytes)
+        raw = values.tobytes()
+    else:
+        raw = words.tobytes()
+    n = max(len(raw), (b.count or 0) * b.stride, 4)
+    n += -n % 4
+    if max_bytes is not None and n > max_bytes:
+        raise _error(b.where, b.line, f"TEST_INPUT: '{b.name}' has {n} bytes; the device allocates at most "
+                                      f"{max_bytes} bytes per buffer")
+    out = np.zeros(n, np.uint8)
+    out[: len(raw)] = np.frombuffer(raw, np.uint8)
+    return out
+
+
 def _array(b: TestBuffer, dtype: np.dtype, max_bytes: int | None = None) -> np.ndarray:
     """The buffer's initial contents; `max_bytes`: the most one device buffer may hold. With
     `b.words` the elements are the bytes of Slang's words (_slang_words), else each element of
     `data` is read as a number of the element type."""
     if b.words:
-        raw = _slang_words(b).tobytes()
+        raw = _slang_bytes(b).tobytes() if b.stride in (1, 2) else _slang_words(b).tobytes()
         values = np.frombuffer(raw + bytes(-len(raw) % dtype.itemsize), dtype)
     else:
         try:
             if dtype.kind == "f":
-                values = [float(x) for x in b.data]
+                values = [float(x[:-1] if _HALF_WORD.fullmatch(x) else x) for x in b.data]  # (`1.5h` too)
             else:
                 values = [int(x, 0) if not re.fullmatch(r"-?\d+\.0*", x) else int(float(x)) for x in b.data]
         except ValueError as e:
@@ -364,6 +392,16 @@ def _buffer_location(front, fn, name: str, source: str | None, filename: str) ->
             loc = op.location
             return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
     return _parameter_location(fn, name, source, filename)
+
+
+def _byte_address(front, name: str) -> bool:
+    """Whether global buffer `name` is a (RW)ByteAddressBuffer (lowering marks its global)."""
+    from xdsl.dialects import memref
+
+    from diffc.frontend.features.byte_address_buffers import BYTE_ADDRESS
+
+    return any(isinstance(op, memref.GlobalOp) and op.sym_name.data == name and BYTE_ADDRESS in op.attributes
+               for op in (front.ops if front is not None else ()))
 
 
 def _located(where: SourceLocation | None, message: str, code: str, source: str | None, filename: str) -> DiffcError:
@@ -473,6 +511,14 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
                            f"buffer '{name}' is used by '{entry}' but no //TEST_INPUT declares it (add e.g. "
                            f"//TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))", "run-input",
                            source, filename)
+        if _byte_address(lowered.front, name):  # bytes as Slang's runner lays them out, printed as words
+            arr = _slang_bytes(b, int(dev.cl_device.max_mem_alloc_size))
+            b.type_name = "uint"
+            mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
+            args.append(mem)
+            sizes[name] = arr.size
+            arrays.append((b, arr, mem, arr, None))
+            continue
         scalar = t.element_type.element_type if isinstance(t.element_type, VectorType) else t.element_type
         if _dtype(scalar, required=False) is None:
             raise _located(_buffer_location(lowered.front, fn(), name, source, filename),
@@ -480,9 +526,10 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
                            "diffc run does not read or print (it reads float, double and integer buffers; "
                            "dispatch this kernel from Python with Tensors)", "run-input", source, filename)
         layout = _VectorLayout.of(t.element_type, b.stride)
-        if layout is None and b.stride != 4:
+        size = _dtype(t.element_type)[0].itemsize if layout is None else 4
+        if layout is None and b.stride not in (4, size):
             raise _error(b.where, b.line, f"TEST_INPUT: stride={b.stride} does not fit '{name}', a buffer of "
-                                          "32-bit scalars (stride=4)")
+                                          f"{8 * size}-bit scalars (stride={size}, or 4)")
         if layout and _dtype(layout.scalar)[0].itemsize != 4:
             raise _error(b.where, b.line, f"TEST_INPUT: '{name}' holds vectors of {t.element_type.element_type}: "
                                           "diffc run reads buffers of vectors of 32-bit elements only")
@@ -558,6 +605,6 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
         finish(dev.queue)
         if layout:
             layout.from_device(dev_arr, arr)
-        out.append((b, arr))
+        out.append((b, arr.view(np.uint32) if b.type_name == "uint" else arr))
     finish(dev.queue)
     return out

@@ -245,6 +245,19 @@ INT, UINT, BOOL = Scalar("int"), Scalar("uint"), Scalar("bool")
 VOID = Void()
 NATIVE_STRING = NativeStr()
 NONE, NULLPTR = Null("none"), Null("nullptr")
+
+
+@dataclass(frozen=True)
+class ByteBuffer(Buffer):
+    """`ByteAddressBuffer` / `RWByteAddressBuffer` (features/byte_address_buffers.py): memory of
+    bytes with no element type (elem is void), a `memref<?xi8>` addressed by byte offsets; what
+    is read there is said by each access (`Load<half>(at)`, a CoopVec operation's component type)."""
+
+    elem: Type = VOID
+    rw: bool = True
+
+    def name(self) -> str:
+        return "RWByteAddressBuffer" if self.rw else "ByteAddressBuffer"
 # Integer kinds: (bits, signed). `int` and `uint` are Slang's 32-bit ones; the others keep their
 # Slang spelling, so that types print as the program wrote them (`int16_t`, `uint64_t2`).
 INT_KINDS = {"int8_t": (8, True), "uint8_t": (8, False), "int16_t": (16, True), "uint16_t": (16, False),
@@ -437,8 +450,8 @@ def byte_addressed(t: Type) -> bool:
     if isinstance(t, Pointer):
         return t.elem == VOID or (not t.by_value and not t.atomic and pointee_scalar(t.elem) is None
                                   and getattr(t.elem, "dynamic_of", None) is None)
-    return (isinstance(t, Buffer) and isinstance(t.elem, Struct) and t.elem.dynamic_of is None
-            and pointee_scalar(t.elem) is None)
+    return isinstance(t, ByteBuffer) or (isinstance(t, Buffer) and isinstance(t.elem, Struct)
+                                         and t.elem.dynamic_of is None and pointee_scalar(t.elem) is None)
 
 
 def scalar_bytes(s: Scalar) -> int:

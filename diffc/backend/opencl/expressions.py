@@ -36,25 +36,30 @@ def _call(name: str) -> Handler:
     return lambda fe, op: f"{name}({', '.join(fe.bare(v) for v in op.operands)})"
 
 
-def _integer(template: str) -> Handler:
+def _integer(template: str, vector_template: str | None = None) -> Handler:
     """A binary integer op as `template`, which sees {t} (the result's C type), {a} and {b}
-    (the operands) and {ua} and {ub} (the operands cast to the unsigned type of the result)."""
+    (the operands), {ua} and {ub} (the operands as the unsigned type of the result) and {as_t}
+    (what turns such an unsigned value back into the result's type). A vector's bits are
+    reinterpreted with as_<type>: OpenCL C refuses a cast between vector types."""
 
     def emit(fe: FunctionContext, op: Operation) -> str:
         t = op.results[0].type
-        u = unsigned_ctype(t, fe.options)
+        u, c = unsigned_ctype(t, fe.options), ctype(t, fe.options)
         a, b = (fe.expr(v) for v in op.operands)
-        return template.format(t=ctype(t, fe.options), a=a, b=b, ua=f"({u}){a}", ub=f"({u}){b}")
+        if isinstance(t, VectorType):
+            return (vector_template or template).format(t=c, a=a, b=b, ua=f"as_{u}({a})", ub=f"as_{u}({b})",
+                                                        as_t=f"as_{c}")
+        return template.format(t=c, a=a, b=b, ua=f"({u}){a}", ub=f"({u}){b}", as_t=f"({c})")
 
     return emit
 
 
 def _unsigned_binary(symbol: str) -> Handler:
-    return _integer(f"({{t}})({{ua}} {symbol} {{ub}})")
+    return _integer(f"{{as_t}}({{ua}} {symbol} {{ub}})")
 
 
 def _unsigned_call(name: str) -> Handler:
-    return _integer(f"({{t}}){name}({{ua}}, {{ub}})")
+    return _integer(f"({{t}}){name}({{ua}}, {{ub}})", f"{{as_t}}({name}({{ua}}, {{ub}}))")
 
 
 def _cast(to: Attribute, value: str, fe: FunctionContext) -> str:
@@ -170,8 +175,8 @@ def _cmpi(fe: FunctionContext, op: arith.CmpiOp) -> str:
 # lies on the other side.
 _ceildivsi = _integer("{a} / {b} + ({a} % {b} != 0 && ({a} % {b} > 0) == ({b} > 0))")
 _floordivsi = _integer("{a} / {b} - ({a} % {b} != 0 && ({a} % {b} < 0) != ({b} < 0))")
-_ceildivui = _integer("({t})({ua} / {ub} + ({ua} % {ub} != 0))")
-_shrui = _integer("({t})({ua} >> {b})")
+_ceildivui = _integer("{as_t}({ua} / {ub} + ({ua} % {ub} != 0))")
+_shrui = _integer("{as_t}({ua} >> {b})")
 
 
 def _absi(fe: FunctionContext, op: Operation) -> str:

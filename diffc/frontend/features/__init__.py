@@ -8,6 +8,7 @@ from diffc.frontend.feature import install
 from diffc.frontend.features import access_modifiers
 from diffc.frontend.features import arithmetic_methods
 from diffc.frontend.features import atomic_intrinsics
+from diffc.frontend.features import byte_address_buffers
 from diffc.frontend.features import byte_pointers
 from diffc.frontend.features import cbuffers
 from diffc.frontend.features import coopvec
@@ -62,6 +63,7 @@ FEATURES = [
     target_switch.FEATURE,
     cbuffers.FEATURE,
     byte_pointers.FEATURE,
+    byte_address_buffers.FEATURE,
     native_strings.FEATURE,
 ]
 

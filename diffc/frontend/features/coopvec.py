@@ -8,7 +8,9 @@ split-wide-vectors gives the OpenCL emitter vectors of the widths it has.
 
 What only a CoopVec has (the matrices live in buffers; a byte offset is a multiple of the
 buffer's element size, the matrix stride too):
-  v.store(buffer, byteOffset), coopVecLoad<N[, T]>(buffer[, byteOffset])
+  v.store(buffer or groupshared array[, byteOffset]), coopVecLoad<N[, T]>(buffer[, byteOffset]),
+  coopVecLoadGroupshared<N[, T]>(array[, byteOffset]), v.getCount(),
+  v.fill(x), v.copyFrom(w), v.matMul(Add)Accum(Packed)(...) = v += coopVecMatMul...<T, N>(...)
   coopVecMatMul<T, M[, K]>(input, inputInterpretation, matrix, matrixOffset, matrixInterpretation,
                            memoryLayout, transpose, matrixStride)           -> CoopVec<T, M>
   coopVecMatMulAdd<T, M[, K]>(..., matrixInterpretation, bias, biasOffset, biasInterpretation,
@@ -18,15 +20,19 @@ buffer's element size, the matrix stride too):
   coopVecOuterProductAccumulate(a, b, matrix, matrixOffset, matrixStride, memoryLayout,
                                 matrixInterpretation)     matrix[i][j] += a[i] * b[j] (atomic)
   coopVecReduceSumAccumulate(v, buffer, offset)            buffer[i] += v[i] (atomic)
-The matrix and bias are RWStructuredBuffer / StructuredBuffer of half, float or double, or
-pointers to them (the pointer forms take no offset; accumulation needs half or float); the
-Float16 / Float32 / Float64 interpretations must name the buffer's element type
-(ByteAddressBuffer is not supported). A `void*` is read as the interpretation says (accumulations:
-as the matrix interpretation, or the vector's element type for a sum), from its byte offset on
-(byte_pointers.py). Layouts: RowMajor / ColumnMajor (the stride is the bytes from one row /
-column to the next, 0 for packed), InferencingOptimal / TrainingOptimal: row-major, packed
-(diffc's choice; the stride is ignored). `transpose` needs an optimal layout (as in Slang): the
-stored matrix is then K x M and the product uses its transpose. Without transpose the stored
+The matrix and bias are (RW)ByteAddressBuffers (read as the interpretation says: Slang's CPU and
+GPU targets take these), RWStructuredBuffer / StructuredBuffer of half, float or double, or
+pointers to them (the pointer forms take no offset; accumulation needs half or float); for a
+structured buffer or typed pointer, the Float16 / Float32 / Float64 interpretations must name its
+element type. A `void*` is read as the interpretation says (accumulations: as the matrix
+interpretation, or the vector's element type for a sum), from its byte offset on
+(byte_pointers.py); so is a byte address buffer, from its byte offset. Layouts: RowMajor /
+ColumnMajor (the stride is the bytes from one row / column to the next, 0 for packed; a constant
+one shorter than a row / column is an error), InferencingOptimal / TrainingOptimal: row-major,
+packed (diffc's choice; the stride is ignored), so every operation reads and writes a matrix in
+them alike (the gradient an outer product adds is the matrix a product reads). `transpose` needs
+an optimal layout (as in Slang): the stored matrix is then K x M and the product uses its
+transpose. Without transpose the stored
 matrix is M x K. The operations run per work-item (as Slang specifies them), as loops over
 private arrays of the vectors' elements. As in Slang they are not differentiable: a
 derivative-carrying input in differentiated code is E0006 (Slang users give the function that
@@ -46,7 +52,7 @@ from diffc.dialects import diff, kernel
 
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
-from diffc.frontend.features import byte_pointers
+from diffc.frontend.features import byte_pointers, groupshared
 from diffc.frontend.coopvec_enums import INTERPRETED, PRELUDE
 from diffc.frontend.errors import ARG_COUNT, TYPE_MISMATCH, UNDEFINED, UNSUPPORTED
 from diffc.frontend.checker.symbols import err
@@ -56,13 +62,15 @@ if TYPE_CHECKING:
     from diffc.frontend.checker.checking import Checking
 
 MAX_ELEMENTS = 1 << 16  # a CoopVec is a vector of any width; split-wide-vectors gives OpenCL its widths
-METHODS = {"store"}
+# the mutating methods: `v.matMulAccum(args)` is `v += coopVecMatMul<T, N>(args)` (Slang's definition)
+ACCUMULATING = {"matMulAccum": "coopVecMatMul", "matMulAddAccum": "coopVecMatMulAdd",
+                "matMulAccumPacked": "coopVecMatMulPacked", "matMulAddAccumPacked": "coopVecMatMulAddPacked"}
+METHODS = {"store", "getCount", "fill", "copyFrom"} | set(ACCUMULATING)
 # Slang's cooperative-vector operations this front end does not implement
-REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "fill",
-                   "copyFrom", "storeAny"}
+REFUSED_METHODS = {"matMul", "matMulAdd", "outerProductAccumulate", "reduceSumAccumulate", "load", "storeAny"}
 FUNCTIONS = {"coopVecMatMul", "coopVecMatMulAdd", "coopVecMatMulPacked", "coopVecMatMulAddPacked",
-             "coopVecOuterProductAccumulate", "coopVecReduceSumAccumulate", "coopVecLoad"}
-REFUSED_FUNCTIONS = {"coopVecLoadGroupshared", "coopVecStore"}
+             "coopVecOuterProductAccumulate", "coopVecReduceSumAccumulate", "coopVecLoad", "coopVecLoadGroupshared"}
+REFUSED_FUNCTIONS = {"coopVecStore"}
 
 
 def resolve(c: Checking, t: A.TypeRef) -> T.Type:
@@ -87,21 +95,57 @@ def resolve(c: Checking, t: A.TypeRef) -> T.Type:
 
 
 def check_method(c: Checking, e: A.Call, callee: A.Member, vt: T.Vector) -> T.Type:
-    """`v.store(buffer, byteOffset)`: v's elements into `buffer` (a buffer of v's element type)
-    from `byteOffset`, a multiple of the element's size."""
+    """`v.store(buffer[, byteOffset])`: v's elements into `buffer` (a buffer of v's element type,
+    or a RWByteAddressBuffer) from `byteOffset` (0 if omitted), a multiple of the element's size."""
     if callee.name in REFUSED_METHODS:
         raise err(UNSUPPORTED, f"the CoopVec operation '{callee.name}' is not supported", callee.name_span)
-    if len(e.args) != 2:
-        raise err(ARG_COUNT, f"store takes a buffer and a byte offset, got {len(e.args)} arguments", e)
+    if callee.name == "getCount":  # N, an int constant
+        if e.args:
+            raise err(ARG_COUNT, f"getCount takes no arguments, got {len(e.args)}", e)
+        return c.expr(c.replace(e, A.Num(vt.n, False, "", span=e.span)))
+    if callee.name in ("fill", "copyFrom"):  # v = CoopVec<T, N>(x): a broadcast, or a conversion
+        if len(e.args) != 1:
+            raise err(ARG_COUNT, f"{callee.name} takes one argument, got {len(e.args)}", e)
+        own = A.TypeExpr(A.TypeRef("CoopVec", [A.TypeRef(str(vt.elem), span=e.span), vt.n], span=e.span), span=e.span)
+        c.expr(c.replace(e, A.Assign("=", callee.base, A.Call(own, [e.args[0]], span=e.span), span=e.span)))
+        return T.VOID
+    if callee.name in ACCUMULATING:
+        product = A.Name(ACCUMULATING[callee.name], targs=[A.TypeRef(str(vt.elem), span=e.span), vt.n],
+                         span=callee.name_span)
+        c.expr(c.replace(e, A.Assign("+=", callee.base, A.Call(product, e.args, span=e.span), span=e.span)))
+        return T.VOID
+    if len(e.args) not in (1, 2):
+        raise err(ARG_COUNT, f"store takes a buffer and maybe a byte offset, got {len(e.args)} arguments", e)
     bt = c.expr(e.args[0])
-    if not (isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
-        raise err(TYPE_MISMATCH, f"store of a {vt} needs a RWStructuredBuffer<{vt.elem}>, got {bt}", e.args[0])
+    if isinstance(bt, T.ByteBuffer) and not bt.rw:
+        raise err(TYPE_MISMATCH, f"store of a {vt} needs a writable buffer, got a read-only {bt}", e.args[0])
+    shared = _groupshared_array(c, e.args[0], bt)
+    if shared and bt.elem != vt.elem:
+        raise err(TYPE_MISMATCH, f"store of a {vt} into group-shared memory needs a groupshared {vt.elem}[M], got {bt}",
+                  e.args[0])
+    typed_pointer = isinstance(bt, T.Pointer) and not bt.atomic and not bt.by_value and bt.elem == vt.elem
+    if not (shared or typed_pointer or isinstance(bt, T.ByteBuffer)
+            or isinstance(bt, T.Buffer) and not bt.atomic and bt.elem == vt.elem):
+        raise err(TYPE_MISMATCH, f"store of a {vt} needs a RWStructuredBuffer<{vt.elem}>, a {vt.elem}* or a "
+                  f"RWByteAddressBuffer, got {bt}", e.args[0])
+    if len(e.args) == 1:
+        return _typed(c, e, "coopvec_store", vt)
     c.expect_type(e.args[1], T.INT)
     size = element_bytes(vt.elem)
     if isinstance(e.args[1], A.Num) and int(e.args[1].value) % size:
         raise err(TYPE_MISMATCH, f"store's byte offset {int(e.args[1].value)} is not a multiple of the "
                   f"{size}-byte elements of the buffer", e.args[1])
-    e.kind, e.target = "coopvec_store", vt
+    return _typed(c, e, "coopvec_store", vt)
+
+
+def _groupshared_array(c: Checking, arg: A.Expr, t: T.Type) -> bool:
+    """Whether `arg` is a whole groupshared array of scalars (Slang's `groupshared T[M]` operand)."""
+    return isinstance(t, T.Array) and isinstance(t.elem, T.Scalar) and isinstance(c.current(arg), A.Name) \
+        and groupshared.in_groupshared(c.current(arg))
+
+
+def _typed(c: Checking, e: A.Call, kind: str, target) -> T.Type:
+    e.kind, e.target = kind, target
     return T.VOID
 
 
@@ -113,11 +157,22 @@ def lower_store(lw, e: A.Call) -> list[SSAValue]:
     """The elements, one after another, from element byteOffset / size of the buffer."""
     vt: T.Vector = e.target
     (vec,) = lw.lower_as(e.callee.base, vt)
-    (buf,) = lw.expr(e.args[0])
-    (byte_offset,) = lw.lower_as(e.args[1], T.INT)
-    at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
+    if groupshared.in_groupshared(e.args[0]):  # a groupshared T[M]: its work-group memory
+        buf, start = lw.address(e.args[0])
+    else:
+        vals = lw.expr(e.args[0])
+        buf, start = vals[0], vals[1] if len(vals) == 2 else None  # (a pointer: its offset)
+    if len(e.args) == 2:
+        (byte_offset,) = lw.lower_as(e.args[1], T.INT)
+        at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
+    else:
+        at = lw.index_const(0)
+    if byte_pointers.is_bytes(buf):  # a RWByteAddressBuffer
+        byte_pointers.store(lw, buf, at, vt, [vec])
+        return []
     size = lw.v(arith.ConstantOp(IntegerAttr(element_bytes(vt.elem), IndexType())))
-    lw.store_mem(buf, lw.v(arith.DivUIOp(at, size)), vt, [vec])
+    at = lw.v(arith.DivUIOp(at, size))
+    lw.store_mem(buf, at if start is None else lw.v(arith.AddiOp(start, at)), vt, [vec])
     return []
 
 
@@ -146,6 +201,7 @@ class Plan:
     stride: A.Expr | None = None
     rows: int = 0  # of the matrix as stored
     cols: int = 0
+    input_as: T.Scalar | None = None  # the input's interpretation (the input is rounded to it first)
 
 
 def _enum_case(c: Checking, e: A.Expr, enum: str, what: str) -> str:
@@ -185,7 +241,12 @@ def _memory(c: Checking, arg: A.Expr, offset: A.Expr | None, interp: A.Expr, wha
     """A buffer (with a byte offset) or a pointer (without), read as `interp` says."""
     t = c.expr(arg)
     want = _interpretation(c, interp, f"the {what}'s interpretation")
-    if isinstance(t, T.Buffer) and not t.atomic and isinstance(t.elem, T.Scalar):
+    if isinstance(t, T.ByteBuffer):  # bytes: read as the interpretation says
+        elem = want
+        if offset is None:
+            raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
+        c.expect_type(offset, T.INT)
+    elif isinstance(t, T.Buffer) and not t.atomic and isinstance(t.elem, T.Scalar):
         elem = t.elem
         if offset is None:
             raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
@@ -197,7 +258,7 @@ def _memory(c: Checking, arg: A.Expr, offset: A.Expr | None, interp: A.Expr, wha
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
     else:
         raise err(TYPE_MISMATCH, f"the {what} must be a structured buffer or a pointer of half, float or double "
-                  f"(or a void*), got {t}", arg)
+                  f"(or a void*, or a (RW)ByteAddressBuffer), got {t}", arg)
     if elem != want:
         raise err(TYPE_MISMATCH, f"the {what}'s interpretation CoopVecComponentType."
                   f"{_INTERPRETATION_OF[want.kind]} reads {want} elements, but the {what} holds {elem}",
@@ -230,6 +291,24 @@ def _size_arg(c: Checking, name: str, a, where: A.Node, what: str) -> int:
 def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
     """The checks of one call of Slang's CoopVec functions; e.target gets its Plan."""
     args, targs = e.args, callee.targs
+    if name == "coopVecLoadGroupshared":
+        if not targs or len(targs) > 2 or not 1 <= len(args) <= 2:
+            raise err(ARG_COUNT, "coopVecLoadGroupshared<N[, T]>(array[, byteOffset]) takes a size, maybe an element "
+                      "type, then a groupshared array and maybe a byte offset", e)
+        n = _size_arg(c, name, targs[0], callee, "the size")
+        at = c.expr(args[0])
+        if not _groupshared_array(c, args[0], at):
+            raise err(TYPE_MISMATCH, f"coopVecLoadGroupshared reads a groupshared array of scalars, got {at}", args[0])
+        if len(targs) == 2 and c.generic_arg(name, targs[1], callee) != at.elem:
+            raise err(TYPE_MISMATCH, f"coopVecLoadGroupshared<{n}, {targs[1]}> reads {targs[1]} elements, but the "
+                      f"array holds {at.elem}", args[0])
+        offset = args[1] if len(args) == 2 else None
+        if offset is not None:
+            c.expect_type(offset, T.INT)
+        _check_byte_offset(offset, at.elem)
+        vt = T.Vector(at.elem, n)
+        e.kind, e.target = "coopvec", Plan("load", vt, [], [], matrix=Memory(args[0], offset, at.elem))
+        return vt
     if name == "coopVecLoad":
         if not targs or len(targs) > 2 or not 1 <= len(args) <= 2:
             raise err(ARG_COUNT, "coopVecLoad<N[, T]>(buffer[, byteOffset]) takes a size, maybe an element type, "
@@ -237,12 +316,18 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
         n = _size_arg(c, name, targs[0], callee, "the size")
         bt = c.expr(args[0])
         is_ptr = isinstance(bt, T.Pointer) and not bt.by_value
-        if not (isinstance(bt, T.Buffer | T.Pointer) and isinstance(bt.elem, T.Scalar) and not bt.atomic):
-            raise err(TYPE_MISMATCH, f"coopVecLoad reads a structured buffer or a pointer of scalars, got {bt}", args[0])
-        if is_ptr and len(args) == 2:
-            raise err(ARG_COUNT, "coopVecLoad of a pointer takes no byte offset", args[1])
-        elem = bt.elem
-        if len(targs) == 2:
+        if isinstance(bt, T.ByteBuffer):  # bytes: the element type says what they are
+            if len(targs) != 2:
+                raise err(ARG_COUNT, f"coopVecLoad<N, T> of a {bt} needs the element type T (its bytes have none)", callee)
+            elem = c.generic_arg(name, targs[1], callee)
+            if not (isinstance(elem, T.Scalar) and elem != T.BOOL):
+                raise err(TYPE_MISMATCH, f"coopVecLoad<{n}, {elem}>: the element type must be a numeric scalar", callee)
+        elif not (isinstance(bt, T.Buffer | T.Pointer) and isinstance(bt.elem, T.Scalar) and not bt.atomic):
+            raise err(TYPE_MISMATCH, f"coopVecLoad reads a structured buffer or a pointer of scalars (or a "
+                      f"(RW)ByteAddressBuffer), got {bt}", args[0])
+        else:
+            elem = bt.elem
+        if len(targs) == 2 and not isinstance(bt, T.ByteBuffer):
             elem = c.generic_arg(name, targs[1], callee)
             if elem != bt.elem:
                 raise err(TYPE_MISMATCH, f"coopVecLoad<{n}, {elem}> reads {elem} elements, but the buffer holds "
@@ -275,6 +360,7 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
                       f"{mem.elem}", interp)
         plan = Plan("outer", T.VOID, [args[0], args[1]], [a, b], matrix=mem, rows=a.n, cols=b.n)
         _layout(c, plan, layout, None, stride)
+        _check_stride(plan)
         e.kind, e.target = "coopvec", plan
         return T.VOID
     # the matrix-vector products
@@ -308,9 +394,10 @@ def check_function(c: Checking, e: A.Call, name: str, callee: A.Name) -> T.Type:
                       f"the input's size {k}", kk)
     mat = _memory(c, got["matrix"], got.get("matrixOffset"), got["matrixInterpretation"], "matrix")
     bias = _memory(c, got["bias"], got.get("biasOffset"), got["biasInterpretation"], "bias") if add else None
-    plan = Plan("matmul", T.Vector(rt, m), [got["input"]], [it], matrix=mat, bias=bias)
+    plan = Plan("matmul", T.Vector(rt, m), [got["input"]], [it], matrix=mat, bias=bias, input_as=in_interp)
     _layout(c, plan, got["memoryLayout"], got["transpose"], got["matrixStride"])
     plan.rows, plan.cols = (k, m) if plan.transpose else (m, k)
+    _check_stride(plan)
     e.kind, e.target = "coopvec", plan
     return plan.result
 
@@ -319,6 +406,15 @@ def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str, as_
     """Where an accumulation adds: a RWStructuredBuffer or a pointer of half or float, or a void*
     read as `as_void`."""
     t = c.expr(arg)
+    if isinstance(t, T.ByteBuffer) and t.rw and as_void not in (T.HALF, T.FLOAT):
+        raise err(UNSUPPORTED, f"accumulating {as_void} values into a RWByteAddressBuffer is not supported (atomic "
+                  "adds take half or float)", arg)
+    if isinstance(t, T.ByteBuffer) and t.rw:  # bytes, added to as `as_void`
+        if offset is None:
+            raise err(ARG_COUNT, f"the {what} is a buffer: it needs a byte offset after it", arg)
+        c.expect_type(offset, T.INT)
+        _check_byte_offset(offset, as_void)
+        return Memory(arg, offset, as_void)
     if isinstance(t, T.Pointer) and t.elem == T.VOID and as_void in (T.HALF, T.FLOAT):
         if offset is not None:
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
@@ -331,7 +427,8 @@ def _accumulated(c: Checking, arg: A.Expr, offset: A.Expr | None, what: str, as_
         if offset is not None:
             raise err(ARG_COUNT, f"the {what} is a pointer: it takes no byte offset", offset)
     else:
-        raise err(TYPE_MISMATCH, f"the {what} must be a RWStructuredBuffer or a pointer of half or float (atomic adds), got {t}", arg)
+        raise err(TYPE_MISMATCH, f"the {what} must be a RWStructuredBuffer or a pointer of half or float (atomic "
+                  f"adds), or a RWByteAddressBuffer read as half or float, got {t}", arg)
     _check_byte_offset(offset, t.elem)
     return Memory(arg, offset, t.elem)
 
@@ -352,6 +449,18 @@ def _layout(c: Checking, plan: Plan, layout: A.Expr, transpose: A.Expr | None, s
     plan.stride = stride
 
 
+def _check_stride(p: Plan) -> None:
+    """A constant RowMajor / ColumnMajor stride shorter than a row / column of the matrix the
+    operation reads (its sizes are the vectors') would overlap rows: a located error."""
+    if p.layout not in ("RowMajor", "ColumnMajor") or not isinstance(p.stride, A.Num) or p.stride.is_float:
+        return
+    stride, es = int(p.stride.value), element_bytes(p.matrix.elem)
+    run, what = (p.cols, "row") if p.layout == "RowMajor" else (p.rows, "column")
+    if stride and stride < run * es:
+        raise err(TYPE_MISMATCH, f"matrix stride {stride} bytes is shorter than a {what} of the {p.rows} x {p.cols} "
+                  f"{p.matrix.elem} matrix ({run} elements, {run * es} bytes) in {p.layout} layout", p.stride)
+
+
 def _const_bool(e: A.Expr) -> bool:
     if isinstance(e, A.BoolLit):
         return e.value
@@ -360,7 +469,16 @@ def _const_bool(e: A.Expr) -> bool:
 
 def _where(lw, mem: Memory) -> tuple[SSAValue, SSAValue]:
     """The memref and the element index where `mem` starts."""
-    vals = lw.expr(mem.arg)
+    if groupshared.in_groupshared(mem.arg):  # a groupshared array: its work-group memory
+        vals = list(lw.address(mem.arg))
+    else:
+        vals = lw.expr(mem.arg)
+    if byte_pointers.is_bytes(vals[0]) and len(vals) == 1:  # a (RW)ByteAddressBuffer: from its byte offset
+        at = lw.index_const(0)
+        if mem.offset is not None:
+            (byte_offset,) = lw.lower_as(mem.offset, T.INT)
+            at = lw.v(arith.IndexCastOp(byte_offset, IndexType()))
+        return byte_pointers.typed_at(lw, vals[0], at, mem.elem)
     if byte_pointers.is_bytes(vals[0]) and len(vals) == 2 and T.scalar_bytes(mem.elem) > 1:  # a void*
         vals = list(byte_pointers.typed_at(lw, vals[0], vals[1], mem.elem))
     buf = vals[0]
@@ -458,6 +576,9 @@ def _matmul(lw, p: Plan, x: SSAValue) -> list[SSAValue]:
     rs, cs = _strides(lw, p)
     # W[r][c] of the stored matrix is at at + r * rs + c * cs; transposed, result i reads W[k][i]
     out_step, in_step = (cs, rs) if p.transpose else (rs, cs)
+    if p.input_as is not None and p.input_as != xt.elem:  # read as its interpretation says
+        xt2 = T.Vector(p.input_as, xt.n)
+        x, xt = lw.convert([x], xt, xt2)[0], xt2
     xs = _spill(lw, x, xt, rt.elem)
     out = lw.v(memref.AllocaOp.get(T.ir_scalar(rt.elem), shape=[rt.n]))
     bias = _where(lw, p.bias) if p.bias is not None else None

@@ -21,6 +21,7 @@ from diffc.dialects.abi import ABI, AbiRoleAttr
 from diffc.frontend import ast as A
 from diffc.frontend import types as T
 from diffc.frontend.features import byte_pointers, textures
+from diffc.frontend.features.byte_address_buffers import BYTE_ADDRESS
 from diffc.frontend.api_signature import API_ATTR, describe
 from diffc.frontend.lowering.derivative_checks import check_module
 from diffc.frontend.features.groupshared import storage_type
@@ -140,6 +141,8 @@ class Lowering(ExprLowering, CallLowering, BuiltinLowering, MatrixLowering):
                 g.location = self.file_loc(d.span[0])  # (`diffc run` names the buffer's declaration)
                 if t.atomic:
                     g.attributes["diffc.atomic"] = UnitAttr()
+                if isinstance(t, T.ByteBuffer):  # (`diffc run` fills it as Slang's test runner does)
+                    g.attributes[BYTE_ADDRESS] = UnitAttr()
                 ops.append(g)
         infos = self.c.func_order  # functions, methods and generic instances
         for f in infos:

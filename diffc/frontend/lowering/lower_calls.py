@@ -9,7 +9,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from diffc.dialects import diff, kernel
 from diffc.frontend import ast as A
-from diffc.frontend.features import coopvec, cuda_builtins, groupshared, textures
+from diffc.frontend.features import byte_address_buffers, coopvec, cuda_builtins, groupshared, textures
 from diffc.frontend import types as T
 from diffc.frontend.checker.builtins import ATOMIC_KINDS, WAVE_CONSTANT
 from diffc.frontend.checker.symbols import derivative_signature, err, ptr_param
@@ -99,6 +99,8 @@ class CallLowering:
             return coopvec.lower_store(self, e)
         if k == "coopvec":
             return coopvec.lower_operation(self, e)
+        if k == "byte_buffer":
+            return byte_address_buffers.lower_call(self, e)
         if k == "interlocked_add":
             buf, off = self.expr(e.args[0])
             (x,) = self.lower_as(e.args[1], T.HALF)

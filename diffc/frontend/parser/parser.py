@@ -34,7 +34,8 @@ GENERIC_TYPES = {"DifferentialPair", "DifferentialPtrPair", "RWStructuredBuffer"
                  "CoopVec", "Optional",
                  "matrix", "Array", "Texture2D", "RWTexture2D", "ParameterBlock",
                  "Ref", "ConstRef"}  # (a texture's <T> may be left out; Ref and ConstRef: ref_params.py)
-RESOURCE_TYPES = {"SamplerState", "NativeString"}  # frontend/features/textures.py, native_strings.py
+RESOURCE_TYPES = {"SamplerState", "NativeString", "ByteAddressBuffer", "RWByteAddressBuffer"}  # features/textures.py,
+# native_strings.py, byte_address_buffers.py
 _VEC = re.compile(r"^(float|half|double|int|uint|bool|u?int(?:8|16|64)_t)([1-4])$")
 _MAT = re.compile(r"^(float|half|double|int|uint|bool)([1-4])x([1-4])$")
 PARAM_MODS = {"in", "out", "inout", "no_diff", "const", "uniform", "__constref", "constexpr"}
@@ -43,7 +44,7 @@ MATRIX_LAYOUTS = {"row_major", "column_major"}
 # Slang types this front end knows of but does not support: E0008 naming them, not "unknown".
 UNSUPPORTED_TYPES = {"Texture1D", "Texture3D", "TextureCube", "Texture2DArray", "RWTexture1D",
                      "RWTexture3D", "SamplerComparisonState",
-                     "ByteAddressBuffer", "RWByteAddressBuffer", "ConstantBuffer"}
+                     "ConstantBuffer"}
 CALL_METHOD = "__call"  # the method a struct's `operator()` declares: calling a value of it calls this
 MAX_NESTING = 256  # expressions and prefix operators inside each other
 MAX_STATEMENT_NESTING = 128  # statements (if, loops, blocks): each a region of IR, walked recursively

@@ -71,6 +71,13 @@ func.func @vectors(%a: vector<4xf32>, %b: vector<4xf32>) -> vector<4xf32> {
   func.return %e : vector<4xf32>
 }
 
+// Unsigned ops on integer vectors reinterpret the bits (OpenCL C refuses a cast between vector types)
+func.func @unsigned_vectors(%a: vector<4xi32>, %b: vector<4xi32>) -> vector<4xi32> {
+  %0 = arith.remui %a, %b : vector<4xi32>
+  %1 = arith.minui %0, %b : vector<4xi32>
+  func.return %1 : vector<4xi32>
+}
+
 func.func @k(%x: memref<?xf64>, %n: i32, %flag: i1, %h: f16) attributes {kernel.entry} {
   func.return
 }
@@ -118,4 +125,8 @@ func.func @k(%x: memref<?xf64>, %n: i32, %flag: i1, %h: f16) attributes {kernel.
 // CHECK-NEXT:    float4 r = fmax(s, b);
 // CHECK-NEXT:    float4 e = exp(r);
 // Kernel arguments: no bool (int instead), f16 scalars are passed as float.
+// CHECK-LABEL: int4 unsigned_vectors(int4 a, int4 b) {
+// CHECK-NEXT:    int4 v = as_int4(as_uint4(a) % as_uint4(b));
+// CHECK-NEXT:    int4 v_1 = as_int4(min(as_uint4(v), as_uint4(b)));
 // CHECK-LABEL: __kernel void k(__global double* x, int n, int flag, float h) {
+
