@@ -239,15 +239,22 @@ print(json.dumps({"wall": time.perf_counter() - t0, "cpu": cpu() - c0}))
 """
 
 
+def _env(tree: Path) -> dict:
+    """The environment of a child process running `tree`: its root first on the path, then what
+    the path held (where the dependencies may be installed)."""
+    path = os.pathsep.join(p for p in (str(tree), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path)
+
+
 def program_build(tree: Path) -> tuple[dict, int]:
     """The device's build of learnGradient's program as a dispatch here builds it (`diffc compile
     --device auto`), in a fresh process with an empty PoCL cache; and its lines."""
     source = subprocess.run([sys.executable, "-m", "diffc.cli", "compile", "examples/mlp/mlp.slang", "--entry",
                              "learnGradient", "--emit", "opencl", "--device", "auto"],
-                            env=dict(os.environ, PYTHONPATH=str(tree)), capture_output=True, text=True,
+                            env=_env(tree), capture_output=True, text=True,
                             cwd=str(tree), check=True).stdout
     with tempfile.TemporaryDirectory(prefix="diffc-bench-") as tmp:
-        env = dict(os.environ, PYTHONPATH=str(tree), POCL_CACHE_DIR=tmp)
+        env = dict(_env(tree), POCL_CACHE_DIR=tmp)
         out = subprocess.run([sys.executable, "-c", BUILD_CHILD], input=source, env=env, capture_output=True,
                              text=True, cwd=str(tree), check=True)
     return json.loads(out.stdout.strip().splitlines()[-1]), source.count("\n")
@@ -255,7 +262,7 @@ def program_build(tree: Path) -> tuple[dict, int]:
 
 def opencl_lines(tree: Path) -> int:
     out = subprocess.run([sys.executable, "-m", "diffc.cli", "compile", "examples/mlp/mlp.slang", "--entry",
-                          "learnGradient", "--emit", "opencl"], env=dict(os.environ, PYTHONPATH=str(tree)),
+                          "learnGradient", "--emit", "opencl"], env=_env(tree),
                          capture_output=True, text=True, cwd=str(tree), check=True)
     return out.stdout.count("\n")
 

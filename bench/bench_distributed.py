@@ -128,6 +128,43 @@ the one-process step from 5 to 8 ms between runs), gloo, torch 2.13.0+cpu,
   batch's max loss: 0.23 ms a step with two collectives and fresh host arrays each time, 0.17 ms
   with one collective and reused staging; with 2 processes 0.88 -> 0.59 ms.)
 
+Measured 2026-11-28 on 2 NVIDIA H200 (one host, driver 580.159.04, torch 2.11, NCCL),
+`--procs 1 2 --log2 14 18 --models mlp wide --steps 10 --transport cuda shared`, one run; every
+dispatch of the cuda rows ran as a CUDA kernel (no fallback):
+
+  model   params   batch   procs   transport   step ms    samples/s   per process   efficiency
+  mlp     148      2^14    1       cuda        0.372      4.405e+07   4.405e+07     1.00
+  mlp     148      2^14    2       cuda        0.487      3.365e+07   1.683e+07     0.38
+  mlp     148      2^14    1       shared      0.380      4.317e+07   4.317e+07     1.00
+  mlp     148      2^14    2       shared      1.099      1.491e+07   7.453e+06     0.17
+  mlp     148      2^18    1       cuda        0.770      3.406e+08   3.406e+08     1.00
+  mlp     148      2^18    2       cuda        0.530      4.942e+08   2.471e+08     0.73
+  mlp     148      2^18    1       shared      0.366      7.155e+08   7.155e+08     1.00
+  mlp     148      2^18    2       shared      1.065      2.461e+08   1.231e+08     0.17
+  wide    8900     2^14    1       cuda        1.256      1.304e+07   1.304e+07     1.00
+  wide    8900     2^14    2       cuda        1.107      1.481e+07   7.403e+06     0.57
+  wide    8900     2^14    1       shared      1.285      1.275e+07   1.275e+07     1.00
+  wide    8900     2^14    2       shared      1.660      9.872e+06   4.936e+06     0.39
+  wide    8900     2^18    1       cuda        9.346      2.805e+07   2.805e+07     1.00
+  wide    8900     2^18    2       cuda        4.370      5.999e+07   2.999e+07     1.07
+  wide    8900     2^18    1       shared      6.135      4.273e+07   4.273e+07     1.00
+  wide    8900     2^18    2       shared      3.790      6.917e+07   3.458e+07     0.81
+  model   batch   transport   1-process step ms   2 procs
+  mlp     2^14    cuda        0.372               0.38
+  mlp     2^14    shared      0.380               0.17
+  mlp     2^18    cuda        0.770               0.73
+  mlp     2^18    shared      0.366               0.17
+  wide    2^14    cuda        1.256               0.57
+  wide    2^14    shared      1.285               0.39
+  wide    2^18    cuda        9.346               1.07
+  wide    2^18    shared      6.135               0.81
+
+  With no OpenCL in the step (cuda) two processes scale better than with the shared transport:
+  the wide model 0.57 / 1.07 of 2x at 2^14 / 2^18 (shared 0.39 / 0.81), the MLP 0.38 / 0.73
+  (0.17 / 0.17). But one process's step is slower through NVRTC's build of the same kernels
+  than through NVIDIA's OpenCL: 9.3 against 6.1 ms (wide, 2^18), 0.77 against 0.37 ms (MLP,
+  2^18), so the 2^18 wide row's 1.07 partly reflects the slower one-process base. 4 GPUs: not lent.
+
 Measured 2026-11-28 on 2 NVIDIA H200 (one host, driver 580.159.04; OpenCL on each GPU, NCCL,
 torch 2.11), `--procs 1 2 --log2 14 18 --models mlp wide --steps 10 --transport shared device`,
 one run, the first with the shared transport finishing (it had hung: diffc/runtime/waiting.py,

@@ -30,7 +30,7 @@ echo "== pytest tests/test_cuda_kernels.py tests/test_cuda_dispatch.py tests/tes
 timeout 45 "$PY" -m pytest -q -p no:cacheprovider tests/test_cuda_kernels.py tests/test_cuda_dispatch.py tests/test_cuda_shared.py 2>&1 | tail -15 || echo "pytest: exit $?"
 
 echo "== dispatch with torch CUDA tensors: the MLP tutorial both ways (gpu/cuda_dispatch_check.py mlp)"
-timeout 25 "$PY" gpu/cuda_dispatch_check.py mlp --steps 20 --batch 4096 || echo "dispatch mlp: exit $?"
+timeout 25 "$PY" gpu/cuda_dispatch_check.py mlp --steps 20 --batch 256 || echo "dispatch mlp: exit $?"
 echo "== dispatch with torch CUDA tensors: the wide model's training loop both ways (gpu/cuda_dispatch_check.py wide)"
 start=$(date +%s)
 timeout 90 "$PY" gpu/cuda_dispatch_check.py wide --log2 14 18 --seconds 1.0 || echo "dispatch wide: exit $?"
