@@ -32,6 +32,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from diffc.runtime.errors import BuildError, CallError
+from diffc.runtime.torch_gradients import input_gradients
 
 ENABLED: list = [True]
 WORK_GROUP = 256  # threads per block of the element-wise kernels (runtime/module.py's WORK_GROUP)
@@ -318,18 +319,7 @@ def backward(fn, values: list, idx: list, tensors: list, wants, gy) -> list | No
         grads[i] = torch.zeros(a.shape, dtype=a.dtype, device=a.device)
     scratch = torch.empty(shape, dtype=dtype, device=gy.device)
     launch.run(values, scratch, _as(gy, fn.result_dtype, torch), shape, grads)
-    out = []
-    for i, t in zip(idx, tensors):
-        g = grads.get(i)
-        if g is None:
-            out.append(None)
-            continue
-        if g.dtype != t.dtype:
-            g = g.to(t.dtype)
-        if g.shape != t.shape:
-            g = g.sum_to_size(t.shape) if t.dim() else g.sum()
-        out.append(g)
-    return out
+    return input_gradients(idx, tensors, grads)
 
 
 # -- one kernel ---------------------------------------------------------------------------------

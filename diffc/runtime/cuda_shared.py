@@ -38,6 +38,7 @@ import threading
 import numpy as np
 
 from diffc.runtime.errors import CallError, DeviceError
+from diffc.runtime.torch_gradients import input_gradients
 
 ENABLED: list = [True]
 
@@ -433,15 +434,4 @@ def backward(fn, args: list, idx: list, tensors: list, wants, gy) -> list:
         fn._run_bound("bwds", values, res)
     finally:
         sh.before_torch(stream)
-    out = []
-    for i, t, w in zip(idx, tensors, wants):
-        g = grads.get(i)
-        if g is None:
-            out.append(None)
-            continue
-        if g.dtype != t.dtype:
-            g = g.to(t.dtype)
-        if g.shape != t.shape:
-            g = g.sum_to_size(t.shape) if t.dim() else g.sum()
-        out.append(g)
-    return out
+    return input_gradients(idx, tensors, grads)
