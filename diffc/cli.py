@@ -417,7 +417,10 @@ def _compiled_run(args, grow: list, made_settings) -> Lowered:
 
     def keep(program, work_group_bytes):
         key = module_cache.with_dependencies(first, read)
-        plan = module_cache.RunPlan(got.entry, tuple(got.numthreads), program, dict(work_group_bytes), tuple(warnings))
+        from diffc.cli_run import byte_address_buffers
+
+        plan = module_cache.RunPlan(got.entry, tuple(got.numthreads), program, dict(work_group_bytes), tuple(warnings),
+                                    byte_address_buffers(got.front))
         module_cache.store_dependencies(first, read)
         module_cache.store_run_plan(module_cache.kernel_key(key, "diffc run", got.settings), plan)
 

@@ -394,14 +394,24 @@ def _buffer_location(front, fn, name: str, source: str | None, filename: str) ->
     return _parameter_location(fn, name, source, filename)
 
 
-def _byte_address(front, name: str) -> bool:
-    """Whether global buffer `name` is a (RW)ByteAddressBuffer (lowering marks its global)."""
+def byte_address_buffers(front) -> frozenset:
+    """The global buffers of the front end's module `front` that are (RW)ByteAddressBuffers
+    (lowering marks their globals)."""
     from xdsl.dialects import memref
 
     from diffc.frontend.features.byte_address_buffers import BYTE_ADDRESS
 
-    return any(isinstance(op, memref.GlobalOp) and op.sym_name.data == name and BYTE_ADDRESS in op.attributes
-               for op in (front.ops if front is not None else ()))
+    return frozenset(op.sym_name.data for op in (front.ops if front is not None else ())
+                     if isinstance(op, memref.GlobalOp) and BYTE_ADDRESS in op.attributes)
+
+
+def _byte_address(lowered, name: str) -> bool:
+    """Whether global buffer `name` is a (RW)ByteAddressBuffer: from a cached run's plan (no
+    compile), else from the front end's module."""
+    plan = getattr(lowered, "plan", None)
+    if plan is not None:
+        return name in plan.byte_address
+    return name in byte_address_buffers(lowered.front)
 
 
 def _located(where: SourceLocation | None, message: str, code: str, source: str | None, filename: str) -> DiffcError:
@@ -511,7 +521,7 @@ def run_kernel(lowered, groups, buffers: list[TestBuffer], filename: str):
                            f"buffer '{name}' is used by '{entry}' but no //TEST_INPUT declares it (add e.g. "
                            f"//TEST_INPUT: set {name} = out ubuffer(data=[0 0 0 0], stride=4))", "run-input",
                            source, filename)
-        if _byte_address(lowered.front, name):  # bytes as Slang's runner lays them out, printed as words
+        if _byte_address(lowered, name):  # bytes as Slang's runner lays them out, printed as words
             arr = _slang_bytes(b, int(dev.cl_device.max_mem_alloc_size))
             b.type_name = "uint"
             mem = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)

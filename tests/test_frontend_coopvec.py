@@ -197,3 +197,28 @@ def test_a_20_wide_coopvec_runs_on_opencl(tmp_path, diffc_cli):
     want[:20], want[20:40] = x * x + 1, 6 * x
     want[40 + int((x[1] ** 2 + 1) * 2)] = x[int(x[3] ** 2 + 1)]  # runtime lanes of a 16 + 4 split
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_truncating_a_vector_comparison_to_bool_warns(diffc_cli, tmp_path):
+    # Slang compares two CoopVecs as one value (a < b is true here: equal first elements, then
+    # 0 < 5); diffc's comparison is elementwise and a bool keeps its first element (false), so
+    # the truncation is said, where it happens
+    src = tmp_path / "cmp.slang"
+    src.write_text("""//TEST_INPUT:ubuffer(data=[0 0], stride=4):out,name=outputBuffer
+RWStructuredBuffer<int> outputBuffer;
+[numthreads(1, 1, 1)]
+void computeMain(uint3 tid : SV_DispatchThreadID)
+{
+    CoopVec<float, 4> a = CoopVec<float, 4>(2.0);
+    CoopVec<float, 4> b = CoopVec<float, 4>(2.0);
+    a[1] = 0.0;
+    b[1] = 5.0;
+    bool r = a < b;
+    outputBuffer[0] = r ? 1 : 0;
+    if (all(a == b)) outputBuffer[1] = 1;
+}
+""")
+    run = diffc_cli("run", str(src))
+    assert run.returncode == 0, run.stderr
+    assert "cmp.slang:10:14: warning: implicit truncation of bool4 to bool keeps the first element only" in run.stderr
+    assert run.stderr.count("warning:") == 1  # all(...) makes a bool: no truncation

@@ -298,14 +298,15 @@ def store_entry_program(name: str | None, value) -> None:
 class RunPlan:
     """What `diffc run FILE` compiled, all a second run of the unchanged file needs to launch:
     the entry point chosen, its [numthreads], the compiler's KernelProgram, each kernel's
-    work-group memory (checked against the device at each run) and the warnings the compile
-    printed (printed again)."""
+    work-group memory (checked against the device at each run), the warnings the compile
+    printed (printed again) and the buffers that are (RW)ByteAddressBuffers (filled as bytes)."""
 
     entry: str
     numthreads: tuple[int, int, int]
     program: object  # a KernelProgram
     work_group_bytes: dict[str, int]
     warnings: tuple[str, ...] = ()
+    byte_address: frozenset = frozenset()
 
 
 def run_key(path: str, text: str, options) -> str | None:

@@ -774,6 +774,10 @@ class Checker(TypeResolution):
         got = self.expr(e)
         if not T.convertible(got, want):
             raise err(TYPE_MISMATCH, f"expected a value of type {want}, got {got}", e)
+        if isinstance(got, T.Vector) and got.elem == T.BOOL and isinstance(want, T.Scalar):
+            # (HLSL truncates with a warning; for two CoopVecs Slang's comparison is one bool)
+            self.warn(e, f"implicit truncation of {got} to {want} keeps the first element only: a comparison of two "
+                         "vectors or CoopVecs is elementwise in diffc, where Slang compares two CoopVecs as one value")
 
     def init_list(self, e: A.InitList, want: T.Type) -> None:
         if feature.first("check_init_list", self, e, want):
