@@ -476,26 +476,13 @@ def _scalar_converter(fn, i: int):
 def build_source(fn, spec) -> tuple[str, list | None]:
     """(the CUDA C of `spec`'s element-wise kernel of Function `fn`, its status slots or None):
     the kernel the OpenCL path builds (module.py's Function._compile), printed for CUDA."""
-    from xdsl.dialects import func
-    from xdsl.utils.exceptions import PassFailedException
-
-    from diffc import compiler
     from diffc.backend.opencl import EmitOptions, emit_opencl
     from diffc.kernel_settings import for_device
     from diffc.runtime.device import SETTINGS
-    from diffc.runtime.errors import located_failure, with_source_line
-    from diffc.runtime.kernels import build_kernel, lower_kernel_module
+    from diffc.runtime.errors import with_source_line
 
     settings = for_device(None, **{**SETTINGS, "atomics": "ptx", "sanitize": False})
-    module = fn.module.ir.clone()
-    f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == fn.name)
-    build_kernel(module, f, spec, fn.params)
-    primal = compiler.primal_functions(module)
-    try:
-        lower_kernel_module(module, spec)
-        slots = compiler.lower_call_kernel(module, settings, primal)
-    except PassFailedException as e:
-        raise located_failure(e, fn.module, f"{spec.mode} of @{fn.name}: ") from None
+    module, slots = fn.lowered_kernel(spec, settings)
     options = EmitOptions(atomics="ptx", index_type=settings.index_type, unroll=0, target="cuda")
     return with_source_line(emit_opencl, fn.module.sources)(module, options), slots
 

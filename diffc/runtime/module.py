@@ -665,14 +665,30 @@ class Function:
             status.check(f"{spec.mode} of @{self.name}", self.module.sources, spec.kernel_name)
         return global_size, wg, out_arg
 
+    def lowered_kernel(self, spec: KernelSpec, settings):
+        """(the kernel module of `spec` lowered under `settings`, its loop-overrun status slots):
+        what the OpenCL build (`_compile`) and the CUDA one (cuda_kernels.build_source) emit."""
+        from xdsl.utils.exceptions import PassFailedException
+
+        from diffc import compiler
+
+        module = self.module.ir.clone()
+        f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
+        build_kernel(module, f, spec, self.params)
+        primal = compiler.primal_functions(module)
+        try:
+            lower_kernel_module(module, spec)
+            slots = compiler.lower_call_kernel(module, settings, primal)
+        except PassFailedException as e:
+            raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
+        return module, slots
+
     def _compile(self, spec: KernelSpec):
         import pyopencl as cl
 
         from diffc import compiler
         from diffc.backend.opencl import build_options, emit_opencl
         from diffc.runtime.program import build_program
-
-        from xdsl.utils.exceptions import PassFailedException
 
         settings = kernel_settings(self.module.check)
         options = compiler.emit_options(settings)
@@ -681,15 +697,7 @@ class Function:
         source = None if settings.sanitize else module_cache.load_kernel_source(cached)
         self._status[spec] = None  # only kernels without loop-overrun checks are kept in the cache
         if source is None:
-            module = self.module.ir.clone()
-            f = next(op for op in module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == self.name)
-            build_kernel(module, f, spec, self.params)
-            primal = compiler.primal_functions(module)
-            try:
-                _lower(module, spec)
-                slots = compiler.lower_call_kernel(module, settings, primal)
-            except PassFailedException as e:
-                raise located_failure(e, self.module, f"{spec.mode} of @{self.name}: ") from None
+            module, slots = self.lowered_kernel(spec, settings)
             self._status[spec] = StatusBuffers(slots) if slots else None  # loop-overrun checks: trailing kernel buffers
             source = with_source_line(emit_opencl, self.module.sources)(module, options)
             if self._status[spec] is None:
@@ -737,4 +745,3 @@ def _broadcasts(a: tuple, b: tuple) -> bool:
 
 # (kept here under their old names: tests and record_calls share them through kernels.py)
 _broadcast_strides = broadcast_strides
-_lower = lower_kernel_module
